@@ -1,0 +1,19 @@
+# The developer entry point. `make demo` and `make test` are the README's two commands; both
+# set everything up themselves on a fresh machine (virtualenv, release build, test peers).
+.PHONY: demo test setup bench lint fmt
+
+setup:
+	bash scripts/bootstrap.sh
+
+demo: setup
+	.venv/bin/python scripts/main_job.py $(ARGS)
+
+test:
+	bash scripts/test.sh
+
+bench: setup
+	.venv/bin/python benches/sidebyside/run.py $(ARGS)
+
+fmt:
+	cargo fmt --all
+	.venv/bin/ruff format python tests benches scripts

@@ -1,0 +1,78 @@
+"""streamwire: a fast, fork-safe Apache Pulsar client with a Rust/Tokio engine.
+
+Importing this package starts no thread, runtime or connection; the engine starts on first
+use, and again in a child process after ``fork()``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from streamwire import exceptions
+from streamwire._native import Client, Lookup, __version__, configure
+from streamwire.exceptions import (
+    AlreadyClosedError,
+    AuthenticationError,
+    AuthorizationError,
+    ChecksumError,
+    ConfigError,
+    ConnectError,
+    ConsumerBusyError,
+    DisconnectedError,
+    ForkedProcessError,
+    InvalidArgumentError,
+    MessageTooBigError,
+    NotSupportedError,
+    OperationTimeoutError,
+    ProducerBusyError,
+    ProducerFencedError,
+    ProducerQueueFullError,
+    ProtocolError,
+    ServerError,
+    StreamwireError,
+    TopicNotFoundError,
+    TopicTerminatedError,
+)
+
+__all__ = [
+    "AlreadyClosedError",
+    "AuthenticationError",
+    "AuthorizationError",
+    "ChecksumError",
+    "Client",
+    "ConfigError",
+    "ConnectError",
+    "ConsumerBusyError",
+    "DisconnectedError",
+    "ForkedProcessError",
+    "InvalidArgumentError",
+    "Lookup",
+    "MessageTooBigError",
+    "NotSupportedError",
+    "OperationTimeoutError",
+    "ProducerBusyError",
+    "ProducerFencedError",
+    "ProducerQueueFullError",
+    "ProtocolError",
+    "ServerError",
+    "StreamwireError",
+    "TopicNotFoundError",
+    "TopicTerminatedError",
+    "__version__",
+    "configure",
+    "exceptions",
+]
+
+_after_fork_hooks: list[object] = []
+
+
+def _after_fork_in_child() -> None:
+    # The engine notices the new pid by itself; this hook lets Python-side caches (such as
+    # streamwire.spark's client cache) drop handles that belong to the parent.
+    for hook in list(_after_fork_hooks):
+        if callable(hook):
+            hook()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

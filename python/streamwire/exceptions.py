@@ -1,0 +1,147 @@
+"""The streamwire exception hierarchy.
+
+Every error raised by streamwire is a :class:`StreamwireError`. Subclasses also inherit the
+built-in exception they mean, so ``except TimeoutError`` or ``except ValueError`` work as
+expected. Each error carries ``retriable`` (whether trying again later may succeed) and
+``server_code`` (the broker's ``ServerError`` code when the broker reported it, else ``None``).
+
+The classes are defined here, in Python, so that they pickle by name (Spark ships task
+failures between processes).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+__all__ = [
+    "AlreadyClosedError",
+    "AuthenticationError",
+    "AuthorizationError",
+    "ChecksumError",
+    "ConfigError",
+    "ConnectError",
+    "ConsumerBusyError",
+    "DisconnectedError",
+    "ForkedProcessError",
+    "InterruptedError_",
+    "InvalidArgumentError",
+    "MessageTooBigError",
+    "NotSupportedError",
+    "OperationTimeoutError",
+    "ProducerBusyError",
+    "ProducerFencedError",
+    "ProducerQueueFullError",
+    "ProtocolError",
+    "ServerError",
+    "StreamwireError",
+    "TopicNotFoundError",
+    "TopicTerminatedError",
+]
+
+
+class StreamwireError(Exception):
+    """Root of every streamwire error."""
+
+    def __init__(
+        self, message: str = "", *, retriable: bool = False, server_code: Optional[int] = None
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retriable = retriable
+        self.server_code = server_code
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.message, self.retriable, self.server_code))
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _rebuild(
+    cls: type[StreamwireError], message: str, retriable: bool, server_code: Optional[int]
+) -> StreamwireError:
+    return cls(message, retriable=retriable, server_code=server_code)
+
+
+class ConfigError(StreamwireError, ValueError):
+    """A client, producer or consumer setting is invalid."""
+
+
+class InvalidArgumentError(StreamwireError, ValueError):
+    """An argument is invalid (for example a malformed topic name)."""
+
+
+class MessageTooBigError(StreamwireError, ValueError):
+    """A message is larger than the broker accepts (and chunking is off)."""
+
+
+class ConnectError(StreamwireError, ConnectionError):
+    """A connection to a broker could not be established (refused, unreachable, timed out)."""
+
+
+class DisconnectedError(StreamwireError, ConnectionError):
+    """An established connection was lost while an operation was in flight."""
+
+
+class OperationTimeoutError(StreamwireError, TimeoutError):
+    """An operation did not complete within its timeout."""
+
+
+class AuthenticationError(StreamwireError, PermissionError):
+    """The broker rejected the client's credentials."""
+
+
+class AuthorizationError(StreamwireError, PermissionError):
+    """The broker refused the operation for this role."""
+
+
+class ProtocolError(StreamwireError):
+    """The peer sent bytes that do not follow the Pulsar protocol."""
+
+
+class ChecksumError(ProtocolError):
+    """A message's CRC32C checksum did not match its content."""
+
+
+class ServerError(StreamwireError):
+    """The broker reported an error (see ``server_code``)."""
+
+
+class TopicNotFoundError(ServerError):
+    """The topic or subscription does not exist."""
+
+
+class TopicTerminatedError(ServerError):
+    """The topic was terminated; nothing more can be published to it."""
+
+
+class ProducerBusyError(ServerError):
+    """Another producer holds the topic exclusively, or uses the same producer name."""
+
+
+class ProducerFencedError(ServerError):
+    """This producer was fenced by a newer exclusive producer."""
+
+
+class ConsumerBusyError(ServerError):
+    """The subscription is held by an exclusive consumer."""
+
+
+class NotSupportedError(StreamwireError):
+    """The broker or this client does not support the request."""
+
+
+class ProducerQueueFullError(StreamwireError, BufferError):
+    """The producer's pending queue or the client memory budget is full."""
+
+
+class AlreadyClosedError(StreamwireError, RuntimeError):
+    """The client, producer, consumer or reader was closed."""
+
+
+class ForkedProcessError(StreamwireError, RuntimeError):
+    """A handle created before ``fork()`` was used in the child process."""
+
+
+class InterruptedError_(StreamwireError):
+    """An operation was interrupted (reserved; Ctrl-C raises KeyboardInterrupt)."""

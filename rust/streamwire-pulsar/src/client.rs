@@ -1,0 +1,180 @@
+//! The client: a connection pool plus the service URL, and the lookups everything starts from.
+//!
+//! Lookup follows the binary protocol: ask any broker (the service URL) who owns a topic; a
+//! `Redirect` names another broker to ask (with `authoritative` passed along), `Connect` names
+//! the owner. `proxy_through_service_url` means the service URL is a proxy and we keep dialing
+//! it, asking it to forward to the owner. Redirects are bounded so a loop ends in an error.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use streamwire_core::error::{Error, ErrorKind, Result};
+
+use crate::connection::pool::ConnectionPool;
+use crate::connection::{Connection, ConnectionConfig};
+use crate::protocol::{commands, pb};
+use crate::server_error::server_error;
+use crate::service_url::{BrokerAddr, ServiceUrl};
+use crate::topic::TopicName;
+
+/// Maximum redirects one lookup follows (the Java client's default is 20).
+pub const MAX_LOOKUP_REDIRECTS: usize = 20;
+
+/// Where a topic lives: the owner (`logical`) and where to dial for it (`physical`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicOwner {
+    pub logical: BrokerAddr,
+    pub physical: BrokerAddr,
+}
+
+struct Inner {
+    service: ServiceUrl,
+    pool: ConnectionPool,
+    /// Round-robin over the service URL's hosts, moving on when one fails.
+    next_host: AtomicUsize,
+}
+
+#[derive(Clone)]
+pub struct PulsarClient {
+    inner: Arc<Inner>,
+}
+
+impl PulsarClient {
+    pub fn new(service_url: &str, config: ConnectionConfig) -> Result<PulsarClient> {
+        let service = ServiceUrl::parse(service_url)?;
+        Ok(PulsarClient {
+            inner: Arc::new(Inner {
+                service,
+                pool: ConnectionPool::new(config),
+                next_host: AtomicUsize::new(0),
+            }),
+        })
+    }
+
+    pub fn config(&self) -> &ConnectionConfig {
+        self.inner.pool.config()
+    }
+
+    pub fn pool(&self) -> &ConnectionPool {
+        &self.inner.pool
+    }
+
+    /// A connection to one of the service URL's hosts, trying each once.
+    pub async fn service_connection(&self) -> Result<Connection> {
+        let hosts = &self.inner.service.hosts;
+        let start = self.inner.next_host.load(Ordering::Relaxed);
+        let mut last_err = None;
+        for i in 0..hosts.len() {
+            let idx = (start + i) % hosts.len();
+            let h = &hosts[idx];
+            match self.inner.pool.get(h, h).await {
+                Ok(c) => {
+                    self.inner.next_host.store(idx, Ordering::Relaxed);
+                    return Ok(c);
+                }
+                Err(e) => last_err = Some(e),
+            }
+        }
+        Err(last_err.unwrap_or_else(|| Error::new(ErrorKind::Config, "service URL has no hosts")))
+    }
+
+    /// Find the broker that owns `topic` (a single partition or a non-partitioned topic).
+    pub async fn lookup_topic(&self, topic: &TopicName) -> Result<TopicOwner> {
+        let topic_str = topic.to_string();
+        let mut conn = self.service_connection().await?;
+        let mut authoritative = false;
+        for _ in 0..=MAX_LOOKUP_REDIRECTS {
+            let rid = conn.new_request_id();
+            let frame = conn
+                .request(
+                    rid,
+                    "lookup",
+                    commands::lookup_topic(&topic_str, rid, authoritative, None),
+                )
+                .await
+                .map_err(|e| e.context(format!("lookup of {topic_str}")))?;
+            let resp = frame.command.lookup_topic_response.unwrap_or_default();
+            use pb::command_lookup_topic_response::LookupType;
+            let via_proxy = resp.proxy_through_service_url.unwrap_or(false);
+            match resp.response() {
+                LookupType::Failed => {
+                    let code = resp.error.unwrap_or(0);
+                    return Err(server_error(code, resp.message.as_deref().unwrap_or(""))
+                        .context(format!("lookup of {topic_str}")));
+                }
+                kind @ (LookupType::Connect | LookupType::Redirect) => {
+                    let url = self.pick_url(&resp)?;
+                    let logical = BrokerAddr::parse(&url)?;
+                    let physical = if via_proxy {
+                        conn.addr().clone()
+                    } else {
+                        logical.clone()
+                    };
+                    if kind == LookupType::Connect {
+                        return Ok(TopicOwner { logical, physical });
+                    }
+                    authoritative = resp.authoritative.unwrap_or(false);
+                    conn = self.inner.pool.get(&logical, &physical).await?;
+                }
+            }
+        }
+        Err(Error::new(
+            ErrorKind::Server,
+            format!("lookup of {topic_str} was redirected more than {MAX_LOOKUP_REDIRECTS} times"),
+        ))
+    }
+
+    fn pick_url(&self, resp: &pb::CommandLookupTopicResponse) -> Result<String> {
+        let want_tls = self.inner.service.hosts.first().is_some_and(|h| h.tls);
+        let url = if want_tls {
+            resp.broker_service_url_tls.clone()
+        } else {
+            resp.broker_service_url.clone()
+        };
+        url.filter(|u| !u.is_empty()).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Protocol,
+                "lookup response names no broker URL for this scheme",
+            )
+        })
+    }
+
+    /// A connection to the broker that owns `topic`.
+    pub async fn connection_for(&self, topic: &TopicName) -> Result<(Connection, TopicOwner)> {
+        let owner = self.lookup_topic(topic).await?;
+        let conn = self.inner.pool.get(&owner.logical, &owner.physical).await?;
+        Ok((conn, owner))
+    }
+
+    /// Number of partitions of `topic` (0 for a non-partitioned topic).
+    pub async fn partitions(&self, topic: &TopicName) -> Result<u32> {
+        let topic_str = topic.to_string();
+        let conn = self.service_connection().await?;
+        let rid = conn.new_request_id();
+        let frame = conn
+            .request(
+                rid,
+                "partition metadata",
+                commands::partitioned_metadata(&topic_str, rid),
+            )
+            .await
+            .map_err(|e| e.context(format!("partition metadata of {topic_str}")))?;
+        let resp = frame
+            .command
+            .partition_metadata_response
+            .unwrap_or_default();
+        use pb::command_partitioned_topic_metadata_response::LookupType;
+        match resp.response() {
+            LookupType::Failed => Err(server_error(
+                resp.error.unwrap_or(0),
+                resp.message.as_deref().unwrap_or(""),
+            )
+            .context(format!("partition metadata of {topic_str}"))),
+            LookupType::Success => Ok(resp.partitions.unwrap_or(0)),
+        }
+    }
+
+    pub fn close(&self) {
+        self.inner.pool.close_all();
+    }
+}

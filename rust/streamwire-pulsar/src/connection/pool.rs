@@ -1,0 +1,94 @@
+//! Connections shared by everything a client does, keyed by (logical, physical) broker.
+//!
+//! The logical address is the broker that owns a topic; the physical one is where we dial
+//! (the same, or a proxy). Concurrent callers for the same key wait for one connect attempt
+//! instead of racing several.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Mutex as AsyncMutex;
+
+use streamwire_core::error::Result;
+
+use super::{Connection, ConnectionConfig};
+use crate::service_url::BrokerAddr;
+
+type Key = (BrokerAddr, BrokerAddr);
+
+pub struct ConnectionPool {
+    config: ConnectionConfig,
+    slots: Mutex<HashMap<Key, Arc<AsyncMutex<Option<Connection>>>>>,
+}
+
+impl ConnectionPool {
+    pub fn new(config: ConnectionConfig) -> Self {
+        ConnectionPool {
+            config,
+            slots: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn config(&self) -> &ConnectionConfig {
+        &self.config
+    }
+
+    /// A live connection to `logical` through `physical`, reusing one if it is still open.
+    pub async fn get(&self, logical: &BrokerAddr, physical: &BrokerAddr) -> Result<Connection> {
+        let slot = {
+            let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+            Arc::clone(
+                slots
+                    .entry((logical.clone(), physical.clone()))
+                    .or_insert_with(|| Arc::new(AsyncMutex::new(None))),
+            )
+        };
+        let mut guard = slot.lock().await;
+        if let Some(c) = guard.as_ref() {
+            if !c.is_closed() {
+                return Ok(c.clone());
+            }
+        }
+        let proxy_to = (logical != physical).then_some(logical);
+        let conn = Connection::connect(physical, proxy_to, &self.config).await?;
+        *guard = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// Number of open connections (for tests and stats).
+    pub fn open_connections(&self) -> usize {
+        let slots: Vec<_> = self
+            .slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        slots
+            .iter()
+            .filter(|s| {
+                s.try_lock()
+                    .map(|g| g.as_ref().is_some_and(|c| !c.is_closed()))
+                    .unwrap_or(true)
+            })
+            .count()
+    }
+
+    /// Close every connection.
+    pub fn close_all(&self) {
+        let slots: Vec<_> = self
+            .slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .map(|(_, v)| v)
+            .collect();
+        for s in slots {
+            if let Ok(g) = s.try_lock() {
+                if let Some(c) = g.as_ref() {
+                    c.close();
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! Pulsar protocol support for streamwire.
+//!
+//! Modules (one concern each; pure logic is kept apart from I/O):
+//! * [`protocol`] — wire format: frame codec, CRC32C, command builders. No I/O, no Tokio.
+//!
+//! `fuzzing` is a hidden helper shared by the cargo-fuzz target and the stable-toolchain
+//! fuzz test; it is not part of the supported API.
+
+#![forbid(unsafe_code)]
+
+pub mod protocol;
+
+pub mod client;
+pub mod connection;
+pub mod engine;
+pub mod message_id;
+pub mod server_error;
+pub mod service_url;
+pub mod topic;
+
+#[doc(hidden)]
+pub mod fuzzing;

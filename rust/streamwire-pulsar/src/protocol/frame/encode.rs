@@ -1,0 +1,96 @@
+//! Frame encoding straight into the connection's output buffer.
+//!
+//! Sizes are written as placeholders and patched once the protobuf has been encoded, so no
+//! message is measured twice and nothing is encoded into a temporary buffer first.
+
+use bytes::{BufMut, BytesMut};
+use prost::Message;
+use streamwire_proto::pulsar as pb;
+
+use super::MAGIC_CRC32C;
+use crate::protocol::checksum::crc32c;
+use crate::protocol::ProtocolError;
+
+/// Append a simple (payload-free) command frame to `out`.
+///
+/// No size limit is applied: simple commands are small, and the broker enforces its own.
+pub fn encode_command(cmd: &pb::BaseCommand, out: &mut BytesMut) {
+    let start = out.len();
+    out.put_u32(0); // totalSize, patched below
+    out.put_u32(0); // commandSize, patched below
+    encode_into(cmd, out);
+    let command_size = out.len() - start - 8;
+    patch_u32(out, start, (command_size + 4) as u32);
+    patch_u32(out, start + 4, command_size as u32);
+}
+
+/// Append a payload command frame (SEND) with magic + CRC32C to `out`.
+///
+/// Fails with [`ProtocolError::FrameTooLarge`] — leaving `out` as it was — when the frame
+/// (not counting its 4-byte length prefix) would exceed `max_frame_size`.
+pub fn encode_payload_command(
+    cmd: &pb::BaseCommand,
+    metadata: &pb::MessageMetadata,
+    payload: &[u8],
+    out: &mut BytesMut,
+    max_frame_size: usize,
+) -> Result<(), ProtocolError> {
+    encode_payload_command_parts(cmd, metadata, &[payload], out, max_frame_size)
+}
+
+/// Like [`encode_payload_command`], with the payload given as consecutive parts (a batch
+/// assembled from pieces, `Bytes` handles, ...). The parts are copied once, into `out`.
+pub fn encode_payload_command_parts<P: AsRef<[u8]>>(
+    cmd: &pb::BaseCommand,
+    metadata: &pb::MessageMetadata,
+    payload: &[P],
+    out: &mut BytesMut,
+    max_frame_size: usize,
+) -> Result<(), ProtocolError> {
+    let start = out.len();
+    out.put_u32(0); // totalSize
+    out.put_u32(0); // commandSize
+    encode_into(cmd, out);
+    let command_size = out.len() - start - 8;
+    out.put_u16(MAGIC_CRC32C);
+    let checksum_at = out.len();
+    out.put_u32(0); // CRC32C
+    let metadata_size_at = out.len();
+    out.put_u32(0); // metadataSize
+    encode_into(metadata, out);
+    let metadata_size = out.len() - metadata_size_at - 4;
+
+    // Check the limit before copying the payload, so an oversized message costs nothing
+    // more than its (small) headers.
+    let payload_len: usize = payload.iter().map(|p| p.as_ref().len()).sum();
+    let total = (out.len() - start - 4).saturating_add(payload_len);
+    if total > max_frame_size || total > u32::MAX as usize {
+        out.truncate(start);
+        return Err(ProtocolError::FrameTooLarge {
+            size: total,
+            max: max_frame_size,
+        });
+    }
+    out.reserve(payload_len);
+    for part in payload {
+        out.put_slice(part.as_ref());
+    }
+
+    patch_u32(out, start, total as u32);
+    patch_u32(out, start + 4, command_size as u32);
+    patch_u32(out, metadata_size_at, metadata_size as u32);
+    // One pass over the bytes just written (still in cache), metadata size to the end.
+    let crc = crc32c(&out[metadata_size_at..]);
+    patch_u32(out, checksum_at, crc);
+    Ok(())
+}
+
+fn encode_into<M: Message>(msg: &M, out: &mut BytesMut) {
+    // `encode_raw` skips prost's capacity check, which cannot fail for a growable BytesMut
+    // and would otherwise need an unreachable error path.
+    msg.encode_raw(out);
+}
+
+fn patch_u32(out: &mut BytesMut, at: usize, value: u32) {
+    out[at..at + 4].copy_from_slice(&value.to_be_bytes());
+}

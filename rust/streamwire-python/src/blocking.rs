@@ -1,0 +1,81 @@
+//! The one helper every blocking Python call goes through.
+//!
+//! It runs the engine future on the process runtime, detaches from the interpreter while it
+//! waits (so other Python threads run), and wakes every slice to check for signals so Ctrl-C
+//! and Spark task kills interrupt the wait. The future itself is aborted on interrupt, which
+//! every engine future tolerates (cancel safety is documented where they are defined).
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use pyo3::prelude::*;
+
+use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::runtime;
+
+use crate::errors::to_py;
+
+const SLICE: Duration = Duration::from_millis(200);
+
+/// Block until `fut` completes, `timeout` passes (→ `OperationTimeoutError`, naming `what`),
+/// or a signal handler raises.
+pub fn wait<T, F>(py: Python<'_>, what: &str, timeout: Option<Duration>, fut: F) -> PyResult<T>
+where
+    T: Send + 'static,
+    F: Future<Output = Result<T>> + Send + 'static,
+{
+    let handle = runtime::handle().map_err(to_py)?;
+    let mut task = handle.spawn(fut);
+    let deadline = timeout.map(|t| Instant::now() + t);
+    loop {
+        let slice = match deadline {
+            Some(d) => d.saturating_duration_since(Instant::now()).min(SLICE),
+            None => SLICE,
+        };
+        let joined =
+            py.detach(|| handle.block_on(async { tokio::time::timeout(slice, &mut task).await }));
+        match joined {
+            Ok(Ok(res)) => return res.map_err(to_py),
+            Ok(Err(join_err)) => {
+                return Err(to_py(Error::new(
+                    ErrorKind::Protocol,
+                    format!("internal task failed during {what}: {join_err}"),
+                )))
+            }
+            Err(_) => {
+                if let Err(e) = py.check_signals() {
+                    task.abort();
+                    return Err(e);
+                }
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    task.abort();
+                    return Err(to_py(Error::timeout(what)));
+                }
+            }
+        }
+    }
+}
+
+/// Convert a Python timeout in seconds (None = no limit) to a Duration, rejecting bad values.
+#[allow(dead_code)] // first caller: consumer receive (in progress)
+pub fn timeout_arg(name: &str, secs: Option<f64>) -> Result<Option<Duration>> {
+    match secs {
+        None => Ok(None),
+        Some(s) if s.is_finite() && s >= 0.0 => Ok(Some(Duration::from_secs_f64(s))),
+        Some(s) => Err(Error::invalid(format!(
+            "{name} must be a non-negative number of seconds, got {s}"
+        ))),
+    }
+}
+
+/// A positive duration setting in seconds.
+pub fn positive_secs(name: &str, secs: f64) -> Result<Duration> {
+    if secs.is_finite() && secs > 0.0 {
+        Ok(Duration::from_secs_f64(secs))
+    } else {
+        Err(Error::new(
+            ErrorKind::Config,
+            format!("{name} must be a positive number of seconds, got {secs}"),
+        ))
+    }
+}

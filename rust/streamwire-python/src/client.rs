@@ -1,0 +1,192 @@
+//! `Client` and `Lookup`: the entry point of the Python API.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use streamwire_core::error::{Error, ErrorKind};
+use streamwire_core::runtime;
+use streamwire_pulsar::client::PulsarClient;
+use streamwire_pulsar::connection::{Auth, ConnectionConfig};
+use streamwire_pulsar::topic::TopicName;
+
+use crate::blocking::{positive_secs, wait};
+use crate::errors::{to_py, IntoPyResult};
+
+pub(crate) fn refuse_pickle(what: &str, instead: &str) -> PyErr {
+    pyo3::exceptions::PyTypeError::new_err(format!(
+        "a live streamwire {what} cannot be pickled or sent to another process; {instead}"
+    ))
+}
+
+const PICKLE_HINT: &str = "pass the service URL and options instead (for Spark, a \
+    streamwire.spark.ClientConfig) and create the client inside the worker";
+
+/// A connection to a Pulsar cluster. Thread-safe; create one per process and share it.
+#[pyclass(frozen, module = "streamwire._native")]
+pub struct Client {
+    pub(crate) inner: PulsarClient,
+    pub(crate) pid: u32,
+    pub(crate) closed: AtomicBool,
+    pub(crate) operation_timeout: Duration,
+    service_url: String,
+}
+
+impl Client {
+    /// The engine client, if this handle is usable here and now.
+    pub(crate) fn live(&self) -> PyResult<&PulsarClient> {
+        runtime::check_same_process(self.pid, "client").py_err()?;
+        if self.closed.load(Ordering::Acquire) {
+            return Err(to_py(Error::closed("client")));
+        }
+        Ok(&self.inner)
+    }
+}
+
+#[pymethods]
+impl Client {
+    #[new]
+    #[pyo3(signature = (service_url, *, operation_timeout=30.0, connection_timeout=10.0,
+                        auth_token=None, io_threads=None, keepalive_interval=30.0))]
+    fn new(
+        service_url: &str,
+        operation_timeout: f64,
+        connection_timeout: f64,
+        auth_token: Option<String>,
+        io_threads: Option<usize>,
+        keepalive_interval: f64,
+    ) -> PyResult<Self> {
+        if let Some(n) = io_threads {
+            runtime::configure_worker_threads(n).py_err()?;
+        }
+        let operation_timeout = positive_secs("operation_timeout", operation_timeout).py_err()?;
+        let config = ConnectionConfig {
+            connect_timeout: positive_secs("connection_timeout", connection_timeout).py_err()?,
+            operation_timeout,
+            keepalive_interval: positive_secs("keepalive_interval", keepalive_interval).py_err()?,
+            auth: match auth_token {
+                Some(t) if t.is_empty() => {
+                    return Err(to_py(Error::new(ErrorKind::Config, "auth_token is empty")))
+                }
+                Some(t) => Some(Auth::Token(t)),
+                None => None,
+            },
+            ..ConnectionConfig::default()
+        };
+        let inner = PulsarClient::new(service_url, config).py_err()?;
+        Ok(Client {
+            inner,
+            pid: runtime::current_pid(),
+            closed: AtomicBool::new(false),
+            operation_timeout,
+            service_url: service_url.to_owned(),
+        })
+    }
+
+    /// The service URL this client was created with.
+    #[getter]
+    fn service_url(&self) -> &str {
+        &self.service_url
+    }
+
+    /// Topic metadata lookups (owner broker, partition count).
+    fn lookup(slf: Bound<'_, Self>) -> PyResult<Lookup> {
+        slf.get().live()?;
+        Ok(Lookup {
+            client: slf.unbind(),
+        })
+    }
+
+    /// Close every connection. Further use raises `AlreadyClosedError`. Idempotent.
+    fn close(&self) -> PyResult<()> {
+        if !self.closed.swap(true, Ordering::AcqRel) && self.pid == runtime::current_pid() {
+            self.inner.close();
+        }
+        Ok(())
+    }
+
+    /// Number of open broker connections (diagnostics).
+    fn _open_connections(&self) -> PyResult<usize> {
+        Ok(self.live()?.pool().open_connections())
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close()?;
+        Ok(false)
+    }
+
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(refuse_pickle("Client", PICKLE_HINT))
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.closed.load(Ordering::Acquire) {
+            "closed"
+        } else {
+            "open"
+        };
+        format!("<streamwire.Client {:?} {state}>", self.service_url)
+    }
+}
+
+fn parse_topic(topic: &str) -> PyResult<TopicName> {
+    TopicName::parse(topic).py_err()
+}
+
+/// Metadata lookups for topics.
+#[pyclass(frozen, module = "streamwire._native")]
+pub struct Lookup {
+    client: Py<Client>,
+}
+
+#[pymethods]
+impl Lookup {
+    /// The URL of the broker that owns `topic` (one partition, or a non-partitioned topic).
+    fn broker_url(&self, py: Python<'_>, topic: &str) -> PyResult<String> {
+        let client = self.client.get();
+        let inner = client.live()?.clone();
+        let t = parse_topic(topic)?;
+        let timeout = client.operation_timeout * 2;
+        wait(py, "lookup", Some(timeout), async move {
+            Ok(inner.lookup_topic(&t).await?.logical.to_string())
+        })
+    }
+
+    /// The number of partitions of `topic`; 0 means it is not partitioned.
+    fn partitions(&self, py: Python<'_>, topic: &str) -> PyResult<u32> {
+        let client = self.client.get();
+        let inner = client.live()?.clone();
+        let t = parse_topic(topic)?;
+        let timeout = client.operation_timeout * 2;
+        wait(py, "partition metadata", Some(timeout), async move {
+            inner.partitions(&t).await
+        })
+    }
+
+    /// The fully qualified topic names to produce to / consume from for `topic`: its
+    /// partitions if it is partitioned, else the topic itself.
+    fn topic_partitions(&self, py: Python<'_>, topic: &str) -> PyResult<Vec<String>> {
+        let t = parse_topic(topic)?;
+        let n = self.partitions(py, topic)?;
+        Ok(if n == 0 {
+            vec![t.to_string()]
+        } else {
+            (0..n).map(|i| t.partition(i).to_string()).collect()
+        })
+    }
+
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(refuse_pickle("Lookup", PICKLE_HINT))
+    }
+
+    fn __repr__(&self) -> String {
+        "<streamwire.Lookup>".to_owned()
+    }
+}

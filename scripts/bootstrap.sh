@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh machine: a virtualenv in .venv with every test and demo
+# dependency, and the streamwire extension built in release mode into it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+fi
+stamp=.venv/.requirements.sha
+want=$(sha256sum requirements-dev.txt | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    .venv/bin/pip install --quiet --upgrade pip
+    .venv/bin/pip install --quiet -r requirements-dev.txt
+    echo "$want" > "$stamp"
+fi
+# Build the extension (release) and install it into the venv in editable mode.
+VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" \
+    .venv/bin/maturin develop --release --quiet >/dev/null

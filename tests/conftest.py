@@ -1,0 +1,162 @@
+"""Shared pytest fixtures: real brokers, the official client, unique topics and a fault proxy.
+
+Fixtures (all brokers bind 127.0.0.1 only and are stopped by PID at teardown):
+
+- ``lite_broker`` (session): a :class:`~tests.peers.lite.PulsarLite`.
+- ``apache_broker`` (session): an :class:`~tests.peers.apache.ApachePulsar` (Apache Pulsar 4.0.x
+  standalone). Started only when a collected test needs it; a start failure FAILS the test with
+  the broker's log tail (never skips).
+- ``broker``: parametrized over ``"lite"`` and ``"apache"`` -- an "any broker" test runs on both.
+  Select with ``-k lite`` / ``-k apache`` or the markers below.
+- ``apache_admin``: a :class:`~tests.peers.admin.PulsarAdmin` for ``apache_broker``.
+- ``official_pulsar``: the imported official ``pulsar`` module (PyPI ``pulsar-client``).
+- ``unique_topic``: ``persistent://public/default/t-<uuid>``.
+- ``fault_proxy``: factory ``fault_proxy(target) -> FaultProxy`` where ``target`` is a broker
+  object (anything with ``service_url``), a ``pulsar://host:port`` URL or a ``(host, port)`` pair.
+
+Markers: ``apache`` (needs Apache Pulsar; tests using ``apache_broker`` or ``broker[apache]`` get it
+automatically), ``lite`` (runs against pulsar-lite), ``slow``.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Protocol, Union
+from urllib.parse import urlparse
+
+import pytest
+
+_ROOT = Path(__file__).resolve().parent.parent
+if str(_ROOT) not in sys.path:
+    sys.path.insert(0, str(_ROOT))
+
+from tests.peers.admin import PulsarAdmin  # noqa: E402
+from tests.peers.apache import ApachePulsar, ApachePulsarError  # noqa: E402
+from tests.peers.faultproxy import FaultProxy  # noqa: E402
+from tests.peers.lite import PulsarLite  # noqa: E402
+
+BROKER_KINDS = ("lite", "apache")
+
+
+class Broker(Protocol):
+    """What tests may rely on for any broker."""
+
+    @property
+    def service_url(self) -> str: ...
+
+    @property
+    def pid(self) -> int | None: ...
+
+    def log_tail(self, lines: int = ...) -> str: ...
+
+
+ProxyTarget = Union[Broker, str, tuple[str, int]]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "apache: needs Apache Pulsar standalone (JVM, ~10 s start)")
+    config.addinivalue_line("markers", "lite: runs against pulsar-lite")
+    config.addinivalue_line("markers", "slow: takes more than a few seconds")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark tests by the broker they will start, so ``-m apache`` / ``-m 'not apache'`` work."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        callspec = getattr(item, "callspec", None)
+        kind = callspec.params.get("broker") if callspec is not None else None
+        if "apache_broker" in fixtures or "apache_admin" in fixtures or kind == "apache":
+            item.add_marker(pytest.mark.apache)
+        if "lite_broker" in fixtures or kind == "lite":
+            item.add_marker(pytest.mark.lite)
+
+
+@pytest.fixture(scope="session")
+def lite_broker() -> Iterator[PulsarLite]:
+    broker = PulsarLite()
+    try:
+        broker.start()
+        yield broker
+    finally:
+        broker.close()
+
+
+_apache_failure: list[str] = []
+
+
+@pytest.fixture(scope="session")
+def apache_broker() -> Iterator[ApachePulsar]:
+    if _apache_failure:  # do not retry a 3-minute start for every test after a failure
+        pytest.fail(_apache_failure[0], pytrace=False)
+    broker = ApachePulsar()
+    try:
+        try:
+            broker.start()
+        except ApachePulsarError as exc:
+            _apache_failure.append(f"Apache Pulsar did not start: {exc}")
+            pytest.fail(_apache_failure[0], pytrace=False)
+        yield broker
+    finally:
+        broker.close()
+
+
+@pytest.fixture(params=BROKER_KINDS)
+def broker(request: pytest.FixtureRequest) -> Broker:
+    """Any broker: the test runs once against pulsar-lite and once against Apache Pulsar."""
+    kind: str = request.param
+    result: Broker = request.getfixturevalue(f"{kind}_broker")
+    return result
+
+
+@pytest.fixture
+def broker_kind(broker: Broker) -> str:
+    return "apache" if isinstance(broker, ApachePulsar) else "lite"
+
+
+@pytest.fixture(scope="session")
+def apache_admin(apache_broker: ApachePulsar) -> PulsarAdmin:
+    return PulsarAdmin(apache_broker.admin_url)
+
+
+@pytest.fixture(scope="session")
+def official_pulsar() -> ModuleType:
+    import pulsar
+
+    return pulsar
+
+
+@pytest.fixture
+def unique_topic() -> str:
+    return f"persistent://public/default/t-{uuid.uuid4().hex}"
+
+
+def _target_address(target: ProxyTarget) -> tuple[str, int]:
+    if isinstance(target, tuple):
+        return target
+    url = target if isinstance(target, str) else target.service_url
+    parsed = urlparse(url)
+    if parsed.hostname is None or parsed.port is None:
+        raise ValueError(f"cannot proxy to {url!r}")
+    return parsed.hostname, parsed.port
+
+
+@pytest.fixture
+def fault_proxy() -> Iterator[Callable[[ProxyTarget], FaultProxy]]:
+    """Factory: ``proxy = fault_proxy(lite_broker)``; every proxy is closed at teardown."""
+    proxies: list[FaultProxy] = []
+
+    def make(target: ProxyTarget, **kwargs: Any) -> FaultProxy:
+        host, port = _target_address(target)
+        proxy = FaultProxy(host, port, **kwargs)
+        proxies.append(proxy)
+        return proxy
+
+    try:
+        yield make
+    finally:
+        for proxy in proxies:
+            proxy.close()

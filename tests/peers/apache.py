@@ -1,0 +1,556 @@
+"""Apache Pulsar standalone, assembled from Maven Central and started on loopback ports.
+
+Resolution (first run only): a throwaway pom depending on ``org.apache.pulsar:pulsar-broker`` plus
+the log4j2 SLF4J binding is written to ``~/.cache/streamwire/pulsar-<version>/`` and
+``mvn dependency:build-classpath`` writes ``classpath.txt`` there (jars land in ``~/.m2``).
+Later runs read the cached classpath and never invoke Maven, unless a jar has disappeared.
+
+Start: a minimal ``standalone.conf`` (loopback only, free ports, functions off, RocksDB metadata
+store, in-process bookie), a log4j2 config that logs to a file, and
+``java ... org.apache.pulsar.PulsarStandaloneStarter``. Ready when
+``GET /admin/v2/namespaces/public/default`` answers 200.
+
+CLI (from the repository root)::
+
+    python -m tests.peers.apache --resolve-only   # download once (set-up scripts, CI)
+    python -m tests.peers.apache                  # start, print URLs, wait for Ctrl-C
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from .util import LOOPBACK, free_ports, kill_pid, stop_pid, tail
+
+if TYPE_CHECKING:
+    from .admin import PulsarAdmin
+
+__all__ = ["ApachePulsar", "ApachePulsarError", "resolve_classpath"]
+
+#: Candidate 4.0.x (LTS) versions, newest first. The first one that resolves from Maven Central
+#: is used and remembered; ``STREAMWIRE_PULSAR_VERSION`` forces one.
+PULSAR_VERSIONS: tuple[str, ...] = ("4.0.8", "4.0.7")
+MAVEN_CENTRAL = "https://repo.maven.apache.org/maven2"
+DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
+JAVA = os.environ.get("STREAMWIRE_JAVA", "java")
+MAVEN = os.environ.get("STREAMWIRE_MVN", "mvn")
+
+JVM_FLAGS: tuple[str, ...] = (
+    "-Xms256m",
+    "-Xmx1g",
+    "-XX:MaxDirectMemorySize=1g",
+    "-XX:+UseG1GC",
+    "-XX:TieredStopAtLevel=1",
+    "-Xshare:auto",
+    "--add-opens",
+    "java.base/java.io=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/java.util.zip=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/java.nio=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/jdk.internal.misc=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/sun.net=ALL-UNNAMED",
+    "--add-opens",
+    "java.management/sun.management=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/jdk.internal.platform=ALL-UNNAMED",
+    "-Dio.netty.tryReflectionSetAccessible=true",
+    "-Djava.net.preferIPv4Stack=true",
+    "-Dbookkeeper.metadata.bookie.drivers="
+    "org.apache.pulsar.metadata.bookkeeper.PulsarMetadataBookieDriver",
+    "-Dbookkeeper.metadata.client.drivers="
+    "org.apache.pulsar.metadata.bookkeeper.PulsarMetadataClientDriver",
+    "-Dzookeeper.4lw.commands.whitelist=*",
+    "-Dpulsar.allocator.exit_on_oom=true",
+)
+MAIN_CLASS = "org.apache.pulsar.PulsarStandaloneStarter"
+
+
+class ApachePulsarError(RuntimeError):
+    """Resolution or start-up of Apache Pulsar failed (the message carries the log tail)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Resolution
+# --------------------------------------------------------------------------------------------
+def cache_root() -> Path:
+    base = os.environ.get("STREAMWIRE_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "streamwire"
+    )
+    return Path(base)
+
+
+POM_TEMPLATE = """<?xml version="1.0" encoding="UTF-8"?>
+<!-- Throwaway pom written by tests/peers/apache.py: only used to compute a classpath. -->
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>dev.streamwire.tests</groupId>
+  <artifactId>pulsar-standalone-classpath</artifactId>
+  <version>{version}</version>
+  <packaging>pom</packaging>
+  <dependencyManagement>
+    <dependencies>
+      <!-- Pulsar's own parent pom pins every third-party version it was built with. -->
+      <dependency>
+        <groupId>org.apache.pulsar</groupId>
+        <artifactId>pulsar</artifactId>
+        <version>{version}</version>
+        <type>pom</type>
+        <scope>import</scope>
+      </dependency>
+    </dependencies>
+  </dependencyManagement>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.pulsar</groupId>
+      <artifactId>pulsar-broker</artifactId>
+      <version>{version}</version>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.logging.log4j</groupId>
+      <artifactId>log4j-core</artifactId>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.logging.log4j</groupId>
+      <artifactId>log4j-slf4j2-impl</artifactId>
+    </dependency>
+  </dependencies>
+</project>
+"""
+
+# Pulsar's parent pom lists extra repositories (e.g. Confluent's); route everything to Central.
+SETTINGS_XML = f"""<?xml version="1.0" encoding="UTF-8"?>
+<settings xmlns="http://maven.apache.org/SETTINGS/1.0.0">
+  <mirrors>
+    <mirror>
+      <id>central-only</id>
+      <mirrorOf>*</mirrorOf>
+      <url>{MAVEN_CENTRAL}</url>
+    </mirror>
+  </mirrors>
+</settings>
+"""
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _cached_classpath(version: str) -> str | None:
+    cp_file = cache_root() / f"pulsar-{version}" / "classpath.txt"
+    if not cp_file.exists():
+        return None
+    cp = cp_file.read_text().strip()
+    jars = cp.split(os.pathsep) if cp else []
+    if not jars or not all(os.path.isfile(j) for j in jars):
+        return None
+    return cp
+
+
+def _run_maven(version: str, log: Path | None = None) -> str:
+    workdir = cache_root() / f"pulsar-{version}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "pom.xml").write_text(POM_TEMPLATE.format(version=version))
+    (workdir / "settings.xml").write_text(SETTINGS_XML)
+    tmp_out = workdir / "classpath.txt.tmp"
+    mvn_log = log or workdir / "mvn.log"
+    if shutil.which(MAVEN) is None:
+        raise ApachePulsarError(f"Maven ({MAVEN!r}) not found: install it (apt-get install maven)")
+    cmd = [
+        MAVEN,
+        "-B",
+        "-q",
+        "-s",
+        str(workdir / "settings.xml"),
+        "-f",
+        str(workdir / "pom.xml"),
+        f"{DEPENDENCY_PLUGIN}:build-classpath",
+        f"-Dmdep.outputFile={tmp_out}",
+        "-Dmdep.includeScope=runtime",
+    ]
+    with open(mvn_log, "wb") as out:
+        rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    if rc != 0 or not tmp_out.exists():
+        raise ApachePulsarError(
+            f"mvn dependency:build-classpath for Pulsar {version} failed (rc={rc})\n"
+            + tail(mvn_log, 30)
+        )
+    cp = tmp_out.read_text().strip()
+    tmp_out.replace(workdir / "classpath.txt")
+    return cp
+
+
+def resolve_classpath(version: str | None = None, *, verbose: bool = False) -> tuple[str, str]:
+    """Return (version, classpath) for Apache Pulsar standalone, invoking Maven only if needed."""
+    forced = version or os.environ.get("STREAMWIRE_PULSAR_VERSION")
+    pointer = cache_root() / "pulsar-4.0-resolved.txt"
+    candidates: list[str]
+    if forced:
+        candidates = [forced]
+    else:
+        remembered = pointer.read_text().strip() if pointer.exists() else ""
+        candidates = ([remembered] if remembered else []) + [
+            v for v in PULSAR_VERSIONS if v != remembered
+        ]
+    with _locked(cache_root() / ".resolve.lock"):
+        for v in candidates:
+            cp = _cached_classpath(v)
+            if cp is not None:
+                return v, cp
+        errors: list[str] = []
+        for v in candidates:
+            if verbose:
+                print(f"resolving Apache Pulsar {v} with Maven ...", file=sys.stderr, flush=True)
+            try:
+                cp = _run_maven(v)
+            except ApachePulsarError as exc:
+                errors.append(str(exc))
+                continue
+            if not forced:
+                pointer.write_text(v + "\n")
+            return v, cp
+    raise ApachePulsarError("could not resolve Apache Pulsar:\n" + "\n\n".join(errors))
+
+
+# --------------------------------------------------------------------------------------------
+# Configuration
+# --------------------------------------------------------------------------------------------
+def standalone_conf(
+    broker_port: int,
+    web_port: int,
+    bookie_port: int,
+    *,
+    transactions: bool = True,
+    extra: dict[str, str] | None = None,
+) -> str:
+    """A minimal standalone.conf (also read by the in-process bookie)."""
+    conf: dict[str, str] = {
+        "clusterName": "standalone",
+        "brokerServicePort": str(broker_port),
+        "webServicePort": str(web_port),
+        "bindAddress": LOOPBACK,
+        "advertisedAddress": LOOPBACK,
+        "bindAddresses": "",
+        "advertisedListeners": "",
+        "metadataStoreSessionTimeoutMillis": "30000",
+        # Nothing beyond the two ports: no functions, no stats servers, no extra listeners.
+        "functionsWorkerEnabled": "false",
+        "webSocketServiceEnabled": "false",
+        "exposeTopicLevelMetricsInPrometheus": "false",
+        "exposeConsumerLevelMetricsInPrometheus": "false",
+        "exposeProducerLevelMetricsInPrometheus": "false",
+        "exposeManagedLedgerMetricsInPrometheus": "false",
+        "exposeManagedCursorMetricsInPrometheus": "false",
+        "exposePublisherStats": "false",
+        "statsUpdateFrequencyInSecs": "60",
+        "loadBalancerEnabled": "false",
+        "loadBalancerSheddingEnabled": "false",
+        "allowAutoTopicCreation": "true",
+        "allowAutoTopicCreationType": "non-partitioned",
+        "allowAutoSubscriptionCreation": "true",
+        "brokerDeleteInactiveTopicsEnabled": "false",
+        "brokerDeduplicationEnabled": "true",
+        "acknowledgmentAtBatchIndexLevelEnabled": "true",
+        "transactionCoordinatorEnabled": "true" if transactions else "false",
+        "systemTopicEnabled": "true",
+        "topicLevelPoliciesEnabled": "true",
+        "authenticationEnabled": "false",
+        "authorizationEnabled": "false",
+        "managedLedgerDefaultEnsembleSize": "1",
+        "managedLedgerDefaultWriteQuorum": "1",
+        "managedLedgerDefaultAckQuorum": "1",
+        "managedLedgerCacheSizeMB": "64",
+        "brokerShutdownTimeoutMs": "3000",
+        # In-process bookie.
+        "allowLoopback": "true",
+        # Without an interface the bookie binds the wildcard address; "lo" binds 127.0.0.1.
+        "listeningInterface": "lo",
+        "bookiePort": str(bookie_port),
+        # BKCluster only honours --bookkeeper-port when ephemeral ports are "allowed";
+        # otherwise it picks a random port, which would change on restart (and strand ledgers).
+        "allowEphemeralPorts": "true",
+        "useHostNameAsBookieID": "false",
+        "journalSyncData": "false",
+        "journalWriteData": "true",
+        "httpServerEnabled": "false",
+        "dbStorage_writeCacheMaxSizeMb": "32",
+        "dbStorage_readAheadCacheMaxSizeMb": "32",
+        "dbStorage_rocksDB_blockCacheSize": "16777216",
+        "statsProviderClass": "org.apache.bookkeeper.stats.NullStatsProvider",
+        "enableStatistics": "false",
+    }
+    conf.update(extra or {})
+    return "".join(f"{k}={v}\n" for k, v in conf.items())
+
+
+LOG4J2_XML = """<?xml version="1.0" encoding="UTF-8"?>
+<Configuration status="warn" shutdownHook="disable">
+  <Appenders>
+    <File name="file" fileName="{log}" append="true" immediateFlush="true">
+      <PatternLayout pattern="%d{{HH:mm:ss.SSS}} [%t] %-5level %c{{1}} - %msg%n"/>
+    </File>
+  </Appenders>
+  <Loggers>
+    <Logger name="org.apache.zookeeper" level="warn"/>
+    <Logger name="org.apache.bookkeeper" level="warn"/>
+    <Logger name="org.apache.pulsar.metadata" level="warn"/>
+    <Logger name="org.eclipse.jetty" level="warn"/>
+    <Root level="info"><AppenderRef ref="file"/></Root>
+  </Loggers>
+</Configuration>
+"""
+
+
+# --------------------------------------------------------------------------------------------
+# The broker
+# --------------------------------------------------------------------------------------------
+class ApachePulsar:
+    """An Apache Pulsar standalone broker (RocksDB metadata, in-process bookie) on loopback."""
+
+    def __init__(
+        self,
+        *,
+        version: str | None = None,
+        transactions: bool = True,
+        extra_conf: dict[str, str] | None = None,
+        start_timeout: float = 180.0,
+        workdir: str | Path | None = None,
+    ) -> None:
+        self.requested_version = version
+        self.version: str | None = None
+        self.transactions = transactions
+        self.extra_conf = dict(extra_conf or {})
+        self.start_timeout = start_timeout
+        self._own_workdir = workdir is None
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="streamwire-apache-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.broker_port, self.web_port, self.bookie_port = free_ports(3)
+        self.conf_path = self.workdir / "standalone.conf"
+        self.log4j_path = self.workdir / "log4j2.xml"
+        self.log_path = self.workdir / "pulsar.log"
+        self.console_path = self.workdir / "console.log"
+        self.argfile = self.workdir / "java.args"
+        self._proc: subprocess.Popen[bytes] | None = None
+        self.last_start_seconds: float | None = None
+
+    @property
+    def service_url(self) -> str:
+        return f"pulsar://{LOOPBACK}:{self.broker_port}"
+
+    @property
+    def admin_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.web_port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def admin(self) -> PulsarAdmin:
+        from .admin import PulsarAdmin
+
+        return PulsarAdmin(self.admin_url)
+
+    def _write_files(self, classpath: str) -> None:
+        self.conf_path.write_text(
+            standalone_conf(
+                self.broker_port,
+                self.web_port,
+                self.bookie_port,
+                transactions=self.transactions,
+                extra=self.extra_conf,
+            )
+        )
+        self.log4j_path.write_text(LOG4J2_XML.format(log=self.log_path))
+        # A java @argfile keeps the (long) classpath off the command line.
+        self.argfile.write_text(f'-cp "{classpath}"\n')
+
+    def start(self) -> ApachePulsar:
+        if self.running:
+            return self
+        t0 = time.monotonic()
+        self.version, classpath = resolve_classpath(self.requested_version)
+        self._write_files(classpath)
+        data = self.workdir / "data"
+        cmd = [
+            JAVA,
+            *JVM_FLAGS,
+            f"-Dlog4j2.configurationFile={self.log4j_path}",
+            f"-Dpulsar.log.dir={self.workdir}",
+            f"@{self.argfile}",
+            MAIN_CLASS,
+            "--config",
+            str(self.conf_path),
+            "--no-functions-worker",
+            "--no-stream-storage",
+            "-a",
+            LOOPBACK,
+            "--metadata-dir",
+            str(data / "metadata"),
+            "--bookkeeper-dir",
+            str(data / "bookkeeper"),
+            "--bookkeeper-port",
+            str(self.bookie_port),
+        ]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PULSAR_")}
+        console = open(self.console_path, "ab")
+        try:
+            self._proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=console,
+                stderr=subprocess.STDOUT,
+                cwd=str(self.workdir),
+                env=env,
+                start_new_session=True,
+            )
+        finally:
+            console.close()
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.kill()
+            raise
+        self.last_start_seconds = time.monotonic() - t0
+        return self
+
+    def _ready(self) -> bool:
+        url = f"{self.admin_url}/admin/v2/namespaces/public/default"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                return int(resp.status) == 200
+        except (urllib.error.URLError, OSError, ValueError):
+            return False
+
+    def _wait_ready(self) -> None:
+        assert self._proc is not None
+        deadline = time.monotonic() + self.start_timeout
+        while not self._ready():
+            if self._proc.poll() is not None:
+                raise ApachePulsarError(
+                    f"Apache Pulsar exited with {self._proc.returncode} during start-up\n"
+                    + self.log_tail()
+                )
+            if time.monotonic() > deadline:
+                raise ApachePulsarError(
+                    f"Apache Pulsar not ready within {self.start_timeout:.0f}s\n" + self.log_tail()
+                )
+            time.sleep(0.25)
+
+    def stop(self, timeout: float = 20.0) -> int | None:
+        """SIGTERM by PID, SIGKILL after ``timeout``."""
+        if self._proc is None:
+            return None
+        return stop_pid(self._proc, timeout)
+
+    def kill(self) -> int | None:
+        if self._proc is None:
+            return None
+        return kill_pid(self._proc)
+
+    def restart(self, *, hard: bool = False) -> ApachePulsar:
+        """Stop and start again on the same ports and data directory."""
+        if hard:
+            self.kill()
+        else:
+            self.stop()
+        return self.start()
+
+    def close(self) -> None:
+        self.stop()
+        if self._own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def log_tail(self, lines: int = 80) -> str:
+        parts = []
+        for path in (self.console_path, self.log_path):
+            text = tail(path, lines)
+            if text:
+                parts.append(f"--- {path} (last {lines} lines) ---\n{text}")
+        return "\n".join(parts) or "(no log output)"
+
+    def __enter__(self) -> ApachePulsar:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"ApachePulsar(version={self.version!r}, url={self.service_url!r}, "
+            f"admin={self.admin_url!r}, pid={self.pid})"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.peers.apache", description=__doc__)
+    parser.add_argument("--resolve-only", action="store_true", help="download jars and exit")
+    parser.add_argument("--version", default=None, help="Pulsar version (default: newest 4.0.x)")
+    parser.add_argument("--no-transactions", action="store_true")
+    args = parser.parse_args(argv)
+    t0 = time.monotonic()
+    version, cp = resolve_classpath(args.version, verbose=True)
+    print(
+        f"Apache Pulsar {version}: {len(cp.split(os.pathsep))} jars "
+        f"(resolved in {time.monotonic() - t0:.1f}s)",
+        flush=True,
+    )
+    if args.resolve_only:
+        return 0
+    broker = ApachePulsar(version=version, transactions=not args.no_transactions)
+    stop = False
+
+    def on_signal(signum: int, frame: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        broker.start()
+        print(f"service_url={broker.service_url}", flush=True)
+        print(f"admin_url={broker.admin_url}", flush=True)
+        print(f"pid={broker.pid} log={broker.log_path}", flush=True)
+        print(f"started in {broker.last_start_seconds:.1f}s; Ctrl-C to stop", flush=True)
+        while not stop and broker.running:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        broker.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,227 @@
+"""Launcher for pulsar-lite (PyPI ``pulsar-lite``), a Pulsar-protocol broker binary.
+
+Usage::
+
+    with PulsarLite() as broker:
+        client = pulsar.Client(broker.service_url)
+
+The metrics server (which binds 0.0.0.0:8080 by default) is always disabled; the broker binds
+127.0.0.1 only. ``restart()`` keeps the port and the database, for reconnection tests.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from .util import LOOPBACK, free_port, kill_pid, stop_pid, tail, tcp_accepts
+
+__all__ = ["PulsarLite", "PulsarLiteError", "find_binary"]
+
+
+class PulsarLiteError(RuntimeError):
+    """pulsar-lite could not be found or did not start."""
+
+
+def find_binary() -> str:
+    """Path of the ``pulsar-lite`` executable shipped in the installed ``pulsar_lite`` wheel.
+
+    ``PULSAR_LITE_BINARY`` overrides it (the wheel's own finder honours the same variable).
+    """
+    env = os.environ.get("PULSAR_LITE_BINARY")
+    if env and os.path.isfile(env):
+        return os.path.abspath(env)
+    try:
+        from pulsar_lite.binary_finder import find_pulsar_lite_binary
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise PulsarLiteError("pulsar-lite is not installed (pip install pulsar-lite)") from exc
+    return str(find_pulsar_lite_binary())
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    raise TypeError(f"unsupported TOML value for pulsar-lite config: {value!r}")
+
+
+def render_config(extra: dict[str, Any] | None = None) -> str:
+    """TOML text for pulsar-lite: top-level ``extra`` keys plus ``[metrics] enabled = false``.
+
+    pulsar-lite ignores unknown keys and parse errors silently, so keep keys to the known ones:
+    ``default_partitions``, ``max_message_size_bytes``, ``keep_alive_interval_secs``,
+    ``handshake_timeout_secs``, ``connection_liveness_check_timeout_secs``, ``max_connections``,
+    ``max_connections_per_ip``, ``publish_rate_messages_per_sec``, ``publish_rate_bytes_per_sec``...
+    """
+    lines = [f"{key} = {_toml_value(value)}" for key, value in (extra or {}).items()]
+    if any(key == "metrics" or key.startswith("metrics.") for key in extra or {}):
+        raise ValueError("the [metrics] section is managed by PulsarLite (always disabled)")
+    lines += ["", "[metrics]", "enabled = false", ""]
+    return "\n".join(lines)
+
+
+class PulsarLite:
+    """A pulsar-lite broker on a free loopback port, with its own temporary data directory."""
+
+    def __init__(
+        self,
+        config: dict[str, Any] | None = None,
+        *,
+        port: int | None = None,
+        log_level: str = "info",
+        start_timeout: float = 20.0,
+        handshake_probe: bool = True,
+        workdir: str | Path | None = None,
+    ) -> None:
+        self.config: dict[str, Any] = dict(config or {})
+        self.port: int = port or free_port()
+        self.log_level = log_level
+        self.start_timeout = start_timeout
+        self.handshake_probe = handshake_probe
+        self._own_workdir = workdir is None
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="streamwire-lite-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.db_prefix = self.workdir / "db"
+        self.config_path = self.workdir / "pulsar-lite.toml"
+        self.log_path = self.workdir / "pulsar-lite.log"
+        self.binary = find_binary()
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    # -- properties ---------------------------------------------------------------------------
+    @property
+    def service_url(self) -> str:
+        return f"pulsar://{LOOPBACK}:{self.port}"
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return (LOOPBACK, self.port)
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> PulsarLite:
+        if self.running:
+            return self
+        self.config_path.write_text(render_config(self.config))
+        log = open(self.log_path, "ab")
+        try:
+            log.write(f"=== start {time.strftime('%H:%M:%S')} port={self.port}\n".encode())
+            log.flush()
+            self._proc = subprocess.Popen(
+                [
+                    self.binary,
+                    "--addr",
+                    f"{LOOPBACK}:{self.port}",
+                    "--db-path",
+                    str(self.db_prefix),
+                    "--config",
+                    str(self.config_path),
+                    "--log-level",
+                    self.log_level,
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=str(self.workdir),
+                start_new_session=True,
+            )
+        finally:
+            log.close()
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.kill()
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
+        assert self._proc is not None
+        deadline = time.monotonic() + self.start_timeout
+        while not tcp_accepts(LOOPBACK, self.port):
+            if self._proc.poll() is not None:
+                raise PulsarLiteError(
+                    f"pulsar-lite exited with {self._proc.returncode} before listening\n"
+                    + self.log_tail()
+                )
+            if time.monotonic() > deadline:
+                raise PulsarLiteError(
+                    f"pulsar-lite did not listen on {self.port} within {self.start_timeout}s\n"
+                    + self.log_tail()
+                )
+            time.sleep(0.02)
+        if self.handshake_probe:
+            self._probe(deadline)
+
+    def _probe(self, deadline: float) -> None:
+        """A real Pulsar handshake: CONNECT must be answered by CONNECTED."""
+        from .protocol import handshake
+
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            try:
+                handshake(LOOPBACK, self.port, timeout=2.0)
+                return
+            except (OSError, ValueError) as exc:
+                last = exc
+                time.sleep(0.05)
+        raise PulsarLiteError(f"pulsar-lite handshake failed: {last}\n" + self.log_tail())
+
+    def stop(self, timeout: float = 10.0) -> int | None:
+        """SIGTERM by PID, SIGKILL after ``timeout``; return the exit code (None: never started)."""
+        if self._proc is None:
+            return None
+        return stop_pid(self._proc, timeout)
+
+    def kill(self) -> int | None:
+        """SIGKILL by PID (a crash: no clean shutdown)."""
+        if self._proc is None:
+            return None
+        return kill_pid(self._proc)
+
+    def restart(self, *, hard: bool = False, downtime: float = 0.0) -> PulsarLite:
+        """Stop (SIGTERM, or SIGKILL with ``hard``) and start again on the same port and db."""
+        if hard:
+            self.kill()
+        else:
+            self.stop()
+        if downtime:
+            time.sleep(downtime)
+        return self.start()
+
+    def close(self) -> None:
+        """Stop the broker and remove its temporary directory (if we created it)."""
+        self.stop()
+        if self._own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def log_tail(self, lines: int = 60) -> str:
+        return tail(self.log_path, lines)
+
+    def __enter__(self) -> PulsarLite:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"PulsarLite(url={self.service_url!r}, pid={self.pid}, workdir='{self.workdir}')"

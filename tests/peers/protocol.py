@@ -1,0 +1,297 @@
+"""Just enough of the Pulsar binary protocol for the test infrastructure.
+
+Frame layout (all integers big-endian)::
+
+    [totalSize u32][commandSize u32][BaseCommand]                     simple command
+    ... + [0x0e02][brokerEntryMetadataSize u32][BrokerEntryMetadata]   optional
+        + [0x0e01][CRC32C u32]                                          optional
+        + [metadataSize u32][MessageMetadata][payload]                  payload-carrying
+
+``totalSize`` counts everything after itself. Used by the fault proxy (to truncate and corrupt
+frames on their boundaries), by golden-frame checks and by a dependency-free readiness probe.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from dataclasses import dataclass
+
+MAGIC_CRC32C = 0x0E01
+MAGIC_BROKER_ENTRY_METADATA = 0x0E02
+
+COMMAND_NAMES: dict[int, str] = {
+    2: "CONNECT",
+    3: "CONNECTED",
+    4: "SUBSCRIBE",
+    5: "PRODUCER",
+    6: "SEND",
+    7: "SEND_RECEIPT",
+    8: "SEND_ERROR",
+    9: "MESSAGE",
+    10: "ACK",
+    11: "FLOW",
+    12: "UNSUBSCRIBE",
+    13: "SUCCESS",
+    14: "ERROR",
+    15: "CLOSE_PRODUCER",
+    16: "CLOSE_CONSUMER",
+    17: "PRODUCER_SUCCESS",
+    18: "PING",
+    19: "PONG",
+    20: "REDELIVER_UNACKNOWLEDGED_MESSAGES",
+    21: "PARTITIONED_METADATA",
+    22: "PARTITIONED_METADATA_RESPONSE",
+    23: "LOOKUP",
+    24: "LOOKUP_RESPONSE",
+    25: "CONSUMER_STATS",
+    26: "CONSUMER_STATS_RESPONSE",
+    27: "REACHED_END_OF_TOPIC",
+    28: "SEEK",
+    29: "GET_LAST_MESSAGE_ID",
+    30: "GET_LAST_MESSAGE_ID_RESPONSE",
+    31: "ACTIVE_CONSUMER_CHANGE",
+    32: "GET_TOPICS_OF_NAMESPACE",
+    33: "GET_TOPICS_OF_NAMESPACE_RESPONSE",
+    34: "GET_SCHEMA",
+    35: "GET_SCHEMA_RESPONSE",
+    36: "AUTH_CHALLENGE",
+    37: "AUTH_RESPONSE",
+    38: "ACK_RESPONSE",
+    39: "GET_OR_CREATE_SCHEMA",
+    40: "GET_OR_CREATE_SCHEMA_RESPONSE",
+    50: "NEW_TXN",
+    51: "NEW_TXN_RESPONSE",
+    52: "ADD_PARTITION_TO_TXN",
+    53: "ADD_PARTITION_TO_TXN_RESPONSE",
+    54: "ADD_SUBSCRIPTION_TO_TXN",
+    55: "ADD_SUBSCRIPTION_TO_TXN_RESPONSE",
+    56: "END_TXN",
+    57: "END_TXN_RESPONSE",
+    58: "END_TXN_ON_PARTITION",
+    59: "END_TXN_ON_PARTITION_RESPONSE",
+    60: "END_TXN_ON_SUBSCRIPTION",
+    61: "END_TXN_ON_SUBSCRIPTION_RESPONSE",
+    62: "TC_CLIENT_CONNECT_REQUEST",
+    63: "TC_CLIENT_CONNECT_RESPONSE",
+    64: "WATCH_TOPIC_LIST",
+    65: "WATCH_TOPIC_LIST_SUCCESS",
+    66: "WATCH_TOPIC_UPDATE",
+    67: "WATCH_TOPIC_LIST_CLOSE",
+    68: "TOPIC_MIGRATED",
+}
+COMMAND_TYPES: dict[str, int] = {name: num for num, name in COMMAND_NAMES.items()}
+
+
+class FrameError(ValueError):
+    """Bytes that are not a well-formed Pulsar frame."""
+
+
+def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """Decode a protobuf varint at ``pos``; return (value, next position)."""
+    result = 0
+    shift = 0
+    while True:
+        if pos >= len(buf) or shift > 63:
+            raise FrameError("truncated or oversized varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+
+
+def encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def command_type(command: bytes) -> int:
+    """The ``type`` (field 1) of an encoded BaseCommand."""
+    pos = 0
+    while pos < len(command):
+        key, pos = read_varint(command, pos)
+        field, wire = key >> 3, key & 7
+        if field == 1 and wire == 0:
+            value, _ = read_varint(command, pos)
+            return value
+        if wire == 0:
+            _, pos = read_varint(command, pos)
+        elif wire == 2:
+            length, pos = read_varint(command, pos)
+            pos += length
+        elif wire == 5:
+            pos += 4
+        elif wire == 1:
+            pos += 8
+        else:
+            raise FrameError(f"unsupported wire type {wire}")
+    raise FrameError("BaseCommand without a type")
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Offsets into one complete frame (``raw`` includes the 4-byte totalSize prefix)."""
+
+    raw: bytes
+    command_type: int
+    command_start: int
+    command_end: int
+    broker_entry_metadata: bool = False
+    checksum: int | None = None
+    checksum_offset: int | None = None  # offset of the first byte covered by the CRC
+    metadata_start: int | None = None
+    payload_start: int | None = None
+
+    @property
+    def command_name(self) -> str:
+        return COMMAND_NAMES.get(self.command_type, f"UNKNOWN({self.command_type})")
+
+    @property
+    def has_payload_section(self) -> bool:
+        return self.payload_start is not None
+
+    @property
+    def payload(self) -> bytes:
+        return self.raw[self.payload_start :] if self.payload_start is not None else b""
+
+    @property
+    def command(self) -> bytes:
+        return self.raw[self.command_start : self.command_end]
+
+
+def frame_length(buf: bytes | bytearray | memoryview, pos: int = 0) -> int | None:
+    """Length of the frame starting at ``pos`` including its prefix, or None if not known yet."""
+    if len(buf) - pos < 4:
+        return None
+    (total,) = struct.unpack_from(">I", buf, pos)
+    return 4 + int(total)
+
+
+def parse_frame(raw: bytes) -> Frame:
+    """Parse one complete frame (as returned by :func:`split_frames`)."""
+    if len(raw) < 8:
+        raise FrameError("frame shorter than 8 bytes")
+    total, cmd_size = struct.unpack_from(">II", raw, 0)
+    if total + 4 != len(raw):
+        raise FrameError(f"totalSize {total} does not match {len(raw) - 4} bytes")
+    cmd_start, cmd_end = 8, 8 + cmd_size
+    if cmd_end > len(raw):
+        raise FrameError("commandSize beyond the frame")
+    ctype = command_type(raw[cmd_start:cmd_end])
+    if cmd_end == len(raw):
+        return Frame(raw, ctype, cmd_start, cmd_end)
+    pos = cmd_end
+    bem = False
+    if len(raw) - pos >= 2 and struct.unpack_from(">H", raw, pos)[0] == MAGIC_BROKER_ENTRY_METADATA:
+        (bem_size,) = struct.unpack_from(">I", raw, pos + 2)
+        pos += 6 + bem_size
+        bem = True
+    checksum: int | None = None
+    checksum_offset: int | None = None
+    if len(raw) - pos >= 2 and struct.unpack_from(">H", raw, pos)[0] == MAGIC_CRC32C:
+        (checksum,) = struct.unpack_from(">I", raw, pos + 2)
+        pos += 6
+        checksum_offset = pos
+    if len(raw) - pos < 4:
+        raise FrameError("payload section without a metadata size")
+    (meta_size,) = struct.unpack_from(">I", raw, pos)
+    meta_start = pos + 4
+    payload_start = meta_start + meta_size
+    if payload_start > len(raw):
+        raise FrameError("metadataSize beyond the frame")
+    return Frame(
+        raw, ctype, cmd_start, cmd_end, bem, checksum, checksum_offset, meta_start, payload_start
+    )
+
+
+def split_frames(stream: bytes) -> tuple[list[bytes], bytes]:
+    """Split a byte stream into complete frames; return (frames, leftover incomplete bytes)."""
+    frames: list[bytes] = []
+    pos = 0
+    while True:
+        n = frame_length(stream, pos)
+        if n is None or pos + n > len(stream):
+            return frames, stream[pos:]
+        frames.append(bytes(stream[pos : pos + n]))
+        pos += n
+
+
+def encode_simple(command: bytes) -> bytes:
+    """Wrap an encoded BaseCommand into a simple (payload-less) frame."""
+    return struct.pack(">II", len(command) + 4, len(command)) + command
+
+
+def encode_connect(client_version: str = "streamwire-tests", protocol_version: int = 21) -> bytes:
+    """A CONNECT frame (BaseCommand{type=CONNECT, connect={client_version, protocol_version}})."""
+    version = client_version.encode()
+    connect = (
+        b"\x0a" + encode_varint(len(version)) + version + b"\x20" + encode_varint(protocol_version)
+    )
+    base = b"\x08" + encode_varint(COMMAND_TYPES["CONNECT"]) + b"\x12"
+    base += encode_varint(len(connect)) + connect
+    return encode_simple(base)
+
+
+def handshake(host: str, port: int, timeout: float = 2.0) -> Frame:
+    """Send CONNECT and return the CONNECTED frame; raise on anything else."""
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(encode_connect())
+        buf = b""
+        while True:
+            n = frame_length(buf)
+            if n is not None and len(buf) >= n:
+                frame = parse_frame(buf[:n])
+                if frame.command_name != "CONNECTED":
+                    raise FrameError(f"expected CONNECTED, got {frame.command_name}")
+                return frame
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("connection closed during handshake")
+            buf += chunk
+
+
+def _crc32c_table() -> list[int]:
+    table = []
+    for i in range(256):
+        crc = i
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+        table.append(crc)
+    return table
+
+
+_CRC32C_TABLE = _crc32c_table()
+
+
+def crc32c(data: bytes, crc: int = 0) -> int:
+    """CRC32C (Castagnoli), as used by Pulsar's 0x0e01 checksum section (pure Python, slow)."""
+    crc ^= 0xFFFFFFFF
+    for b in data:
+        crc = _CRC32C_TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def encode_payload_frame(
+    command: bytes, metadata: bytes, payload: bytes, *, checksum: bool = True
+) -> bytes:
+    """A payload-carrying frame; with ``checksum`` the 0x0e01 + CRC32C section is included."""
+    body = struct.pack(">I", len(metadata)) + metadata + payload
+    section = struct.pack(">HI", MAGIC_CRC32C, crc32c(body)) + body if checksum else body
+    rest = struct.pack(">I", len(command)) + command + section
+    return struct.pack(">I", len(rest)) + rest
+
+
+def verify_checksum(frame: Frame) -> bool | None:
+    """True/False when the frame carries a CRC32C section, None when it has none."""
+    if frame.checksum is None or frame.checksum_offset is None:
+        return None
+    return crc32c(frame.raw[frame.checksum_offset :]) == frame.checksum
