@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from streamwire import exceptions
-from streamwire._native import Client, Lookup, __version__, configure
+from streamwire._native import Client, Lookup, MessageId, __version__, configure
 from streamwire.exceptions import (
     AlreadyClosedError,
     AuthenticationError,
@@ -47,6 +47,7 @@ __all__ = [
     "ForkedProcessError",
     "InvalidArgumentError",
     "Lookup",
+    "MessageId",
     "MessageTooBigError",
     "NotSupportedError",
     "OperationTimeoutError",

@@ -8,6 +8,7 @@
 mod blocking;
 mod client;
 mod errors;
+mod message_id;
 
 use pyo3::prelude::*;
 
@@ -28,6 +29,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<client::Client>()?;
     m.add_class::<client::Lookup>()?;
+    m.add_class::<message_id::PyMessageId>()?;
     m.add_function(wrap_pyfunction!(configure, m)?)?;
     m.add_function(wrap_pyfunction!(_runtime_started, m)?)?;
     Ok(())
