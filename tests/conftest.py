@@ -126,7 +126,8 @@ def apache_admin(apache_broker: ApachePulsar) -> PulsarAdmin:
 def official_pulsar() -> ModuleType:
     import pulsar
 
-    return pulsar
+    module: ModuleType = pulsar
+    return module
 
 
 @pytest.fixture

@@ -6,10 +6,22 @@ use, and again in a child process after ``fork()``.
 
 from __future__ import annotations
 
+import atexit
 import os
 
-from streamwire import exceptions
-from streamwire._native import Client, Lookup, MessageId, __version__, configure
+from streamwire import _native, exceptions
+from streamwire._native import (
+    Client,
+    Consumer,
+    Lookup,
+    Message,
+    MessageId,
+    Producer,
+    Reader,
+    SendFuture,
+    __version__,
+    configure,
+)
 from streamwire.exceptions import (
     AlreadyClosedError,
     AuthenticationError,
@@ -40,6 +52,7 @@ __all__ = [
     "AuthorizationError",
     "ChecksumError",
     "Client",
+    "Consumer",
     "ConfigError",
     "ConnectError",
     "ConsumerBusyError",
@@ -47,14 +60,18 @@ __all__ = [
     "ForkedProcessError",
     "InvalidArgumentError",
     "Lookup",
+    "Message",
     "MessageId",
     "MessageTooBigError",
     "NotSupportedError",
     "OperationTimeoutError",
     "ProducerBusyError",
+    "Producer",
     "ProducerFencedError",
     "ProducerQueueFullError",
     "ProtocolError",
+    "Reader",
+    "SendFuture",
     "ServerError",
     "StreamwireError",
     "TopicNotFoundError",
@@ -77,3 +94,10 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _stop_callbacks_at_exit() -> None:
+    _native._shutdown_callbacks()
+
+
+atexit.register(_stop_callbacks_at_exit)

@@ -17,7 +17,6 @@ import time
 from collections.abc import Iterator
 
 import pytest
-
 import streamwire
 from streamwire import exceptions as exc
 

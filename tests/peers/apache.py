@@ -49,6 +49,8 @@ MAVEN_CENTRAL = "https://repo.maven.apache.org/maven2"
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 JAVA = os.environ.get("STREAMWIRE_JAVA", "java")
 MAVEN = os.environ.get("STREAMWIRE_MVN", "mvn")
+#: Optional Maven local repository (default: Maven's own, ~/.m2/repository).
+MAVEN_REPO_LOCAL = os.environ.get("STREAMWIRE_M2_REPO")
 
 JVM_FLAGS: tuple[str, ...] = (
     "-Xms256m",
@@ -192,6 +194,8 @@ def _run_maven(version: str, log: Path | None = None) -> str:
         f"-Dmdep.outputFile={tmp_out}",
         "-Dmdep.includeScope=runtime",
     ]
+    if MAVEN_REPO_LOCAL:
+        cmd.append(f"-Dmaven.repo.local={MAVEN_REPO_LOCAL}")
     with open(mvn_log, "wb") as out:
         rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     if rc != 0 or not tmp_out.exists():
@@ -537,6 +541,7 @@ def main(argv: list[str] | None = None) -> int:
         stop = True
 
     signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)  # also when started in the background (SIG_IGN)
     try:
         broker.start()
         print(f"service_url={broker.service_url}", flush=True)

@@ -13,9 +13,13 @@ loop and returns once it has taken effect, so a test can say "cut now" and then 
     proxy.refuse(2.0)                       # new connections are closed at once for 2 s
     proxy.record(tmp_path)                  # write each connection's byte streams to files
 
-Frame-level faults understand Pulsar framing (see :mod:`tests.peers.protocol`). Outside of an
-armed fault the proxy is byte-transparent (it tracks frame boundaries without holding bytes),
-so it also works for non-Pulsar streams.
+Frame-level faults understand Pulsar framing (see :mod:`tests.peers.protocol`).
+
+Brokers answer LOOKUP with their own address, and clients then connect there directly. So by
+default the proxy rewrites the broker URL in LOOKUP_RESPONSE frames to its own URL; for that it
+holds client-bound bytes until each frame is complete. With ``rewrite_lookup=False`` (and no
+armed fault) the proxy is byte-transparent (it tracks frame boundaries without holding bytes),
+which suits non-Pulsar streams.
 """
 
 from __future__ import annotations
@@ -30,7 +34,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, BinaryIO, TypeVar, Union
 
-from .protocol import COMMAND_TYPES, FrameError, frame_length, parse_frame
+from .protocol import (
+    COMMAND_TYPES,
+    FrameError,
+    frame_length,
+    parse_frame,
+    rewrite_lookup_response,
+)
 
 __all__ = ["TO_BROKER", "TO_CLIENT", "FaultProxy"]
 
@@ -82,7 +92,10 @@ class _Tracker:
                 self.remaining -= take
                 pos += take
                 continue
-            if not self.header and self.proxy._armed[self.direction]:
+            if not self.header and (
+                self.proxy._armed[self.direction]
+                or (self.direction == TO_CLIENT and self.proxy.rewrite_lookup)
+            ):
                 self.collecting = bytearray()
                 continue
             # Passthrough of a frame header: forward immediately, remember its bytes.
@@ -142,9 +155,21 @@ class _Conn:
 class FaultProxy:
     """Loopback TCP proxy ``127.0.0.1:port`` -> ``upstream_host:upstream_port`` with faults."""
 
-    def __init__(self, upstream_host: str, upstream_port: int, listen_port: int = 0) -> None:
+    def __init__(
+        self,
+        upstream_host: str,
+        upstream_port: int,
+        listen_port: int = 0,
+        *,
+        rewrite_lookup: bool = True,
+    ) -> None:
         self.upstream_host = upstream_host
         self.upstream_port = upstream_port
+        #: Replace the broker URL in LOOKUP_RESPONSE frames by this proxy's URL, so clients keep
+        #: connecting through the proxy (brokers answer lookups with their own address). This
+        #: makes the client-bound direction hold each frame until it is complete.
+        self.rewrite_lookup = rewrite_lookup
+        self.lookups_rewritten = 0
         self._latency = 0.0
         self._stalled: asyncio.Event | None = None  # set == flowing
         self._refuse_until = 0.0
@@ -225,7 +250,11 @@ class FaultProxy:
         return sum(len(self._armed[d]) for d in dirs)
 
     def clear_faults(self) -> None:
-        self._call(self._set(lambda: [v.clear() for v in self._armed.values()]))
+        def clear() -> None:
+            for faults in self._armed.values():
+                faults.clear()
+
+        self._call(self._set(clear))
 
     def record(self, path: str | Path | None) -> None:
         """Record the streams of connections accepted from now on into directory ``path``.
@@ -328,7 +357,12 @@ class FaultProxy:
 
     # -- faults -------------------------------------------------------------------------------
     def _apply_fault(self, direction: str, frame: bytes) -> list[Chunk]:
-        """Called with one complete frame while a fault is armed in ``direction``."""
+        """Called with one complete frame while a fault is armed (or lookups are rewritten)."""
+        if direction == TO_CLIENT and self.rewrite_lookup:
+            rewritten = rewrite_lookup_response(frame, self.url)
+            if rewritten is not None:
+                self.lookups_rewritten += 1
+                frame = rewritten
         armed = self._armed[direction]
         if not armed:
             return [frame]

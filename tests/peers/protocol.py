@@ -295,3 +295,68 @@ def verify_checksum(frame: Frame) -> bool | None:
     if frame.checksum is None or frame.checksum_offset is None:
         return None
     return crc32c(frame.raw[frame.checksum_offset :]) == frame.checksum
+
+
+def _fields(msg: bytes) -> list[tuple[int, int, bytes, bytes]]:
+    """Split a protobuf message into (field, wire type, raw key+value bytes, value bytes)."""
+    out: list[tuple[int, int, bytes, bytes]] = []
+    pos = 0
+    while pos < len(msg):
+        start = pos
+        key, pos = read_varint(msg, pos)
+        field_no, wire = key >> 3, key & 7
+        if wire == 0:
+            _, end = read_varint(msg, pos)
+            value = msg[pos:end]
+        elif wire == 2:
+            length, vstart = read_varint(msg, pos)
+            end = vstart + length
+            value = msg[vstart:end]
+        elif wire == 5:
+            end = pos + 4
+            value = msg[pos:end]
+        elif wire == 1:
+            end = pos + 8
+            value = msg[pos:end]
+        else:
+            raise FrameError(f"unsupported wire type {wire}")
+        if end > len(msg):
+            raise FrameError("field beyond the message")
+        out.append((field_no, wire, msg[start:end], value))
+        pos = end
+    return out
+
+
+def _len_field(field_no: int, value: bytes) -> bytes:
+    return encode_varint(field_no << 3 | 2) + encode_varint(len(value)) + value
+
+
+def rewrite_lookup_response(frame: bytes, service_url: str) -> bytes | None:
+    """If ``frame`` is a LOOKUP_RESPONSE carrying a broker URL, return it with that URL replaced
+    by ``service_url`` (so a client keeps talking through a proxy); otherwise None."""
+    if len(frame) < 8:
+        return None
+    total, cmd_size = struct.unpack_from(">II", frame, 0)
+    if total + 4 != len(frame) or 8 + cmd_size != len(frame):
+        return None  # only simple (payload-less) frames are candidates
+    command = frame[8:]
+    try:
+        if command_type(command) != COMMAND_TYPES["LOOKUP_RESPONSE"]:
+            return None
+        changed = False
+        parts: list[bytes] = []
+        for field_no, wire, raw, value in _fields(command):
+            if field_no == 24 and wire == 2:
+                inner: list[bytes] = []
+                for f2, w2, raw2, _v2 in _fields(value):
+                    if f2 == 1 and w2 == 2:
+                        inner.append(_len_field(1, service_url.encode()))
+                        changed = True
+                    else:
+                        inner.append(raw2)
+                parts.append(_len_field(24, b"".join(inner)))
+            else:
+                parts.append(raw)
+    except FrameError:
+        return None
+    return encode_simple(b"".join(parts)) if changed else None

@@ -19,3 +19,57 @@ pub use pulsar::base_command::Type as CommandType;
 pub use pulsar::{
     BaseCommand, BrokerEntryMetadata, MessageIdData, MessageMetadata, SingleMessageMetadata,
 };
+
+#[cfg(test)]
+mod tests {
+    //! Spot checks that wire facts survived the hand-written .proto: tags are
+    //! `field_number << 3 | wire_type`, so encoded bytes pin the field numbers.
+    use super::pulsar as pb;
+    use prost::Message;
+
+    #[test]
+    fn feature_flag_numbers() {
+        let f = pb::FeatureFlags {
+            supports_repl_dedup_by_lid_and_eid: Some(true),
+            ..Default::default()
+        };
+        assert_eq!(f.encode_to_vec(), [6 << 3, 1]);
+        let f = pb::FeatureFlags {
+            supports_get_partitioned_metadata_without_auto_creation: Some(true),
+            ..Default::default()
+        };
+        assert_eq!(f.encode_to_vec(), [5 << 3, 1]);
+    }
+
+    #[test]
+    fn message_id_defaults_and_numbers() {
+        let id = pb::MessageIdData {
+            ledger_id: 1,
+            entry_id: 2,
+            ..Default::default()
+        };
+        assert_eq!((id.partition(), id.batch_index()), (-1, -1));
+        assert_eq!(id.encode_to_vec(), [1 << 3, 1, 2 << 3, 2]);
+    }
+
+    #[test]
+    fn enum_values() {
+        assert_eq!(pb::ProtocolVersion::V21 as i32, 21);
+        assert_eq!(pb::base_command::Type::TopicMigrated as i32, 68);
+        assert_eq!(pb::base_command::Type::TcClientConnectRequest as i32, 62);
+        assert_eq!(pb::ServerError::ProducerFenced as i32, 25);
+        assert_eq!(pb::CompressionType::Snappy as i32, 4);
+        assert_eq!(pb::command_subscribe::SubType::KeyShared as i32, 3);
+    }
+
+    #[test]
+    fn metadata_chunk_fields() {
+        let md = pb::MessageMetadata {
+            chunk_id: Some(1),
+            ..Default::default()
+        };
+        // producer_name (1), sequence_id (2), publish_time (3) are required and always
+        // written; chunk_id is field 29: tag 29 << 3 = 232 = varint [0xe8, 0x01].
+        assert!(md.encode_to_vec().ends_with(&[0xe8, 0x01, 1]));
+    }
+}

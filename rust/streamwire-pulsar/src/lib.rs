@@ -12,8 +12,10 @@ pub mod protocol;
 
 pub mod client;
 pub mod connection;
+pub mod consumer;
 pub mod engine;
 pub mod message_id;
+pub mod producer;
 pub mod server_error;
 pub mod service_url;
 pub mod topic;

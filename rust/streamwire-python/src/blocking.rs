@@ -57,7 +57,6 @@ where
 }
 
 /// Convert a Python timeout in seconds (None = no limit) to a Duration, rejecting bad values.
-#[allow(dead_code)] // first caller: consumer receive (in progress)
 pub fn timeout_arg(name: &str, secs: Option<f64>) -> Result<Option<Duration>> {
     match secs {
         None => Ok(None),

@@ -6,6 +6,7 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
+use streamwire_core::budget::MemoryBudget;
 use streamwire_core::error::{Error, ErrorKind};
 use streamwire_core::runtime;
 use streamwire_pulsar::client::PulsarClient;
@@ -31,6 +32,8 @@ pub struct Client {
     pub(crate) pid: u32,
     pub(crate) closed: AtomicBool,
     pub(crate) operation_timeout: Duration,
+    /// Bounds the payload bytes of all messages pending in this client's producers.
+    pub(crate) budget: MemoryBudget,
     service_url: String,
 }
 
@@ -49,7 +52,8 @@ impl Client {
 impl Client {
     #[new]
     #[pyo3(signature = (service_url, *, operation_timeout=30.0, connection_timeout=10.0,
-                        auth_token=None, io_threads=None, keepalive_interval=30.0))]
+                        auth_token=None, io_threads=None, keepalive_interval=30.0,
+                        memory_limit=67_108_864))]
     fn new(
         service_url: &str,
         operation_timeout: f64,
@@ -57,6 +61,7 @@ impl Client {
         auth_token: Option<String>,
         io_threads: Option<usize>,
         keepalive_interval: f64,
+        memory_limit: u64,
     ) -> PyResult<Self> {
         if let Some(n) = io_threads {
             runtime::configure_worker_threads(n).py_err()?;
@@ -81,6 +86,7 @@ impl Client {
             pid: runtime::current_pid(),
             closed: AtomicBool::new(false),
             operation_timeout,
+            budget: MemoryBudget::new(memory_limit),
             service_url: service_url.to_owned(),
         })
     }

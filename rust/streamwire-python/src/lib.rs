@@ -7,8 +7,13 @@
 
 mod blocking;
 mod client;
+mod columns;
+mod consumer;
+mod dispatch;
 mod errors;
+mod message;
 mod message_id;
+mod producer;
 
 use pyo3::prelude::*;
 
@@ -24,12 +29,25 @@ fn _runtime_started() -> bool {
     streamwire_core::runtime::started_in_this_process()
 }
 
+/// Stop running send callbacks (registered with `atexit`: attaching to a finalizing
+/// interpreter from the callback thread is not safe).
+#[pyfunction]
+fn _shutdown_callbacks() {
+    dispatch::stop();
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<client::Client>()?;
     m.add_class::<client::Lookup>()?;
     m.add_class::<message_id::PyMessageId>()?;
+    m.add_class::<consumer::Consumer>()?;
+    m.add_class::<consumer::Reader>()?;
+    m.add_class::<message::Message>()?;
+    m.add_class::<producer::Producer>()?;
+    m.add_class::<producer::SendFuture>()?;
+    m.add_function(wrap_pyfunction!(_shutdown_callbacks, m)?)?;
     m.add_function(wrap_pyfunction!(configure, m)?)?;
     m.add_function(wrap_pyfunction!(_runtime_started, m)?)?;
     Ok(())

@@ -345,6 +345,35 @@ impl Connection {
         }
     }
 
+    /// Wait for a further response to `request_id` without sending anything (a producer in
+    /// `WaitForExclusive` mode gets a second `ProducerSuccess` once it holds the topic).
+    pub async fn await_response(
+        &self,
+        request_id: u64,
+        what: &'static str,
+        timeout: Duration,
+    ) -> Result<Frame> {
+        let (reply, rx) = oneshot::channel();
+        {
+            let mut t = lock(&self.inner.tables);
+            if let Some(e) = &t.closed {
+                return Err(e.clone());
+            }
+            t.pending.insert(
+                request_id,
+                PendingRequest {
+                    deadline: Instant::now() + timeout,
+                    what,
+                    reply,
+                },
+            );
+        }
+        match rx.await {
+            Ok(res) => res,
+            Err(_) => Err(self.closed_error()),
+        }
+    }
+
     /// Close the connection; waiters get `Disconnected`.
     pub fn close(&self) {
         shut(

@@ -1,0 +1,1 @@
+"""Side-by-side benchmarks: streamwire ("ours") against the official client ("theirs")."""

@@ -1,0 +1,107 @@
+"""Picklable connection settings and the parsing of Data Source options into them.
+
+Live ``streamwire.Client`` objects cannot travel to executors (they hold sockets and a runtime that
+does not survive ``fork()``), so everything that crosses a pickle boundary carries a
+:class:`ClientConfig` instead and asks the process-local cache for a client on the executor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Optional, cast
+
+if TYPE_CHECKING:
+    from streamwire.spark._types import ClientLike
+
+__all__ = ["ClientConfig", "get_option", "parse_bool"]
+
+
+def get_option(options: Mapping[str, str], *names: str, default: Optional[str] = None) -> Any:
+    """First present option among ``names`` (case-insensitive: Spark lower-cases option keys)."""
+    lowered = {str(k).lower(): v for k, v in options.items()}
+    for name in names:
+        value = lowered.get(name.lower())
+        if value is not None and value != "":
+            return value
+    return default
+
+
+def parse_bool(value: Any, default: bool) -> bool:
+    """Spark passes every option as a string; accept the usual spellings."""
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"not a boolean option value: {value!r}")
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """How to reach a cluster: picklable, hashable (it is the cache key), no live state.
+
+    ``io_threads`` defaults to 1: Spark runs one Python worker per task slot, and Tokio's default of
+    one thread per core *per process* would oversubscribe the executor.
+    """
+
+    service_url: str
+    operation_timeout: float = 30.0
+    connection_timeout: float = 10.0
+    io_threads: Optional[int] = 1
+    auth_token: Optional[str] = field(default=None, repr=False)
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> ClientConfig:
+        """Build from Data Source options (Scala connector names accepted too)."""
+        url = get_option(options, "service_url", "service.url", "serviceUrl")
+        if not url:
+            raise ValueError(
+                "streamwire: option 'service_url' (or 'service.url') is required, "
+                "e.g. .option('service_url', 'pulsar://127.0.0.1:6650')"
+            )
+        op_timeout = get_option(options, "operationTimeout", "operation_timeout")
+        conn_timeout = get_option(options, "connectionTimeout", "connection_timeout")
+        io_threads = get_option(options, "ioThreads", "io_threads")
+        token = get_option(options, "authToken", "auth_token", "pulsar.client.authParams")
+        return cls(
+            service_url=str(url),
+            # The Scala connector's operationTimeout is in milliseconds; ours is seconds, so a
+            # value above 1000 is taken as milliseconds.
+            operation_timeout=_seconds(op_timeout, 30.0),
+            connection_timeout=_seconds(conn_timeout, 10.0),
+            io_threads=int(io_threads) if io_threads is not None else 1,
+            auth_token=str(token) if token is not None else None,
+        )
+
+    def client(self) -> ClientLike:
+        """The process-local cached client for this config (created on first use)."""
+        from streamwire.spark.cache import get_client
+
+        client: ClientLike = get_client(self)
+        return client
+
+    def new_client(self) -> ClientLike:
+        """A fresh, uncached client; the caller owns and closes it."""
+        import streamwire
+
+        kwargs: dict[str, Any] = {
+            "operation_timeout": self.operation_timeout,
+            "connection_timeout": self.connection_timeout,
+        }
+        if self.io_threads is not None:
+            kwargs["io_threads"] = self.io_threads
+        if self.auth_token is not None:
+            kwargs["auth_token"] = self.auth_token
+        return cast("ClientLike", streamwire.Client(self.service_url, **kwargs))
+
+
+def _seconds(value: Any, default: float) -> float:
+    if value is None:
+        return default
+    number = float(value)
+    return number / 1000.0 if number > 1000 else number

@@ -1,0 +1,403 @@
+"""``streamwire`` as a PySpark Python Data Source (batch + streaming, read + write).
+
+Everything Spark pickles (the source, readers, writers, input partitions) holds only options and
+JSON-able offsets; live clients are taken from the process-local cache where the code runs.
+
+Guarantees, plainly: reads are bounded by offsets resolved on the driver and replayable (exactly
+once with an idempotent sink; streaming resumes from the checkpointed offsets). Writes are
+at-least-once: a retried task sends its rows again. With ``producerName`` set, producers are named
+``<prefix>-<partitionId>``, which lets a broker with deduplication drop a retry's resends *if* the
+sequence ids repeat too -- see ``docs`` in the README for the current status.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+
+from streamwire.spark.cache import get_client
+from streamwire.spark.config import ClientConfig, get_option, parse_bool
+from streamwire.spark.executor import _partition_id, _plan
+from streamwire.spark.offsets import (
+    EARLIEST,
+    Position,
+    RangeSpec,
+    offset_json,
+    parse_offsets_option,
+    partition_index,
+    position_from_json,
+    position_key,
+    predecessor,
+    split_ranges,
+)
+from streamwire.spark.reading import (
+    ReadOptions,
+    last_message_id,
+    read_range,
+    resolve_topics,
+    spark_schema_ddl,
+)
+from streamwire.spark.writing import ProduceOptions, produce_batches
+
+try:  # Spark 4.1+
+    from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
+except ImportError:  # pragma: no cover - older Spark
+    from pyspark.sql.datasource import (  # type: ignore[assignment]
+        DataSourceStreamWriter as _StreamWriterBase,
+    )
+
+try:  # Spark 4.2+: admission control (ReadMaxRows) and Trigger.AvailableNow
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadMaxRows,
+        SupportsTriggerAvailableNow,
+    )
+except ImportError:  # pragma: no cover - older Spark: the cap falls back to the option alone
+    ReadAllAvailable = ReadMaxRows = None  # type: ignore[assignment,misc]
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        pass
+
+
+__all__ = ["StreamwireDataSource", "WriteCommit", "register"]
+
+log = logging.getLogger("streamwire.spark")
+
+
+def register(spark: Any) -> None:
+    """Register the ``streamwire`` short name on ``spark`` (``spark.read.format("streamwire")``)."""
+    spark.dataSource.register(StreamwireDataSource)
+
+
+def _topics(options: Mapping[str, str]) -> tuple[list[str], Optional[str]]:
+    topic = get_option(options, "topic")
+    topics = get_option(options, "topics")
+    pattern = get_option(options, "topicsPattern", "topics.pattern")
+    given = [x for x in (topic, topics, pattern) if x]
+    if len(given) != 1:
+        raise ValueError(
+            "streamwire: set exactly one of 'topic', 'topics' (comma separated) or 'topicsPattern'"
+        )
+    names = [t.strip() for t in str(topic or topics or "").split(",") if t.strip()]
+    return names, (str(pattern) if pattern else None)
+
+
+def _read_options(options: Mapping[str, str]) -> ReadOptions:
+    st = get_option(options, "startingTime")
+    et = get_option(options, "endingTime")
+    return ReadOptions(
+        scala_names=parse_bool(get_option(options, "scalaNames"), False),
+        fail_on_data_loss=parse_bool(get_option(options, "failOnDataLoss"), True),
+        max_batch=int(get_option(options, "maxBatchRows", default="10000")),
+        poll_timeout=float(get_option(options, "pollTimeoutMs", default="1000")) / 1000.0,
+        receiver_queue_size=int(get_option(options, "receiverQueueSize", default="1000")),
+        starting_time_ms=int(st) if st is not None else None,
+        ending_time_ms=int(et) if et is not None else None,
+    )
+
+
+class StreamwireDataSource(DataSource):
+    """``spark.read.format("streamwire").option("service_url", ...).option("topic", ...)``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "streamwire"
+
+    def schema(self) -> str:
+        return spark_schema_ddl(parse_bool(get_option(self.options, "scalaNames"), False))
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return StreamwireBatchReader(dict(self.options))
+
+    def writer(self, schema: Any, overwrite: bool) -> StreamwireWriter:
+        return StreamwireWriter(dict(self.options))
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        return StreamwireStreamReader(dict(self.options))
+
+    def streamWriter(self, schema: Any, overwrite: bool) -> StreamwireStreamWriter:
+        return StreamwireStreamWriter(dict(self.options))
+
+
+# -- batch read --------------------------------------------------------------------------------
+
+
+class StreamwireBatchReader(DataSourceReader):
+    """Plans one input partition per topic partition (more with ``minPartitions``)."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = options
+        self.config = ClientConfig.from_options(options)
+        self.read_options = _read_options(options)
+        self.topics, self.pattern = _topics(options)
+        self.starting = parse_offsets_option(
+            get_option(options, "startingOffsets"), default="earliest"
+        )
+        self.ending = parse_offsets_option(
+            get_option(options, "endingOffsets"), default="latest", allow_earliest=False
+        )
+        self.min_partitions = int(get_option(options, "minPartitions", default="0"))
+
+    def partitions(self) -> Sequence[InputPartition]:
+        client = get_client(self.config)
+        names = resolve_topics(client, self.topics, self.pattern)
+        starting = _inclusive_specs(self.starting)
+        ranges = _plan(client, names, starting, self.ending, self.min_partitions)
+        parts = [InputPartition(r.to_json()) for r in ranges if not r.is_empty()]
+        # Spark needs at least one partition to build the (empty) result.
+        return parts or [InputPartition(None)]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        if partition.value is None:
+            return
+        yield from read_range(self.config, RangeSpec.from_json(partition.value), self.read_options)
+
+
+def _inclusive_specs(spec: Union[str, dict[str, Any]]) -> Union[str, dict[str, Any]]:
+    # _plan takes inclusive starting positions (it applies predecessor itself)
+    return spec
+
+
+# -- batch write -------------------------------------------------------------------------------
+
+
+@dataclass
+class WriteCommit(WriterCommitMessage):
+    """Per-task result returned to the driver."""
+
+    partition_id: int
+    rows: int
+    bytes: int
+    per_topic: dict[str, int] = field(default_factory=dict)
+
+
+class StreamwireWriter(DataSourceArrowWriter):
+    """Arrow batches -> ``send_many``; flushes before the task returns; raises if undelivered."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = options
+        self.config = ClientConfig.from_options(options)
+        ProduceOptions.from_options(options, 0)  # validate on the driver
+        self.totals: Optional[WriteCommit] = None
+
+    def write(self, iterator: Iterator[Any]) -> WriteCommit:
+        pid = _partition_id()
+        options = ProduceOptions.from_options(self.options, pid)
+        stats = produce_batches(self.config, iterator, options)
+        return WriteCommit(pid, stats.rows, stats.bytes, stats.per_topic)
+
+    def commit(self, messages: list[Optional[WriterCommitMessage]]) -> None:
+        total = WriteCommit(-1, 0, 0)
+        for m in messages:
+            if isinstance(m, WriteCommit):
+                total.rows += m.rows
+                total.bytes += m.bytes
+                for t, n in m.per_topic.items():
+                    total.per_topic[t] = total.per_topic.get(t, 0) + n
+        self.totals = total
+        log.info(
+            "streamwire: wrote %d messages (%d bytes) to %s",
+            total.rows,
+            total.bytes,
+            sorted(total.per_topic),
+        )
+
+    def abort(self, messages: list[Optional[WriterCommitMessage]]) -> None:
+        delivered = sum(m.rows for m in messages if isinstance(m, WriteCommit))
+        log.warning(
+            "streamwire: write aborted; %d messages from successful tasks stay published "
+            "(Pulsar has no transactional rollback here: at-least-once)",
+            delivered,
+        )
+
+
+class StreamwireStreamWriter(_StreamWriterBase):
+    """Micro-batch sink: each micro-batch is produced and flushed before the batch commits."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = options
+        self.config = ClientConfig.from_options(options)
+        ProduceOptions.from_options(options, 0)
+
+    def write(self, iterator: Iterator[Any]) -> WriteCommit:
+        pid = _partition_id()
+        options = ProduceOptions.from_options(self.options, pid)
+        stats = produce_batches(self.config, _as_arrow(iterator), options)
+        return WriteCommit(pid, stats.rows, stats.bytes, stats.per_topic)
+
+    def commit(self, messages: list[Optional[WriterCommitMessage]], batchId: int) -> None:
+        rows = sum(m.rows for m in messages if isinstance(m, WriteCommit))
+        log.info("streamwire: micro-batch %d wrote %d messages", batchId, rows)
+
+    def abort(self, messages: list[Optional[WriterCommitMessage]], batchId: int) -> None:
+        log.warning("streamwire: micro-batch %d aborted (at-least-once)", batchId)
+
+
+def _as_arrow(iterator: Iterator[Any]) -> Iterator[Any]:
+    """Rows (older Spark stream writers) -> Arrow batches; Arrow batches pass through."""
+    import pyarrow as pa
+
+    rows: list[dict[str, Any]] = []
+    for item in iterator:
+        if isinstance(item, pa.RecordBatch):
+            yield item
+            continue
+        rows.append(item.asDict() if hasattr(item, "asDict") else dict(item))
+        if len(rows) >= 10_000:
+            yield pa.RecordBatch.from_pylist(rows)
+            rows = []
+    if rows:
+        yield pa.RecordBatch.from_pylist(rows)
+
+
+# -- streaming read ----------------------------------------------------------------------------
+
+_commit_consumers: dict[tuple[ClientConfig, str, str], Any] = {}
+
+
+class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batch source. Offsets: ``{partition_topic: {"ledger","entry","batch"}}`` (exclusive).
+
+    ``maxRecordsPerTrigger`` caps each micro-batch through Spark's admission control
+    (``ReadMaxRows``): per partition, by entries within the current ledger (an entry holds one
+    message, or one batch of messages, so a batched topic may exceed the cap by the batch size).
+    ``commitToSubscription=<name>`` acknowledges committed offsets on a durable subscription so
+    backlog monitoring sees progress; the checkpoint, not the subscription, is the source of truth.
+    """
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = options
+        self.config = ClientConfig.from_options(options)
+        self.read_options = _read_options(options)
+        self.topics, self.pattern = _topics(options)
+        self.starting = parse_offsets_option(
+            get_option(options, "startingOffsets"), default="latest"
+        )
+        mr = get_option(options, "maxRecordsPerTrigger", "maxOffsetsPerTrigger")
+        self.max_records = int(mr) if mr is not None else None
+        self.subscription = get_option(options, "commitToSubscription")
+        self.min_partitions = int(get_option(options, "minPartitions", default="0"))
+        self._target: Optional[dict[str, Any]] = None
+
+    # driver-side helpers (no live handle is stored on self: Spark pickles this object)
+    def _partitions(self) -> list[str]:
+        return resolve_topics(get_client(self.config), self.topics, self.pattern)
+
+    def initialOffset(self) -> dict[str, Any]:
+        client = get_client(self.config)
+        positions: dict[str, Position] = {}
+        for topic in self._partitions():
+            spec = (
+                self.starting.get(topic, "latest")
+                if isinstance(self.starting, dict)
+                else self.starting
+            )
+            if spec == "earliest":
+                positions[topic] = EARLIEST
+            elif spec == "latest":
+                positions[topic] = last_message_id(client, topic)
+            else:
+                positions[topic] = predecessor(spec)  # type: ignore[arg-type]
+        return offset_json(positions)
+
+    def _latest(self) -> dict[str, Position]:
+        client = get_client(self.config)
+        return {t: last_message_id(client, t) for t in self._partitions()}
+
+    def getDefaultReadLimit(self) -> Any:
+        if self.max_records and ReadMaxRows is not None:
+            return ReadMaxRows(self.max_records)
+        return ReadAllAvailable() if ReadAllAvailable is not None else None
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = offset_json(self._latest())
+
+    def latestOffset(
+        self, start: Optional[dict[str, Any]] = None, limit: Any = None
+    ) -> dict[str, Any]:
+        if self._target is not None:
+            latest = {t: position_from_json(v) for t, v in self._target.items()}
+        else:
+            latest = self._latest()
+        starts = {t: position_from_json(v) for t, v in (start or {}).items()}
+        max_rows = getattr(limit, "max_rows", None) if limit is not None else None
+        if max_rows is None and limit is None and self.max_records:
+            max_rows = self.max_records
+        result: dict[str, Position] = {}
+        for topic, last in latest.items():
+            begin = starts.get(topic, EARLIEST)
+            if position_key(last) < position_key(begin) or last[1] < 0:
+                result[topic] = begin  # nothing new (or an empty topic): never move backwards
+                continue
+            result[topic] = last
+            if max_rows and begin[0] == last[0] and begin[0] >= 0:
+                per_partition = max(1, int(max_rows) // max(1, len(latest)))
+                capped_entry = begin[1] + per_partition
+                if capped_entry < last[1]:
+                    result[topic] = (last[0], capped_entry, -1)
+        # keep partitions that disappeared from the listing where they were
+        for topic, pos in starts.items():
+            result.setdefault(topic, pos)
+        return offset_json(result)
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        ranges = [
+            RangeSpec(
+                t,
+                partition_index(t),
+                position_from_json(start.get(t, None) or _EARLIEST_JSON),
+                position_from_json(v),
+            )
+            for t, v in end.items()
+        ]
+        ranges = split_ranges(ranges, self.min_partitions)
+        return [InputPartition(r.to_json()) for r in ranges if not r.is_empty()]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        yield from read_range(self.config, RangeSpec.from_json(partition.value), self.read_options)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        if not self.subscription:
+            return
+        import streamwire
+
+        client = get_client(self.config)
+        for topic, value in end.items():
+            pos = position_from_json(value)
+            if pos[1] < 0:
+                continue
+            key = (self.config, str(self.subscription), topic)
+            consumer = _commit_consumers.get(key)
+            if consumer is None:
+                consumer = client.subscribe(
+                    topic,
+                    str(self.subscription),
+                    subscription_type="failover",
+                    initial_position="earliest",
+                )
+                _commit_consumers[key] = consumer
+            consumer.acknowledge_cumulative(
+                streamwire.MessageId(pos[0], pos[1], partition_index(topic), pos[2])
+            )
+
+    def stop(self) -> None:
+        for key in [k for k in _commit_consumers if k[0] == self.config]:
+            consumer = _commit_consumers.pop(key)
+            try:
+                consumer.close()
+            except Exception:
+                pass
+
+
+_EARLIEST_JSON = {"ledger": EARLIEST[0], "entry": EARLIEST[1], "batch": EARLIEST[2]}

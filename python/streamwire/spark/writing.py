@@ -1,0 +1,208 @@
+"""Producing Arrow batches: the shared core of the Data Source writer and ``produce_arrow``.
+
+One ``send_many`` per Arrow batch (and per topic within it) crosses into the engine once and
+waits for every receipt, so a returned batch is durable on the broker; anything undelivered
+raises and fails the Spark task (Spark then retries it). Producers come from the process-local
+cache unless they carry an explicit name (see :func:`streamwire.spark.cache.get_producer`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from streamwire.spark.cache import discard_producer, get_producer
+from streamwire.spark.config import ClientConfig
+from streamwire.spark.offsets import normalize_topic
+
+__all__ = ["ProduceOptions", "WriteStats", "produce_batches"]
+
+
+@dataclass(frozen=True)
+class ProduceOptions:
+    """Producer settings that travel to executors (picklable)."""
+
+    topic: Optional[str] = None
+    producer_name: Optional[str] = None  # full name (already suffixed with the partition id)
+    batching: bool = True
+    batching_max_messages: int = 1000
+    batching_max_bytes: int = 131072
+    batching_max_delay: float = 0.001
+    compression: Optional[str] = None
+    send_timeout: float = 30.0
+    chunk_rows: int = 10_000
+
+    def producer_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "batching": self.batching,
+            "batching_max_messages": self.batching_max_messages,
+            "batching_max_bytes": self.batching_max_bytes,
+            "batching_max_delay": self.batching_max_delay,
+            "send_timeout": self.send_timeout,
+        }
+        if self.compression:
+            kwargs["compression"] = self.compression
+        if self.producer_name:
+            kwargs["producer_name"] = self.producer_name
+        return kwargs
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str], partition_id: int) -> ProduceOptions:
+        from streamwire.spark.config import get_option, parse_bool
+
+        prefix = get_option(options, "producerName", "producer_name")
+        name = f"{prefix}-{partition_id}" if prefix else None
+        topic = get_option(options, "topic")
+        return cls(
+            topic=normalize_topic(str(topic)) if topic else None,
+            producer_name=name,
+            batching=parse_bool(get_option(options, "batchingEnabled", "batching"), True),
+            batching_max_messages=int(get_option(options, "batchingMaxMessages", default="1000")),
+            batching_max_bytes=int(get_option(options, "batchingMaxBytes", default="131072")),
+            batching_max_delay=float(get_option(options, "batchingMaxPublishDelayMs", default="1"))
+            / 1000.0,
+            compression=get_option(options, "compression", "compressionType"),
+            send_timeout=float(get_option(options, "sendTimeoutMs", default="30000")) / 1000.0,
+        )
+
+
+@dataclass
+class WriteStats:
+    """What one task wrote (returned to the driver in the commit message)."""
+
+    rows: int = 0
+    bytes: int = 0
+    per_topic: dict[str, int] = field(default_factory=dict)
+
+    def add(self, topic: str, rows: int, nbytes: int) -> None:
+        self.rows += rows
+        self.bytes += nbytes
+        self.per_topic[topic] = self.per_topic.get(topic, 0) + rows
+
+
+def _values(batch: Any) -> Any:
+    import pyarrow as pa
+
+    names = batch.schema.names
+    if "value" not in names:
+        raise ValueError(
+            f"streamwire: the DataFrame needs a 'value' column (binary or string); got {names}"
+        )
+    col = batch.column(names.index("value"))
+    t = col.type
+    if not (
+        pa.types.is_binary(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_large_string(t)
+    ):
+        raise ValueError(f"streamwire: 'value' must be binary or string, not {t}")
+    return col
+
+
+def _optional(batch: Any, *names: str) -> Any:
+    for name in names:
+        if name in batch.schema.names:
+            return batch.column(batch.schema.names.index(name))
+    return None
+
+
+def _send_batch(producer: Any, batch: Any) -> int:
+    """Send one batch (all rows to one producer) with one ``send_many``; returns payload bytes.
+
+    Columns go to the engine as Arrow arrays (values through their buffers, no per-row objects);
+    ``send_many`` waits for every receipt and raises if any message was not delivered.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = _values(batch)
+    kwargs: dict[str, Any] = {}
+    keys = _optional(batch, "key", "__key")
+    if keys is not None and keys.null_count < len(keys):
+        if not pa.types.is_string(keys.type):
+            keys = keys.cast(pa.string())
+        kwargs["keys"] = keys
+    props = _optional(batch, "properties", "__messageProperties")
+    if props is not None and props.null_count < len(props):
+        kwargs["properties"] = props
+    events = _optional(batch, "event_time", "__eventTime")
+    if events is not None and events.null_count < len(events):
+        if not (pa.types.is_timestamp(events.type) or pa.types.is_integer(events.type)):
+            raise ValueError(
+                f"streamwire: 'event_time' must be a timestamp or long (ms), not {events.type}"
+            )
+        kwargs["event_times"] = events
+    ids = producer.send_many(values, **kwargs)
+    if len(ids) != len(values):
+        raise RuntimeError(
+            f"streamwire: {len(values) - len(ids)} of {len(values)} messages were not delivered"
+        )
+    return int(pc.sum(pc.binary_length(values)).as_py() or 0)
+
+
+def produce_batches(
+    config: ClientConfig, batches: Iterable[Any], options: ProduceOptions
+) -> WriteStats:
+    """Send every row of ``batches``; flush; raise if anything was not delivered.
+
+    A per-row ``topic`` column routes rows; otherwise ``options.topic`` is used.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    stats = WriteStats()
+    producers: dict[str, Any] = {}
+    named = bool(options.producer_name)
+
+    def producer_for(topic: str) -> Any:
+        p = producers.get(topic)
+        if p is None:
+            p = get_producer(config, topic, **options.producer_kwargs())
+            producers[topic] = p
+        return p
+
+    try:
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            topic_col = _optional(batch, "topic", "__topic")
+            if topic_col is None or topic_col.null_count == len(topic_col):
+                if not options.topic:
+                    raise ValueError("streamwire: set option 'topic' or provide a 'topic' column")
+                for piece in _chunks(batch, options.chunk_rows):
+                    nbytes = _send_batch(producer_for(options.topic), piece)
+                    stats.add(options.topic, piece.num_rows, nbytes)
+                continue
+            if topic_col.null_count and not options.topic:
+                raise ValueError("streamwire: null 'topic' in a row and no 'topic' option")
+            if options.topic:
+                topic_col = pc.fill_null(topic_col, options.topic)
+            for topic in pc.unique(topic_col).to_pylist():
+                piece = batch.filter(pc.equal(topic_col, pa.scalar(topic)))
+                full = normalize_topic(str(topic))
+                for chunk in _chunks(piece, options.chunk_rows):
+                    nbytes = _send_batch(producer_for(full), chunk)
+                    stats.add(full, chunk.num_rows, nbytes)
+        for p in producers.values():
+            p.flush()
+    except BaseException:
+        for topic, p in producers.items():
+            discard_producer(config, topic, p)
+        producers.clear()
+        raise
+    finally:
+        if named:
+            # named producers are per task (not cached): release the name for a retry
+            for p in producers.values():
+                p.close()
+    return stats
+
+
+def _chunks(batch: Any, rows: int) -> Iterable[Any]:
+    if batch.num_rows <= rows:
+        yield batch
+        return
+    for offset in range(0, batch.num_rows, rows):
+        yield batch.slice(offset, rows)

@@ -1,0 +1,312 @@
+//! Acknowledgement grouping (pure): what to send, and when, for the acks the app made.
+//!
+//! * Individual acks are collected and sent together when the group timer fires or when
+//!   `max_pending` are waiting.
+//! * Cumulative acks collapse to the highest id.
+//! * A message inside a batch: without batch-index acks the entry is acknowledged once every
+//!   index of it was acknowledged (the Java client's behaviour). With batch-index acks a
+//!   partial entry is sent with an `ack_set` whose set bits are the indexes still unacked.
+//! * A cumulative ack on a batch message that is not the last of its entry acknowledges up to
+//!   the previous entry (without batch-index acks), or the entry with an `ack_set`.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::message_id::MessageId;
+use crate::protocol::pb;
+
+/// One ACK command to send.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AckBatch {
+    pub cumulative: bool,
+    pub ids: Vec<pb::MessageIdData>,
+}
+
+#[derive(Debug, Clone)]
+struct BatchState {
+    size: u32,
+    /// Bits set = still unacknowledged (Java `BitSet` words).
+    unacked: Vec<i64>,
+    remaining: u32,
+    dirty: bool,
+}
+
+impl BatchState {
+    fn new(size: u32) -> Self {
+        let mut unacked = vec![0i64; size.div_ceil(64) as usize];
+        for i in 0..size {
+            set_bit(&mut unacked, i, true);
+        }
+        BatchState {
+            size,
+            unacked,
+            remaining: size,
+            dirty: false,
+        }
+    }
+}
+
+fn set_bit(words: &mut [i64], i: u32, on: bool) {
+    let w = (i / 64) as usize;
+    let mask = 1u64 << (i % 64);
+    if let Some(word) = words.get_mut(w) {
+        let mut v = *word as u64;
+        if on {
+            v |= mask;
+        } else {
+            v &= !mask;
+        }
+        *word = v as i64;
+    }
+}
+
+type EntryKey = (i64, i64);
+
+/// Grouping tracker for one topic-partition consumer.
+#[derive(Debug)]
+pub struct AckTracker {
+    batch_index_ack: bool,
+    max_pending: usize,
+    /// Whole entries to acknowledge individually.
+    individual: BTreeSet<MessageId>,
+    batches: HashMap<EntryKey, BatchState>,
+    cumulative: Option<(MessageId, Option<Vec<i64>>)>,
+    /// Highest cumulative ack sent so far (acks at or below it are no-ops).
+    cumulative_sent: Option<MessageId>,
+}
+
+impl AckTracker {
+    pub fn new(batch_index_ack: bool, max_pending: usize) -> Self {
+        AckTracker {
+            batch_index_ack,
+            max_pending: max_pending.max(1),
+            individual: BTreeSet::new(),
+            batches: HashMap::new(),
+            cumulative: None,
+            cumulative_sent: None,
+        }
+    }
+
+    /// Number of acks waiting to be sent.
+    pub fn pending(&self) -> usize {
+        self.individual.len()
+            + self.cumulative.is_some() as usize
+            + self.batches.values().filter(|b| b.dirty).count()
+    }
+
+    /// Whether enough is pending to flush without waiting for the timer.
+    pub fn should_flush(&self) -> bool {
+        self.pending() >= self.max_pending
+    }
+
+    fn below_cumulative(&self, id: &MessageId) -> bool {
+        self.cumulative_sent
+            .is_some_and(|c| id.entry() <= c.entry() && !c.is_batch())
+            || self
+                .cumulative
+                .as_ref()
+                .is_some_and(|(c, set)| set.is_none() && id.entry() <= c.entry())
+    }
+
+    /// Record an individual ack. Returns true when a flush is due.
+    pub fn individual(&mut self, id: MessageId) -> bool {
+        if self.below_cumulative(&id) {
+            return self.should_flush();
+        }
+        if id.is_batch() && id.batch_size > 1 {
+            let key = (id.ledger_id, id.entry_id);
+            let size = id.batch_size as u32;
+            let st = self
+                .batches
+                .entry(key)
+                .or_insert_with(|| BatchState::new(size));
+            let i = id.batch_index as u32;
+            if i < st.size && (st.unacked[(i / 64) as usize] as u64 >> (i % 64)) & 1 == 1 {
+                set_bit(&mut st.unacked, i, false);
+                st.remaining -= 1;
+                st.dirty = self.batch_index_ack;
+            }
+            if st.remaining == 0 {
+                self.batches.remove(&key);
+                self.individual.insert(id.entry());
+            }
+        } else {
+            self.individual.insert(id.entry());
+        }
+        self.should_flush()
+    }
+
+    /// Record a cumulative ack. Returns true when a flush is due.
+    pub fn cumulative(&mut self, id: MessageId) -> bool {
+        let (target, set) = if id.is_batch() && id.batch_index + 1 < id.batch_size {
+            if self.batch_index_ack {
+                let mut words = BatchState::new(id.batch_size as u32).unacked;
+                for i in 0..=id.batch_index as u32 {
+                    set_bit(&mut words, i, false);
+                }
+                (id.entry(), Some(words))
+            } else {
+                // Everything before this entry is done; this entry is not finished.
+                let prev = MessageId::new(id.ledger_id, id.entry_id - 1, id.partition, -1, 0);
+                (prev, None)
+            }
+        } else {
+            (id.entry(), None)
+        };
+        let newer = match &self.cumulative {
+            None => true,
+            Some((cur, cur_set)) => {
+                target > *cur
+                    || (target == *cur
+                        && match (cur_set, &set) {
+                            (Some(_), None) => true,
+                            (Some(c), Some(s)) => popcount(s) < popcount(c),
+                            _ => false,
+                        })
+            }
+        };
+        if newer && self.cumulative_sent.is_none_or(|c| target >= c) {
+            self.cumulative = Some((target, set));
+        }
+        // Individual acks at or below a full cumulative ack are redundant.
+        if let Some((c, None)) = &self.cumulative {
+            let c = *c;
+            self.individual.retain(|i| *i > c);
+            self.batches
+                .retain(|k, _| (k.0, k.1) > (c.ledger_id, c.entry_id));
+        }
+        self.should_flush()
+    }
+
+    /// Take everything pending as ACK commands (at most one cumulative, one individual).
+    pub fn take(&mut self) -> Vec<AckBatch> {
+        let mut out = Vec::new();
+        if let Some((id, set)) = self.cumulative.take() {
+            let mut d = id.to_proto();
+            if let Some(words) = set {
+                d.ack_set = words;
+                d.batch_size = Some(id.batch_size.max(0));
+            }
+            if d.ack_set.is_empty() {
+                self.cumulative_sent = Some(id);
+            }
+            out.push(AckBatch {
+                cumulative: true,
+                ids: vec![d],
+            });
+        }
+        let mut ids: Vec<pb::MessageIdData> = std::mem::take(&mut self.individual)
+            .into_iter()
+            .map(|id| id.to_proto())
+            .collect();
+        if self.batch_index_ack {
+            for ((ledger, entry), st) in self.batches.iter_mut().filter(|(_, b)| b.dirty) {
+                st.dirty = false;
+                let mut d = MessageId::new(*ledger, *entry, -1, -1, 0).to_proto();
+                d.ack_set = st.unacked.clone();
+                d.batch_size = Some(st.size as i32);
+                ids.push(d);
+            }
+        }
+        if !ids.is_empty() {
+            out.push(AckBatch {
+                cumulative: false,
+                ids,
+            });
+        }
+        out
+    }
+
+    /// Forget partially acknowledged batches (after a redelivery they come again whole).
+    pub fn forget_batch(&mut self, id: &MessageId) {
+        self.batches.remove(&(id.ledger_id, id.entry_id));
+    }
+}
+
+fn popcount(words: &[i64]) -> u32 {
+    words.iter().map(|w| (*w as u64).count_ones()).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(l: i64, e: i64) -> MessageId {
+        MessageId::new(l, e, -1, -1, 0)
+    }
+
+    fn bid(e: i64, i: i32, n: i32) -> MessageId {
+        MessageId::new(1, e, -1, i, n)
+    }
+
+    #[test]
+    fn individual_acks_group_and_flush_at_max() {
+        let mut t = AckTracker::new(false, 3);
+        assert!(!t.individual(id(1, 1)));
+        assert!(!t.individual(id(1, 2)));
+        assert!(t.individual(id(1, 3)));
+        let b = t.take();
+        assert_eq!(b.len(), 1);
+        assert!(!b[0].cumulative);
+        assert_eq!(b[0].ids.len(), 3);
+        assert!(t.take().is_empty());
+    }
+
+    #[test]
+    fn batch_entry_acked_when_all_indexes_acked() {
+        let mut t = AckTracker::new(false, 100);
+        t.individual(bid(5, 0, 3));
+        t.individual(bid(5, 2, 3));
+        assert!(t.take().is_empty(), "partial batch must not be sent");
+        t.individual(bid(5, 2, 3)); // a repeat changes nothing
+        t.individual(bid(5, 1, 3));
+        let b = t.take();
+        assert_eq!(b[0].ids, vec![id(1, 5).to_proto()]);
+    }
+
+    #[test]
+    fn batch_index_ack_sends_ack_set() {
+        let mut t = AckTracker::new(true, 100);
+        t.individual(bid(5, 1, 3));
+        let b = t.take();
+        assert_eq!(b[0].ids[0].ack_set, vec![0b101]);
+        assert_eq!(b[0].ids[0].batch_size, Some(3));
+        assert!(t.take().is_empty(), "nothing new");
+        t.individual(bid(5, 0, 3));
+        t.individual(bid(5, 2, 3));
+        let b = t.take();
+        assert_eq!(b[0].ids, vec![id(1, 5).to_proto()]);
+    }
+
+    #[test]
+    fn cumulative_collapses_to_highest_and_drops_lower_individual() {
+        let mut t = AckTracker::new(false, 100);
+        t.individual(id(1, 2));
+        t.cumulative(id(1, 5));
+        t.cumulative(id(1, 3));
+        t.individual(id(1, 4));
+        t.individual(id(1, 9));
+        let b = t.take();
+        assert_eq!(b.len(), 2);
+        assert!(b[0].cumulative);
+        assert_eq!(b[0].ids, vec![id(1, 5).to_proto()]);
+        assert_eq!(b[1].ids, vec![id(1, 9).to_proto()]);
+        // An older cumulative ack after a newer one was sent is dropped.
+        t.cumulative(id(1, 4));
+        assert!(t.take().is_empty());
+    }
+
+    #[test]
+    fn cumulative_inside_a_batch() {
+        let mut t = AckTracker::new(false, 100);
+        t.cumulative(bid(7, 1, 4));
+        assert_eq!(t.take()[0].ids, vec![id(1, 6).to_proto()]);
+        t.cumulative(bid(7, 3, 4));
+        assert_eq!(t.take()[0].ids, vec![id(1, 7).to_proto()]);
+
+        let mut t = AckTracker::new(true, 100);
+        t.cumulative(bid(7, 1, 4));
+        let b = t.take();
+        assert_eq!(b[0].ids[0].ack_set, vec![0b1100]);
+        assert_eq!(b[0].ids[0].entry_id, 7);
+    }
+}

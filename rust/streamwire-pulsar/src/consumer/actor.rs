@@ -1,0 +1,562 @@
+//! One actor task per topic-partition consumer: subscribe, flow permits, deliver messages to
+//! the partition's queue, send grouped acks and redeliveries, and reconnect invisibly.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot};
+
+use streamwire_core::backoff::{Backoff, BackoffConfig};
+use streamwire_core::error::{Error, ErrorKind, Result};
+
+use super::entry::{unpack, EntryContext, StartFilter};
+use super::{ConsumerConfig, Slot};
+use crate::client::PulsarClient;
+use crate::connection::{Connection, Event};
+use crate::engine::permits::FlowPermits;
+use crate::message_id::MessageId;
+use crate::protocol::commands::{self, SeekTarget, SubscribeParams};
+use crate::protocol::pb;
+use crate::protocol::pb::base_command::Type;
+use crate::protocol::pb::command_ack::AckType;
+use crate::protocol::pb::command_subscribe::SubType;
+use crate::protocol::Frame;
+
+/// Requests from the handle to the actor.
+pub(crate) enum Control {
+    Seek(SeekTarget, oneshot::Sender<Result<()>>),
+    LastMessageId(oneshot::Sender<Result<MessageId>>),
+    Stats(oneshot::Sender<Result<pb::CommandConsumerStatsResponse>>),
+    RedeliverAll(oneshot::Sender<Result<()>>),
+    Unsubscribe(oneshot::Sender<Result<()>>),
+    Close(oneshot::Sender<Result<()>>),
+}
+
+const EVENT_QUEUE: usize = 1024;
+
+struct Live {
+    conn: Connection,
+    id: u64,
+    events: mpsc::Receiver<Event>,
+}
+
+pub(crate) struct Actor {
+    pub client: PulsarClient,
+    pub slot: Arc<Slot>,
+    pub cfg: Arc<ConsumerConfig>,
+    pub ctl: mpsc::Receiver<Control>,
+    pub permits: FlowPermits,
+    pub ctx: EntryContext,
+    /// Where a non-durable subscription (re)starts, and what to skip.
+    pub start: Option<StartFilter>,
+    pub consumer_name: String,
+}
+
+enum Exit {
+    Reconnect,
+    Stop,
+}
+
+impl Actor {
+    /// Subscribe; the first outcome goes to `ready`, then run until closed.
+    pub async fn run(mut self, ready: oneshot::Sender<Result<()>>) {
+        let deadline = Instant::now() + self.client.config().operation_timeout;
+        let mut backoff = Backoff::new(BackoffConfig::default());
+        let mut live = loop {
+            match self.connect().await {
+                Ok(l) => break l,
+                Err(e) if e.is_retriable() && Instant::now() < deadline => {
+                    tokio::time::sleep(backoff.next_delay()).await;
+                }
+                Err(e) => {
+                    let _ = ready.send(Err(e));
+                    return;
+                }
+            }
+        };
+        let _ = ready.send(Ok(()));
+        loop {
+            match self.serve(&mut live).await {
+                Exit::Stop => return,
+                Exit::Reconnect => {
+                    live.conn.unregister_handler(live.id);
+                    self.slot.stats.reconnects.fetch_add(1, Ordering::Relaxed);
+                    match self.reconnect().await {
+                        Some(l) => live = l,
+                        None => return,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reconnect with jittered backoff, answering control requests meanwhile.
+    async fn reconnect(&mut self) -> Option<Live> {
+        self.discard_queue();
+        let mut backoff = Backoff::new(BackoffConfig::default());
+        loop {
+            match self.connect().await {
+                Ok(l) => return Some(l),
+                Err(e) if !e.is_retriable() && e.kind() != ErrorKind::Connect => {
+                    self.fail(e);
+                    return None;
+                }
+                Err(_) => {}
+            }
+            let sleep = tokio::time::sleep(backoff.next_delay());
+            tokio::pin!(sleep);
+            loop {
+                tokio::select! {
+                    _ = &mut sleep => break,
+                    c = self.ctl.recv() => match c {
+                        None => return None,
+                        Some(Control::Close(tx)) => {
+                            self.finish();
+                            let _ = tx.send(Ok(()));
+                            return None;
+                        }
+                        Some(other) => refuse_while_disconnected(other),
+                    },
+                }
+            }
+        }
+    }
+
+    fn fail(&mut self, e: Error) {
+        *self.slot.fatal.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+        self.slot.app_notify.notify_waiters();
+        self.slot.app_notify.notify_one();
+    }
+
+    fn finish(&mut self) {
+        self.slot.app_notify.notify_waiters();
+    }
+
+    /// Drop what the app has not taken yet; the broker sends it again after resubscribing.
+    fn discard_queue(&mut self) {
+        self.slot.queue.clear();
+        if !self.cfg.durable {
+            if let Some(last) = self.slot.queue.last_delivered() {
+                self.start = Some(StartFilter {
+                    id: last,
+                    inclusive: false,
+                });
+            }
+        }
+    }
+
+    async fn connect(&mut self) -> Result<Live> {
+        let (conn, _) = self.client.connection_for(&self.slot.topic).await?;
+        let id = conn.new_handler_id();
+        let (tx, events) = mpsc::channel(EVENT_QUEUE);
+        conn.register_handler(id, tx)?;
+        let rid = conn.new_request_id();
+        let start_message_id = if self.cfg.durable {
+            None
+        } else {
+            self.start
+                .map(|f| {
+                    let s = f.id;
+                    if f.inclusive && !s.is_batch() && s.entry_id >= 0 && s.ledger_id >= 0 {
+                        MessageId::new(s.ledger_id, s.entry_id - 1, s.partition, -1, 0).to_proto()
+                    } else {
+                        s.to_proto()
+                    }
+                })
+                .or_else(|| Some(self.cfg.initial_position_id().to_proto()))
+        };
+        let params = SubscribeParams {
+            topic: self.slot.topic_str.to_string(),
+            subscription: self.cfg.subscription.clone(),
+            sub_type: self.cfg.sub_type,
+            consumer_id: id,
+            request_id: rid,
+            consumer_name: Some(self.consumer_name.clone()),
+            durable: self.cfg.durable,
+            start_message_id,
+            read_compacted: self.cfg.read_compacted,
+            initial_position: self.cfg.initial_position,
+            replicate_subscription_state: self.cfg.replicate_subscription_state,
+            ..SubscribeParams::default()
+        };
+        if let Err(e) = conn
+            .request(rid, "subscribe", commands::subscribe(&params))
+            .await
+        {
+            conn.unregister_handler(id);
+            return Err(e.context(format!("subscribe to {}", self.slot.topic_str)));
+        }
+        // Nothing from a previous connection may reach the app now.
+        self.slot.queue.clear();
+        let grant = self.permits.on_reconnect();
+        let live = Live { conn, id, events };
+        // Acks made while disconnected go first, so the broker does not redeliver them.
+        self.flush_acks(&live).await;
+        live.conn.send_command(commands::flow(id, grant)).await?;
+        Ok(live)
+    }
+
+    async fn serve(&mut self, live: &mut Live) -> Exit {
+        let period = self
+            .cfg
+            .ack_group_time
+            .clamp(Duration::from_millis(5), Duration::from_millis(100));
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let slot = Arc::clone(&self.slot);
+        loop {
+            tokio::select! {
+                ev = live.events.recv() => match ev {
+                    Some(Event::Frame(f)) => {
+                        if let Some(exit) = self.on_frame(live, *f).await {
+                            return exit;
+                        }
+                    }
+                    Some(Event::Disconnected(_)) | None => return Exit::Reconnect,
+                },
+                c = self.ctl.recv() => match c {
+                    None => {
+                        self.close(live).await;
+                        return Exit::Stop;
+                    }
+                    Some(c) => if let Some(exit) = self.on_control(live, c).await {
+                        return exit;
+                    },
+                },
+                _ = slot.queue.wake_actor.notified() => {
+                    if self.return_permits(live).await.is_err() {
+                        return Exit::Reconnect;
+                    }
+                    let due = slot.acks().should_flush() || self.cfg.ack_group_time.is_zero();
+                    if due {
+                        self.flush_acks(live).await;
+                    }
+                }
+                _ = tick.tick() => {
+                    if self.return_permits(live).await.is_err() {
+                        return Exit::Reconnect;
+                    }
+                    self.flush_acks(live).await;
+                    self.redeliver_due(live).await;
+                }
+            }
+        }
+    }
+
+    async fn return_permits(&mut self, live: &Live) -> Result<()> {
+        let n = self.slot.queue.take_delivered();
+        if n == 0 {
+            return Ok(());
+        }
+        let grant = self
+            .permits
+            .on_message_delivered_to_app(n)
+            .unwrap_or_else(|_| Some(n));
+        if let Some(g) = grant {
+            live.conn.send_command(commands::flow(live.id, g)).await?;
+        }
+        Ok(())
+    }
+
+    async fn flush_acks(&mut self, live: &Live) {
+        let batches = self.slot.acks().take();
+        for b in batches {
+            let kind = if b.cumulative {
+                AckType::Cumulative
+            } else {
+                AckType::Individual
+            };
+            let _ = live
+                .conn
+                .send_command(commands::ack(live.id, kind, b.ids, None, None))
+                .await;
+        }
+    }
+
+    async fn redeliver_due(&mut self, live: &Live) {
+        let now = Instant::now();
+        let mut due = self.slot.nacks().take_due(now);
+        if let Some(u) = &self.slot.unacked {
+            let expired = u
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take_expired(now);
+            due.extend(expired.iter().map(MessageId::entry));
+        }
+        if due.is_empty() {
+            return;
+        }
+        due.sort();
+        due.dedup();
+        let _ = self.redeliver(live, due).await;
+    }
+
+    /// Ask for redelivery: the given entries on shared subscriptions, everything otherwise.
+    async fn redeliver(&mut self, live: &Live, ids: Vec<MessageId>) -> Result<()> {
+        let individual = matches!(self.cfg.sub_type, SubType::Shared | SubType::KeyShared);
+        if individual && !ids.is_empty() {
+            {
+                let mut acks = self.slot.acks();
+                for id in &ids {
+                    acks.forget_batch(id);
+                }
+            }
+            let protos = ids.iter().map(|i| i.to_proto()).collect();
+            self.slot
+                .stats
+                .redelivery_requests
+                .fetch_add(ids.len() as u64, Ordering::Relaxed);
+            return live
+                .conn
+                .send_command(commands::redeliver_unacknowledged(live.id, protos, None))
+                .await;
+        }
+        // Exclusive / failover: everything unacked comes again, in order; what is queued
+        // here would come twice, so drop it and hand its permits back.
+        let (discarded, delivered) = self.slot.queue.clear();
+        if let Some(u) = &self.slot.unacked {
+            u.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        }
+        self.slot
+            .stats
+            .redelivery_requests
+            .fetch_add(1, Ordering::Relaxed);
+        live.conn
+            .send_command(commands::redeliver_unacknowledged(live.id, vec![], None))
+            .await?;
+        let mut grant = 0;
+        if delivered > 0 {
+            grant += self
+                .permits
+                .on_message_delivered_to_app(delivered)
+                .ok()
+                .flatten()
+                .unwrap_or(0);
+        }
+        if discarded > 0 {
+            grant += self
+                .permits
+                .on_messages_discarded(discarded)
+                .ok()
+                .flatten()
+                .unwrap_or(0);
+        }
+        if grant > 0 {
+            live.conn
+                .send_command(commands::flow(live.id, grant))
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn on_frame(&mut self, live: &Live, frame: Frame) -> Option<Exit> {
+        match frame.command.r#type() {
+            Type::Message => {
+                let cmd = frame.command.message.as_ref()?;
+                let Some(section) = frame.payload.as_ref() else {
+                    return None;
+                };
+                let filter = if self.cfg.durable {
+                    None
+                } else {
+                    self.start.as_ref()
+                };
+                match unpack(&self.ctx, cmd, section, filter) {
+                    Ok(u) => {
+                        let _ = self.permits.on_messages_received(u.permits);
+                        if u.skipped > 0 {
+                            self.slot
+                                .stats
+                                .skipped
+                                .fetch_add(u64::from(u.skipped), Ordering::Relaxed);
+                            if let Ok(Some(g)) = self.permits.on_messages_discarded(u.skipped) {
+                                if live
+                                    .conn
+                                    .send_command(commands::flow(live.id, g))
+                                    .await
+                                    .is_err()
+                                {
+                                    return Some(Exit::Reconnect);
+                                }
+                            }
+                        }
+                        if !u.messages.is_empty() {
+                            self.slot
+                                .stats
+                                .received
+                                .fetch_add(u.messages.len() as u64, Ordering::Relaxed);
+                            self.slot.queue.push(u.messages);
+                            self.slot.app_notify.notify_one();
+                        }
+                    }
+                    Err(r) => {
+                        self.slot.stats.invalid.fetch_add(1, Ordering::Relaxed);
+                        let ack = commands::ack(
+                            live.id,
+                            AckType::Individual,
+                            vec![MessageId::from_proto(&cmd.message_id).entry().to_proto()],
+                            Some(r.validation),
+                            None,
+                        );
+                        let _ = live.conn.send_command(ack).await;
+                        let _ = self.permits.on_messages_received(r.permits);
+                        if let Ok(Some(g)) = self.permits.on_messages_discarded(r.permits) {
+                            let _ = live.conn.send_command(commands::flow(live.id, g)).await;
+                        }
+                    }
+                }
+                None
+            }
+            Type::ReachedEndOfTopic => {
+                self.slot.end_of_topic.store(true, Ordering::Release);
+                self.slot.app_notify.notify_waiters();
+                self.slot.app_notify.notify_one();
+                None
+            }
+            Type::CloseConsumer => Some(Exit::Reconnect),
+            _ => None,
+        }
+    }
+
+    async fn request(
+        &self,
+        live: &Live,
+        what: &'static str,
+        build: impl FnOnce(u64) -> pb::BaseCommand,
+    ) -> Result<Frame> {
+        let rid = live.conn.new_request_id();
+        live.conn.request(rid, what, build(rid)).await
+    }
+
+    async fn on_control(&mut self, live: &mut Live, c: Control) -> Option<Exit> {
+        let id = live.id;
+        match c {
+            Control::Seek(target, tx) => {
+                // Acks made before the seek must not land after it.
+                self.flush_acks(live).await;
+                let res = self
+                    .request(live, "seek", |rid| commands::seek(id, rid, target.clone()))
+                    .await;
+                let ok = res.is_ok();
+                let _ = tx.send(res.map(|_| ()));
+                if ok {
+                    // The broker drops its side of the consumer after a seek; start over from
+                    // the new position, with nothing from before it left in the queue.
+                    if let SeekTarget::MessageId(m) = &target {
+                        let mut m = MessageId::from_proto(m);
+                        m.partition = self.ctx.partition;
+                        self.start = Some(StartFilter {
+                            id: m,
+                            inclusive: true,
+                        });
+                    }
+                    self.slot.queue.clear();
+                    self.slot.queue.set_last_delivered(None);
+                    let rid = live.conn.new_request_id();
+                    let _ = live
+                        .conn
+                        .request(rid, "close consumer", commands::close_consumer(id, rid))
+                        .await;
+                    return Some(Exit::Reconnect);
+                }
+                None
+            }
+            Control::LastMessageId(tx) => {
+                let res = self
+                    .request(live, "get last message id", |rid| {
+                        commands::get_last_message_id(id, rid)
+                    })
+                    .await
+                    .and_then(|f| {
+                        let r = f.command.get_last_message_id_response.ok_or_else(|| {
+                            Error::new(ErrorKind::Protocol, "empty GetLastMessageId response")
+                        })?;
+                        let mut m = MessageId::from_proto(&r.last_message_id);
+                        m.partition = self.ctx.partition;
+                        Ok(m)
+                    });
+                let _ = tx.send(res);
+                None
+            }
+            Control::Stats(tx) => {
+                let res = self
+                    .request(live, "consumer stats", |rid| {
+                        commands::consumer_stats(id, rid)
+                    })
+                    .await
+                    .map(|f| *f.command.consumer_stats_response.unwrap_or_default());
+                let _ = tx.send(res);
+                None
+            }
+            Control::RedeliverAll(tx) => {
+                self.slot
+                    .nacks()
+                    .take_due(Instant::now() + Duration::from_secs(86400 * 365));
+                let res = self.redeliver(live, vec![]).await;
+                let _ = tx.send(res);
+                None
+            }
+            Control::Unsubscribe(tx) => {
+                self.flush_acks(live).await;
+                let res = self
+                    .request(live, "unsubscribe", |rid| {
+                        commands::unsubscribe(id, rid, false)
+                    })
+                    .await;
+                let ok = res.is_ok();
+                let _ = tx.send(res.map(|_| ()));
+                if ok {
+                    live.conn.unregister_handler(id);
+                    self.finish();
+                    return Some(Exit::Stop);
+                }
+                None
+            }
+            Control::Close(tx) => {
+                self.close(live).await;
+                let _ = tx.send(Ok(()));
+                Some(Exit::Stop)
+            }
+        }
+    }
+
+    async fn close(&mut self, live: &Live) {
+        self.flush_acks(live).await;
+        let rid = live.conn.new_request_id();
+        let _ = tokio::time::timeout(
+            Duration::from_secs(5),
+            live.conn.request(
+                rid,
+                "close consumer",
+                commands::close_consumer(live.id, rid),
+            ),
+        )
+        .await;
+        live.conn.unregister_handler(live.id);
+        self.finish();
+    }
+}
+
+fn refuse_while_disconnected(c: Control) {
+    let err = || {
+        Error::new(
+            ErrorKind::Disconnected,
+            "consumer is reconnecting; try again",
+        )
+    };
+    match c {
+        Control::Seek(_, tx) | Control::RedeliverAll(tx) | Control::Unsubscribe(tx) => {
+            let _ = tx.send(Err(err()));
+        }
+        Control::LastMessageId(tx) => {
+            let _ = tx.send(Err(err()));
+        }
+        Control::Stats(tx) => {
+            let _ = tx.send(Err(err()));
+        }
+        Control::Close(tx) => {
+            let _ = tx.send(Ok(()));
+        }
+    }
+}

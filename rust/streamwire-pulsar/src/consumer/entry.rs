@@ -1,0 +1,398 @@
+//! Turning one MESSAGE frame into the messages the application sees (pure, no I/O).
+//!
+//! Order of checks, as the Java client does it: checksum and metadata, then decompression,
+//! then batch parsing. Any failure means the whole entry is dropped and acknowledged with the
+//! matching validation error; nothing of it reaches the application. Messages the broker
+//! marks as already acknowledged (`ack_set`) and messages before the start position of a
+//! reader are skipped; they still count against flow permits.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::engine::batch_format::BatchIter;
+use crate::engine::compression::{decompress, Codec};
+use crate::message_id::MessageId;
+use crate::protocol::pb;
+use crate::protocol::pb::command_ack::ValidationError;
+use crate::protocol::PayloadSection;
+
+/// A message as handed to the application.
+#[derive(Debug, Clone)]
+pub struct ReceivedMessage {
+    pub id: MessageId,
+    /// Index of the per-topic consumer inside a multi-topic consumer (routes acks).
+    pub slot: u32,
+    pub topic: Arc<str>,
+    pub payload: Bytes,
+    pub key: Option<String>,
+    pub ordering_key: Option<Bytes>,
+    pub properties: Vec<(String, String)>,
+    pub event_time: Option<u64>,
+    pub publish_time: u64,
+    pub producer_name: Arc<str>,
+    pub sequence_id: u64,
+    pub redelivery_count: u32,
+}
+
+/// Where a reader starts: messages before it (and at it, unless inclusive) are skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StartFilter {
+    pub id: MessageId,
+    pub inclusive: bool,
+}
+
+impl StartFilter {
+    /// Whether this names a real position (not earliest / latest, which filter nothing).
+    pub fn is_position(&self) -> bool {
+        let (l, e) = (self.id.ledger_id, self.id.entry_id);
+        !(l < 0 && e < 0) && l != i64::MAX
+    }
+
+    /// Whether `id` comes before the start position (partition is ignored: one topic).
+    pub fn skips(&self, id: &MessageId) -> bool {
+        if !self.is_position() {
+            return false;
+        }
+        let k = (id.ledger_id, id.entry_id, id.batch_index);
+        let s = (self.id.ledger_id, self.id.entry_id, self.id.batch_index);
+        k < s || (k == s && !self.inclusive)
+    }
+}
+
+/// Why an entry was rejected, with the validation error to acknowledge it with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejected {
+    pub validation: ValidationError,
+    pub reason: String,
+    /// How many messages the entry claimed to hold (its cost in permits).
+    pub permits: u32,
+}
+
+/// The outcome of unpacking one entry.
+#[derive(Debug, Default)]
+pub struct Unpacked {
+    pub messages: Vec<ReceivedMessage>,
+    /// Permits the entry consumed (its number of messages).
+    pub permits: u32,
+    /// Messages skipped (already acked, or before the start position).
+    pub skipped: u32,
+}
+
+/// Context that is the same for every entry of one consumer.
+#[derive(Debug, Clone)]
+pub struct EntryContext {
+    pub topic: Arc<str>,
+    pub partition: i32,
+    pub slot: u32,
+}
+
+fn bit_set(ack_set: &[i64], index: u32) -> bool {
+    let word = (index / 64) as usize;
+    match ack_set.get(word) {
+        Some(w) => (*w as u64) >> (index % 64) & 1 == 1,
+        None => false,
+    }
+}
+
+/// Unpack one MESSAGE frame. `filter` skips messages before a reader's start position.
+pub fn unpack(
+    ctx: &EntryContext,
+    cmd: &pb::CommandMessage,
+    section: &PayloadSection,
+    filter: Option<&StartFilter>,
+) -> Result<Unpacked, Rejected> {
+    let claimed = section
+        .metadata
+        .as_ref()
+        .ok()
+        .and_then(|m| m.num_messages_in_batch)
+        .map_or(1, |n| n.max(1) as u32);
+    let reject = |validation, reason: String| Rejected {
+        validation,
+        reason,
+        permits: claimed,
+    };
+    let meta = section.verified_metadata().map_err(|e| {
+        let v = match e {
+            crate::protocol::ProtocolError::ChecksumMismatch { .. } => {
+                ValidationError::ChecksumMismatch
+            }
+            _ => ValidationError::BatchDeSerializeError,
+        };
+        reject(v, e.to_string())
+    })?;
+    let codec = Codec::from_wire(meta.compression.unwrap_or(0)).ok_or_else(|| {
+        reject(
+            ValidationError::DecompressionError,
+            format!("unknown compression type {:?}", meta.compression),
+        )
+    })?;
+    let payload = if codec == Codec::None {
+        section.payload.clone()
+    } else {
+        let size = meta.uncompressed_size.unwrap_or(0) as usize;
+        decompress(codec, &section.payload, size)
+            .map_err(|e| reject(ValidationError::DecompressionError, e.to_string()))?
+    };
+    let base = MessageId::from_proto(&cmd.message_id);
+    let producer_name: Arc<str> = Arc::from(meta.producer_name.as_str());
+    let redelivery_count = cmd.redelivery_count.unwrap_or(0);
+    let mut out = Unpacked {
+        permits: claimed,
+        ..Default::default()
+    };
+    if meta.num_messages_in_batch.is_none() {
+        let id = MessageId::new(base.ledger_id, base.entry_id, ctx.partition, -1, 0);
+        if filter.is_some_and(|f| f.skips(&id)) {
+            out.skipped = 1;
+            return Ok(out);
+        }
+        out.messages.push(ReceivedMessage {
+            id,
+            slot: ctx.slot,
+            topic: ctx.topic.clone(),
+            payload,
+            key: meta.partition_key.clone(),
+            ordering_key: meta.ordering_key.clone(),
+            properties: meta
+                .properties
+                .iter()
+                .map(|kv| (kv.key.clone(), kv.value.clone()))
+                .collect(),
+            event_time: meta.event_time.filter(|&t| t != 0),
+            publish_time: meta.publish_time,
+            producer_name,
+            sequence_id: meta.sequence_id,
+            redelivery_count,
+        });
+        return Ok(out);
+    }
+    let n = claimed;
+    let batch_size = i32::try_from(n).unwrap_or(i32::MAX);
+    let mut parsed = Vec::with_capacity(n as usize);
+    for (i, item) in BatchIter::new(payload, n).enumerate() {
+        let (single, body) =
+            item.map_err(|e| reject(ValidationError::BatchDeSerializeError, e.to_string()))?;
+        parsed.push((i as u32, single, body));
+    }
+    if parsed.len() as u32 != n {
+        return Err(reject(
+            ValidationError::BatchDeSerializeError,
+            format!("batch claims {n} messages, {} parsed", parsed.len()),
+        ));
+    }
+    out.messages.reserve(parsed.len());
+    for (i, single, body) in parsed {
+        let id = MessageId::new(
+            base.ledger_id,
+            base.entry_id,
+            ctx.partition,
+            i as i32,
+            batch_size,
+        );
+        let acked_already = !cmd.ack_set.is_empty() && !bit_set(&cmd.ack_set, i);
+        if acked_already
+            || single.compacted_out == Some(true)
+            || filter.is_some_and(|f| f.skips(&id))
+        {
+            out.skipped += 1;
+            continue;
+        }
+        out.messages.push(ReceivedMessage {
+            id,
+            slot: ctx.slot,
+            topic: ctx.topic.clone(),
+            payload: body,
+            key: single.partition_key,
+            ordering_key: single.ordering_key,
+            properties: single
+                .properties
+                .into_iter()
+                .map(|kv| (kv.key, kv.value))
+                .collect(),
+            event_time: single.event_time.filter(|&t| t != 0),
+            publish_time: meta.publish_time,
+            producer_name: producer_name.clone(),
+            sequence_id: single
+                .sequence_id
+                .unwrap_or(meta.sequence_id + u64::from(i)),
+            redelivery_count,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::batch_format::{encode_message, single_metadata_for};
+    use crate::engine::compression::compress;
+    use crate::engine::message::OutgoingMessage;
+    use crate::protocol::{ChecksumStatus, ProtocolError};
+    use bytes::BytesMut;
+
+    fn ctx() -> EntryContext {
+        EntryContext {
+            topic: Arc::from("persistent://public/default/t-partition-3"),
+            partition: 3,
+            slot: 0,
+        }
+    }
+
+    fn cmd(ack_set: Vec<i64>) -> pb::CommandMessage {
+        pb::CommandMessage {
+            consumer_id: 1,
+            message_id: pb::MessageIdData {
+                ledger_id: 7,
+                entry_id: 9,
+                ..Default::default()
+            },
+            redelivery_count: Some(2),
+            ack_set,
+            ..Default::default()
+        }
+    }
+
+    fn meta(batch: Option<i32>) -> pb::MessageMetadata {
+        pb::MessageMetadata {
+            producer_name: "p".into(),
+            sequence_id: 100,
+            publish_time: 1234,
+            num_messages_in_batch: batch,
+            ..Default::default()
+        }
+    }
+
+    fn batch(n: u32) -> Bytes {
+        let mut out = BytesMut::new();
+        for i in 0..n {
+            let m = OutgoingMessage::new(Bytes::from(format!("m{i}")), 100 + u64::from(i))
+                .with_key(format!("k{i}"));
+            encode_message(&single_metadata_for(&m), &m.payload, &mut out);
+        }
+        out.freeze()
+    }
+
+    fn section(meta: pb::MessageMetadata, payload: Bytes) -> PayloadSection {
+        PayloadSection {
+            broker_entry_metadata: None,
+            metadata: Ok(meta),
+            payload,
+            checksum: ChecksumStatus::Absent,
+        }
+    }
+
+    #[test]
+    fn single_message() {
+        let u = unpack(
+            &ctx(),
+            &cmd(vec![]),
+            &section(meta(None), Bytes::from("x")),
+            None,
+        )
+        .unwrap();
+        assert_eq!(u.permits, 1);
+        let m = &u.messages[0];
+        assert_eq!(m.id, MessageId::new(7, 9, 3, -1, 0));
+        assert_eq!(
+            (m.redelivery_count, m.sequence_id, m.publish_time),
+            (2, 100, 1234)
+        );
+        assert_eq!(&m.payload[..], b"x");
+    }
+
+    #[test]
+    fn batch_is_unpacked_with_indexes_and_ack_set_skips() {
+        let s = section(meta(Some(3)), batch(3));
+        let u = unpack(&ctx(), &cmd(vec![]), &s, None).unwrap();
+        assert_eq!(u.messages.len(), 3);
+        assert_eq!(u.messages[2].id, MessageId::new(7, 9, 3, 2, 3));
+        assert_eq!(u.messages[2].id.batch_size, 3);
+        assert_eq!(u.messages[1].key.as_deref(), Some("k1"));
+        assert_eq!(u.messages[1].sequence_id, 101);
+        // ack_set: bit set = still unacked; index 1 was acked.
+        let u = unpack(&ctx(), &cmd(vec![0b101]), &s, None).unwrap();
+        let idx: Vec<i32> = u.messages.iter().map(|m| m.id.batch_index).collect();
+        assert_eq!(idx, vec![0, 2]);
+        assert_eq!((u.permits, u.skipped), (3, 1));
+    }
+
+    #[test]
+    fn compressed_batch() {
+        let raw = batch(4);
+        for codec in Codec::ALL {
+            let mut out = Vec::new();
+            compress(codec, &raw, &mut out).unwrap();
+            let mut m = meta(Some(4));
+            m.compression = Some(codec.to_wire());
+            m.uncompressed_size = Some(raw.len() as u32);
+            let u = unpack(&ctx(), &cmd(vec![]), &section(m, Bytes::from(out)), None).unwrap();
+            assert_eq!(&u.messages[3].payload[..], b"m3", "{codec:?}");
+        }
+    }
+
+    #[test]
+    fn start_filter_skips_before_and_at_start() {
+        let s = section(meta(Some(4)), batch(4));
+        let f = StartFilter {
+            id: MessageId::new(7, 9, 3, 1, 4),
+            inclusive: false,
+        };
+        let u = unpack(&ctx(), &cmd(vec![]), &s, Some(&f)).unwrap();
+        assert_eq!(u.messages.len(), 2);
+        assert_eq!(u.messages[0].id.batch_index, 2);
+        let f = StartFilter {
+            inclusive: true,
+            ..f
+        };
+        let u = unpack(&ctx(), &cmd(vec![]), &s, Some(&f)).unwrap();
+        assert_eq!(u.messages.len(), 3);
+        // An entry after the start id is untouched.
+        let f = StartFilter {
+            id: MessageId::new(7, 8, 3, -1, 0),
+            inclusive: false,
+        };
+        assert_eq!(
+            unpack(&ctx(), &cmd(vec![]), &s, Some(&f))
+                .unwrap()
+                .messages
+                .len(),
+            4
+        );
+    }
+
+    #[test]
+    fn corrupt_entries_are_rejected_with_the_right_validation_error() {
+        let mut s = section(meta(Some(2)), batch(2));
+        s.checksum = ChecksumStatus::Mismatch {
+            expected: 1,
+            computed: 2,
+        };
+        let r = unpack(&ctx(), &cmd(vec![]), &s, None).unwrap_err();
+        assert_eq!(r.validation, ValidationError::ChecksumMismatch);
+        assert_eq!(r.permits, 2);
+
+        let mut m = meta(Some(2));
+        m.compression = Some(Codec::Lz4.to_wire());
+        m.uncompressed_size = Some(50);
+        let r = unpack(&ctx(), &cmd(vec![]), &section(m, Bytes::from("zz")), None).unwrap_err();
+        assert_eq!(r.validation, ValidationError::DecompressionError);
+
+        let r = unpack(
+            &ctx(),
+            &cmd(vec![]),
+            &section(meta(Some(3)), batch(2)),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(r.validation, ValidationError::BatchDeSerializeError);
+
+        let bad = PayloadSection {
+            metadata: Err(ProtocolError::Malformed("x".into())),
+            ..section(meta(None), Bytes::new())
+        };
+        let r = unpack(&ctx(), &cmd(vec![]), &bad, None).unwrap_err();
+        assert_eq!(r.permits, 1);
+    }
+}

@@ -1,0 +1,670 @@
+//! Consumers and readers.
+//!
+//! A [`Consumer`] is one actor task per topic-partition ([`actor`]) feeding a per-partition
+//! queue ([`queue`]); the handle drains those queues fairly. Pure logic lives apart and is
+//! unit-tested without sockets: entry unpacking ([`entry`]), ack grouping ([`acks`]),
+//! negative acks and ack timeouts ([`nacks`]), the fair merge ([`queue::drain_fair`]).
+//!
+//! A reader is a consumer on a non-durable exclusive subscription with a start position.
+//!
+//! Cancel safety: every async method may be dropped; a dropped `receive_many` takes nothing
+//! from the queues, and a dropped control request is still carried out by the actor.
+
+pub mod acks;
+mod actor;
+pub mod entry;
+pub mod nacks;
+pub mod queue;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot, Notify};
+
+use streamwire_core::error::{Error, ErrorKind, Result};
+
+use crate::client::PulsarClient;
+use crate::engine::permits::FlowPermits;
+use crate::message_id::MessageId;
+use crate::protocol::commands::SeekTarget;
+use crate::protocol::pb;
+use crate::topic::TopicName;
+
+pub use acks::AckTracker;
+pub use entry::{ReceivedMessage, StartFilter};
+pub use pb::command_subscribe::{InitialPosition, SubType};
+
+use actor::{Actor, Control};
+use nacks::{RedeliveryTracker, UnackedTracker};
+use queue::PartitionQueue;
+
+/// How a consumer subscribes.
+#[derive(Debug, Clone)]
+pub struct ConsumerConfig {
+    pub subscription: String,
+    pub sub_type: SubType,
+    pub initial_position: InitialPosition,
+    pub consumer_name: Option<String>,
+    pub receiver_queue_size: u32,
+    /// Acks are sent at most this long after they are made (0: at once).
+    pub ack_group_time: Duration,
+    /// Acks are sent as soon as this many are waiting.
+    pub ack_group_max: usize,
+    pub nack_delay: Duration,
+    pub ack_timeout: Option<Duration>,
+    pub batch_index_ack: bool,
+    pub read_compacted: bool,
+    pub replicate_subscription_state: bool,
+    /// False for readers: the subscription disappears with the consumer.
+    pub durable: bool,
+    /// Readers: where to start (earliest / latest are plain ids too).
+    pub start: Option<StartFilter>,
+}
+
+impl Default for ConsumerConfig {
+    fn default() -> Self {
+        ConsumerConfig {
+            subscription: String::new(),
+            sub_type: SubType::Exclusive,
+            initial_position: InitialPosition::Latest,
+            consumer_name: None,
+            receiver_queue_size: 1000,
+            ack_group_time: Duration::from_millis(100),
+            ack_group_max: 1000,
+            nack_delay: Duration::from_secs(60),
+            ack_timeout: None,
+            batch_index_ack: false,
+            read_compacted: false,
+            replicate_subscription_state: false,
+            durable: true,
+            start: None,
+        }
+    }
+}
+
+impl ConsumerConfig {
+    fn initial_position_id(&self) -> MessageId {
+        match self.initial_position {
+            InitialPosition::Earliest => MessageId::EARLIEST,
+            InitialPosition::Latest => MessageId::LATEST,
+        }
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if self.subscription.is_empty() {
+            return Err(Error::new(ErrorKind::Config, "subscription name is empty"));
+        }
+        if self.receiver_queue_size == 0 {
+            return Err(Error::new(
+                ErrorKind::Config,
+                "receiver_queue_size must be at least 1",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Counters of one partition consumer.
+#[derive(Debug, Default)]
+pub struct SlotStats {
+    pub received: AtomicU64,
+    pub acked: AtomicU64,
+    pub nacked: AtomicU64,
+    pub skipped: AtomicU64,
+    pub invalid: AtomicU64,
+    pub reconnects: AtomicU64,
+    pub redelivery_requests: AtomicU64,
+}
+
+/// What the handle and one actor share.
+pub(crate) struct Slot {
+    topic: TopicName,
+    topic_str: Arc<str>,
+    partition: i32,
+    queue: PartitionQueue,
+    acks: Mutex<AckTracker>,
+    nacks: Mutex<RedeliveryTracker>,
+    unacked: Option<Mutex<UnackedTracker>>,
+    ctl: mpsc::Sender<Control>,
+    end_of_topic: AtomicBool,
+    fatal: Mutex<Option<Error>>,
+    app_notify: Arc<Notify>,
+    stats: SlotStats,
+}
+
+impl Slot {
+    fn acks(&self) -> MutexGuard<'_, AckTracker> {
+        self.acks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn nacks(&self) -> MutexGuard<'_, RedeliveryTracker> {
+        self.nacks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn fatal(&self) -> Option<Error> {
+        self.fatal.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl AsRef<PartitionQueue> for Arc<Slot> {
+    fn as_ref(&self) -> &PartitionQueue {
+        &self.queue
+    }
+}
+
+struct Inner {
+    slots: Vec<Arc<Slot>>,
+    cfg: Arc<ConsumerConfig>,
+    app_notify: Arc<Notify>,
+    next: Mutex<usize>,
+    closed: AtomicBool,
+    topic_label: String,
+    /// Whether any slot is a partition of a partitioned topic.
+    created: Instant,
+    waiting: AtomicUsize,
+}
+
+/// A consumer (or reader) over one topic, its partitions, or a list of topics.
+#[derive(Clone)]
+pub struct Consumer {
+    inner: Arc<Inner>,
+}
+
+/// Local counters of a consumer, summed over its partitions.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConsumerStats {
+    pub received: u64,
+    pub acked: u64,
+    pub nacked: u64,
+    pub skipped: u64,
+    pub invalid: u64,
+    pub reconnects: u64,
+    pub redelivery_requests: u64,
+    pub queued: u64,
+    pub partitions: u64,
+}
+
+fn random_name() -> String {
+    let n: u64 = rand::random();
+    format!("streamwire-{:010x}", n & 0xff_ffff_ffff)
+}
+
+impl Consumer {
+    /// Subscribe to `topics` (each expanded to its partitions).
+    pub async fn subscribe(
+        client: &PulsarClient,
+        topics: &[TopicName],
+        cfg: ConsumerConfig,
+    ) -> Result<Consumer> {
+        cfg.validate()?;
+        if topics.is_empty() {
+            return Err(Error::invalid("no topic to subscribe to"));
+        }
+        let mut targets = Vec::new();
+        for t in topics {
+            if t.partition_index().is_some() {
+                targets.push(t.clone());
+                continue;
+            }
+            let n = client.partitions(t).await?;
+            if n == 0 {
+                targets.push(t.clone());
+            } else {
+                targets.extend((0..n).map(|i| t.partition(i)));
+            }
+        }
+        let label = if topics.len() == 1 {
+            topics[0].to_string()
+        } else {
+            topics
+                .iter()
+                .map(|t| t.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        Self::start(client, targets, cfg, label).await
+    }
+
+    async fn start(
+        client: &PulsarClient,
+        targets: Vec<TopicName>,
+        mut cfg: ConsumerConfig,
+        label: String,
+    ) -> Result<Consumer> {
+        let name = cfg.consumer_name.clone().unwrap_or_else(random_name);
+        cfg.consumer_name = Some(name.clone());
+        let cfg = Arc::new(cfg);
+        let app_notify = Arc::new(Notify::new());
+        let mut slots = Vec::with_capacity(targets.len());
+        let mut waits = Vec::with_capacity(targets.len());
+        for (i, topic) in targets.into_iter().enumerate() {
+            let partition = topic.partition_index().map_or(-1, |p| p as i32);
+            let topic_str: Arc<str> = Arc::from(topic.to_string());
+            let (ctl_tx, ctl_rx) = mpsc::channel(64);
+            let slot = Arc::new(Slot {
+                topic,
+                topic_str: topic_str.clone(),
+                partition,
+                queue: PartitionQueue::new(cfg.receiver_queue_size),
+                acks: Mutex::new(AckTracker::new(cfg.batch_index_ack, cfg.ack_group_max)),
+                nacks: Mutex::new(RedeliveryTracker::new()),
+                unacked: cfg.ack_timeout.map(|t| Mutex::new(UnackedTracker::new(t))),
+                ctl: ctl_tx,
+                end_of_topic: AtomicBool::new(false),
+                fatal: Mutex::new(None),
+                app_notify: app_notify.clone(),
+                stats: SlotStats::default(),
+            });
+            let start = cfg.start.map(|mut f| {
+                f.id.partition = partition;
+                f
+            });
+            let actor = Actor {
+                client: client.clone(),
+                slot: slot.clone(),
+                cfg: cfg.clone(),
+                ctl: ctl_rx,
+                permits: FlowPermits::new(cfg.receiver_queue_size),
+                ctx: entry::EntryContext {
+                    topic: topic_str,
+                    partition,
+                    slot: i as u32,
+                },
+                start,
+                consumer_name: name.clone(),
+            };
+            let (ready_tx, ready_rx) = oneshot::channel();
+            tokio::spawn(actor.run(ready_tx));
+            slots.push(slot);
+            waits.push(ready_rx);
+        }
+        let consumer = Consumer {
+            inner: Arc::new(Inner {
+                slots,
+                cfg,
+                app_notify,
+                next: Mutex::new(0),
+                closed: AtomicBool::new(false),
+                topic_label: label,
+                created: Instant::now(),
+                waiting: AtomicUsize::new(0),
+            }),
+        };
+        for w in waits {
+            let res = w.await.unwrap_or_else(|_| {
+                Err(Error::new(ErrorKind::Disconnected, "consumer task ended"))
+            });
+            if let Err(e) = res {
+                let _ = consumer.close().await;
+                return Err(e);
+            }
+        }
+        Ok(consumer)
+    }
+
+    pub fn topic(&self) -> &str {
+        &self.inner.topic_label
+    }
+
+    pub fn subscription(&self) -> &str {
+        &self.inner.cfg.subscription
+    }
+
+    pub fn config(&self) -> &ConsumerConfig {
+        &self.inner.cfg
+    }
+
+    /// Topic of every partition consumer, by slot.
+    pub fn partition_topics(&self) -> Vec<String> {
+        self.inner
+            .slots
+            .iter()
+            .map(|s| s.topic_str.to_string())
+            .collect()
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::Acquire)
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.is_closed() {
+            return Err(Error::closed("consumer"));
+        }
+        Ok(())
+    }
+
+    /// Whether every partition reached the end of a terminated topic.
+    pub fn has_reached_end_of_topic(&self) -> bool {
+        self.inner
+            .slots
+            .iter()
+            .all(|s| s.end_of_topic.load(Ordering::Acquire))
+    }
+
+    /// Number of messages waiting in the receiver queues.
+    pub fn queued(&self) -> usize {
+        self.inner.slots.iter().map(|s| s.queue.len()).sum()
+    }
+
+    /// Take up to `max` queued messages without waiting. Errors when closed, when a partition
+    /// failed for good, or (queue empty) when the end of the topic was reached.
+    pub fn try_receive_many(&self, max: usize) -> Result<Vec<ReceivedMessage>> {
+        self.check_open()?;
+        let mut out = Vec::with_capacity(max.min(1024));
+        {
+            let mut next = self.inner.next.lock().unwrap_or_else(|p| p.into_inner());
+            queue::drain_fair(&self.inner.slots, &mut next, max, &mut out);
+        }
+        if out.is_empty() {
+            for s in &self.inner.slots {
+                if let Some(e) = s.fatal() {
+                    return Err(e);
+                }
+            }
+            if self.has_reached_end_of_topic() {
+                return Err(Error::new(
+                    ErrorKind::TopicTerminated,
+                    format!("{} reached the end of the topic", self.inner.topic_label),
+                ));
+            }
+        } else {
+            self.after_delivery(&out);
+        }
+        Ok(out)
+    }
+
+    fn after_delivery(&self, out: &[ReceivedMessage]) {
+        if self.inner.cfg.ack_timeout.is_some() {
+            let now = Instant::now();
+            for m in out {
+                if let Some(u) = &self.inner.slots[m.slot as usize].unacked {
+                    u.lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .delivered(m.id, now);
+                }
+            }
+        }
+        if self.queued() > 0 && self.inner.waiting.load(Ordering::Relaxed) > 0 {
+            self.inner.app_notify.notify_one();
+        }
+    }
+
+    /// Wait until at least one message is queued, then take up to `max`.
+    ///
+    /// Cancel safety: nothing is taken unless the future completes.
+    pub async fn receive_many(&self, max: usize) -> Result<Vec<ReceivedMessage>> {
+        loop {
+            let notified = self.inner.app_notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let got = self.try_receive_many(max)?;
+            if !got.is_empty() {
+                return Ok(got);
+            }
+            self.inner.waiting.fetch_add(1, Ordering::Relaxed);
+            notified.await;
+            self.inner.waiting.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    fn slot_for(&self, slot: Option<u32>, id: &MessageId) -> Result<&Arc<Slot>> {
+        let slots = &self.inner.slots;
+        if let Some(s) = slot.and_then(|s| slots.get(s as usize)) {
+            return Ok(s);
+        }
+        let mut found = slots.iter().filter(|s| s.partition == id.partition);
+        match (found.next(), found.next()) {
+            (Some(s), None) => Ok(s),
+            (None, _) => Err(Error::invalid(format!(
+                "message id {id} does not belong to this consumer"
+            ))),
+            (Some(_), Some(_)) => Err(Error::invalid(
+                "this consumer reads several topics: acknowledge the Message, not its bare MessageId",
+            )),
+        }
+    }
+
+    /// Slot index of the topic a message id belongs to (`topic` disambiguates lists).
+    pub fn slot_of(&self, topic: Option<&str>, id: &MessageId) -> Option<u32> {
+        let t = topic?;
+        self.inner
+            .slots
+            .iter()
+            .position(|s| &*s.topic_str == t && s.partition == id.partition)
+            .map(|i| i as u32)
+    }
+
+    fn wake_if(&self, s: &Slot, due: bool) {
+        if due || self.inner.cfg.ack_group_time.is_zero() {
+            s.queue.wake_actor.notify_one();
+        }
+    }
+
+    /// Acknowledge one message (grouped; sent within `ack_group_time`).
+    pub fn acknowledge(&self, slot: Option<u32>, id: MessageId) -> Result<()> {
+        self.check_open()?;
+        let s = self.slot_for(slot, &id)?;
+        if let Some(u) = &s.unacked {
+            u.lock().unwrap_or_else(|p| p.into_inner()).acked(&id);
+        }
+        s.nacks().remove(&id);
+        let due = s.acks().individual(id);
+        s.stats.acked.fetch_add(1, Ordering::Relaxed);
+        self.wake_if(s, due);
+        Ok(())
+    }
+
+    /// Acknowledge many messages under one lock per partition.
+    pub fn acknowledge_many(&self, ids: &[(Option<u32>, MessageId)]) -> Result<()> {
+        self.check_open()?;
+        for (slot, id) in ids {
+            self.acknowledge(*slot, *id)?;
+        }
+        Ok(())
+    }
+
+    /// Acknowledge everything up to and including `id` on its partition.
+    pub fn acknowledge_cumulative(&self, slot: Option<u32>, id: MessageId) -> Result<()> {
+        self.check_open()?;
+        if matches!(
+            self.inner.cfg.sub_type,
+            SubType::Shared | SubType::KeyShared
+        ) {
+            return Err(Error::invalid(
+                "cumulative acknowledgement is not allowed on shared or key_shared subscriptions",
+            ));
+        }
+        let s = self.slot_for(slot, &id)?;
+        if let Some(u) = &s.unacked {
+            u.lock().unwrap_or_else(|p| p.into_inner()).acked_up_to(&id);
+        }
+        let due = s.acks().cumulative(id);
+        s.stats.acked.fetch_add(1, Ordering::Relaxed);
+        self.wake_if(s, due);
+        Ok(())
+    }
+
+    /// Ask for `id` to be redelivered after the negative-ack delay.
+    pub fn negative_acknowledge(&self, slot: Option<u32>, id: MessageId) -> Result<()> {
+        self.check_open()?;
+        let s = self.slot_for(slot, &id)?;
+        if let Some(u) = &s.unacked {
+            u.lock().unwrap_or_else(|p| p.into_inner()).acked(&id);
+        }
+        s.nacks()
+            .add(id, Instant::now() + self.inner.cfg.nack_delay);
+        s.stats.nacked.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    async fn ask<T>(
+        &self,
+        slot: &Slot,
+        make: impl FnOnce(oneshot::Sender<Result<T>>) -> Control,
+    ) -> Result<T> {
+        let (tx, rx) = oneshot::channel();
+        slot.ctl
+            .send(make(tx))
+            .await
+            .map_err(|_| Error::closed("consumer"))?;
+        rx.await.unwrap_or_else(|_| Err(Error::closed("consumer")))
+    }
+
+    /// Redeliver every message not acknowledged yet.
+    pub async fn redeliver_unacknowledged(&self) -> Result<()> {
+        self.check_open()?;
+        for s in &self.inner.slots {
+            self.ask(s, Control::RedeliverAll).await?;
+        }
+        Ok(())
+    }
+
+    /// Move the subscription (every partition) to a message id or a publish time.
+    pub async fn seek(&self, target: SeekTarget) -> Result<()> {
+        self.check_open()?;
+        let slots: Vec<&Arc<Slot>> = match &target {
+            SeekTarget::MessageId(d) if self.inner.slots.len() > 1 => {
+                let id = MessageId::from_proto(d);
+                if id == MessageId::EARLIEST || id == MessageId::LATEST {
+                    self.inner.slots.iter().collect()
+                } else {
+                    vec![self.slot_for(None, &id)?]
+                }
+            }
+            _ => self.inner.slots.iter().collect(),
+        };
+        if !self.inner.cfg.durable && matches!(target, SeekTarget::PublishTime(_)) {
+            return Err(Error::new(
+                ErrorKind::NotSupported,
+                "seeking a reader by publish time is not supported yet; seek by MessageId",
+            ));
+        }
+        for s in slots {
+            let t = target.clone();
+            self.ask(s, |tx| Control::Seek(t, tx)).await?;
+            s.end_of_topic.store(false, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// The id of the last message written to the topic (per partition: the highest).
+    pub async fn get_last_message_ids(&self) -> Result<Vec<MessageId>> {
+        self.check_open()?;
+        let mut out = Vec::with_capacity(self.inner.slots.len());
+        for s in &self.inner.slots {
+            out.push(self.ask(s, Control::LastMessageId).await?);
+        }
+        Ok(out)
+    }
+
+    /// Whether a reader has messages it has not read yet.
+    pub async fn has_message_available(&self) -> Result<bool> {
+        self.check_open()?;
+        if self.queued() > 0 {
+            return Ok(true);
+        }
+        for s in &self.inner.slots {
+            let last = self.ask(s, Control::LastMessageId).await?;
+            if last.entry_id < 0 || last.ledger_id < 0 {
+                continue;
+            }
+            let after = match s.queue.last_delivered() {
+                Some(d) => StartFilter {
+                    id: d,
+                    inclusive: false,
+                },
+                None => match self.inner.cfg.start {
+                    Some(f) if f.id == MessageId::EARLIEST => return Ok(true),
+                    Some(f) if f.id == MessageId::LATEST => continue,
+                    Some(f) => f,
+                    None => match self.inner.cfg.initial_position {
+                        InitialPosition::Earliest => return Ok(true),
+                        InitialPosition::Latest => continue,
+                    },
+                },
+            };
+            let last_pos = (last.ledger_id, last.entry_id, last.batch_index.max(-1));
+            let start_pos = (after.id.ledger_id, after.id.entry_id, after.id.batch_index);
+            let newer =
+                if last.batch_index < 0 && last_pos.0 == start_pos.0 && last_pos.1 == start_pos.1 {
+                    // The broker did not say which message of the entry is last.
+                    start_pos.2 >= 0 && start_pos.2 + 1 < after.id.batch_size
+                        || (after.inclusive && start_pos.2 < 0)
+                } else {
+                    last_pos > start_pos || (after.inclusive && last_pos == start_pos)
+                };
+            if newer {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Broker-side statistics of every partition consumer.
+    pub async fn broker_stats(&self) -> Result<Vec<pb::CommandConsumerStatsResponse>> {
+        self.check_open()?;
+        let mut out = Vec::new();
+        for s in &self.inner.slots {
+            out.push(self.ask(s, Control::Stats).await?);
+        }
+        Ok(out)
+    }
+
+    pub fn stats(&self) -> ConsumerStats {
+        let mut st = ConsumerStats {
+            partitions: self.inner.slots.len() as u64,
+            ..Default::default()
+        };
+        for s in &self.inner.slots {
+            let c = &s.stats;
+            st.received += c.received.load(Ordering::Relaxed);
+            st.acked += c.acked.load(Ordering::Relaxed);
+            st.nacked += c.nacked.load(Ordering::Relaxed);
+            st.skipped += c.skipped.load(Ordering::Relaxed);
+            st.invalid += c.invalid.load(Ordering::Relaxed);
+            st.reconnects += c.reconnects.load(Ordering::Relaxed);
+            st.redelivery_requests += c.redelivery_requests.load(Ordering::Relaxed);
+            st.queued += s.queue.len() as u64;
+        }
+        st
+    }
+
+    /// Delete the subscription, then close.
+    pub async fn unsubscribe(&self) -> Result<()> {
+        self.check_open()?;
+        for s in &self.inner.slots {
+            self.ask(s, Control::Unsubscribe).await?;
+        }
+        self.inner.closed.store(true, Ordering::Release);
+        self.inner.app_notify.notify_waiters();
+        Ok(())
+    }
+
+    /// Flush pending acks and close every partition consumer. Idempotent.
+    pub async fn close(&self) -> Result<()> {
+        if self.inner.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.inner.app_notify.notify_waiters();
+        for s in &self.inner.slots {
+            let (tx, rx) = oneshot::channel();
+            if s.ctl.send(Control::Close(tx)).await.is_ok() {
+                let _ = rx.await;
+            }
+        }
+        Ok(())
+    }
+
+    /// How long this consumer has existed (diagnostics).
+    pub fn age(&self) -> Duration {
+        self.inner.created.elapsed()
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Dropping the control senders ends the actors, which flush acks and close.
+    }
+}

@@ -1,0 +1,204 @@
+//! The receiver queue between a partition's actor and the application, and the fair merge
+//! across partitions.
+//!
+//! The actor pushes whole entries; the application pops many messages under one lock. The
+//! popper counts what it took so the actor can hand the permits back to the broker (it is
+//! woken once half a queue's worth was taken, not per message). On reconnect the actor clears
+//! the queue under the same lock, so every message is either handed out once or discarded.
+
+use std::collections::VecDeque;
+use std::sync::{Mutex, MutexGuard};
+
+use tokio::sync::Notify;
+
+use super::entry::ReceivedMessage;
+use crate::message_id::MessageId;
+
+#[derive(Debug, Default)]
+struct QState {
+    items: VecDeque<ReceivedMessage>,
+    /// Messages taken by the app and not yet reported to the actor.
+    delivered: u32,
+    /// The last message handed to the app (where a non-durable subscription resumes).
+    last_delivered: Option<MessageId>,
+}
+
+/// One partition's queue.
+#[derive(Debug)]
+pub struct PartitionQueue {
+    state: Mutex<QState>,
+    /// Wakes the actor: permits to return, acks to flush.
+    pub wake_actor: Notify,
+    refill_at: u32,
+}
+
+impl PartitionQueue {
+    pub fn new(receiver_queue_size: u32) -> Self {
+        PartitionQueue {
+            state: Mutex::new(QState::default()),
+            wake_actor: Notify::new(),
+            refill_at: (receiver_queue_size / 2).max(1),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, QState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn push(&self, msgs: impl IntoIterator<Item = ReceivedMessage>) {
+        self.lock().items.extend(msgs);
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Move up to `max` messages to `out`; returns how many.
+    pub fn pop_into(&self, out: &mut Vec<ReceivedMessage>, max: usize) -> usize {
+        let mut st = self.lock();
+        let n = max.min(st.items.len());
+        if n == 0 {
+            return 0;
+        }
+        out.extend(st.items.drain(..n));
+        st.delivered += n as u32;
+        st.last_delivered = out.last().map(|m| m.id);
+        let wake = st.delivered >= self.refill_at;
+        drop(st);
+        if wake {
+            self.wake_actor.notify_one();
+        }
+        n
+    }
+
+    /// Permits to return: messages the app took since the last call.
+    pub fn take_delivered(&self) -> u32 {
+        std::mem::take(&mut self.lock().delivered)
+    }
+
+    /// Drop every queued message; returns (discarded, taken-but-unreported).
+    pub fn clear(&self) -> (u32, u32) {
+        let mut st = self.lock();
+        let n = st.items.len() as u32;
+        st.items.clear();
+        (n, std::mem::take(&mut st.delivered))
+    }
+
+    pub fn last_delivered(&self) -> Option<MessageId> {
+        self.lock().last_delivered
+    }
+
+    pub fn set_last_delivered(&self, id: Option<MessageId>) {
+        self.lock().last_delivered = id;
+    }
+}
+
+/// Fill `out` with up to `max` messages taken from `queues` in turn, starting at `*next`
+/// (which advances so successive calls start with the next queue). Each round takes an equal
+/// share from every queue, so a busy partition cannot starve the others.
+pub fn drain_fair<Q: AsRef<PartitionQueue>>(
+    queues: &[Q],
+    next: &mut usize,
+    max: usize,
+    out: &mut Vec<ReceivedMessage>,
+) -> usize {
+    let n = queues.len();
+    if n == 0 || max == 0 {
+        return 0;
+    }
+    if n == 1 {
+        return queues[0].as_ref().pop_into(out, max);
+    }
+    let mut total = 0;
+    loop {
+        let left = max - total;
+        if left == 0 {
+            break;
+        }
+        let share = left.div_ceil(n).max(1);
+        let mut round = 0;
+        for _ in 0..n {
+            let q = &queues[*next % n];
+            *next = (*next + 1) % n;
+            let want = share.min(max - total - round);
+            if want == 0 {
+                break;
+            }
+            round += q.as_ref().pop_into(out, want);
+        }
+        total += round;
+        if round == 0 {
+            break;
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use std::sync::Arc;
+
+    fn msg(slot: u32, e: i64) -> ReceivedMessage {
+        ReceivedMessage {
+            id: MessageId::new(1, e, slot as i32, -1, 0),
+            slot,
+            topic: Arc::from("t"),
+            payload: Bytes::new(),
+            key: None,
+            ordering_key: None,
+            properties: vec![],
+            event_time: None,
+            publish_time: 0,
+            producer_name: Arc::from("p"),
+            sequence_id: 0,
+            redelivery_count: 0,
+        }
+    }
+
+    #[test]
+    fn pop_counts_delivered_and_clear_discards() {
+        let q = PartitionQueue::new(4);
+        q.push((0..5).map(|e| msg(0, e)));
+        let mut out = vec![];
+        assert_eq!(q.pop_into(&mut out, 3), 3);
+        assert_eq!(q.last_delivered(), Some(MessageId::new(1, 2, 0, -1, 0)));
+        assert_eq!(q.take_delivered(), 3);
+        assert_eq!(q.take_delivered(), 0);
+        q.pop_into(&mut out, 1);
+        assert_eq!(q.clear(), (1, 1));
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn fair_merge_round_robins() {
+        let qs: Vec<Arc<PartitionQueue>> =
+            (0..3).map(|_| Arc::new(PartitionQueue::new(100))).collect();
+        qs[0].push((0..100).map(|e| msg(0, e)));
+        qs[1].push((0..2).map(|e| msg(1, e)));
+        qs[2].push((0..100).map(|e| msg(2, e)));
+        let mut next = 0;
+        let mut out = vec![];
+        assert_eq!(drain_fair(&qs, &mut next, 30, &mut out), 30);
+        let count = |s| out.iter().filter(|m| m.slot == s).count();
+        assert_eq!(count(1), 2);
+        assert_eq!(count(0) + count(2), 28);
+        assert!(count(0) >= 10 && count(2) >= 10);
+        // Single messages rotate over the queues.
+        let mut out = vec![];
+        for _ in 0..4 {
+            drain_fair(&qs, &mut next, 1, &mut out);
+        }
+        let slots: std::collections::HashSet<u32> = out.iter().map(|m| m.slot).collect();
+        assert_eq!(slots.len(), 2, "the two non-empty queues alternate");
+        // Everything drains in the end.
+        let mut out = vec![];
+        while drain_fair(&qs, &mut next, 50, &mut out) > 0 {}
+        assert_eq!(out.len() + 34, 202);
+    }
+}

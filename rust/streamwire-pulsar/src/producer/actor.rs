@@ -1,0 +1,790 @@
+//! The producer actor: owns sequence ids, the batch being built, the in-flight queue and the
+//! broker-side producer; reconnects and re-sends on its own.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::{Bytes, BytesMut};
+use tokio::sync::{mpsc, oneshot};
+
+use streamwire_core::backoff::{Backoff, BackoffConfig};
+use streamwire_core::budget::Reservation;
+use streamwire_core::error::{Error, ErrorKind, Result};
+
+use super::completion::Completion;
+use super::pending::{InFlight, PendingQueue, Receipt};
+use super::{Command, ProducerConfig, Queued, Shared};
+use crate::client::PulsarClient;
+use crate::connection::{Connection, Event};
+use crate::engine::batcher::{AddOutcome, BatchBuilder};
+use crate::engine::compression::{compress, Codec};
+use crate::protocol::{self, commands, pb, ProducerParams};
+use crate::server_error::{code, server_error};
+
+/// The broker-side producer on a live connection.
+struct Live {
+    conn: Connection,
+    producer_id: u64,
+    events: mpsc::Receiver<Event>,
+}
+
+pub(super) struct Actor {
+    client: PulsarClient,
+    config: Arc<ProducerConfig>,
+    shared: Arc<Shared>,
+    rx: mpsc::Receiver<Command>,
+    live: Option<Live>,
+    name: Option<String>,
+    epoch: u64,
+    topic_epoch: Option<u64>,
+    next_sequence_id: u64,
+    batcher: Option<BatchBuilder>,
+    /// Completions and holdings of the messages in the batch being built, in order.
+    batch_items: Vec<(
+        Completion,
+        Option<Reservation>,
+        Option<tokio::sync::OwnedSemaphorePermit>,
+    )>,
+    batch_opened_at: Option<Instant>,
+    pending: PendingQueue,
+    flush_waiters: Vec<(u64, oneshot::Sender<()>)>,
+    backoff: Backoff,
+    reconnect_at: Option<Instant>,
+    out: BytesMut,
+    terminal: Option<Error>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl Actor {
+    pub(super) async fn connect(
+        client: PulsarClient,
+        config: Arc<ProducerConfig>,
+        shared: Arc<Shared>,
+        rx: mpsc::Receiver<Command>,
+    ) -> Result<Actor> {
+        let batcher = config
+            .batching
+            .then(|| BatchBuilder::new(config.batch.clone()));
+        let mut actor = Actor {
+            client,
+            name: config.producer_name.clone(),
+            config,
+            shared,
+            rx,
+            live: None,
+            epoch: 0,
+            topic_epoch: None,
+            next_sequence_id: 0,
+            batcher,
+            batch_items: Vec::new(),
+            batch_opened_at: None,
+            pending: PendingQueue::default(),
+            flush_waiters: Vec::new(),
+            backoff: Backoff::new(BackoffConfig {
+                initial: Duration::from_millis(100),
+                max: Duration::from_secs(30),
+                ..BackoffConfig::default()
+            }),
+            reconnect_at: None,
+            out: BytesMut::with_capacity(64 * 1024),
+            terminal: None,
+        };
+        actor.establish(true).await?;
+        Ok(actor)
+    }
+
+    /// Look up, connect, and create the producer on the broker.
+    async fn establish(&mut self, first: bool) -> Result<()> {
+        let topic = self.shared.topic.to_string();
+        let (conn, _owner) = self.client.connection_for(&self.shared.topic).await?;
+        let producer_id = conn.new_handler_id();
+        let (etx, erx) = mpsc::channel(1024);
+        conn.register_handler(producer_id, etx)?;
+        let request_id = conn.new_request_id();
+        let params = ProducerParams {
+            topic: topic.clone(),
+            producer_id,
+            request_id,
+            producer_name: self.name.clone(),
+            user_provided_producer_name: self.config.producer_name.is_some(),
+            epoch: self.epoch,
+            access_mode: self.config.access_mode,
+            topic_epoch: self.topic_epoch,
+            metadata: self
+                .config
+                .properties
+                .iter()
+                .map(|(k, v)| pb::KeyValue {
+                    key: k.clone(),
+                    value: v.clone(),
+                })
+                .collect(),
+            ..ProducerParams::default()
+        };
+        let res = conn
+            .request(request_id, "create producer", commands::producer(&params))
+            .await;
+        let mut frame = match res {
+            Ok(f) => f,
+            Err(e) => {
+                conn.unregister_handler(producer_id);
+                if e.kind() == ErrorKind::Timeout {
+                    // The protocol asks us to close a producer whose creation got no answer.
+                    let rid = conn.new_request_id();
+                    let _ = conn
+                        .send_command(commands::close_producer(producer_id, rid))
+                        .await;
+                }
+                return Err(e.context(format!("create producer on {topic}")));
+            }
+        };
+        let mut ok = frame.command.producer_success.take().unwrap_or_default();
+        if ok.producer_ready == Some(false) {
+            // WaitForExclusive: the broker answers again once we hold the topic.
+            let mut f = conn
+                .await_response(
+                    request_id,
+                    "wait for exclusive access",
+                    Duration::from_secs(86_400),
+                )
+                .await?;
+            ok = f.command.producer_success.take().unwrap_or_default();
+        }
+        self.name = Some(ok.producer_name.clone());
+        *self.shared.name.lock().unwrap_or_else(|p| p.into_inner()) = ok.producer_name.clone();
+        if ok.topic_epoch.is_some() {
+            self.topic_epoch = ok.topic_epoch;
+        }
+        let broker_last = ok.last_sequence_id.unwrap_or(-1);
+        if first {
+            let initial = self.config.initial_sequence_id.unwrap_or(-1);
+            let last = broker_last.max(initial);
+            self.next_sequence_id = (last + 1).max(0) as u64;
+            self.shared.last_sequence_id.store(last, Ordering::Release);
+        }
+        let max = conn.max_message_size();
+        self.shared.max_message_size.store(max, Ordering::Relaxed);
+        self.live = Some(Live {
+            conn,
+            producer_id,
+            events: erx,
+        });
+        self.epoch += 1;
+        self.backoff.reset();
+        self.reconnect_at = None;
+        Ok(())
+    }
+
+    pub(super) async fn run(mut self) {
+        let mut expiry_tick = tokio::time::interval(Duration::from_millis(100));
+        expiry_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let batch_deadline = self.batcher.as_ref().and_then(|b| b.deadline());
+            let reconnect_at = self.reconnect_at;
+            tokio::select! {
+                biased;
+                ev = recv_event(&mut self.live) => self.on_event(ev).await,
+                cmd = self.rx.recv() => match cmd {
+                    Some(Command::Send(items)) => self.on_send(items).await,
+                    Some(Command::Flush(tx)) => self.on_flush(tx).await,
+                    Some(Command::Close(tx)) => {
+                        let res = self.close().await;
+                        let _ = tx.send(res);
+                        return;
+                    }
+                    None => {
+                        // Every handle is gone: deliver what we hold, then close.
+                        let _ = self.close().await;
+                        return;
+                    }
+                },
+                _ = sleep_until(batch_deadline) => self.flush_batch().await,
+                _ = sleep_until(reconnect_at) => self.try_reconnect().await,
+                _ = expiry_tick.tick() => self.expire(),
+            }
+        }
+    }
+
+    async fn on_send(&mut self, items: Vec<Queued>) {
+        for q in items {
+            self.enqueue(q).await;
+        }
+        // Let more queued sends join the batch before the deadline; an unbatched producer
+        // has already written everything.
+    }
+
+    async fn enqueue(&mut self, q: Queued) {
+        if let Some(err) = &self.terminal {
+            self.fail_queued(q, err.clone());
+            return;
+        }
+        let Queued {
+            mut msg,
+            user_sequence_id,
+            entry,
+            completion,
+            reservation,
+            permits,
+            enqueued_at,
+        } = q;
+        if user_sequence_id {
+            self.next_sequence_id = self.next_sequence_id.max(msg.sequence_id + 1);
+        } else {
+            msg.sequence_id = self.next_sequence_id;
+            self.next_sequence_id += 1;
+        }
+        let batchable = self.batcher.is_some() && entry.is_default();
+        if !batchable {
+            self.flush_batch().await;
+            self.send_single(msg, entry, completion, reservation, permits, enqueued_at)
+                .await;
+            return;
+        }
+        let now = Instant::now();
+        let batcher = self.batcher.as_mut().expect("batchable implies a batcher");
+        match batcher.add(msg, now) {
+            AddOutcome::Added => {
+                self.note_batch_item(completion, reservation, permits, enqueued_at);
+            }
+            AddOutcome::AddedBatchFull => {
+                self.note_batch_item(completion, reservation, permits, enqueued_at);
+                self.flush_batch().await;
+            }
+            AddOutcome::DoesNotFit(msg) => {
+                self.flush_batch().await;
+                let batcher = self.batcher.as_mut().expect("batcher");
+                let full = matches!(batcher.add(msg, now), AddOutcome::AddedBatchFull);
+                self.note_batch_item(completion, reservation, permits, enqueued_at);
+                if full {
+                    self.flush_batch().await;
+                }
+            }
+            AddOutcome::TooLargeForBatch(msg) => {
+                self.flush_batch().await;
+                self.send_single(msg, entry, completion, reservation, permits, enqueued_at)
+                    .await;
+            }
+        }
+    }
+
+    fn note_batch_item(
+        &mut self,
+        c: Completion,
+        r: Option<Reservation>,
+        p: Option<tokio::sync::OwnedSemaphorePermit>,
+        enqueued_at: Instant,
+    ) {
+        if self.batch_items.is_empty() {
+            self.batch_opened_at = Some(enqueued_at);
+        }
+        self.batch_items.push((c, r, p));
+    }
+
+    fn fail_queued(&mut self, q: Queued, err: Error) {
+        self.shared.pending_messages.fetch_sub(1, Ordering::AcqRel);
+        self.shared.stats.on_failed(1);
+        q.completion.complete(Err(err));
+    }
+
+    fn deadline_from(&self, enqueued_at: Instant) -> Instant {
+        if self.config.send_timeout.is_zero() {
+            enqueued_at + Duration::from_secs(365 * 24 * 3600)
+        } else {
+            enqueued_at + self.config.send_timeout
+        }
+    }
+
+    fn compress_payload(&self, raw: &[u8]) -> Result<Option<Bytes>> {
+        if self.config.compression == Codec::None {
+            return Ok(None);
+        }
+        let mut out = Vec::with_capacity(raw.len() / 2 + 64);
+        compress(self.config.compression, raw, &mut out).map_err(|e| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("compression failed: {e}"),
+            )
+        })?;
+        Ok(Some(Bytes::from(out)))
+    }
+
+    fn base_metadata(&self, sequence_id: u64) -> pb::MessageMetadata {
+        pb::MessageMetadata {
+            producer_name: self.name.clone().unwrap_or_default(),
+            sequence_id,
+            publish_time: now_ms(),
+            ..Default::default()
+        }
+    }
+
+    async fn flush_batch(&mut self) {
+        let Some(batch) = self.batcher.as_mut().and_then(|b| b.take()) else {
+            return;
+        };
+        let items = std::mem::take(&mut self.batch_items);
+        let enqueued_at = self.batch_opened_at.take().unwrap_or_else(Instant::now);
+        let mut md = self.base_metadata(batch.first_sequence_id);
+        md.num_messages_in_batch = Some(batch.num_messages as i32);
+        md.highest_sequence_id = Some(batch.last_sequence_id);
+        let payload = match self.compress_payload(&batch.payload) {
+            Ok(Some(c)) => {
+                md.set_compression(to_pb_codec(self.config.compression));
+                md.uncompressed_size = Some(batch.uncompressed_size as u32);
+                c
+            }
+            Ok(None) => batch.payload,
+            Err(e) => {
+                self.fail_items(items, &e);
+                return;
+            }
+        };
+        let mut completions = Vec::with_capacity(items.len());
+        let mut reservation: Option<Reservation> = None;
+        let mut permits: Option<tokio::sync::OwnedSemaphorePermit> = None;
+        for (c, r, p) in items {
+            completions.push(c);
+            if let Some(r) = r {
+                match reservation.as_mut() {
+                    Some(acc) => {
+                        if let Err(back) = acc.merge(r) {
+                            drop(back);
+                        }
+                    }
+                    None => reservation = Some(r),
+                }
+            }
+            if let Some(p) = p {
+                match permits.as_mut() {
+                    Some(acc) => acc.merge(p),
+                    None => permits = Some(p),
+                }
+            }
+        }
+        let entry = InFlight {
+            sequence_id: batch.first_sequence_id,
+            highest_sequence_id: batch.last_sequence_id,
+            num_messages: batch.num_messages,
+            batched: true,
+            metadata: md,
+            payload,
+            completions,
+            deadline: self.deadline_from(enqueued_at),
+            enqueued_at,
+            bytes: batch.uncompressed_size,
+            reservation,
+            permits,
+        };
+        self.dispatch(entry).await;
+    }
+
+    fn fail_items(
+        &mut self,
+        items: Vec<(
+            Completion,
+            Option<Reservation>,
+            Option<tokio::sync::OwnedSemaphorePermit>,
+        )>,
+        err: &Error,
+    ) {
+        let n = items.len();
+        self.shared.pending_messages.fetch_sub(n, Ordering::AcqRel);
+        self.shared.stats.on_failed(n as u64);
+        for (c, _, _) in items {
+            c.complete(Err(err.clone()));
+        }
+    }
+
+    async fn send_single(
+        &mut self,
+        msg: crate::engine::message::OutgoingMessage,
+        entry: super::EntryOptions,
+        completion: Completion,
+        reservation: Option<Reservation>,
+        permits: Option<tokio::sync::OwnedSemaphorePermit>,
+        enqueued_at: Instant,
+    ) {
+        let mut md = self.base_metadata(msg.sequence_id);
+        md.partition_key = msg.key.clone();
+        md.partition_key_b64_encoded = msg.partition_key_b64.then_some(true);
+        md.ordering_key = msg.ordering_key.clone();
+        md.event_time = msg.event_time;
+        md.null_value = msg.null_value.then_some(true);
+        md.properties = msg
+            .properties
+            .iter()
+            .map(|(k, v)| pb::KeyValue {
+                key: k.clone(),
+                value: v.clone(),
+            })
+            .collect();
+        md.deliver_at_time = entry.deliver_at;
+        md.replicate_to = entry.replicate_to.clone();
+        if entry.disable_replication {
+            md.replicate_to = vec!["__local__".to_owned()];
+        }
+        let raw_len = msg.payload.len();
+        let payload = match self.compress_payload(&msg.payload) {
+            Ok(Some(c)) => {
+                md.set_compression(to_pb_codec(self.config.compression));
+                md.uncompressed_size = Some(raw_len as u32);
+                c
+            }
+            Ok(None) => msg.payload,
+            Err(e) => {
+                self.fail_items(vec![(completion, reservation, permits)], &e);
+                return;
+            }
+        };
+        let max = self.shared.max_message_size.load(Ordering::Relaxed);
+        if payload.len() > max {
+            let e = Error::new(
+                ErrorKind::MessageTooBig,
+                format!(
+                    "message of {} bytes exceeds the broker's maximum of {max}",
+                    payload.len()
+                ),
+            );
+            self.fail_items(vec![(completion, reservation, permits)], &e);
+            return;
+        }
+        let entry = InFlight {
+            sequence_id: msg.sequence_id,
+            highest_sequence_id: msg.sequence_id,
+            num_messages: 1,
+            batched: false,
+            metadata: md,
+            payload,
+            completions: vec![completion],
+            deadline: self.deadline_from(enqueued_at),
+            enqueued_at,
+            bytes: raw_len,
+            reservation,
+            permits,
+        };
+        self.dispatch(entry).await;
+    }
+
+    /// Write an entry if connected, and track it until its receipt.
+    async fn dispatch(&mut self, entry: InFlight) {
+        if let Some(live) = &self.live {
+            let sent = match encode_entry(live, &entry, &mut self.out) {
+                Ok(frame) => live.conn.send_encoded(frame).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = sent {
+                self.on_disconnect(e);
+            }
+        }
+        self.pending.push(entry);
+    }
+
+    async fn on_event(&mut self, ev: Option<Event>) {
+        let frame = match ev {
+            Some(Event::Frame(f)) => f,
+            Some(Event::Disconnected(e)) => return self.on_disconnect(e),
+            None => {
+                return self.on_disconnect(Error::new(ErrorKind::Disconnected, "connection lost"))
+            }
+        };
+        use pb::base_command::Type;
+        match frame.command_type() {
+            Some(Type::SendReceipt) => {
+                let r = frame
+                    .command
+                    .send_receipt
+                    .as_deref()
+                    .cloned()
+                    .unwrap_or_default();
+                let (outcome, entry) = self.pending.on_receipt(r.sequence_id);
+                match outcome {
+                    Receipt::Matched => {
+                        if let Some(e) = entry {
+                            let id = r.message_id.unwrap_or_default();
+                            self.complete_entry(e, id.ledger_id as i64, id.entry_id as i64);
+                        }
+                    }
+                    Receipt::Stale => {}
+                    Receipt::Unexpected => {
+                        self.recreate(Error::new(
+                            ErrorKind::Protocol,
+                            "receipt out of order; re-creating the producer",
+                        ))
+                        .await
+                    }
+                }
+                self.check_flush_waiters();
+            }
+            Some(Type::SendError) => {
+                let e = frame
+                    .command
+                    .send_error
+                    .as_deref()
+                    .cloned()
+                    .unwrap_or_default();
+                let err = server_error(e.error, &e.message);
+                if e.error == code::TOPIC_TERMINATED_ERROR || e.error == code::NOT_ALLOWED_ERROR {
+                    self.terminal = Some(err.clone());
+                    self.fail_all(&err);
+                } else {
+                    self.recreate(err).await;
+                }
+            }
+            Some(Type::CloseProducer) => {
+                self.shared.stats.on_reconnect();
+                self.recreate(Error::new(
+                    ErrorKind::Disconnected,
+                    "broker closed the producer",
+                ))
+                .await
+            }
+            _ => {}
+        }
+    }
+
+    fn complete_entry(&mut self, e: InFlight, ledger: i64, entry: i64) {
+        let n = e.num_messages as usize;
+        self.shared
+            .stats
+            .on_acked(n as u64, e.bytes as u64, e.enqueued_at.elapsed());
+        self.shared
+            .last_sequence_id
+            .store(e.highest_sequence_id as i64, Ordering::Release);
+        e.complete(ledger, entry, self.shared.partition);
+        self.shared.pending_messages.fetch_sub(n, Ordering::AcqRel);
+    }
+
+    /// Close the broker-side producer and schedule an immediate re-creation.
+    async fn recreate(&mut self, why: Error) {
+        if let Some(live) = self.live.take() {
+            live.conn.unregister_handler(live.producer_id);
+            let rid = live.conn.new_request_id();
+            let _ = live
+                .conn
+                .send_command(commands::close_producer(live.producer_id, rid))
+                .await;
+        }
+        let _ = why;
+        self.reconnect_at = Some(Instant::now());
+    }
+
+    fn on_disconnect(&mut self, _why: Error) {
+        if let Some(live) = self.live.take() {
+            live.conn.unregister_handler(live.producer_id);
+        }
+        self.shared.stats.on_reconnect();
+        if self.reconnect_at.is_none() {
+            self.reconnect_at = Some(Instant::now() + self.backoff.next_delay());
+        }
+    }
+
+    async fn try_reconnect(&mut self) {
+        self.reconnect_at = None;
+        let timeout = self.client.config().operation_timeout;
+        let res = match tokio::time::timeout(timeout, self.establish(false)).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::timeout("re-creating the producer")),
+        };
+        match res {
+            Ok(()) => {
+                // Re-send everything unacknowledged, in order, under the new producer id.
+                let live = self.live.as_ref().expect("established");
+                let mut out = std::mem::take(&mut self.out);
+                let frames: Result<Vec<Bytes>> = self
+                    .pending
+                    .iter()
+                    .map(|e| encode_entry(live, e, &mut out))
+                    .collect();
+                self.out = out;
+                let frames = match frames {
+                    Ok(f) => f,
+                    Err(err) => return self.on_disconnect(err),
+                };
+                let conn = live.conn.clone();
+                for f in frames {
+                    if let Err(err) = conn.send_encoded(f).await {
+                        return self.on_disconnect(err);
+                    }
+                }
+            }
+            Err(e) => {
+                if matches!(
+                    e.kind(),
+                    ErrorKind::ProducerFenced
+                        | ErrorKind::TopicTerminated
+                        | ErrorKind::Authorization
+                ) {
+                    self.terminal = Some(e.clone());
+                    self.fail_all(&e);
+                    return;
+                }
+                self.reconnect_at = Some(Instant::now() + self.backoff.next_delay());
+            }
+        }
+    }
+
+    /// Fail the messages whose send timeout passed; later ones keep going.
+    fn expire(&mut self) {
+        let now = Instant::now();
+        let expired = self.pending.take_expired(now);
+        if expired.is_empty() {
+            return;
+        }
+        let err = Error::new(
+            ErrorKind::Timeout,
+            format!(
+                "send timed out after {:.1}s waiting for the broker's receipt",
+                self.config.send_timeout.as_secs_f64()
+            ),
+        );
+        for e in expired {
+            let n = e.num_messages as usize;
+            self.shared.stats.on_failed(n as u64);
+            e.fail(&err);
+            self.shared.pending_messages.fetch_sub(n, Ordering::AcqRel);
+        }
+        self.check_flush_waiters();
+    }
+
+    fn fail_all(&mut self, err: &Error) {
+        let items = std::mem::take(&mut self.batch_items);
+        if let Some(b) = self.batcher.as_mut() {
+            let _ = b.take();
+        }
+        self.fail_items(items, err);
+        for e in self.pending.drain() {
+            let n = e.num_messages as usize;
+            self.shared.stats.on_failed(n as u64);
+            e.fail(err);
+            self.shared.pending_messages.fetch_sub(n, Ordering::AcqRel);
+        }
+        self.check_flush_waiters();
+    }
+
+    async fn on_flush(&mut self, tx: oneshot::Sender<()>) {
+        self.flush_batch().await;
+        let upto = self.next_sequence_id;
+        self.flush_waiters.push((upto, tx));
+        self.check_flush_waiters();
+    }
+
+    fn check_flush_waiters(&mut self) {
+        if self.flush_waiters.is_empty() {
+            return;
+        }
+        let head = self.pending.iter().next().map(|e| e.sequence_id);
+        let waiters = std::mem::take(&mut self.flush_waiters);
+        for (upto, tx) in waiters {
+            // Done when nothing sent before the flush is still in flight.
+            if head.is_none_or(|h| h >= upto) {
+                let _ = tx.send(());
+            } else {
+                self.flush_waiters.push((upto, tx));
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<()> {
+        self.flush_batch().await;
+        // Wait for outstanding receipts, bounded by the send timeout (expiry keeps running).
+        let limit = if self.config.send_timeout.is_zero() {
+            self.client.config().operation_timeout
+        } else {
+            self.config.send_timeout + Duration::from_millis(200)
+        };
+        let until = Instant::now() + limit;
+        let mut tick = tokio::time::interval(Duration::from_millis(50));
+        while !self.pending.is_empty() && Instant::now() < until {
+            tokio::select! {
+                ev = recv_event(&mut self.live) => self.on_event(ev).await,
+                _ = sleep_until(self.reconnect_at) => self.try_reconnect().await,
+                _ = tick.tick() => self.expire(),
+            }
+        }
+        self.shared.closed.store(true, Ordering::Release);
+        let err = Error::closed("producer");
+        self.fail_all(&err);
+        // Refuse whatever is still queued in the channel.
+        self.rx.close();
+        while let Ok(cmd) = self.rx.try_recv() {
+            match cmd {
+                Command::Send(items) => {
+                    for q in items {
+                        self.fail_queued(q, err.clone());
+                    }
+                }
+                Command::Flush(tx) => {
+                    let _ = tx.send(());
+                }
+                Command::Close(tx) => {
+                    let _ = tx.send(Ok(()));
+                }
+            }
+        }
+        if let Some(live) = self.live.take() {
+            live.conn.unregister_handler(live.producer_id);
+            let rid = live.conn.new_request_id();
+            let _ = live
+                .conn
+                .request(
+                    rid,
+                    "close producer",
+                    commands::close_producer(live.producer_id, rid),
+                )
+                .await;
+        }
+        Ok(())
+    }
+}
+
+/// Encode an entry's SEND frame (synchronously, so no borrow of the entry lives across an
+/// await).
+fn encode_entry(live: &Live, e: &InFlight, out: &mut BytesMut) -> Result<Bytes> {
+    let cmd = commands::send(
+        live.producer_id,
+        e.sequence_id,
+        e.num_messages as i32,
+        e.batched.then_some(e.highest_sequence_id),
+        false,
+        false,
+    );
+    protocol::encode_payload_command(
+        &cmd,
+        &e.metadata,
+        &e.payload,
+        out,
+        live.conn.max_message_size() + protocol::FRAME_HEADROOM,
+    )
+    .map_err(|err| Error::new(ErrorKind::MessageTooBig, err.to_string()))?;
+    Ok(out.split().freeze())
+}
+
+async fn recv_event(live: &mut Option<Live>) -> Option<Event> {
+    match live {
+        Some(l) => l.events.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(t) => tokio::time::sleep_until(t.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn to_pb_codec(c: Codec) -> pb::CompressionType {
+    match c {
+        Codec::None => pb::CompressionType::None,
+        Codec::Lz4 => pb::CompressionType::Lz4,
+        Codec::Zlib => pb::CompressionType::Zlib,
+        Codec::Zstd => pb::CompressionType::Zstd,
+        Codec::Snappy => pb::CompressionType::Snappy,
+    }
+}

@@ -1,0 +1,440 @@
+//! Producers: one actor task per topic partition, and a partitioned front that routes.
+//!
+//! A send travels: caller → (memory budget + pending-slot reservation, waiting or failing
+//! fast as configured) → bounded channel → actor (sequence id, batching, compression,
+//! framing) → connection writer. The receipt travels back: connection reader → actor
+//! (matches the head of the in-flight queue) → the message's completion. The actor survives
+//! lost connections and broker-initiated closes: it looks the topic up again, re-creates the
+//! producer under the same name and re-sends everything unacknowledged, in order.
+
+mod actor;
+pub mod completion;
+mod partitioned;
+pub mod pending;
+mod stats;
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
+
+use streamwire_core::budget::{MemoryBudget, Reservation};
+use streamwire_core::error::{Error, ErrorKind, Result};
+
+pub use completion::{Callback, Completion, Group};
+pub use partitioned::{Routing, TopicProducer};
+pub use stats::StatsSnapshot;
+
+use crate::client::PulsarClient;
+use crate::engine::batcher::BatchConfig;
+use crate::engine::compression::Codec;
+use crate::engine::message::OutgoingMessage;
+use crate::protocol::pb;
+use crate::topic::TopicName;
+
+/// Producer settings. `Default` follows the Java client where it has a default.
+#[derive(Debug, Clone)]
+pub struct ProducerConfig {
+    pub producer_name: Option<String>,
+    pub batching: bool,
+    pub batch: BatchConfig,
+    pub compression: Codec,
+    /// Messages in flight per partition before a send waits or fails.
+    pub max_pending_messages: usize,
+    pub block_if_queue_full: bool,
+    /// Zero means no timeout.
+    pub send_timeout: Duration,
+    pub initial_sequence_id: Option<i64>,
+    pub access_mode: pb::ProducerAccessMode,
+    pub properties: Vec<(String, String)>,
+    pub routing: Routing,
+}
+
+impl Default for ProducerConfig {
+    fn default() -> Self {
+        ProducerConfig {
+            producer_name: None,
+            batching: true,
+            batch: BatchConfig::default(),
+            compression: Codec::None,
+            max_pending_messages: 10_000,
+            block_if_queue_full: true,
+            send_timeout: Duration::from_secs(30),
+            initial_sequence_id: None,
+            access_mode: pb::ProducerAccessMode::Shared,
+            properties: Vec::new(),
+            routing: Routing::RoundRobin,
+        }
+    }
+}
+
+/// Per-message options that live in the entry's metadata (so such messages go unbatched).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EntryOptions {
+    pub deliver_at: Option<i64>,
+    pub replicate_to: Vec<String>,
+    pub disable_replication: bool,
+}
+
+impl EntryOptions {
+    pub fn is_default(&self) -> bool {
+        self.deliver_at.is_none() && self.replicate_to.is_empty() && !self.disable_replication
+    }
+}
+
+/// A message on its way to the actor, with what it holds of the producer's limits.
+pub(crate) struct Queued {
+    pub msg: OutgoingMessage,
+    pub user_sequence_id: bool,
+    pub entry: EntryOptions,
+    pub completion: Completion,
+    pub reservation: Option<Reservation>,
+    pub permits: Option<OwnedSemaphorePermit>,
+    pub enqueued_at: Instant,
+}
+
+pub(crate) enum Command {
+    Send(Vec<Queued>),
+    Flush(oneshot::Sender<()>),
+    Close(oneshot::Sender<Result<()>>),
+}
+
+/// What the handle and the actor share.
+pub(crate) struct Shared {
+    pub topic: TopicName,
+    pub partition: i32,
+    pub name: Mutex<String>,
+    pub last_sequence_id: AtomicI64,
+    pub pending_messages: AtomicUsize,
+    pub closed: AtomicBool,
+    pub stats: stats::Stats,
+    pub max_message_size: AtomicUsize,
+}
+
+/// A message `try_send` could not queue, handed back with its completion so the caller can
+/// wait for room and retry, or fail it.
+pub struct Rejected {
+    pub error: Error,
+    pub completion: Completion,
+    pub msg: OutgoingMessage,
+}
+
+/// A producer for one topic or one partition of a partitioned topic.
+#[derive(Clone)]
+pub struct Producer {
+    tx: mpsc::Sender<Command>,
+    shared: Arc<Shared>,
+    slots: Arc<Semaphore>,
+    budget: MemoryBudget,
+    config: Arc<ProducerConfig>,
+}
+
+const COMMAND_QUEUE: usize = 1024;
+
+impl Producer {
+    /// Create the producer on the broker (lookup, connect, PRODUCER) and start its actor.
+    pub async fn create(
+        client: PulsarClient,
+        topic: TopicName,
+        config: Arc<ProducerConfig>,
+        budget: MemoryBudget,
+    ) -> Result<Producer> {
+        let partition = topic.partition_index().map(|p| p as i32).unwrap_or(-1);
+        let shared = Arc::new(Shared {
+            topic: topic.clone(),
+            partition,
+            name: Mutex::new(config.producer_name.clone().unwrap_or_default()),
+            last_sequence_id: AtomicI64::new(-1),
+            pending_messages: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+            stats: stats::Stats::default(),
+            max_message_size: AtomicUsize::new(crate::protocol::DEFAULT_MAX_FRAME_SIZE),
+        });
+        let (tx, rx) = mpsc::channel(COMMAND_QUEUE);
+        let actor =
+            actor::Actor::connect(client, Arc::clone(&config), Arc::clone(&shared), rx).await?;
+        tokio::spawn(actor.run());
+        let slots = Arc::new(Semaphore::new(
+            config.max_pending_messages.clamp(1, Semaphore::MAX_PERMITS),
+        ));
+        Ok(Producer {
+            tx,
+            shared,
+            slots,
+            budget,
+            config,
+        })
+    }
+
+    pub fn topic(&self) -> &TopicName {
+        &self.shared.topic
+    }
+
+    pub fn name(&self) -> String {
+        self.shared
+            .name
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub fn last_sequence_id(&self) -> i64 {
+        self.shared.last_sequence_id.load(Ordering::Acquire)
+    }
+
+    /// Messages accepted and not yet acknowledged or failed.
+    pub fn pending(&self) -> usize {
+        self.shared.pending_messages.load(Ordering::Acquire)
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::Acquire)
+    }
+
+    pub fn stats(&self) -> StatsSnapshot {
+        self.shared.stats.snapshot(self.pending())
+    }
+
+    pub fn max_message_size(&self) -> usize {
+        self.shared.max_message_size.load(Ordering::Relaxed)
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.is_closed() {
+            Err(Error::closed("producer"))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn check_size(&self, msg: &OutgoingMessage) -> Result<()> {
+        let max = self.max_message_size();
+        if msg.payload.len() > max {
+            return Err(Error::new(
+                ErrorKind::MessageTooBig,
+                format!(
+                    "message of {} bytes is larger than the broker's maximum of {max} bytes",
+                    msg.payload.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Reserve memory and pending slots for `n` messages of `bytes` total, waiting or
+    /// failing as configured.
+    async fn reserve(&self, n: usize, bytes: usize) -> Result<(Reservation, OwnedSemaphorePermit)> {
+        let n32 = u32::try_from(n).map_err(|_| Error::invalid("too many messages in one call"))?;
+        if self.config.block_if_queue_full {
+            let permits = Arc::clone(&self.slots)
+                .acquire_many_owned(n32)
+                .await
+                .map_err(|_| Error::closed("producer"))?;
+            let res = self.budget.reserve(bytes as u64).await;
+            Ok((res, permits))
+        } else {
+            self.try_reserve(n32, bytes)
+        }
+    }
+
+    fn try_reserve(&self, n: u32, bytes: usize) -> Result<(Reservation, OwnedSemaphorePermit)> {
+        let permits = Arc::clone(&self.slots)
+            .try_acquire_many_owned(n)
+            .map_err(|_| {
+                Error::new(
+                    ErrorKind::QueueFull,
+                    format!(
+                        "producer queue is full ({} messages pending)",
+                        self.config.max_pending_messages
+                    ),
+                )
+            })?;
+        let res = self.budget.try_reserve(bytes as u64).map_err(|e| {
+            Error::new(
+                ErrorKind::QueueFull,
+                format!("client memory limit reached: {e}"),
+            )
+        })?;
+        Ok((res, permits))
+    }
+
+    fn queued(
+        &self,
+        msg: OutgoingMessage,
+        user_sequence_id: bool,
+        entry: EntryOptions,
+        completion: Completion,
+        reservation: Option<Reservation>,
+        permits: Option<OwnedSemaphorePermit>,
+    ) -> Queued {
+        Queued {
+            msg,
+            user_sequence_id,
+            entry,
+            completion,
+            reservation,
+            permits,
+            enqueued_at: Instant::now(),
+        }
+    }
+
+    async fn push(&self, items: Vec<Queued>) -> Result<()> {
+        let n = items.len();
+        self.shared.pending_messages.fetch_add(n, Ordering::AcqRel);
+        if let Err(mpsc::error::SendError(Command::Send(items))) =
+            self.tx.send(Command::Send(items)).await
+        {
+            self.shared.pending_messages.fetch_sub(n, Ordering::AcqRel);
+            let err = Error::closed("producer");
+            for q in items {
+                q.completion.complete(Err(err.clone()));
+            }
+            return Err(err);
+        }
+        Ok(())
+    }
+
+    /// Queue one message; `completion` reports its id or error. Waits for room if the
+    /// producer blocks when full, else fails with `QueueFull`.
+    pub async fn send(
+        &self,
+        msg: OutgoingMessage,
+        user_sequence_id: bool,
+        entry: EntryOptions,
+        completion: Completion,
+    ) -> Result<()> {
+        self.check_open()?;
+        self.check_size(&msg)?;
+        let (res, permits) = self.reserve(1, msg.payload.len()).await?;
+        let q = self.queued(
+            msg,
+            user_sequence_id,
+            entry,
+            completion,
+            Some(res),
+            Some(permits),
+        );
+        self.push(vec![q]).await
+    }
+
+    /// Queue one message without ever waiting: fails with `QueueFull` when there is no room,
+    /// whatever `block_if_queue_full` says (the caller then decides to wait elsewhere).
+    pub fn try_send(
+        &self,
+        msg: OutgoingMessage,
+        user_sequence_id: bool,
+        entry: EntryOptions,
+        completion: Completion,
+    ) -> std::result::Result<(), Box<Rejected>> {
+        let reject = |error, completion, msg| {
+            Box::new(Rejected {
+                error,
+                completion,
+                msg,
+            })
+        };
+        if let Err(e) = self.check_open().and_then(|_| self.check_size(&msg)) {
+            return Err(reject(e, completion, msg));
+        }
+        let (res, permits) = match self.try_reserve(1, msg.payload.len()) {
+            Ok(x) => x,
+            Err(e) => return Err(reject(e, completion, msg)),
+        };
+        let q = self.queued(
+            msg,
+            user_sequence_id,
+            entry,
+            completion,
+            Some(res),
+            Some(permits),
+        );
+        self.shared.pending_messages.fetch_add(1, Ordering::AcqRel);
+        match self.tx.try_send(Command::Send(vec![q])) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.shared.pending_messages.fetch_sub(1, Ordering::AcqRel);
+                let (closed, cmd) = match e {
+                    mpsc::error::TrySendError::Full(c) => (false, c),
+                    mpsc::error::TrySendError::Closed(c) => (true, c),
+                };
+                let Command::Send(mut v) = cmd else {
+                    unreachable!("only Send commands are queued here")
+                };
+                let q = v.pop().expect("one item was queued");
+                let err = if closed {
+                    Error::closed("producer")
+                } else {
+                    Error::new(ErrorKind::QueueFull, "producer command queue is full")
+                };
+                Err(reject(err, q.completion, q.msg))
+            }
+        }
+    }
+
+    /// Queue many messages, reserving room in chunks so a huge call cannot deadlock on the
+    /// pending limit. Each message's completion is `Group(group, offset + i)`.
+    pub async fn send_many(
+        &self,
+        msgs: Vec<OutgoingMessage>,
+        group: &Arc<Group>,
+        indexes: Vec<usize>,
+    ) -> Result<()> {
+        self.check_open()?;
+        for m in &msgs {
+            self.check_size(m)?;
+        }
+        let chunk = self.config.max_pending_messages.clamp(1, 1000);
+        let mut it = msgs.into_iter().zip(indexes);
+        loop {
+            let part: Vec<(OutgoingMessage, usize)> = it.by_ref().take(chunk).collect();
+            if part.is_empty() {
+                return Ok(());
+            }
+            let bytes: usize = part.iter().map(|(m, _)| m.payload.len()).sum();
+            let (mut res, mut permits) = self.reserve(part.len(), bytes).await?;
+            let mut items = Vec::with_capacity(part.len());
+            for (m, i) in part {
+                // Split the chunk's reservation so each message releases its own share.
+                let r = res.split(m.payload.len() as u64);
+                let p = permits.split(1);
+                items.push(self.queued(
+                    m,
+                    false,
+                    EntryOptions::default(),
+                    Completion::Group(Arc::clone(group), i),
+                    r,
+                    p,
+                ));
+            }
+            self.push(items).await?;
+        }
+    }
+
+    /// Send whatever is batched now and wait until everything queued so far is acknowledged
+    /// or failed.
+    pub async fn flush(&self) -> Result<()> {
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(Command::Flush(tx)).await.is_err() {
+            return Ok(()); // closed: nothing left to flush
+        }
+        let _ = rx.await;
+        Ok(())
+    }
+
+    /// Flush, then close on the broker. Idempotent.
+    pub async fn close(&self) -> Result<()> {
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(Command::Close(tx)).await.is_err() {
+            self.shared.closed.store(true, Ordering::Release);
+            return Ok(());
+        }
+        rx.await.unwrap_or(Ok(()))
+    }
+}
+
+/// Wrap a payload already owned by Rust.
+pub fn message(payload: Bytes) -> OutgoingMessage {
+    OutgoingMessage::new(payload, 0)
+}

@@ -1,0 +1,231 @@
+//! The producer callers use: one [`Producer`] per partition (or one for a plain topic) and
+//! the router that picks a partition per message, as the Java client does.
+
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use streamwire_core::budget::MemoryBudget;
+use streamwire_core::error::{Error, Result};
+
+use super::completion::{Completion, Group};
+use super::{EntryOptions, Producer, ProducerConfig, StatsSnapshot};
+use crate::client::PulsarClient;
+use crate::engine::message::OutgoingMessage;
+use crate::engine::routing::{
+    HashingScheme, KeyHashRouter, RoundRobinRouter, SinglePartitionRouter,
+    DEFAULT_PARTITION_SWITCH_FREQUENCY_BY_PUBLISH_DELAY,
+};
+use crate::topic::TopicName;
+
+/// How messages without a key are spread over partitions (keyed ones always go by hash).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Routing {
+    RoundRobin,
+    Single,
+    KeyHash,
+}
+
+enum Router {
+    RoundRobin(RoundRobinRouter),
+    Single(SinglePartitionRouter),
+    KeyHash(KeyHashRouter),
+}
+
+pub struct TopicProducer {
+    topic: TopicName,
+    partitions: Vec<Producer>,
+    router: Mutex<Router>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl TopicProducer {
+    pub async fn create(
+        client: PulsarClient,
+        topic: TopicName,
+        config: ProducerConfig,
+        budget: MemoryBudget,
+    ) -> Result<TopicProducer> {
+        let n = if topic.partition_index().is_some() {
+            0
+        } else {
+            client.partitions(&topic).await?
+        };
+        let config = Arc::new(config);
+        let mut partitions = Vec::new();
+        if n == 0 {
+            partitions
+                .push(Producer::create(client, topic.clone(), Arc::clone(&config), budget).await?);
+        } else {
+            for i in 0..n {
+                let mut c = (*config).clone();
+                // Each partition needs its own producer name; suffix a given one like Java.
+                if let Some(name) = &config.producer_name {
+                    c.producer_name = Some(format!("{name}-partition-{i}"));
+                }
+                let p = Producer::create(
+                    client.clone(),
+                    topic.partition(i),
+                    Arc::new(c),
+                    budget.clone(),
+                )
+                .await;
+                match p {
+                    Ok(p) => partitions.push(p),
+                    Err(e) => {
+                        for p in &partitions {
+                            let _ = p.close().await;
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        let scheme = HashingScheme::JavaStringHash;
+        let n_parts = partitions.len() as u32;
+        let mut rng = rand::rng();
+        let router = match config.routing {
+            Routing::RoundRobin => Router::RoundRobin(RoundRobinRouter::for_batching(
+                scheme,
+                crate::engine::routing::random_start_index(n_parts, &mut rng),
+                config.batching,
+                config.batch.max_delay,
+                DEFAULT_PARTITION_SWITCH_FREQUENCY_BY_PUBLISH_DELAY,
+            )),
+            Routing::Single => {
+                Router::Single(SinglePartitionRouter::random(scheme, n_parts, &mut rng))
+            }
+            Routing::KeyHash => Router::KeyHash(KeyHashRouter::new(scheme)),
+        };
+        Ok(TopicProducer {
+            topic,
+            partitions,
+            router: Mutex::new(router),
+        })
+    }
+
+    pub fn topic(&self) -> &TopicName {
+        &self.topic
+    }
+
+    pub fn num_partitions(&self) -> usize {
+        self.partitions.len()
+    }
+
+    pub fn partition_producers(&self) -> &[Producer] {
+        &self.partitions
+    }
+
+    /// The partition a message goes to.
+    pub fn route(&self, key: Option<&str>) -> usize {
+        let n = self.partitions.len() as u32;
+        if n == 1 {
+            return 0;
+        }
+        let mut r = self.router.lock().unwrap_or_else(|p| p.into_inner());
+        let p = match &mut *r {
+            Router::RoundRobin(rr) => rr.choose(key, n, now_ms()),
+            Router::Single(s) => s.choose(key, n),
+            Router::KeyHash(k) => k
+                .choose(key, n)
+                .unwrap_or_else(|| (now_ms() % n as u64) as u32),
+        };
+        p as usize
+    }
+
+    pub fn producer_for(&self, key: Option<&str>) -> &Producer {
+        &self.partitions[self.route(key)]
+    }
+
+    pub async fn send(
+        &self,
+        msg: OutgoingMessage,
+        user_sequence_id: bool,
+        entry: EntryOptions,
+        completion: Completion,
+    ) -> Result<()> {
+        let p = self.producer_for(msg.key.as_deref());
+        p.send(msg, user_sequence_id, entry, completion).await
+    }
+
+    /// Route and queue many messages; their results land in `group` by input position.
+    pub async fn send_many(&self, msgs: Vec<OutgoingMessage>, group: &Arc<Group>) -> Result<()> {
+        let n = self.partitions.len();
+        if n == 1 {
+            let idx = (0..msgs.len()).collect();
+            return self.partitions[0].send_many(msgs, group, idx).await;
+        }
+        let mut per: Vec<(Vec<OutgoingMessage>, Vec<usize>)> =
+            (0..n).map(|_| (Vec::new(), Vec::new())).collect();
+        for (i, m) in msgs.into_iter().enumerate() {
+            let p = self.route(m.key.as_deref());
+            per[p].0.push(m);
+            per[p].1.push(i);
+        }
+        for (p, (m, idx)) in per.into_iter().enumerate() {
+            if !m.is_empty() {
+                self.partitions[p].send_many(m, group, idx).await?;
+            }
+        }
+        Ok(())
+    }
+
+    pub async fn flush(&self) -> Result<()> {
+        for p in &self.partitions {
+            p.flush().await?;
+        }
+        Ok(())
+    }
+
+    pub async fn close(&self) -> Result<()> {
+        let mut first: Option<Error> = None;
+        for p in &self.partitions {
+            if let Err(e) = p.close().await {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    pub fn pending(&self) -> usize {
+        self.partitions.iter().map(|p| p.pending()).sum()
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.partitions.iter().all(|p| p.is_closed())
+    }
+
+    pub fn name(&self) -> String {
+        self.partitions[0].name()
+    }
+
+    pub fn last_sequence_id(&self) -> i64 {
+        self.partitions
+            .iter()
+            .map(|p| p.last_sequence_id())
+            .max()
+            .unwrap_or(-1)
+    }
+
+    pub fn stats(&self) -> StatsSnapshot {
+        let snaps: Vec<StatsSnapshot> = self.partitions.iter().map(|p| p.stats()).collect();
+        let mut total = snaps[0].clone();
+        for s in &snaps[1..] {
+            total.sent += s.sent;
+            total.failed += s.failed;
+            total.bytes += s.bytes;
+            total.entries += s.entries;
+            total.reconnects += s.reconnects;
+            total.pending += s.pending;
+            for i in 0..4 {
+                total.latency_ms[i] = total.latency_ms[i].max(s.latency_ms[i]);
+            }
+        }
+        total
+    }
+}

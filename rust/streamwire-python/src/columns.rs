@@ -1,0 +1,262 @@
+//! Column-shaped inputs for bulk sends: Python sequences or pyarrow arrays, read with one
+//! copy of the payload bytes for the whole call (never one allocation per message).
+
+use bytes::{Bytes, BytesMut};
+use pyo3::buffer::PyBuffer;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString};
+
+use streamwire_core::error::Error;
+
+use crate::errors::to_py;
+use crate::producer::{freeze_slices, payload_of};
+
+fn is_arrow(obj: &Bound<'_, PyAny>) -> bool {
+    obj.hasattr("buffers").unwrap_or(false) && obj.hasattr("type").unwrap_or(false)
+}
+
+fn arrow_type(obj: &Bound<'_, PyAny>) -> PyResult<String> {
+    obj.getattr("type")?.str()?.extract()
+}
+
+fn bad(msg: String) -> PyErr {
+    to_py(Error::invalid(msg))
+}
+
+fn bytes_of(buf: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    // pyarrow exports its buffers with format 'b'; view them as unsigned bytes.
+    let view = pyo3::types::PyMemoryView::from(buf)?.call_method1("cast", ("B",))?;
+    PyBuffer::<u8>::get(&view)?.to_vec(buf.py())
+}
+
+/// Payloads and their null flags from a sequence of bytes-likes or a pyarrow array.
+pub fn payloads(values: &Bound<'_, PyAny>) -> PyResult<Vec<(Bytes, bool)>> {
+    if values.hasattr("chunks").unwrap_or(false) && !is_arrow(values) {
+        // pyarrow.ChunkedArray: concatenate the chunks' payloads.
+        let mut out = Vec::new();
+        for chunk in values.getattr("chunks")?.try_iter()? {
+            out.extend(payloads(&chunk?)?);
+        }
+        return Ok(out);
+    }
+    if is_arrow(values) {
+        return arrow_payloads(values);
+    }
+    if values.is_instance_of::<PyBytes>() || values.is_instance_of::<PyString>() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "send_many takes a sequence of values (or a pyarrow array), not a single value",
+        ));
+    }
+    let items: Vec<Bound<'_, PyAny>> = values
+        .try_iter()
+        .map_err(|_| {
+            pyo3::exceptions::PyTypeError::new_err(
+                "send_many takes a sequence of bytes-like values or a pyarrow array",
+            )
+        })?
+        .collect::<PyResult<_>>()?;
+    // Fast path: all bytes → one buffer, one copy.
+    let mut total = 0usize;
+    let mut all_bytes = true;
+    for it in &items {
+        match it.cast::<PyBytes>() {
+            Ok(b) => total += b.as_bytes().len(),
+            Err(_) => {
+                all_bytes = false;
+                break;
+            }
+        }
+    }
+    if all_bytes {
+        let mut buf = BytesMut::with_capacity(total);
+        let mut lens = Vec::with_capacity(items.len());
+        for it in &items {
+            let b = it.cast::<PyBytes>().map_err(PyErr::from)?.as_bytes();
+            buf.extend_from_slice(b);
+            lens.push((b.len(), false));
+        }
+        return Ok(freeze_slices(buf, &lens));
+    }
+    items
+        .iter()
+        .map(|it| {
+            if it.is_none() {
+                Ok((Bytes::new(), true))
+            } else {
+                payload_of(it).map(|b| (b, false))
+            }
+        })
+        .collect()
+}
+
+fn arrow_payloads(arr: &Bound<'_, PyAny>) -> PyResult<Vec<(Bytes, bool)>> {
+    let ty = arrow_type(arr)?;
+    let wide = match ty.as_str() {
+        "binary" | "string" => false,
+        "large_binary" | "large_string" => true,
+        other => {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "send_many needs a binary or string arrow array, got {other}"
+            )))
+        }
+    };
+    let n: usize = arr.len()?;
+    let offset: usize = arr.getattr("offset")?.extract()?;
+    let bufs: Vec<Option<Bound<'_, PyAny>>> = arr.call_method0("buffers")?.extract()?;
+    let validity = match bufs.first() {
+        Some(Some(v)) => Some(bytes_of(v)?),
+        _ => None,
+    };
+    let offsets_raw = match bufs.get(1) {
+        Some(Some(o)) => bytes_of(o)?,
+        _ => return Err(bad("arrow array has no offsets buffer".into())),
+    };
+    let width = if wide { 8 } else { 4 };
+    let off_at = |i: usize| -> PyResult<usize> {
+        let at = (offset + i) * width;
+        let slice = offsets_raw
+            .get(at..at + width)
+            .ok_or_else(|| bad("arrow offsets buffer is too short".into()))?;
+        let v = if wide {
+            i64::from_le_bytes(slice.try_into().expect("8 bytes"))
+        } else {
+            i64::from(i32::from_le_bytes(slice.try_into().expect("4 bytes")))
+        };
+        usize::try_from(v).map_err(|_| bad("negative arrow offset".into()))
+    };
+    let start = off_at(0)?;
+    let end = off_at(n)?;
+    let data = match bufs.get(2) {
+        Some(Some(d)) if end > start => {
+            // Copy only the referenced range, once, into a buffer we own.
+            let view = d.call_method1("slice", (start, end - start))?;
+            Bytes::from(bytes_of(&view)?)
+        }
+        _ => Bytes::new(),
+    };
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let a = off_at(i)? - start;
+        let b = off_at(i + 1)? - start;
+        if b < a || b > data.len() {
+            return Err(bad("arrow offsets are not monotonic".into()));
+        }
+        let valid = validity.as_ref().is_none_or(|v| {
+            let bit = offset + i;
+            v.get(bit / 8)
+                .is_some_and(|byte| byte & (1 << (bit % 8)) != 0)
+        });
+        out.push((data.slice(a..b), !valid));
+    }
+    Ok(out)
+}
+
+fn to_list<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    if obj.hasattr("to_pylist")? {
+        obj.call_method0("to_pylist")
+    } else {
+        Ok(obj.clone())
+    }
+}
+
+fn check_len(got: usize, n: usize, name: &str) -> PyResult<()> {
+    if got != n {
+        return Err(bad(format!(
+            "{name} has {got} entries but there are {n} values"
+        )));
+    }
+    Ok(())
+}
+
+pub fn opt_strings(
+    obj: Option<&Bound<'_, PyAny>>,
+    n: usize,
+    name: &str,
+) -> PyResult<Option<Vec<Option<String>>>> {
+    let Some(obj) = obj else { return Ok(None) };
+    let v: Vec<Option<String>> = to_list(obj)?.extract()?;
+    check_len(v.len(), n, name)?;
+    Ok(Some(v))
+}
+
+pub fn opt_u64s(
+    obj: Option<&Bound<'_, PyAny>>,
+    n: usize,
+    name: &str,
+) -> PyResult<Option<Vec<Option<u64>>>> {
+    let Some(obj) = obj else { return Ok(None) };
+    // Arrow timestamps convert to milliseconds since the epoch, whatever their unit.
+    let divisor: i64 = if obj.hasattr("type")? {
+        let ty = arrow_type(obj)?;
+        if ty.starts_with("timestamp[s") {
+            -1000
+        } else if ty.starts_with("timestamp[ms") {
+            1
+        } else if ty.starts_with("timestamp[us") {
+            1000
+        } else if ty.starts_with("timestamp[ns") {
+            1_000_000
+        } else {
+            1
+        }
+    } else {
+        1
+    };
+    let list = if divisor != 1 {
+        obj.call_method1("cast", ("int64",))?
+            .call_method0("to_pylist")?
+    } else {
+        to_list(obj)?
+    };
+    let v: Vec<Option<i64>> = list.extract()?;
+    check_len(v.len(), n, name)?;
+    v.into_iter()
+        .map(|x| {
+            x.map(|t| {
+                let ms = if divisor < 0 {
+                    t * -divisor
+                } else {
+                    t / divisor
+                };
+                u64::try_from(ms).map_err(|_| bad(format!("{name} must be non-negative")))
+            })
+            .transpose()
+        })
+        .collect::<PyResult<Vec<_>>>()
+        .map(Some)
+}
+
+pub enum Props {
+    None,
+    Same(Vec<(String, String)>),
+    Each(Vec<Vec<(String, String)>>),
+}
+
+pub fn one_props(obj: &Bound<'_, PyAny>) -> PyResult<Vec<(String, String)>> {
+    if obj.is_none() {
+        return Ok(Vec::new());
+    }
+    if let Ok(d) = obj.cast::<PyDict>() {
+        return d
+            .iter()
+            .map(|(k, v)| Ok((k.extract()?, v.extract()?)))
+            .collect();
+    }
+    // Arrow map rows come as lists of (key, value) tuples.
+    obj.extract()
+}
+
+pub fn properties(obj: Option<&Bound<'_, PyAny>>, n: usize) -> PyResult<Props> {
+    let Some(obj) = obj else {
+        return Ok(Props::None);
+    };
+    if obj.is_instance_of::<PyDict>() {
+        return Ok(Props::Same(one_props(obj)?));
+    }
+    let list = to_list(obj)?;
+    let items: Vec<Bound<'_, PyAny>> = list.try_iter()?.collect::<PyResult<_>>()?;
+    check_len(items.len(), n, "properties")?;
+    Ok(Props::Each(
+        items.iter().map(one_props).collect::<PyResult<_>>()?,
+    ))
+}

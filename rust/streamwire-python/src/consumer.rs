@@ -1,0 +1,788 @@
+//! `Client.subscribe` / `Client.create_reader`, and the `Consumer` and `Reader` classes.
+//!
+//! Receiving takes a fast path first: if messages are queued they are taken under one short
+//! lock without detaching from the interpreter or touching the runtime. Only when the queue
+//! is empty does the call detach and wait (through `blocking::wait`, so Ctrl-C works).
+
+use std::time::Duration;
+
+use pyo3::exceptions::{PyStopIteration, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+
+use streamwire_core::error::{Error, ErrorKind, Result as EResult};
+use streamwire_core::runtime;
+use streamwire_pulsar::client::PulsarClient;
+use streamwire_pulsar::consumer::{
+    Consumer as Engine, ConsumerConfig, InitialPosition, ReceivedMessage, StartFilter, SubType,
+};
+use streamwire_pulsar::message_id::MessageId;
+use streamwire_pulsar::protocol::commands::{self, SeekTarget};
+use streamwire_pulsar::protocol::pb;
+use streamwire_pulsar::topic::TopicName;
+
+use crate::blocking::{timeout_arg, wait};
+use crate::client::{refuse_pickle, Client};
+use crate::errors::{to_py, IntoPyResult};
+use crate::message::{to_record_batch, Message};
+use crate::message_id::PyMessageId;
+
+const PICKLE_HINT: &str = "create the consumer inside the worker process from a client made there";
+
+fn config_err(msg: String) -> PyErr {
+    to_py(Error::new(ErrorKind::Config, msg))
+}
+
+fn non_negative(name: &str, secs: f64) -> PyResult<Duration> {
+    if secs.is_finite() && secs >= 0.0 {
+        Ok(Duration::from_secs_f64(secs))
+    } else {
+        Err(config_err(format!(
+            "{name} must be a non-negative number of seconds, got {secs}"
+        )))
+    }
+}
+
+fn queue_size(n: i64) -> PyResult<u32> {
+    if (1..=1_000_000).contains(&n) {
+        Ok(n as u32)
+    } else {
+        Err(config_err(format!(
+            "receiver_queue_size must be between 1 and 1000000, got {n}"
+        )))
+    }
+}
+
+/// Topics named by a str, a list of str, or a compiled regex.
+fn topics_arg(
+    py: Python<'_>,
+    client: &PulsarClient,
+    topic: &Bound<'_, PyAny>,
+    timeout: Duration,
+) -> PyResult<Vec<TopicName>> {
+    if let Ok(s) = topic.extract::<String>() {
+        return Ok(vec![TopicName::parse(&s).py_err()?]);
+    }
+    let re = py.import("re")?.getattr("Pattern")?;
+    if topic.is_instance(&re)? {
+        let pattern: String = topic.getattr("pattern")?.extract()?;
+        let ns_topic = TopicName::parse(
+            &pattern
+                .split_once(".*")
+                .map_or(pattern.as_str(), |(p, _)| p)
+                .replace('\\', ""),
+        )
+        .or_else(|_| TopicName::parse(&format!("{}x", pattern.split('*').next().unwrap_or(""))))
+        .py_err()?;
+        let ns = ns_topic.namespace_path();
+        let c = client.clone();
+        let names = wait(py, "list topics of namespace", Some(timeout), async move {
+            let conn = c.service_connection().await?;
+            let rid = conn.new_request_id();
+            let f = conn
+                .request(
+                    rid,
+                    "get topics of namespace",
+                    commands::get_topics_of_namespace(
+                        rid,
+                        &ns,
+                        pb::command_get_topics_of_namespace::Mode::Persistent,
+                        None,
+                        None,
+                    ),
+                )
+                .await?;
+            Ok(f.command
+                .get_topics_of_namespace_response
+                .map(|r| r.topics)
+                .unwrap_or_default())
+        })?;
+        let mut out: Vec<TopicName> = Vec::new();
+        for n in names {
+            let t = TopicName::parse(&n).py_err()?.base();
+            let full = t.to_string();
+            if topic.call_method1("fullmatch", (&full,))?.is_none() {
+                continue;
+            }
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        }
+        if out.is_empty() {
+            return Err(to_py(Error::new(
+                ErrorKind::TopicNotFound,
+                format!("no topic matches the pattern {pattern:?}"),
+            )));
+        }
+        return Ok(out);
+    }
+    if topic.is_instance_of::<PyList>() || topic.is_instance_of::<PyTuple>() {
+        let names: Vec<String> = topic.extract()?;
+        if names.is_empty() {
+            return Err(to_py(Error::invalid("the list of topics is empty")));
+        }
+        return names.iter().map(|n| TopicName::parse(n).py_err()).collect();
+    }
+    Err(PyTypeError::new_err(
+        "topic must be a str, a list of str, or a compiled re.Pattern",
+    ))
+}
+
+/// What `Consumer` and `Reader` share.
+struct Handle {
+    engine: Engine,
+    pid: u32,
+    op_timeout: Duration,
+}
+
+enum Target {
+    Message(Option<u32>, MessageId),
+}
+
+impl Handle {
+    fn live(&self, what: &str) -> PyResult<&Engine> {
+        runtime::check_same_process(self.pid, what).py_err()?;
+        if self.engine.is_closed() {
+            return Err(to_py(Error::closed(what)));
+        }
+        Ok(&self.engine)
+    }
+
+    fn receive(&self, py: Python<'_>, what: &str, timeout: Option<f64>) -> PyResult<Message> {
+        let t = timeout_arg("timeout", timeout).py_err()?;
+        let engine = self.live(what)?;
+        if let Some(m) = engine.try_receive_many(1).py_err()?.pop() {
+            return Ok(Message::new(m));
+        }
+        let e = engine.clone();
+        let mut got = wait(py, "receive", t, async move { e.receive_many(1).await })?;
+        got.pop()
+            .map(Message::new)
+            .ok_or_else(|| to_py(Error::timeout("receive")))
+    }
+
+    fn receive_many(
+        &self,
+        py: Python<'_>,
+        what: &str,
+        max: i64,
+        timeout: Option<f64>,
+    ) -> PyResult<Vec<ReceivedMessage>> {
+        if max < 1 {
+            return Err(to_py(Error::invalid(format!(
+                "max_messages must be at least 1, got {max}"
+            ))));
+        }
+        let max = max as usize;
+        let t = timeout_arg("timeout", timeout).py_err()?;
+        let engine = self.live(what)?;
+        let got = engine.try_receive_many(max).py_err()?;
+        if !got.is_empty() || t == Some(Duration::ZERO) {
+            return Ok(got);
+        }
+        let e = engine.clone();
+        wait(py, "receive_many", None, async move {
+            match t {
+                None => e.receive_many(max).await,
+                Some(t) => match tokio::time::timeout(t, e.receive_many(max)).await {
+                    Ok(r) => r,
+                    Err(_) => Ok(Vec::new()),
+                },
+            }
+        })
+    }
+
+    fn target(&self, obj: &Bound<'_, PyAny>) -> PyResult<Target> {
+        if let Ok(m) = obj.cast::<Message>() {
+            let m = &m.get().m;
+            return Ok(Target::Message(
+                self.engine.slot_of(Some(&m.topic), &m.id),
+                m.id,
+            ));
+        }
+        if let Ok(id) = obj.extract::<PyMessageId>() {
+            return Ok(Target::Message(None, id.id));
+        }
+        Err(PyTypeError::new_err(format!(
+            "expected a Message or a MessageId, got {}",
+            obj.get_type().name()?
+        )))
+    }
+
+    fn each_target(
+        &self,
+        obj: &Bound<'_, PyAny>,
+        mut f: impl FnMut(Option<u32>, MessageId) -> EResult<()>,
+    ) -> PyResult<()> {
+        if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+            for item in obj.try_iter()? {
+                let Target::Message(s, id) = self.target(&item?)?;
+                f(s, id).py_err()?;
+            }
+            return Ok(());
+        }
+        let Target::Message(s, id) = self.target(obj)?;
+        f(s, id).py_err()
+    }
+
+    fn block<T: Send + 'static>(
+        &self,
+        py: Python<'_>,
+        what: &str,
+        fut: impl std::future::Future<Output = EResult<T>> + Send + 'static,
+    ) -> PyResult<T> {
+        wait(py, what, Some(self.op_timeout * 2), fut)
+    }
+
+    fn seek(&self, py: Python<'_>, what: &str, target: &Bound<'_, PyAny>) -> PyResult<()> {
+        let engine = self.live(what)?.clone();
+        let t = if let Ok(id) = target.extract::<PyMessageId>() {
+            SeekTarget::MessageId(id.id.to_proto())
+        } else if let Ok(m) = target.cast::<Message>() {
+            SeekTarget::MessageId(m.get().m.id.to_proto())
+        } else if target.is_instance_of::<pyo3::types::PyBool>() {
+            return Err(PyTypeError::new_err(
+                "seek takes a MessageId or an int timestamp in ms",
+            ));
+        } else if let Ok(ms) = target.extract::<i64>() {
+            if ms < 0 {
+                return Err(to_py(Error::invalid("timestamp must not be negative")));
+            }
+            SeekTarget::PublishTime(ms as u64)
+        } else {
+            return Err(PyTypeError::new_err(
+                "seek takes a MessageId or an int timestamp in milliseconds",
+            ));
+        };
+        self.block(py, "seek", async move { engine.seek(t).await })
+    }
+
+    fn stats<'py>(
+        &self,
+        py: Python<'py>,
+        what: &str,
+        broker: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let engine = self.live(what)?.clone();
+        let s = engine.stats();
+        let d = PyDict::new(py);
+        d.set_item("received", s.received)?;
+        d.set_item("acknowledged", s.acked)?;
+        d.set_item("negatively_acknowledged", s.nacked)?;
+        d.set_item("skipped", s.skipped)?;
+        d.set_item("invalid", s.invalid)?;
+        d.set_item("reconnects", s.reconnects)?;
+        d.set_item("redelivery_requests", s.redelivery_requests)?;
+        d.set_item("queued", s.queued)?;
+        d.set_item("partitions", s.partitions)?;
+        if broker {
+            let list = self.block(
+                py,
+                "consumer stats",
+                async move { engine.broker_stats().await },
+            )?;
+            let out = PyList::empty(py);
+            for r in list {
+                let b = PyDict::new(py);
+                b.set_item("msg_rate_out", r.msg_rate_out)?;
+                b.set_item("msg_throughput_out", r.msg_throughput_out)?;
+                b.set_item("msg_rate_redeliver", r.msg_rate_redeliver)?;
+                b.set_item("consumer_name", r.consumer_name)?;
+                b.set_item("available_permits", r.available_permits)?;
+                b.set_item("unacked_messages", r.unacked_messages)?;
+                b.set_item(
+                    "blocked_consumer_on_unacked_msgs",
+                    r.blocked_consumer_on_unacked_msgs,
+                )?;
+                b.set_item("type", r.r#type)?;
+                b.set_item("msg_backlog", r.msg_backlog)?;
+                out.append(b)?;
+            }
+            d.set_item("broker", out)?;
+        }
+        Ok(d)
+    }
+
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        if self.engine.is_closed() || self.pid != runtime::current_pid() {
+            return Ok(());
+        }
+        let e = self.engine.clone();
+        self.block(py, "close", async move { e.close().await })
+    }
+
+    fn next(&self, py: Python<'_>, what: &str) -> PyResult<Message> {
+        match self.receive(py, what, None) {
+            Err(e) if e.is_instance_of::<PyAny>(py) && is_end_of_topic(py, &e) => {
+                Err(PyStopIteration::new_err(()))
+            }
+            other => other,
+        }
+    }
+
+    fn last_ids(&self, py: Python<'_>, what: &str) -> PyResult<Vec<PyMessageId>> {
+        let e = self.live(what)?.clone();
+        let ids = self.block(py, "get last message id", async move {
+            e.get_last_message_ids().await
+        })?;
+        Ok(ids.into_iter().map(PyMessageId::from).collect())
+    }
+
+    fn last_id(&self, py: Python<'_>, what: &str) -> PyResult<PyMessageId> {
+        let mut ids = self.last_ids(py, what)?;
+        if ids.len() != 1 {
+            return Err(to_py(Error::invalid(
+                "this consumer reads several partitions or topics: use get_last_message_ids()",
+            )));
+        }
+        Ok(ids.remove(0))
+    }
+}
+
+fn is_end_of_topic(py: Python<'_>, e: &PyErr) -> bool {
+    py.import("streamwire.exceptions")
+        .and_then(|m| m.getattr("TopicTerminatedError"))
+        .map(|cls| e.matches(py, cls).unwrap_or(false))
+        .unwrap_or(false)
+}
+
+fn sub_type(s: &str) -> PyResult<SubType> {
+    Ok(match s {
+        "exclusive" => SubType::Exclusive,
+        "shared" => SubType::Shared,
+        "failover" => SubType::Failover,
+        "key_shared" => SubType::KeyShared,
+        _ => {
+            return Err(config_err(format!(
+            "subscription_type must be one of exclusive, shared, failover, key_shared; got {s:?}"
+        )))
+        }
+    })
+}
+
+#[pymethods]
+impl Client {
+    /// Subscribe to a topic, a list of topics or a regex pattern (see the stub for details).
+    #[pyo3(signature = (topic, subscription_name, *, subscription_type="exclusive",
+        initial_position="latest", receiver_queue_size=1000, consumer_name=None,
+        ack_grouping_time=0.1, negative_ack_redelivery_delay=60.0, ack_timeout=None,
+        batch_index_ack=false, read_compacted=false, replicate_subscription_state=false,
+        pattern_auto_discovery_period=60.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn subscribe(
+        &self,
+        py: Python<'_>,
+        topic: &Bound<'_, PyAny>,
+        subscription_name: &str,
+        subscription_type: &str,
+        initial_position: &str,
+        receiver_queue_size: i64,
+        consumer_name: Option<String>,
+        ack_grouping_time: f64,
+        negative_ack_redelivery_delay: f64,
+        ack_timeout: Option<f64>,
+        batch_index_ack: bool,
+        read_compacted: bool,
+        replicate_subscription_state: bool,
+        pattern_auto_discovery_period: f64,
+    ) -> PyResult<Consumer> {
+        let client = self.live()?.clone();
+        if subscription_name.is_empty() {
+            return Err(config_err("subscription_name must not be empty".into()));
+        }
+        let initial_position = match initial_position {
+            "latest" => InitialPosition::Latest,
+            "earliest" => InitialPosition::Earliest,
+            other => {
+                return Err(config_err(format!(
+                    "initial_position must be \"latest\" or \"earliest\", got {other:?}"
+                )))
+            }
+        };
+        let ack_timeout = match ack_timeout {
+            None => None,
+            Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
+            Some(t) => {
+                return Err(config_err(format!(
+                    "ack_timeout must be None or a positive number of seconds, got {t}"
+                )))
+            }
+        };
+        non_negative(
+            "pattern_auto_discovery_period",
+            pattern_auto_discovery_period,
+        )?;
+        let cfg = ConsumerConfig {
+            subscription: subscription_name.to_owned(),
+            sub_type: sub_type(subscription_type)?,
+            initial_position,
+            consumer_name,
+            receiver_queue_size: queue_size(receiver_queue_size)?,
+            ack_group_time: non_negative("ack_grouping_time", ack_grouping_time)?,
+            nack_delay: non_negative(
+                "negative_ack_redelivery_delay",
+                negative_ack_redelivery_delay,
+            )?,
+            ack_timeout,
+            batch_index_ack,
+            read_compacted,
+            replicate_subscription_state,
+            ..ConsumerConfig::default()
+        };
+        let timeout = self.operation_timeout * 2;
+        let topics = topics_arg(py, &client, topic, timeout)?;
+        let engine = wait(py, "subscribe", Some(timeout), async move {
+            Engine::subscribe(&client, &topics, cfg).await
+        })?;
+        Ok(Consumer {
+            h: Handle {
+                engine,
+                pid: runtime::current_pid(),
+                op_timeout: self.operation_timeout,
+            },
+        })
+    }
+
+    /// Read a topic from a position, without a durable subscription.
+    #[pyo3(signature = (topic, start_message_id=None, *, inclusive=false,
+        receiver_queue_size=1000, reader_name=None))]
+    fn create_reader(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        start_message_id: Option<&Bound<'_, PyAny>>,
+        inclusive: bool,
+        receiver_queue_size: i64,
+        reader_name: Option<String>,
+    ) -> PyResult<Reader> {
+        let client = self.live()?.clone();
+        let t = TopicName::parse(topic).py_err()?;
+        let start = match start_message_id {
+            None => MessageId::EARLIEST,
+            Some(o) => {
+                if let Ok(id) = o.extract::<PyMessageId>() {
+                    id.id
+                } else if let Ok(s) = o.extract::<String>() {
+                    match s.as_str() {
+                        "earliest" => MessageId::EARLIEST,
+                        "latest" => MessageId::LATEST,
+                        _ => {
+                            return Err(config_err(format!(
+                                "start_message_id must be \"earliest\", \"latest\" or a MessageId, got {s:?}"
+                            )))
+                        }
+                    }
+                } else {
+                    return Err(PyTypeError::new_err(
+                        "start_message_id must be \"earliest\", \"latest\" or a MessageId",
+                    ));
+                }
+            }
+        };
+        let n: u64 = rand_suffix();
+        let cfg = ConsumerConfig {
+            subscription: format!("reader-{n:010x}"),
+            sub_type: SubType::Exclusive,
+            initial_position: if start == MessageId::LATEST {
+                InitialPosition::Latest
+            } else {
+                InitialPosition::Earliest
+            },
+            consumer_name: reader_name,
+            receiver_queue_size: queue_size(receiver_queue_size)?,
+            durable: false,
+            start: Some(StartFilter {
+                id: start,
+                inclusive,
+            }),
+            ..ConsumerConfig::default()
+        };
+        let timeout = self.operation_timeout * 2;
+        let engine = wait(py, "create reader", Some(timeout), async move {
+            Engine::subscribe(&client, &[t], cfg).await
+        })?;
+        Ok(Reader {
+            h: Handle {
+                engine,
+                pid: runtime::current_pid(),
+                op_timeout: self.operation_timeout,
+            },
+        })
+    }
+}
+
+fn rand_suffix() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.finish() & 0xff_ffff_ffff
+}
+
+/// A subscription's consumer. Thread-safe.
+#[pyclass(frozen, module = "streamwire._native")]
+pub struct Consumer {
+    h: Handle,
+}
+
+#[pymethods]
+impl Consumer {
+    /// The next message; waits up to `timeout` seconds (None: forever), then raises
+    /// `OperationTimeoutError`. Raises `TopicTerminatedError` at the end of a terminated topic.
+    #[pyo3(signature = (timeout=None))]
+    fn receive(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Message> {
+        self.h.receive(py, "consumer", timeout)
+    }
+
+    /// Up to `max_messages` messages in one call: waits until at least one is available
+    /// (or `timeout` passes: then returns `[]`), then returns what is queued, up to the max.
+    #[pyo3(signature = (max_messages, timeout=None))]
+    fn receive_many(
+        &self,
+        py: Python<'_>,
+        max_messages: i64,
+        timeout: Option<f64>,
+    ) -> PyResult<Vec<Message>> {
+        let got = self.h.receive_many(py, "consumer", max_messages, timeout)?;
+        Ok(got.into_iter().map(Message::new).collect())
+    }
+
+    /// Like `receive_many`, as a `pyarrow.RecordBatch` (no Python object per message).
+    /// Acknowledge with `acknowledge_cumulative` or by `MessageId`s rebuilt from the columns.
+    #[pyo3(signature = (max_messages, timeout=None))]
+    fn receive_arrow<'py>(
+        &self,
+        py: Python<'py>,
+        max_messages: i64,
+        timeout: Option<f64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let got = self.h.receive_many(py, "consumer", max_messages, timeout)?;
+        to_record_batch(py, &got)
+    }
+
+    /// Acknowledge a Message, a MessageId, or a list of them.
+    fn acknowledge(&self, message: &Bound<'_, PyAny>) -> PyResult<()> {
+        let e = self.h.live("consumer")?;
+        self.h.each_target(message, |s, id| e.acknowledge(s, id))
+    }
+
+    /// Acknowledge this message and every earlier one (not on shared subscriptions).
+    fn acknowledge_cumulative(&self, message: &Bound<'_, PyAny>) -> PyResult<()> {
+        let e = self.h.live("consumer")?;
+        let Target::Message(s, id) = self.h.target(message)?;
+        e.acknowledge_cumulative(s, id).py_err()
+    }
+
+    /// Have the message redelivered after `negative_ack_redelivery_delay`.
+    fn negative_acknowledge(&self, message: &Bound<'_, PyAny>) -> PyResult<()> {
+        let e = self.h.live("consumer")?;
+        self.h
+            .each_target(message, |s, id| e.negative_acknowledge(s, id))
+    }
+
+    /// Redeliver every message received but not acknowledged.
+    fn redeliver_unacknowledged_messages(&self, py: Python<'_>) -> PyResult<()> {
+        let e = self.h.live("consumer")?.clone();
+        self.h.block(py, "redeliver", async move {
+            e.redeliver_unacknowledged().await
+        })
+    }
+
+    /// Move the subscription to a MessageId or to a publish time (int, ms since the epoch).
+    fn seek(&self, py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.h.seek(py, "consumer", target)
+    }
+
+    /// Delete the subscription and close the consumer.
+    fn unsubscribe(&self, py: Python<'_>) -> PyResult<()> {
+        let e = self.h.live("consumer")?.clone();
+        self.h
+            .block(py, "unsubscribe", async move { e.unsubscribe().await })
+    }
+
+    /// Flush pending acknowledgements and close. Idempotent.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.h.close(py)
+    }
+
+    /// The id of the last message of the topic (one partition; else see get_last_message_ids).
+    fn get_last_message_id(&self, py: Python<'_>) -> PyResult<PyMessageId> {
+        self.h.last_id(py, "consumer")
+    }
+
+    /// The id of the last message of every partition / topic.
+    fn get_last_message_ids(&self, py: Python<'_>) -> PyResult<Vec<PyMessageId>> {
+        self.h.last_ids(py, "consumer")
+    }
+
+    fn has_reached_end_of_topic(&self) -> bool {
+        self.h.engine.has_reached_end_of_topic()
+    }
+
+    /// Local counters; with `broker=True` also the broker's CONSUMER_STATS per partition.
+    #[pyo3(signature = (broker=false))]
+    fn stats<'py>(&self, py: Python<'py>, broker: bool) -> PyResult<Bound<'py, PyDict>> {
+        self.h.stats(py, "consumer", broker)
+    }
+
+    #[getter]
+    fn topic(&self) -> &str {
+        self.h.engine.topic()
+    }
+
+    #[getter]
+    fn subscription_name(&self) -> &str {
+        self.h.engine.subscription()
+    }
+
+    #[getter]
+    fn consumer_name(&self) -> Option<String> {
+        self.h.engine.config().consumer_name.clone()
+    }
+
+    fn is_connected(&self) -> bool {
+        !self.h.engine.is_closed()
+    }
+
+    fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Message> {
+        self.h.next(py, "consumer")
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(refuse_pickle("Consumer", PICKLE_HINT))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<streamwire.Consumer topic={:?} subscription={:?}{}>",
+            self.h.engine.topic(),
+            self.h.engine.subscription(),
+            if self.h.engine.is_closed() {
+                " closed"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
+/// A reader: reads a topic from a position without a durable subscription.
+#[pyclass(frozen, module = "streamwire._native")]
+pub struct Reader {
+    h: Handle,
+}
+
+#[pymethods]
+impl Reader {
+    /// The next message (see `Consumer.receive`).
+    #[pyo3(signature = (timeout=None))]
+    fn read_next(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Message> {
+        self.h.receive(py, "reader", timeout)
+    }
+
+    /// Up to `max_messages` messages (see `Consumer.receive_many`).
+    #[pyo3(signature = (max_messages, timeout=None))]
+    fn read_many(
+        &self,
+        py: Python<'_>,
+        max_messages: i64,
+        timeout: Option<f64>,
+    ) -> PyResult<Vec<Message>> {
+        let got = self.h.receive_many(py, "reader", max_messages, timeout)?;
+        Ok(got.into_iter().map(Message::new).collect())
+    }
+
+    /// Up to `max_messages` messages as a `pyarrow.RecordBatch`.
+    #[pyo3(signature = (max_messages, timeout=None))]
+    fn read_arrow<'py>(
+        &self,
+        py: Python<'py>,
+        max_messages: i64,
+        timeout: Option<f64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let got = self.h.receive_many(py, "reader", max_messages, timeout)?;
+        to_record_batch(py, &got)
+    }
+
+    /// Whether there are messages after the last one read (asks the broker).
+    fn has_message_available(&self, py: Python<'_>) -> PyResult<bool> {
+        let e = self.h.live("reader")?.clone();
+        self.h.block(py, "has_message_available", async move {
+            e.has_message_available().await
+        })
+    }
+
+    /// Move to a MessageId (the next message read is that one).
+    fn seek(&self, py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.h.seek(py, "reader", target)
+    }
+
+    fn get_last_message_id(&self, py: Python<'_>) -> PyResult<PyMessageId> {
+        self.h.last_id(py, "reader")
+    }
+
+    fn has_reached_end_of_topic(&self) -> bool {
+        self.h.engine.has_reached_end_of_topic()
+    }
+
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.h.close(py)
+    }
+
+    #[getter]
+    fn topic(&self) -> &str {
+        self.h.engine.topic()
+    }
+
+    fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Message> {
+        self.h.next(py, "reader")
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(refuse_pickle("Reader", PICKLE_HINT))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<streamwire.Reader topic={:?}{}>",
+            self.h.engine.topic(),
+            if self.h.engine.is_closed() {
+                " closed"
+            } else {
+                ""
+            }
+        )
+    }
+}

@@ -1,0 +1,620 @@
+//! `Producer`: `send` (blocking for the receipt), `send_async` (a future and/or callback),
+//! `send_many` (one crossing for many messages, from lists or Arrow arrays).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::{Bytes, BytesMut};
+use pyo3::buffer::PyBuffer;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
+
+use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::runtime;
+use streamwire_pulsar::engine::batcher::BatchConfig;
+use streamwire_pulsar::engine::compression::Codec;
+use streamwire_pulsar::engine::message::OutgoingMessage;
+use streamwire_pulsar::message_id::MessageId;
+use streamwire_pulsar::producer::{
+    Completion, EntryOptions, Group, ProducerConfig, Rejected, Routing, TopicProducer,
+};
+use streamwire_pulsar::protocol::pb;
+use streamwire_pulsar::topic::TopicName;
+
+use crate::blocking::{positive_secs, wait};
+use crate::client::{refuse_pickle, Client};
+use crate::dispatch::{self, ErrorSlot, Job};
+use crate::errors::{to_py, IntoPyResult};
+use crate::message_id::PyMessageId;
+
+fn config_err(msg: String) -> PyErr {
+    to_py(Error::new(ErrorKind::Config, msg))
+}
+
+#[pymethods]
+impl Client {
+    /// Create a producer for `topic` (partitioned topics get one producer per partition).
+    #[pyo3(signature = (topic, *, producer_name=None, batching=true, batching_max_messages=1000,
+        batching_max_bytes=131_072, batching_max_delay=0.001, compression=None,
+        max_pending_messages=10_000, block_if_queue_full=true, send_timeout=30.0,
+        initial_sequence_id=None, access_mode="shared", routing="round_robin", chunking=false,
+        properties=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn create_producer(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        producer_name: Option<String>,
+        batching: bool,
+        batching_max_messages: u32,
+        batching_max_bytes: usize,
+        batching_max_delay: f64,
+        compression: Option<&str>,
+        max_pending_messages: usize,
+        block_if_queue_full: bool,
+        send_timeout: f64,
+        initial_sequence_id: Option<i64>,
+        access_mode: &str,
+        routing: &str,
+        chunking: bool,
+        properties: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Producer> {
+        let client = self.live()?.clone();
+        let topic = TopicName::parse(topic).py_err()?;
+        if chunking {
+            return Err(to_py(Error::new(
+                ErrorKind::NotSupported,
+                "chunking is not supported yet: messages above the broker's maximum size raise \
+                 MessageTooBigError",
+            )));
+        }
+        if batching_max_messages == 0 || batching_max_bytes == 0 {
+            return Err(config_err("batching limits must be positive".into()));
+        }
+        if max_pending_messages == 0 {
+            return Err(config_err("max_pending_messages must be at least 1".into()));
+        }
+        if producer_name.as_deref() == Some("") {
+            return Err(config_err("producer_name must not be empty".into()));
+        }
+        let compression = match compression.map(str::to_ascii_lowercase).as_deref() {
+            None | Some("none") => Codec::None,
+            Some("lz4") => Codec::Lz4,
+            Some("zlib") => Codec::Zlib,
+            Some("zstd") => Codec::Zstd,
+            Some("snappy") => Codec::Snappy,
+            Some(other) => {
+                return Err(config_err(format!(
+                    "unknown compression {other:?}; use None, 'lz4', 'zlib', 'zstd' or 'snappy'"
+                )))
+            }
+        };
+        let access_mode = match access_mode {
+            "shared" => pb::ProducerAccessMode::Shared,
+            "exclusive" => pb::ProducerAccessMode::Exclusive,
+            "exclusive_with_fencing" => pb::ProducerAccessMode::ExclusiveWithFencing,
+            "wait_for_exclusive" => pb::ProducerAccessMode::WaitForExclusive,
+            other => {
+                return Err(config_err(format!(
+                    "unknown access_mode {other:?}; use 'shared', 'exclusive', \
+                     'exclusive_with_fencing' or 'wait_for_exclusive'"
+                )))
+            }
+        };
+        let routing = match routing {
+            "round_robin" => Routing::RoundRobin,
+            "single" => Routing::Single,
+            "key_hash" => Routing::KeyHash,
+            other => {
+                return Err(config_err(format!(
+                    "unknown routing {other:?}; use 'round_robin', 'single' or 'key_hash'"
+                )))
+            }
+        };
+        let send_timeout = if send_timeout == 0.0 {
+            Duration::ZERO
+        } else {
+            positive_secs("send_timeout", send_timeout).py_err()?
+        };
+        let max_delay = if batching_max_delay == 0.0 {
+            Duration::ZERO
+        } else {
+            positive_secs("batching_max_delay", batching_max_delay).py_err()?
+        };
+        let config = ProducerConfig {
+            producer_name,
+            batching,
+            batch: BatchConfig {
+                max_messages: batching_max_messages,
+                max_bytes: batching_max_bytes,
+                max_delay,
+            },
+            compression,
+            max_pending_messages,
+            block_if_queue_full,
+            send_timeout,
+            initial_sequence_id,
+            access_mode,
+            properties: match properties {
+                Some(p) => crate::columns::one_props(p)?,
+                None => Vec::new(),
+            },
+            routing,
+        };
+        let budget = self.budget.clone();
+        let topic_name = topic.to_string();
+        let timeout = self.operation_timeout * 2;
+        let tp = wait(py, "create producer", Some(timeout), async move {
+            TopicProducer::create(client, topic, config, budget).await
+        })?;
+        Ok(Producer {
+            inner: Arc::new(tp),
+            pid: runtime::current_pid(),
+            closed: AtomicBool::new(false),
+            topic: topic_name,
+            block_if_queue_full,
+            callback_errors: Arc::new(Mutex::new(None)),
+        })
+    }
+}
+
+/// Copy a bytes-like (or str, as UTF-8) value into an owned buffer: the one copy a send makes.
+pub(crate) fn payload_of(value: &Bound<'_, PyAny>) -> PyResult<Bytes> {
+    if let Ok(b) = value.cast::<PyBytes>() {
+        return Ok(Bytes::copy_from_slice(b.as_bytes()));
+    }
+    if let Ok(s) = value.cast::<PyString>() {
+        return Ok(Bytes::copy_from_slice(s.to_str()?.as_bytes()));
+    }
+    match PyBuffer::<u8>::get(value) {
+        Ok(buf) => Ok(Bytes::from(buf.to_vec(value.py())?)),
+        Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "message value must be bytes, bytearray, memoryview or str, not {}",
+            value.get_type().name()?
+        ))),
+    }
+}
+
+fn secs_to_ms(name: &str, v: f64) -> PyResult<i64> {
+    if !v.is_finite() || v < 0.0 {
+        return Err(to_py(Error::invalid(format!(
+            "{name} must be a non-negative number"
+        ))));
+    }
+    Ok((v * 1000.0) as i64)
+}
+
+fn unix_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Everything `send`/`send_async` accept besides the value.
+#[allow(clippy::too_many_arguments)]
+fn build_message(
+    value: &Bound<'_, PyAny>,
+    key: Option<String>,
+    ordering_key: Option<Vec<u8>>,
+    properties: Option<&Bound<'_, PyAny>>,
+    event_time: Option<u64>,
+    sequence_id: Option<i64>,
+    deliver_after: Option<f64>,
+    deliver_at: Option<i64>,
+    replication_clusters: Option<Vec<String>>,
+    disable_replication: bool,
+) -> PyResult<(OutgoingMessage, bool, EntryOptions)> {
+    let mut msg = OutgoingMessage::new(payload_of(value)?, 0);
+    msg.key = key;
+    msg.ordering_key = ordering_key.map(Bytes::from);
+    msg.properties = match properties {
+        Some(p) => crate::columns::one_props(p)?,
+        None => Vec::new(),
+    };
+    msg.event_time = event_time;
+    let user_seq = match sequence_id {
+        Some(s) if s < 0 => {
+            return Err(to_py(Error::invalid("sequence_id must be non-negative")));
+        }
+        Some(s) => {
+            msg.sequence_id = s as u64;
+            true
+        }
+        None => false,
+    };
+    let deliver_at = match (deliver_after, deliver_at) {
+        (Some(_), Some(_)) => {
+            return Err(to_py(Error::invalid(
+                "give deliver_after or deliver_at, not both",
+            )));
+        }
+        (Some(after), None) => Some(unix_ms() + secs_to_ms("deliver_after", after)?),
+        (None, at) => at,
+    };
+    let entry = EntryOptions {
+        deliver_at,
+        replicate_to: replication_clusters.unwrap_or_default(),
+        disable_replication,
+    };
+    Ok((msg, user_seq, entry))
+}
+
+/// A producer. Thread-safe; `close()` (or the context manager) flushes.
+#[pyclass(frozen, module = "streamwire._native")]
+pub struct Producer {
+    inner: Arc<TopicProducer>,
+    pid: u32,
+    closed: AtomicBool,
+    topic: String,
+    block_if_queue_full: bool,
+    callback_errors: ErrorSlot,
+}
+
+impl Producer {
+    fn live(&self) -> PyResult<Arc<TopicProducer>> {
+        runtime::check_same_process(self.pid, "producer").py_err()?;
+        if self.closed.load(Ordering::Acquire) || self.inner.is_closed() {
+            return Err(to_py(Error::closed("producer")));
+        }
+        Ok(Arc::clone(&self.inner))
+    }
+
+    fn raise_callback_error(&self) -> PyResult<()> {
+        let e = self
+            .callback_errors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        e.map_or(Ok(()), Err)
+    }
+}
+
+#[pymethods]
+impl Producer {
+    /// Send one message and wait for the broker's receipt; returns its `MessageId`.
+    #[pyo3(signature = (value, *, key=None, ordering_key=None, properties=None, event_time=None,
+        sequence_id=None, deliver_after=None, deliver_at=None, replication_clusters=None,
+        disable_replication=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn send(
+        &self,
+        py: Python<'_>,
+        value: &Bound<'_, PyAny>,
+        key: Option<String>,
+        ordering_key: Option<Vec<u8>>,
+        properties: Option<&Bound<'_, PyAny>>,
+        event_time: Option<u64>,
+        sequence_id: Option<i64>,
+        deliver_after: Option<f64>,
+        deliver_at: Option<i64>,
+        replication_clusters: Option<Vec<String>>,
+        disable_replication: bool,
+    ) -> PyResult<PyMessageId> {
+        let tp = self.live()?;
+        let (msg, user_seq, entry) = build_message(
+            value,
+            key,
+            ordering_key,
+            properties,
+            event_time,
+            sequence_id,
+            deliver_after,
+            deliver_at,
+            replication_clusters,
+            disable_replication,
+        )?;
+        let id = wait(py, "send", None, async move {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            tp.send(msg, user_seq, entry, Completion::Once(tx)).await?;
+            rx.await.unwrap_or_else(|_| Err(Error::closed("producer")))
+        })?;
+        Ok(id.into())
+    }
+
+    /// Queue one message and return at once with a `SendFuture`. `callback(error, message_id)`
+    /// (one of them None) runs later on streamwire's callback thread, never on an I/O thread.
+    #[pyo3(signature = (value, callback=None, *, key=None, ordering_key=None, properties=None,
+        event_time=None, sequence_id=None, deliver_after=None, deliver_at=None,
+        replication_clusters=None, disable_replication=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn send_async(
+        &self,
+        py: Python<'_>,
+        value: &Bound<'_, PyAny>,
+        callback: Option<Py<PyAny>>,
+        key: Option<String>,
+        ordering_key: Option<Vec<u8>>,
+        properties: Option<&Bound<'_, PyAny>>,
+        event_time: Option<u64>,
+        sequence_id: Option<i64>,
+        deliver_after: Option<f64>,
+        deliver_at: Option<i64>,
+        replication_clusters: Option<Vec<String>>,
+        disable_replication: bool,
+    ) -> PyResult<SendFuture> {
+        let tp = self.live()?;
+        if let Some(cb) = &callback {
+            if !cb.bind(py).is_callable() {
+                return Err(pyo3::exceptions::PyTypeError::new_err(
+                    "callback must be callable",
+                ));
+            }
+        }
+        let (msg, user_seq, entry) = build_message(
+            value,
+            key,
+            ordering_key,
+            properties,
+            event_time,
+            sequence_id,
+            deliver_after,
+            deliver_at,
+            replication_clusters,
+            disable_replication,
+        )?;
+        let state = Arc::new(FutureState::default());
+        let st = Arc::clone(&state);
+        let errors = Arc::clone(&self.callback_errors);
+        let completion = Completion::Callback(Box::new(move |res: Result<MessageId>| {
+            if let Some(cb) = callback {
+                dispatch::submit(Job {
+                    callback: cb,
+                    result: res.clone(),
+                    errors,
+                });
+            }
+            st.set(res);
+        }));
+        let p = tp.producer_for(msg.key.as_deref()).clone();
+        match p.try_send(msg, user_seq, entry.clone(), completion) {
+            Ok(()) => {}
+            Err((e, completion, msg))
+                if e.kind() == ErrorKind::QueueFull && self.block_if_queue_full =>
+            {
+                wait(py, "send_async (waiting for room)", None, async move {
+                    p.send(msg, user_seq, entry, completion).await
+                })?;
+            }
+            Err((e, completion, _)) => {
+                completion.complete(Err(e.clone()));
+                return Err(to_py(e));
+            }
+        }
+        Ok(SendFuture { state })
+    }
+
+    /// Send many messages, crossing into the engine once; waits for every receipt and
+    /// returns the ids in input order. `values` is a sequence of bytes-like objects or a
+    /// pyarrow binary/string array; `keys`/`event_times` likewise (None entries allowed);
+    /// `properties` is one dict for all or a sequence of dicts.
+    #[pyo3(signature = (values, *, keys=None, properties=None, event_times=None))]
+    fn send_many(
+        &self,
+        py: Python<'_>,
+        values: &Bound<'_, PyAny>,
+        keys: Option<&Bound<'_, PyAny>>,
+        properties: Option<&Bound<'_, PyAny>>,
+        event_times: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<PyMessageId>> {
+        let tp = self.live()?;
+        let payloads = crate::columns::payloads(values)?;
+        let n = payloads.len();
+        let keys = crate::columns::opt_strings(keys, n, "keys")?;
+        let event_times = crate::columns::opt_u64s(event_times, n, "event_times")?;
+        let props = crate::columns::properties(properties, n)?;
+        let mut msgs = Vec::with_capacity(n);
+        for (i, (payload, null)) in payloads.into_iter().enumerate() {
+            let mut m = OutgoingMessage::new(payload, 0);
+            m.null_value = null;
+            if let Some(k) = &keys {
+                m.key = k[i].clone();
+            }
+            if let Some(t) = &event_times {
+                m.event_time = t[i];
+            }
+            match &props {
+                crate::columns::Props::None => {}
+                crate::columns::Props::Same(p) => m.properties = p.clone(),
+                crate::columns::Props::Each(v) => m.properties = v[i].clone(),
+            }
+            msgs.push(m);
+        }
+        let results = wait(py, "send_many", None, async move {
+            let group = Group::new(n);
+            if let Err(e) = tp.send_many(msgs, &group).await {
+                group.fail_unfilled(&e);
+            }
+            Ok(group.wait().await)
+        })?;
+        let mut ids = Vec::with_capacity(n);
+        let mut failed = 0usize;
+        let mut first_err: Option<Error> = None;
+        for r in results {
+            match r {
+                Ok(id) => ids.push(PyMessageId::from(id)),
+                Err(e) => {
+                    failed += 1;
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = first_err {
+            return Err(to_py(
+                e.context(format!("{failed} of {n} messages were not sent")),
+            ));
+        }
+        Ok(ids)
+    }
+
+    /// Send what is batched and wait until every message sent so far is acknowledged or
+    /// failed. Raises the first exception a callback raised, if any.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let tp = self.live()?;
+        wait(py, "flush", None, async move { tp.flush().await })?;
+        self.raise_callback_error()
+    }
+
+    /// Flush and close. Idempotent. Messages that could not be delivered fail with their
+    /// own errors (raised from `send`, set on their futures, passed to their callbacks).
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        if self.pid != runtime::current_pid() {
+            return Ok(());
+        }
+        let tp = Arc::clone(&self.inner);
+        wait(py, "close producer", None, async move { tp.close().await })?;
+        self.raise_callback_error()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.pending()
+    }
+
+    #[getter]
+    fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    #[getter]
+    fn last_sequence_id(&self) -> i64 {
+        self.inner.last_sequence_id()
+    }
+
+    #[getter]
+    fn num_partitions(&self) -> usize {
+        self.inner.num_partitions()
+    }
+
+    /// Counters and publish-latency percentiles (milliseconds).
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.inner.stats();
+        let d = PyDict::new(py);
+        d.set_item("sent", s.sent)?;
+        d.set_item("failed", s.failed)?;
+        d.set_item("bytes", s.bytes)?;
+        d.set_item("entries", s.entries)?;
+        d.set_item("reconnects", s.reconnects)?;
+        d.set_item("pending", s.pending)?;
+        d.set_item("latency_ms_p50", s.latency_ms[0])?;
+        d.set_item("latency_ms_p95", s.latency_ms[1])?;
+        d.set_item("latency_ms_p99", s.latency_ms[2])?;
+        d.set_item("latency_ms_max", s.latency_ms[3])?;
+        Ok(d)
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(refuse_pickle(
+            "Producer",
+            "create producers inside the worker (for Spark: streamwire.spark's process-local \
+             cache, or streamwire.spark.produce_arrow)",
+        ))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<streamwire.Producer topic={:?}>", self.topic)
+    }
+}
+
+/// The result of a `send_async`, filled in when the broker's receipt (or an error) arrives.
+#[derive(Default)]
+struct FutureState {
+    result: Mutex<Option<Result<MessageId>>>,
+    ready: Condvar,
+}
+
+impl FutureState {
+    fn set(&self, res: Result<MessageId>) {
+        let mut r = self.result.lock().unwrap_or_else(|p| p.into_inner());
+        if r.is_none() {
+            *r = Some(res);
+        }
+        self.ready.notify_all();
+    }
+}
+
+#[pyclass(frozen, module = "streamwire._native")]
+pub struct SendFuture {
+    state: Arc<FutureState>,
+}
+
+#[pymethods]
+impl SendFuture {
+    fn done(&self) -> bool {
+        self.state
+            .result
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+    }
+
+    /// Wait for the outcome: the `MessageId`, or the send's error raised.
+    #[pyo3(signature = (timeout=None))]
+    fn result(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<PyMessageId> {
+        let timeout = crate::blocking::timeout_arg("timeout", timeout).py_err()?;
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            let st = Arc::clone(&self.state);
+            let slice = Duration::from_millis(200);
+            let got = py.detach(move || {
+                let guard = st.result.lock().unwrap_or_else(|p| p.into_inner());
+                let (guard, _) = st
+                    .ready
+                    .wait_timeout_while(guard, slice, |r| r.is_none())
+                    .unwrap_or_else(|p| p.into_inner());
+                guard.clone()
+            });
+            if let Some(r) = got {
+                return r.map(PyMessageId::from).py_err();
+            }
+            py.check_signals()?;
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(to_py(Error::timeout("waiting for the send result")));
+            }
+        }
+    }
+
+    /// The error the send failed with, or None if it succeeded (waits like `result`).
+    #[pyo3(signature = (timeout=None))]
+    fn exception(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Py<PyAny>>> {
+        match self.result(py, timeout) {
+            Ok(_) => Ok(None),
+            Err(e) if e.get_type(py).name()? == "OperationTimeoutError" && !self.done() => Err(e),
+            Err(e) => Ok(Some(e.into_value(py).into_any())),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<streamwire.SendFuture done={}>", self.done())
+    }
+}
+
+/// Used by the columns module to build one payload buffer for many messages.
+pub(crate) fn freeze_slices(buf: BytesMut, lens: &[(usize, bool)]) -> Vec<(Bytes, bool)> {
+    let all = buf.freeze();
+    let mut out = Vec::with_capacity(lens.len());
+    let mut at = 0;
+    for &(len, null) in lens {
+        out.push((all.slice(at..at + len), null));
+        at += len;
+    }
+    out
+}

@@ -1,0 +1,185 @@
+#!/usr/bin/env python
+"""The streamwire main job: a PySpark round trip through the ``streamwire`` Data Source.
+
+Starts an embedded pulsar-lite broker (unless ``--service-url`` / ``STREAMWIRE_SERVICE_URL`` names
+a cluster), creates a ``local[2]`` SparkSession, generates ``--rows`` rows of ~100 bytes, writes
+them to a fresh topic through the Data Source, reads them back through the Data Source, and checks
+the row count and an order-independent checksum (sum of CRC32 and of lengths, computed in Spark on
+both sides). Prints write/read throughput; exits non-zero on any mismatch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", type=int, default=1_000_000, help="rows to write and read back")
+    p.add_argument("--value-size", type=int, default=100, help="bytes per value (>= 24)")
+    p.add_argument("--partitions", type=int, default=2, help="Spark partitions for the write")
+    p.add_argument(
+        "--service-url",
+        default=os.environ.get("STREAMWIRE_SERVICE_URL"),
+        help="use this cluster instead of an embedded pulsar-lite (env STREAMWIRE_SERVICE_URL)",
+    )
+    p.add_argument("--topic", default=None, help="topic (default: a fresh unique one)")
+    p.add_argument("--quiet", action="store_true", help="no progress line")
+    return p.parse_args(argv)
+
+
+class Progress:
+    """A one-line status from Spark's status tracker: stage, tasks done, elapsed, est. rows/s."""
+
+    def __init__(self, spark: Any, label: str, rows: int, enabled: bool) -> None:
+        self.sc = spark.sparkContext
+        self.label = label
+        self.rows = rows
+        self.enabled = enabled
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.start = 0.0
+
+    def __enter__(self) -> Progress:
+        self.start = time.perf_counter()
+        if self.enabled:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self.enabled:
+            self._thread.join()
+            sys.stderr.write("\r" + " " * 100 + "\r")
+            sys.stderr.flush()
+
+    def _run(self) -> None:
+        tracker = self.sc.statusTracker()
+        while not self._stop.wait(0.5):
+            done = total = 0
+            for sid in tracker.getActiveStageIds():
+                info = tracker.getStageInfo(sid)
+                if info is not None:
+                    done += info.numCompletedTasks
+                    total += info.numTasks
+            elapsed = time.perf_counter() - self.start
+            line = f"[{self.label}] {elapsed:6.1f}s  tasks {done}/{total}  ({self.rows:,} rows)"
+            sys.stderr.write("\r" + line.ljust(80))
+            sys.stderr.flush()
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = parse_args(argv)
+    if args.value_size < 24:
+        print("--value-size must be at least 24", file=sys.stderr)
+        return 2
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+    broker = None
+    url = args.service_url
+    if not url:
+        from tests.peers.lite import PulsarLite
+
+        broker = PulsarLite().start()
+        url = broker.service_url
+        print(f"embedded pulsar-lite at {url} (pid {broker.pid})")
+    else:
+        print(f"using cluster {url}")
+    topic = args.topic or f"persistent://public/default/main-job-{uuid.uuid4().hex[:12]}"
+    try:
+        return run(args, url, topic)
+    finally:
+        if broker is not None:
+            broker.close()
+
+
+def run(args: argparse.Namespace, url: str, topic: str) -> int:
+    import streamwire.spark
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    t0 = time.perf_counter()
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("streamwire-main-job")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    streamwire.spark.register(spark)
+    print(f"spark {spark.version} up in {time.perf_counter() - t0:.1f}s; topic {topic}")
+
+    n, size = args.rows, args.value_size
+    filler = size - 12 - 8
+    # value = 12-digit id + 8 hex of its crc + deterministic filler: ~size bytes, all distinct
+    data = spark.range(n, numPartitions=args.partitions).select(
+        F.concat(
+            F.lpad(F.col("id").cast("string"), 12, "0"),
+            F.lpad(F.hex(F.crc32(F.col("id").cast("string").cast("binary"))), 8, "0"),
+            F.substring(F.repeat(F.sha2(F.col("id").cast("string"), 256), 4), 1, filler),
+        )
+        .cast("binary")
+        .alias("value")
+    )
+
+    def checksum(df: Any) -> tuple[int, int, int]:
+        row = df.agg(
+            F.count(F.lit(1)).alias("n"),
+            F.sum(F.crc32(F.col("value"))).alias("crc"),
+            F.sum(F.length(F.col("value"))).alias("bytes"),
+        ).collect()[0]
+        return int(row.n), int(row.crc or 0), int(row.bytes or 0)
+
+    expected = checksum(data)
+    nbytes = expected[2]
+
+    with Progress(spark, "write", n, not args.quiet) as prog:
+        data.write.format("streamwire").option("service_url", url).option("topic", topic).mode(
+            "append"
+        ).save()
+        write_s = time.perf_counter() - prog.start
+
+    reader = spark.read.format("streamwire").option("service_url", url).option("topic", topic)
+    with Progress(spark, "read", n, not args.quiet) as prog:
+        got = checksum(reader.load())
+        read_s = time.perf_counter() - prog.start
+
+    mb = nbytes / 1e6
+    print(
+        f"write: {n:,} rows, {mb:,.1f} MB in {write_s:.2f}s -> "
+        f"{n / write_s:,.0f} rows/s, {mb / write_s:,.1f} MB/s"
+    )
+    print(
+        f"read:  {got[0]:,} rows, {got[2] / 1e6:,.1f} MB in {read_s:.2f}s -> "
+        f"{got[0] / read_s:,.0f} rows/s, {got[2] / 1e6 / read_s:,.1f} MB/s"
+    )
+    spark.stop()
+    if got != expected:
+        print(
+            f"MISMATCH: expected (rows, crc-sum, bytes) = {expected}, read back {got}",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"OK: {got[0]:,} rows, checksum {got[1]} matches; total {time.perf_counter() - t0:.1f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

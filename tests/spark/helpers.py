@@ -1,0 +1,34 @@
+"""Seeding and verification through the official client (a test-only stand-in)."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+
+def seed(pulsar: ModuleType, url: str, topic: str, values: list[bytes], **send: Any) -> list[Any]:
+    client = pulsar.Client(url)
+    try:
+        producer = client.create_producer(topic, batching_enabled=True)
+        ids = [producer.send(v, **send) for v in values]
+        producer.flush()
+        producer.close()
+        return ids
+    finally:
+        client.close()
+
+
+def drain(pulsar: ModuleType, url: str, topic: str, timeout_ms: int = 3000) -> list[Any]:
+    client = pulsar.Client(url)
+    try:
+        reader = client.create_reader(topic, pulsar.MessageId.earliest)
+        out = []
+        while True:
+            try:
+                out.append(reader.read_next(timeout_ms))
+            except Exception:
+                break
+        reader.close()
+        return out
+    finally:
+        client.close()
