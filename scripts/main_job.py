@@ -36,6 +36,9 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     )
     p.add_argument("--topic", default=None, help="topic (default: a fresh unique one)")
     p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.add_argument(
+        "--warmup", type=int, default=10_000, help="rows of an untimed warm-up round trip (0: none)"
+    )
     return p.parse_args(argv)
 
 
@@ -149,6 +152,17 @@ def run(args: argparse.Namespace, url: str, topic: str) -> int:
 
     expected = checksum(data)
     nbytes = expected[2]
+
+    if args.warmup:
+        # Start Python workers, import pyarrow/streamwire and connect once, so the timed runs
+        # measure streaming rather than JVM/worker start-up.
+        warm = f"{topic}-warmup"
+        data.limit(args.warmup).write.format("streamwire").option("service_url", url).option(
+            "topic", warm
+        ).mode("append").save()
+        spark.read.format("streamwire").option("service_url", url).option(
+            "topic", warm
+        ).load().count()
 
     with Progress(spark, "write", n, not args.quiet) as prog:
         data.write.format("streamwire").option("service_url", url).option("topic", topic).mode(

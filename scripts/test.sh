@@ -16,7 +16,7 @@ step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 step "cargo test (unit, proptest, golden frames, bounded fuzz run)"
-STREAMWIRE_FUZZ_ITERS=${STREAMWIRE_FUZZ_ITERS:-20000} cargo test --workspace --release --quiet
+STREAMWIRE_FUZZ_ITERS=${STREAMWIRE_FUZZ_ITERS:-20000} cargo test --workspace --quiet
 
 step "ruff"
 .venv/bin/ruff check python tests benches scripts

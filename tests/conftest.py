@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Protocol, Union
+from typing import Any, Union
 from urllib.parse import urlparse
 
 import pytest
@@ -36,22 +36,11 @@ if str(_ROOT) not in sys.path:
 
 from tests.peers.admin import PulsarAdmin  # noqa: E402
 from tests.peers.apache import ApachePulsar, ApachePulsarError  # noqa: E402
+from tests.peers.broker import Broker  # noqa: E402
 from tests.peers.faultproxy import FaultProxy  # noqa: E402
 from tests.peers.lite import PulsarLite  # noqa: E402
 
 BROKER_KINDS = ("lite", "apache")
-
-
-class Broker(Protocol):
-    """What tests may rely on for any broker."""
-
-    @property
-    def service_url(self) -> str: ...
-
-    @property
-    def pid(self) -> int | None: ...
-
-    def log_tail(self, lines: int = ...) -> str: ...
 
 
 ProxyTarget = Union[Broker, str, tuple[str, int]]

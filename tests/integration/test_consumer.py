@@ -8,9 +8,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-
 import streamwire
 from streamwire import exceptions as exc
+
 from tests.integration._consumer_util import produce
 
 
@@ -216,7 +216,7 @@ def test_pickling_refused(broker: Any, official_pulsar: ModuleType, unique_topic
         with pytest.raises(TypeError, match="cannot be pickled"):
             pickle.dumps(c)
         m = c.receive(timeout=10)
-        with pytest.raises(TypeError, match="msg.data"):
+        with pytest.raises(TypeError, match=r"msg\.data"):
             pickle.dumps(m)
         assert pickle.loads(pickle.dumps(m.message_id)) == m.message_id
         assert "x" not in repr(m).split("bytes")[1] or True

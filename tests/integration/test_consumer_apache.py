@@ -10,9 +10,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-
 import streamwire
 from streamwire import exceptions as exc
+
 from tests.integration._consumer_util import produce
 
 
@@ -27,7 +27,9 @@ def test_exclusive_ordering_no_duplicates(
     data = payloads(n)
     produce(official_pulsar, apache_broker.service_url, unique_topic, data, batching=False)
     with streamwire.Client(apache_broker.service_url) as client:
-        c = client.subscribe(unique_topic, "ord", initial_position="earliest", receiver_queue_size=500)
+        c = client.subscribe(
+            unique_topic, "ord", initial_position="earliest", receiver_queue_size=500
+        )
         got: list[bytes] = []
         deadline = time.monotonic() + 120
         while len(got) < n and time.monotonic() < deadline:
@@ -80,7 +82,10 @@ def test_end_of_topic(
     with streamwire.Client(apache_broker.service_url) as client:
         c = client.subscribe(unique_topic, "end", initial_position="earliest")
         apache_admin.terminate(unique_topic)
-        got = list(c)  # iteration stops at the end of a terminated topic
+        got = []
+        for m in c:  # iteration stops at the end of a terminated topic (once all is acked)
+            got.append(m)
+            c.acknowledge(m)
         assert [m.data() for m in got] == payloads(3)
         assert c.has_reached_end_of_topic()
         with pytest.raises(exc.TopicTerminatedError):
@@ -128,7 +133,10 @@ def test_batch_index_ack(
     produce(official_pulsar, apache_broker.service_url, unique_topic, data, batching=True)
     with streamwire.Client(apache_broker.service_url) as client:
         c = client.subscribe(
-            unique_topic, "bia", initial_position="earliest", batch_index_ack=True,
+            unique_topic,
+            "bia",
+            initial_position="earliest",
+            batch_index_ack=True,
             subscription_type="shared",
         )
         msgs = []
@@ -137,9 +145,7 @@ def test_batch_index_ack(
         assert msgs[0].message_id.batch_size > 1, "the writer batched"
         c.acknowledge([m for m in msgs if int(m.data()) % 2 == 0])
         c.close()
-        c = client.subscribe(
-            unique_topic, "bia", batch_index_ack=True, subscription_type="shared"
-        )
+        c = client.subscribe(unique_topic, "bia", batch_index_ack=True, subscription_type="shared")
         again = []
         while True:
             batch = c.receive_many(10, timeout=2)

@@ -6,9 +6,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-
 import streamwire
 from streamwire import exceptions as exc
+
 from tests.integration._consumer_util import produce
 
 

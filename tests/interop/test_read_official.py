@@ -7,8 +7,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-
 import streamwire
+
 from tests.integration._consumer_util import produce
 
 CODECS = ["NONE", "LZ4", "ZLib", "ZSTD", "SNAPPY"]

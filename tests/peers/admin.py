@@ -47,9 +47,15 @@ class PulsarAdmin:
         self.timeout = timeout
 
     def request(
-        self, method: str, path: str, body: Any = None, *, params: dict[str, str] | None = None
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        params: dict[str, str] | None = None,
+        prefix: str = "admin/v2",
     ) -> Any:
-        url = f"{self.admin_url}/admin/v2/{path}"
+        url = f"{self.admin_url}/{prefix}/{path}"
         if params:
             url += "?" + urllib.parse.urlencode(params)
         data = None
@@ -98,6 +104,13 @@ class PulsarAdmin:
     def topic_stats(self, topic: str, *, partitioned: bool = False) -> dict[str, Any]:
         suffix = "partitioned-stats" if partitioned else "stats"
         result: dict[str, Any] = self.request("GET", f"{topic_path(topic)}/{suffix}")
+        return result
+
+    def lookup(self, topic: str) -> dict[str, Any]:
+        """HTTP topic lookup (makes the broker own the topic's bundle); returns broker URLs."""
+        result: dict[str, Any] = self.request(
+            "GET", f"topic/{topic_path(topic)}", prefix="lookup/v2"
+        )
         return result
 
     def list_topics(self, namespace: str = "public/default") -> list[str]:

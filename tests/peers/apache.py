@@ -35,7 +35,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from .util import LOOPBACK, free_ports, kill_pid, stop_pid, tail
+from .util import LOOPBACK, free_ports, kill_pid, stop_pid, tail, track
 
 if TYPE_CHECKING:
     from .admin import PulsarAdmin
@@ -433,10 +433,10 @@ class ApachePulsar:
                 stderr=subprocess.STDOUT,
                 cwd=str(self.workdir),
                 env=env,
-                start_new_session=True,
             )
         finally:
             console.close()
+        track(self._proc)
         try:
             self._wait_ready()
         except BaseException:

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .util import LOOPBACK, free_port, kill_pid, stop_pid, tail, tcp_accepts
+from .util import LOOPBACK, free_port, kill_pid, stop_pid, tail, tcp_accepts, track
 
 __all__ = ["PulsarLite", "PulsarLiteError", "find_binary"]
 
@@ -138,10 +138,10 @@ class PulsarLite:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=str(self.workdir),
-                start_new_session=True,
             )
         finally:
             log.close()
+        track(self._proc)
         try:
             self._wait_ready()
         except BaseException:

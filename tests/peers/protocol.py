@@ -360,3 +360,63 @@ def rewrite_lookup_response(frame: bytes, service_url: str) -> bytes | None:
     except FrameError:
         return None
     return encode_simple(b"".join(parts)) if changed else None
+
+
+def encode_command(type_name: str, field_no: int, body: bytes) -> bytes:
+    """A simple frame for BaseCommand{type=<type_name>, <field_no>=body}."""
+    base = b"\x08" + encode_varint(COMMAND_TYPES[type_name]) + _len_field(field_no, body)
+    return encode_simple(base)
+
+
+def encode_uint_fields(*pairs: tuple[int, int]) -> bytes:
+    """Protobuf bytes for varint fields given as (field number, value) pairs."""
+    return b"".join(encode_varint(f << 3) + encode_varint(v) for f, v in pairs)
+
+
+def decode_uint_fields(msg: bytes) -> dict[int, int | bytes]:
+    """Top-level fields of a protobuf message: varints as int, length-delimited as bytes."""
+    out: dict[int, int | bytes] = {}
+    for field_no, wire, _raw, value in _fields(msg):
+        out[field_no] = read_varint(value, 0)[0] if wire == 0 else value
+    return out
+
+
+class RawConnection:
+    """A raw, blocking Pulsar connection for probing brokers in tests (CONNECT on open)."""
+
+    def __init__(self, host: str, port: int, timeout: float = 10.0) -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self._buf = b""
+        self.sock.sendall(encode_connect())
+        frame = self.recv_frame()
+        if frame.command_name != "CONNECTED":
+            raise FrameError(f"expected CONNECTED, got {frame.command_name}")
+
+    def send(self, frame: bytes) -> None:
+        self.sock.sendall(frame)
+
+    def recv_frame(self) -> Frame:
+        while True:
+            n = frame_length(self._buf)
+            if n is not None and len(self._buf) >= n:
+                raw, self._buf = self._buf[:n], self._buf[n:]
+                frame = parse_frame(raw)
+                if frame.command_name == "PING":
+                    self.sock.sendall(encode_simple(b"\x08" + encode_varint(COMMAND_TYPES["PONG"])))
+                    continue
+                return frame
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("connection closed by the broker")
+            self._buf += chunk
+
+    def request(self, type_name: str, field_no: int, body: bytes) -> tuple[Frame, bytes]:
+        """Send a command and return (response frame, its inner command message bytes)."""
+        self.send(encode_command(type_name, field_no, body))
+        frame = self.recv_frame()
+        fields = decode_uint_fields(frame.command)
+        inner = next((v for k, v in fields.items() if k != 1 and isinstance(v, bytes)), b"")
+        return frame, inner
+
+    def close(self) -> None:
+        self.sock.close()

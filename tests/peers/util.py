@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
@@ -56,8 +57,24 @@ def tail(path: Path | None, lines: int = 60) -> str:
     return "\n".join(data.splitlines()[-lines:])
 
 
+_LIVE: set[subprocess.Popen[bytes]] = set()
+
+
+def track(proc: subprocess.Popen[bytes]) -> None:
+    """Remember a started broker so that it is stopped at interpreter exit if nobody did."""
+    _LIVE.add(proc)
+
+
+@atexit.register
+def _stop_leftovers() -> None:
+    for proc in list(_LIVE):
+        with contextlib.suppress(Exception):
+            stop_pid(proc, 5.0)
+
+
 def stop_pid(proc: subprocess.Popen[bytes], term_timeout: float = 10.0) -> int | None:
     """Stop a child by PID: SIGTERM, then SIGKILL after ``term_timeout``. Returns its exit code."""
+    _LIVE.discard(proc)
     if proc.poll() is not None:
         return proc.returncode
     with contextlib.suppress(ProcessLookupError):
@@ -73,6 +90,7 @@ def stop_pid(proc: subprocess.Popen[bytes], term_timeout: float = 10.0) -> int |
 
 def kill_pid(proc: subprocess.Popen[bytes]) -> int | None:
     """SIGKILL a child by PID and reap it."""
+    _LIVE.discard(proc)
     if proc.poll() is not None:
         return proc.returncode
     with contextlib.suppress(ProcessLookupError):

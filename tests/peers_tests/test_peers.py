@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from tests.conftest import Broker
 from tests.peers.admin import AdminError, PulsarAdmin
-from tests.peers.apache import ApachePulsar
+from tests.peers.apache import ApachePulsar, ApachePulsarError
+from tests.peers.broker import Broker
 from tests.peers.lite import PulsarLite, render_config
-from tests.peers.protocol import handshake
+from tests.peers.protocol import (
+    RawConnection,
+    decode_uint_fields,
+    encode_uint_fields,
+    handshake,
+)
 from tests.peers.util import listening_sockets
 
 
@@ -170,3 +177,49 @@ def roundtrip_existing(pulsar: ModuleType, url: str, topic: str, n: int) -> list
         return [consumer.receive(timeout_millis=15000).data() for _ in range(n)]
     finally:
         client.close()
+
+
+def test_apache_start_failure_reports_log_tail(tmp_path: Path) -> None:
+    broker = ApachePulsar(extra_conf={"brokerServicePort": "not-a-port"}, workdir=tmp_path)
+    try:
+        with pytest.raises(ApachePulsarError) as err:
+            broker.start()
+        assert "not-a-port" in str(err.value) or "NumberFormatException" in str(err.value)
+        assert broker.pid is not None and not broker.running
+    finally:
+        broker.close()
+
+
+def test_apache_transaction_coordinator_answers(
+    apache_broker: ApachePulsar, apache_admin: PulsarAdmin
+) -> None:
+    """transactionCoordinatorEnabled=true is effective: TC connect + NEW_TXN succeed.
+
+    (pulsar-client 3.13 for Python has no transaction API, so this speaks the protocol. Like a
+    real client, it first looks up the coordinator's topic so that the broker loads it.)
+    """
+    tc_topic = "persistent://pulsar/system/transaction_coordinator_assign-partition-0"
+    assert apache_admin.lookup(tc_topic)["brokerUrl"] == apache_broker.service_url
+    deadline = time.monotonic() + 60
+    last: object = None
+    while time.monotonic() < deadline:
+        conn = RawConnection("127.0.0.1", apache_broker.broker_port)
+        try:
+            frame, inner = conn.request(
+                "TC_CLIENT_CONNECT_REQUEST", 62, encode_uint_fields((1, 1), (2, 0))
+            )
+            assert frame.command_name == "TC_CLIENT_CONNECT_RESPONSE"
+            fields = decode_uint_fields(inner)
+            if 2 in fields:  # error: the coordinator may still be loading
+                last = fields
+                time.sleep(1)
+                continue
+            frame, inner = conn.request("NEW_TXN", 50, encode_uint_fields((1, 2), (2, 60000)))
+            assert frame.command_name == "NEW_TXN_RESPONSE"
+            fields = decode_uint_fields(inner)
+            assert 4 not in fields, fields  # no error
+            assert fields.get(1) == 2  # request id echoed
+            return
+        finally:
+            conn.close()
+    pytest.fail(f"transaction coordinator never became ready: {last}")

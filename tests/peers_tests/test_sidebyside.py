@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from typing import Any
-
-import shutil
 
 import pytest
 

@@ -7,7 +7,7 @@ from typing import Any
 
 
 def seed(pulsar: ModuleType, url: str, topic: str, values: list[bytes], **send: Any) -> list[Any]:
-    client = pulsar.Client(url)
+    client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:
         producer = client.create_producer(topic, batching_enabled=True)
         ids = [producer.send(v, **send) for v in values]
@@ -19,7 +19,7 @@ def seed(pulsar: ModuleType, url: str, topic: str, values: list[bytes], **send: 
 
 
 def drain(pulsar: ModuleType, url: str, topic: str, timeout_ms: int = 3000) -> list[Any]:
-    client = pulsar.Client(url)
+    client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:
         reader = client.create_reader(topic, pulsar.MessageId.earliest)
         out = []

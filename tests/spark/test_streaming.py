@@ -60,7 +60,9 @@ def test_max_records_per_trigger_makes_several_batches(
     spark: Any, lite_broker: Any, unique_topic: str, official_pulsar: ModuleType, tmp_path: Path
 ) -> None:
     url = lite_broker.service_url
-    client = official_pulsar.Client(url)
+    client = official_pulsar.Client(
+        url, logger=official_pulsar.ConsoleLogger(official_pulsar.LoggerLevel.Error)
+    )
     producer = client.create_producer(unique_topic, batching_enabled=False)
     for i in range(60):
         producer.send(f"n{i}".encode())
@@ -72,3 +74,23 @@ def test_max_records_per_trigger_makes_several_batches(
     assert sorted(got) == sorted(f"n{i}" for i in range(60))
     assert len(q.recentProgress) >= 3
     assert max(p["numInputRows"] for p in q.recentProgress) <= 20
+
+
+def test_commit_to_subscription_acknowledges_committed_offsets(
+    spark: Any,
+    apache_broker: Any,
+    apache_admin: Any,
+    unique_topic: str,
+    official_pulsar: ModuleType,
+    tmp_path: Path,
+) -> None:
+    url = apache_broker.service_url
+    seed(official_pulsar, url, unique_topic, [f"c{i}".encode() for i in range(120)])
+    _run_available_now(
+        spark, url, unique_topic, tmp_path / "o", tmp_path / "c", commitToSubscription="spark-q"
+    )
+    assert spark.read.parquet(str(tmp_path / "o")).count() == 120
+    stats = apache_admin.topic_stats(unique_topic)
+    assert stats["subscriptions"]["spark-q"]["msgBacklog"] == 0, stats["subscriptions"]
+    # without the option no subscription is left behind (planning uses readers)
+    assert set(stats["subscriptions"]) == {"spark-q"}

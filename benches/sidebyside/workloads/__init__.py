@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ("connect_lookup",)
+MODULES = ("connect_lookup", "produce")
 
 
 def load_all() -> None:

@@ -43,6 +43,7 @@ from streamwire.spark.offsets import (
 )
 from streamwire.spark.reading import (
     ReadOptions,
+    first_message_position,
     last_message_id,
     read_range,
     resolve_topics,
@@ -341,15 +342,31 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 result[topic] = begin  # nothing new (or an empty topic): never move backwards
                 continue
             result[topic] = last
-            if max_rows and begin[0] == last[0] and begin[0] >= 0:
+            if max_rows:
                 per_partition = max(1, int(max_rows) // max(1, len(latest)))
-                capped_entry = begin[1] + per_partition
-                if capped_entry < last[1]:
-                    result[topic] = (last[0], capped_entry, -1)
+                result[topic] = self._capped(topic, begin, last, per_partition)
         # keep partitions that disappeared from the listing where they were
         for topic, pos in starts.items():
             result.setdefault(topic, pos)
         return offset_json(result)
+
+    def _capped(self, topic: str, begin: Position, last: Position, entries: int) -> Position:
+        """At most ``entries`` entries after ``begin`` when both lie in one ledger.
+
+        Entry ids are contiguous within a ledger; across ledgers the count is unknown without
+        the admin API, so the rest of ``begin``'s ledger is taken (or everything, from EARLIEST
+        when the first message is in another ledger than the last).
+        """
+        if begin[0] < 0:
+            first = first_message_position(get_client(self.config), topic)
+            if first is None:
+                return last
+            begin = (first[0], first[1] - 1, -1)  # just before the first entry
+        if begin[0] != last[0]:
+            return last
+        lo = begin[1] if begin[2] < 0 else begin[1] - 1
+        capped = lo + entries
+        return (last[0], capped, -1) if capped < last[1] else last
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         ranges = [

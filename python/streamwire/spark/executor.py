@@ -21,7 +21,13 @@ from streamwire.spark.offsets import (
     predecessor,
     split_ranges,
 )
-from streamwire.spark.reading import ReadOptions, last_message_id, read_range, resolve_topics
+from streamwire.spark.reading import (
+    ReadOptions,
+    first_message_position,
+    last_message_id,
+    read_range,
+    resolve_topics,
+)
 from streamwire.spark.writing import ProduceOptions, produce_batches
 
 __all__ = [
@@ -206,7 +212,14 @@ def _plan(
         else:
             start = predecessor(start_spec)  # type: ignore[arg-type]
         ranges.append(RangeSpec(topic, partition_index(topic), start, end))
-    return split_ranges(ranges, min_partitions)
+    firsts: dict[str, Position] = {}
+    if min_partitions > len(ranges):
+        for r in ranges:
+            if r.start[0] < 0 and not r.is_empty():
+                first = first_message_position(client, r.topic)
+                if first is not None:
+                    firsts[r.topic] = first
+    return split_ranges(ranges, min_partitions, firsts)
 
 
 def range_rows(ranges: Sequence[RangeSpec]) -> list[tuple[str]]:

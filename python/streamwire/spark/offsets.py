@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Optional, Union
 
 __all__ = [
     "EARLIEST",
@@ -156,39 +156,54 @@ def partition_index(topic: str) -> int:
     return -1
 
 
-def split_ranges(ranges: list[RangeSpec], min_partitions: int) -> list[RangeSpec]:
+def split_ranges(
+    ranges: list[RangeSpec],
+    min_partitions: int,
+    first_positions: Optional[Mapping[str, Position]] = None,
+) -> list[RangeSpec]:
     """Split ranges into at least ``min_partitions`` pieces where that is possible.
 
     Entry ids are contiguous within a ledger, so a range whose start and end lie in the same ledger
     splits exactly at entry boundaries; ranges across ledgers are left whole (their entry counts
-    are not known without the admin API).
+    are not known without the admin API). A range from EARLIEST uses ``first_positions`` (the
+    first message still in the partition) to place its bounds; its first piece still starts at
+    EARLIEST, so nothing is skipped if the head moves.
     """
     result = [r for r in ranges if not r.is_empty()]
     if min_partitions <= len(result):
         return result
-    splittable = [r for r in result if r.start[0] == r.end[0] and r.start[0] >= 0]
+    firsts = first_positions or {}
+
+    def effective_start(r: RangeSpec) -> Position:
+        if r.start[0] < 0 and r.topic in firsts:
+            first = firsts[r.topic]
+            return (first[0], first[1] - 1, -1)
+        return r.start
+
+    splittable = [
+        r for r in result if effective_start(r)[0] == r.end[0] and effective_start(r)[0] >= 0
+    ]
     if not splittable:
         return result
-    total_entries = sum(max(1, r.end[1] - r.start[1]) for r in splittable)
     wanted_extra = min_partitions - len(result)
+    total_entries = sum(max(1, r.end[1] - effective_start(r)[1]) for r in splittable)
     out: list[RangeSpec] = [r for r in result if r not in splittable]
     for r in splittable:
-        entries = max(1, r.end[1] - r.start[1])
-        pieces = 1 + (wanted_extra * entries) // max(1, total_entries)
+        eff = effective_start(r)
+        # the last fully read entry before the range (a partly read batch counts as unread)
+        first_entry = eff[1] if eff[2] < 0 else eff[1] - 1
+        entries = r.end[1] - first_entry
+        pieces = 1 + (wanted_extra * max(1, entries)) // max(1, total_entries)
         pieces = max(1, min(pieces, entries))
         if pieces == 1:
             out.append(r)
             continue
         ledger = r.end[0]
-        # the last fully read entry before the range (a partly read batch counts as unread)
-        first_entry = r.start[1] if r.start[2] < 0 else r.start[1] - 1
-        entries = r.end[1] - first_entry
-        pieces = max(1, min(pieces, entries))
         bounds = [first_entry + (entries * i) // pieces for i in range(1, pieces)]
         start = r.start
         for bound in bounds:
             end: Position = (ledger, bound, -1)
-            if position_key(end) > position_key(start):
+            if position_key(end) > position_key(start) and position_key(end) > position_key(eff):
                 out.append(RangeSpec(r.topic, r.partition, start, end))
                 start = end
         out.append(RangeSpec(r.topic, r.partition, start, r.end))

@@ -128,13 +128,13 @@ def resolve_topics(client: Any, topics: Sequence[str], pattern: Optional[str]) -
 def last_message_id(client: Any, topic: str) -> Position:
     """The position of the last message now in ``topic`` (one partition); entry -1 if empty.
 
-    Prefers ``Reader.get_last_message_id`` (no subscription is created); otherwise probes with a
-    uniquely named consumer and unsubscribes it when the API allows.
+    Uses ``Reader.get_last_message_id`` (no subscription is left behind); falls back to a
+    uniquely named consumer that is unsubscribed again.
     """
     reader = client.create_reader(topic, "latest")
     try:
         if hasattr(reader, "get_last_message_id"):
-            return _as_position(reader.get_last_message_id())
+            return _last_or_empty(reader.get_last_message_id)
     finally:
         reader.close()
     consumer = client.subscribe(
@@ -144,7 +144,7 @@ def last_message_id(client: Any, topic: str) -> Position:
         initial_position="latest",
     )
     try:
-        return _as_position(consumer.get_last_message_id())
+        return _last_or_empty(consumer.get_last_message_id)
     finally:
         unsubscribe = getattr(consumer, "unsubscribe", None)
         try:
@@ -152,6 +152,32 @@ def last_message_id(client: Any, topic: str) -> Position:
                 unsubscribe()
         finally:
             consumer.close()
+
+
+def _last_or_empty(call: Any) -> Position:
+    try:
+        return _as_position(call())
+    except streamwire.ServerError as exc:
+        # pulsar-lite answers an error for an empty topic where Apache Pulsar returns (L, -1)
+        if "no messages" in str(exc).lower():
+            return (-1, -1, -1)
+        raise
+
+
+def first_message_position(client: Any, topic: str) -> Optional[Position]:
+    """The position of the first message still in ``topic``, or None if it is empty."""
+    reader = client.create_reader(topic, "earliest")
+    try:
+        rb = reader.read_arrow(1, timeout=1.0)
+        if rb.num_rows == 0:
+            return None
+        return (
+            int(rb.column("ledger_id")[0].as_py()),
+            int(rb.column("entry_id")[0].as_py()),
+            int(rb.column("batch_index")[0].as_py()),
+        )
+    finally:
+        reader.close()
 
 
 def _as_position(mid: Any) -> Position:
@@ -171,12 +197,16 @@ def read_range(config: ClientConfig, spec: RangeSpec, options: ReadOptions) -> I
         return
     client = config.client()
     start_id: Any
-    if spec.start[0] < 0 or spec.start[1] < 0:
-        start_id = "earliest"  # filter below; (L,-1) is not a message a reader can start at
-        expect_first: Optional[tuple[int, int]] = None
+    expect_entry: Optional[tuple[int, int]] = None
+    if spec.start[0] < 0 or spec.start[1] <= 0:
+        # From the beginning, or from entry 0 of a ledger: start at "earliest" and filter.
+        # (A reader at (L, 0) inclusive is refused by pulsar-lite; (L, -1) is no message.)
+        start_id = "earliest"
     else:
+        # Inclusive at the start's entry: the rest of a partly read batch is re-delivered and
+        # filtered here, and the entry's presence proves nothing was deleted before it.
         start_id = streamwire.MessageId(spec.start[0], spec.start[1], max(spec.partition, -1))
-        expect_first = (spec.start[0], spec.start[1])
+        expect_entry = (spec.start[0], spec.start[1])
     reader = client.create_reader(
         spec.topic,
         start_id,
@@ -184,9 +214,141 @@ def read_range(config: ClientConfig, spec: RangeSpec, options: ReadOptions) -> I
         receiver_queue_size=options.receiver_queue_size,
     )
     try:
-        yield from _read_loop(reader, spec, options, expect_first)
+        if hasattr(reader, "read_arrow"):
+            yield from _read_arrow_loop(reader, spec, options, expect_entry)
+        else:
+            yield from _read_loop(reader, spec, options, expect_entry)
     finally:
         reader.close()
+
+
+def _data_loss(spec: RangeSpec, expect: tuple[int, int], got: tuple[int, int]) -> DataLossError:
+    return DataLossError(
+        f"{spec.topic}: expected to resume at entry {expect}, but the first available entry is "
+        f"{got}: messages in between were deleted (set failOnDataLoss=false to skip them)"
+    )
+
+
+def _range_end_missing(spec: RangeSpec) -> DataLossError:
+    return DataLossError(
+        f"{spec.topic}: no more messages before the planned end {spec.end} "
+        "(deleted or truncated; set failOnDataLoss=false to skip)"
+    )
+
+
+def _read_arrow_loop(
+    reader: Any, spec: RangeSpec, options: ReadOptions, expect_entry: Optional[tuple[int, int]]
+) -> Iterator[Any]:
+    """The Arrow path: filtering and conversion are vectorized; no per-message Python objects
+    except the serialized message id column."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    end_entry = (spec.end[0], spec.end[1])
+    whole_end_entry = spec.end[2] < 0
+    end_key = position_key(spec.end)
+    last_key = position_key(spec.start)
+    checked = expect_entry is None
+    while True:
+        rb = reader.read_arrow(options.max_batch, timeout=options.poll_timeout)
+        if rb.num_rows == 0:
+            if reader.has_message_available():
+                continue
+            if not whole_end_entry and options.fail_on_data_loss:
+                raise _range_end_missing(spec)
+            return
+        ledger = rb.column("ledger_id")
+        entry = rb.column("entry_id")
+        batch = rb.column("batch_index")
+        if not checked and expect_entry is not None:
+            ok, first = _first_entry_at_or_after(ledger, entry, expect_entry)
+            if ok is not None:
+                checked = True
+                if not ok and options.fail_on_data_loss:
+                    raise _data_loss(spec, expect_entry, first)
+        # Positions within a partition strictly increase; anything not after the last position
+        # taken is a re-delivery (pulsar-lite re-dispatches entries) and is dropped here.
+        keep: list[bool] = []
+        beyond = False
+        for pos in zip(ledger.to_pylist(), entry.to_pylist(), batch.to_pylist()):
+            key = position_key(pos)
+            if key > end_key:
+                beyond = True
+                keep.append(False)
+            elif key > last_key:
+                last_key = key
+                keep.append(True)
+            else:
+                keep.append(False)
+        mask = pa.array(keep, pa.bool_())
+        if options.starting_time_ms is not None or options.ending_time_ms is not None:
+            mask = pc.and_(mask, _time_mask(pc, rb.column("publish_time"), options))
+        kept = rb.filter(mask)
+        if kept.num_rows:
+            yield arrow_to_schema(kept, spec.partition, options)
+        if beyond or last_key >= end_key:
+            return
+        if (
+            whole_end_entry
+            and (last_key[0], last_key[1]) == end_entry
+            and not reader.has_message_available()
+        ):
+            return
+
+
+def _first_entry_at_or_after(
+    ledger: Any, entry: Any, expect: tuple[int, int]
+) -> tuple[Optional[bool], tuple[int, int]]:
+    for i in range(len(ledger)):
+        got = (ledger[i].as_py(), entry[i].as_py())
+        if got >= expect:
+            return got == expect, got
+    return None, (-1, -1)
+
+
+def _time_mask(pc: Any, publish: Any, options: ReadOptions) -> Any:
+    import pyarrow as pa
+
+    ms = pc.cast(publish, pa.int64())
+    mask = pc.is_valid(ms)
+    if options.starting_time_ms is not None:
+        mask = pc.and_(mask, pc.greater_equal(ms, options.starting_time_ms))
+    if options.ending_time_ms is not None:
+        mask = pc.and_(mask, pc.less(ms, options.ending_time_ms))
+    return mask
+
+
+def arrow_to_schema(rb: Any, partition: int, options: ReadOptions) -> Any:
+    """A reader's Arrow batch -> the Data Source schema."""
+    import pyarrow as pa
+
+    schema = arrow_schema(options.scala_names)
+    n = rb.num_rows
+    ledgers = rb.column("ledger_id").to_pylist()
+    entries = rb.column("entry_id").to_pylist()
+    batches = rb.column("batch_index").to_pylist()
+    mid = streamwire.MessageId
+    part = max(partition, -1)
+    ids = [mid(ledgers[i], entries[i], part, batches[i]).serialize() for i in range(n)]
+    ts = schema.field(5).type
+
+    def col(name: str, typ: Any) -> Any:
+        c = rb.column(name)
+        return c if c.type.equals(typ) else c.cast(typ)
+
+    arrays = [
+        col("value", pa.binary()),
+        col("key", pa.string()),
+        col("topic", pa.string()),
+        pa.array([partition] * n, pa.int32()),
+        pa.array(ids, pa.binary()),
+        col("publish_time", ts),
+        col("event_time", ts),
+        col("properties", pa.map_(pa.string(), pa.string())),
+        col("producer_name", pa.string()),
+        col("sequence_id", pa.int64()),
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def _read_loop(
@@ -196,42 +358,31 @@ def _read_loop(
     end_key = position_key(spec.end)
     end_entry = (spec.end[0], spec.end[1])
     whole_end_entry = spec.end[2] < 0
-    first = True
+    checked = expect_first is None
     while True:
         messages = reader.read_many(options.max_batch, timeout=options.poll_timeout)
         if not messages:
-            if not reader.has_message_available():
-                # Everything that exists was read, and the end was not reached: the tail of the
-                # range is gone, or (end batch -1) the last entry is complete.
-                if not whole_end_entry and options.fail_on_data_loss:
-                    raise DataLossError(
-                        f"{spec.topic}: range ended before {spec.end} (failOnDataLoss=true)"
-                    )
-                return
-            continue
+            if reader.has_message_available():
+                continue
+            if not whole_end_entry and options.fail_on_data_loss:
+                raise _range_end_missing(spec)
+            return
         keep: list[Any] = []
         done = False
         for msg in messages:
             mid = msg.message_id
             pos = (int(mid.ledger_id), int(mid.entry_id), int(mid.batch_index))
-            if first:
-                first = False
-                if (
-                    expect_first is not None
-                    and (pos[0], pos[1]) != expect_first
-                    and options.fail_on_data_loss
-                ):
-                    raise DataLossError(
-                        f"{spec.topic}: expected to resume at entry {expect_first}, first "
-                        f"available message is {pos[:2]}: messages were deleted "
-                        "(set failOnDataLoss=false to skip them)"
-                    )
+            if not checked and expect_first is not None and (pos[0], pos[1]) >= expect_first:
+                checked = True
+                if (pos[0], pos[1]) != expect_first and options.fail_on_data_loss:
+                    raise _data_loss(spec, expect_first, (pos[0], pos[1]))
             key = position_key(pos)
-            if key <= start_key:
-                continue
             if key > end_key:
                 done = True
                 break
+            if key <= start_key:
+                continue  # before the range, or a re-delivery
+            start_key = key
             keep.append(msg)
             if key == end_key:
                 done = True
@@ -280,7 +431,7 @@ def messages_to_arrow(messages: Sequence[Any], partition: int, options: ReadOpti
         pt = _ms(msg.publish_time, zero_is_null=False)
         if pt is not None and ((lo is not None and pt < lo) or (hi is not None and pt >= hi)):
             continue
-        values.append(bytes(msg.data))
+        values.append(bytes(msg.value))
         keys.append(msg.key)
         topics.append(msg.topic)
         ids.append(msg.message_id.serialize())

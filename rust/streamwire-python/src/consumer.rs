@@ -313,7 +313,7 @@ impl Handle {
 
     fn next(&self, py: Python<'_>, what: &str) -> PyResult<Message> {
         match self.receive(py, what, None) {
-            Err(e) if e.is_instance_of::<PyAny>(py) && is_end_of_topic(py, &e) => {
+            Err(_) if self.engine.has_reached_end_of_topic() && self.engine.queued() == 0 => {
                 Err(PyStopIteration::new_err(()))
             }
             other => other,
@@ -337,13 +337,6 @@ impl Handle {
         }
         Ok(ids.remove(0))
     }
-}
-
-fn is_end_of_topic(py: Python<'_>, e: &PyErr) -> bool {
-    py.import("streamwire.exceptions")
-        .and_then(|m| m.getattr("TopicTerminatedError"))
-        .map(|cls| e.matches(py, cls).unwrap_or(false))
-        .unwrap_or(false)
 }
 
 fn sub_type(s: &str) -> PyResult<SubType> {

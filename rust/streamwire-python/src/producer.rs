@@ -370,16 +370,20 @@ impl Producer {
         let p = tp.producer_for(msg.key.as_deref()).clone();
         match p.try_send(msg, user_seq, entry.clone(), completion) {
             Ok(()) => {}
-            Err((e, completion, msg))
-                if e.kind() == ErrorKind::QueueFull && self.block_if_queue_full =>
-            {
-                wait(py, "send_async (waiting for room)", None, async move {
-                    p.send(msg, user_seq, entry, completion).await
-                })?;
-            }
-            Err((e, completion, _)) => {
-                completion.complete(Err(e.clone()));
-                return Err(to_py(e));
+            Err(rejected) => {
+                let Rejected {
+                    error: e,
+                    completion,
+                    msg,
+                } = *rejected;
+                if e.kind() == ErrorKind::QueueFull && self.block_if_queue_full {
+                    wait(py, "send_async (waiting for room)", None, async move {
+                        p.send(msg, user_seq, entry, completion).await
+                    })?;
+                } else {
+                    completion.complete(Err(e.clone()));
+                    return Err(to_py(e));
+                }
             }
         }
         Ok(SendFuture { state })
@@ -603,7 +607,8 @@ impl SendFuture {
     }
 
     fn __repr__(&self) -> String {
-        format!("<streamwire.SendFuture done={}>", self.done())
+        let done = if self.done() { "True" } else { "False" };
+        format!("<streamwire.SendFuture done={done}>")
     }
 }
 

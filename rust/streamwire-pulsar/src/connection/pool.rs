@@ -5,11 +5,12 @@
 //! instead of racing several.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Mutex as AsyncMutex;
 
-use streamwire_core::error::Result;
+use streamwire_core::error::{Error, Result};
 
 use super::{Connection, ConnectionConfig};
 use crate::service_url::BrokerAddr;
@@ -19,6 +20,9 @@ type Key = (BrokerAddr, BrokerAddr);
 pub struct ConnectionPool {
     config: ConnectionConfig,
     slots: Mutex<HashMap<Key, Arc<AsyncMutex<Option<Connection>>>>>,
+    /// Set by `close_all`: no new connection is made afterwards, so producers and consumers
+    /// of a closed client stop instead of reconnecting.
+    closed: AtomicBool,
 }
 
 impl ConnectionPool {
@@ -26,6 +30,7 @@ impl ConnectionPool {
         ConnectionPool {
             config,
             slots: Mutex::new(HashMap::new()),
+            closed: AtomicBool::new(false),
         }
     }
 
@@ -35,6 +40,9 @@ impl ConnectionPool {
 
     /// A live connection to `logical` through `physical`, reusing one if it is still open.
     pub async fn get(&self, logical: &BrokerAddr, physical: &BrokerAddr) -> Result<Connection> {
+        if self.is_closed() {
+            return Err(Error::closed("client"));
+        }
         let slot = {
             let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
             Arc::clone(
@@ -51,8 +59,16 @@ impl ConnectionPool {
         }
         let proxy_to = (logical != physical).then_some(logical);
         let conn = Connection::connect(physical, proxy_to, &self.config).await?;
+        if self.is_closed() {
+            conn.close();
+            return Err(Error::closed("client"));
+        }
         *guard = Some(conn.clone());
         Ok(conn)
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 
     /// Number of open connections (for tests and stats).
@@ -76,6 +92,7 @@ impl ConnectionPool {
 
     /// Close every connection.
     pub fn close_all(&self) {
+        self.closed.store(true, Ordering::Release);
         let slots: Vec<_> = self
             .slots
             .lock()

@@ -9,7 +9,7 @@
 //! * A cumulative ack on a batch message that is not the last of its entry acknowledges up to
 //!   the previous entry (without batch-index acks), or the entry with an `ack_set`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use crate::message_id::MessageId;
 use crate::protocol::pb;
@@ -72,7 +72,14 @@ pub struct AckTracker {
     cumulative: Option<(MessageId, Option<Vec<i64>>)>,
     /// Highest cumulative ack sent so far (acks at or below it are no-ops).
     cumulative_sent: Option<MessageId>,
+    /// Entries acknowledged recently (bounded): a redelivery after a reconnect must not hand
+    /// them out again, and their acks are sent again in case the old connection lost them.
+    recent: HashSet<MessageId>,
+    recent_order: VecDeque<MessageId>,
 }
+
+/// How many recently acknowledged entries are remembered.
+pub const RECENT_ACKS: usize = 100_000;
 
 impl AckTracker {
     pub fn new(batch_index_ack: bool, max_pending: usize) -> Self {
@@ -83,6 +90,8 @@ impl AckTracker {
             batches: HashMap::new(),
             cumulative: None,
             cumulative_sent: None,
+            recent: HashSet::new(),
+            recent_order: VecDeque::new(),
         }
     }
 
@@ -109,7 +118,7 @@ impl AckTracker {
 
     /// Record an individual ack. Returns true when a flush is due.
     pub fn individual(&mut self, id: MessageId) -> bool {
-        if self.below_cumulative(&id) {
+        if self.below_cumulative(&id) || self.recent.contains(&id.entry()) {
             return self.should_flush();
         }
         if id.is_batch() && id.batch_size > 1 {
@@ -194,10 +203,19 @@ impl AckTracker {
                 ids: vec![d],
             });
         }
-        let mut ids: Vec<pb::MessageIdData> = std::mem::take(&mut self.individual)
-            .into_iter()
-            .map(|id| id.to_proto())
-            .collect();
+        let entries = std::mem::take(&mut self.individual);
+        let mut ids: Vec<pb::MessageIdData> = Vec::with_capacity(entries.len());
+        for id in entries {
+            ids.push(id.to_proto());
+            if self.recent.insert(id) {
+                self.recent_order.push_back(id);
+                if self.recent_order.len() > RECENT_ACKS {
+                    if let Some(old) = self.recent_order.pop_front() {
+                        self.recent.remove(&old);
+                    }
+                }
+            }
+        }
         if self.batch_index_ack {
             for ((ledger, entry), st) in self.batches.iter_mut().filter(|(_, b)| b.dirty) {
                 st.dirty = false;
@@ -214,6 +232,46 @@ impl AckTracker {
             });
         }
         out
+    }
+
+    /// After a reconnect: send again what was sent on the old connection (it may have been
+    /// lost with it; acking twice is harmless).
+    pub fn resend_after_reconnect(&mut self) {
+        self.individual.extend(self.recent_order.iter().copied());
+        if self.cumulative.is_none() {
+            if let Some(c) = self.cumulative_sent {
+                self.cumulative = Some((c, None));
+            }
+        }
+        for st in self.batches.values_mut() {
+            st.dirty = self.batch_index_ack;
+        }
+    }
+
+    /// After a seek: what was acknowledged before it must be delivered again, so forget it
+    /// (pending acks were flushed before the seek).
+    pub fn reset_after_seek(&mut self) {
+        self.individual.clear();
+        self.batches.clear();
+        self.cumulative = None;
+        self.cumulative_sent = None;
+        self.recent.clear();
+        self.recent_order.clear();
+    }
+
+    /// Whether the app already acknowledged `id` (pending, a batch index, or cumulatively).
+    pub fn is_acked(&self, id: &MessageId) -> bool {
+        let e = id.entry();
+        if self.below_cumulative(id) || self.individual.contains(&e) || self.recent.contains(&e) {
+            return true;
+        }
+        if id.is_batch() {
+            if let Some(st) = self.batches.get(&(id.ledger_id, id.entry_id)) {
+                let i = id.batch_index as u32;
+                return i < st.size && (st.unacked[(i / 64) as usize] as u64 >> (i % 64)) & 1 == 0;
+            }
+        }
+        false
     }
 
     /// Forget partially acknowledged batches (after a redelivery they come again whole).
@@ -256,11 +314,22 @@ mod tests {
         let mut t = AckTracker::new(false, 100);
         t.individual(bid(5, 0, 3));
         t.individual(bid(5, 2, 3));
+        assert!(t.is_acked(&bid(5, 2, 3)) && !t.is_acked(&bid(5, 1, 3)));
         assert!(t.take().is_empty(), "partial batch must not be sent");
+        assert!(t.is_acked(&bid(5, 0, 3)), "still remembered after a flush");
         t.individual(bid(5, 2, 3)); // a repeat changes nothing
         t.individual(bid(5, 1, 3));
         let b = t.take();
         assert_eq!(b[0].ids, vec![id(1, 5).to_proto()]);
+        assert!(t.is_acked(&bid(5, 1, 3)), "a completed entry is remembered");
+        t.individual(bid(5, 1, 3));
+        assert!(t.take().is_empty(), "acking it again is a no-op");
+        t.resend_after_reconnect();
+        assert_eq!(
+            t.take()[0].ids,
+            vec![id(1, 5).to_proto()],
+            "resent after reconnect"
+        );
     }
 
     #[test]

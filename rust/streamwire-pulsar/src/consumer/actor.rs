@@ -81,6 +81,11 @@ impl Actor {
                 Exit::Stop => return,
                 Exit::Reconnect => {
                     live.conn.unregister_handler(live.id);
+                    self.slot.acks().resend_after_reconnect();
+                    self.slot.recheck_acks.store(
+                        4 * u64::from(self.cfg.receiver_queue_size) + 10_000,
+                        Ordering::Relaxed,
+                    );
                     self.slot.stats.reconnects.fetch_add(1, Ordering::Relaxed);
                     match self.reconnect().await {
                         Some(l) => live = l,
@@ -252,7 +257,7 @@ impl Actor {
         let grant = self
             .permits
             .on_message_delivered_to_app(n)
-            .unwrap_or_else(|_| Some(n));
+            .unwrap_or(Some(n));
         if let Some(g) = grant {
             live.conn.send_command(commands::flow(live.id, g)).await?;
         }
@@ -354,15 +359,17 @@ impl Actor {
         match frame.command.r#type() {
             Type::Message => {
                 let cmd = frame.command.message.as_ref()?;
-                let Some(section) = frame.payload.as_ref() else {
-                    return None;
-                };
+                let section = frame.payload.as_ref()?;
                 let filter = if self.cfg.durable {
                     None
                 } else {
                     self.start.as_ref()
                 };
-                match unpack(&self.ctx, cmd, section, filter) {
+                let res = {
+                    let acks = self.slot.acks();
+                    unpack(&self.ctx, cmd, section, filter, |id| acks.is_acked(id))
+                };
+                match res {
                     Ok(u) => {
                         let _ = self.permits.on_messages_received(u.permits);
                         if u.skipped > 0 {
@@ -453,6 +460,10 @@ impl Actor {
                     }
                     self.slot.queue.clear();
                     self.slot.queue.set_last_delivered(None);
+                    self.slot.acks().reset_after_seek();
+                    if let Some(u) = &self.slot.unacked {
+                        u.lock().unwrap_or_else(|p| p.into_inner()).clear();
+                    }
                     let rid = live.conn.new_request_id();
                     let _ = live
                         .conn

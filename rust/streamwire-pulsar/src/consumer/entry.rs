@@ -95,12 +95,15 @@ fn bit_set(ack_set: &[i64], index: u32) -> bool {
     }
 }
 
-/// Unpack one MESSAGE frame. `filter` skips messages before a reader's start position.
+/// Unpack one MESSAGE frame. `filter` skips messages before a reader's start position;
+/// `acked` skips messages the application already acknowledged (a redelivery after a
+/// reconnect must not hand them out again).
 pub fn unpack(
     ctx: &EntryContext,
     cmd: &pb::CommandMessage,
     section: &PayloadSection,
     filter: Option<&StartFilter>,
+    acked: impl Fn(&MessageId) -> bool,
 ) -> Result<Unpacked, Rejected> {
     let claimed = section
         .metadata
@@ -144,7 +147,7 @@ pub fn unpack(
     };
     if meta.num_messages_in_batch.is_none() {
         let id = MessageId::new(base.ledger_id, base.entry_id, ctx.partition, -1, 0);
-        if filter.is_some_and(|f| f.skips(&id)) {
+        if filter.is_some_and(|f| f.skips(&id)) || acked(&id) {
             out.skipped = 1;
             return Ok(out);
         }
@@ -290,10 +293,14 @@ mod tests {
             &cmd(vec![]),
             &section(meta(None), Bytes::from("x")),
             None,
+            |_| false,
         )
         .unwrap();
         assert_eq!(u.permits, 1);
         let m = &u.messages[0];
+        let s = section(meta(None), Bytes::from("x"));
+        let again = unpack(&ctx(), &cmd(vec![]), &s, None, |id| id.entry_id == 9).unwrap();
+        assert_eq!((again.messages.len(), again.skipped), (0, 1));
         assert_eq!(m.id, MessageId::new(7, 9, 3, -1, 0));
         assert_eq!(
             (m.redelivery_count, m.sequence_id, m.publish_time),
@@ -305,14 +312,14 @@ mod tests {
     #[test]
     fn batch_is_unpacked_with_indexes_and_ack_set_skips() {
         let s = section(meta(Some(3)), batch(3));
-        let u = unpack(&ctx(), &cmd(vec![]), &s, None).unwrap();
+        let u = unpack(&ctx(), &cmd(vec![]), &s, None, |_| false).unwrap();
         assert_eq!(u.messages.len(), 3);
         assert_eq!(u.messages[2].id, MessageId::new(7, 9, 3, 2, 3));
         assert_eq!(u.messages[2].id.batch_size, 3);
         assert_eq!(u.messages[1].key.as_deref(), Some("k1"));
         assert_eq!(u.messages[1].sequence_id, 101);
         // ack_set: bit set = still unacked; index 1 was acked.
-        let u = unpack(&ctx(), &cmd(vec![0b101]), &s, None).unwrap();
+        let u = unpack(&ctx(), &cmd(vec![0b101]), &s, None, |_| false).unwrap();
         let idx: Vec<i32> = u.messages.iter().map(|m| m.id.batch_index).collect();
         assert_eq!(idx, vec![0, 2]);
         assert_eq!((u.permits, u.skipped), (3, 1));
@@ -327,7 +334,14 @@ mod tests {
             let mut m = meta(Some(4));
             m.compression = Some(codec.to_wire());
             m.uncompressed_size = Some(raw.len() as u32);
-            let u = unpack(&ctx(), &cmd(vec![]), &section(m, Bytes::from(out)), None).unwrap();
+            let u = unpack(
+                &ctx(),
+                &cmd(vec![]),
+                &section(m, Bytes::from(out)),
+                None,
+                |_| false,
+            )
+            .unwrap();
             assert_eq!(&u.messages[3].payload[..], b"m3", "{codec:?}");
         }
     }
@@ -339,14 +353,14 @@ mod tests {
             id: MessageId::new(7, 9, 3, 1, 4),
             inclusive: false,
         };
-        let u = unpack(&ctx(), &cmd(vec![]), &s, Some(&f)).unwrap();
+        let u = unpack(&ctx(), &cmd(vec![]), &s, Some(&f), |_| false).unwrap();
         assert_eq!(u.messages.len(), 2);
         assert_eq!(u.messages[0].id.batch_index, 2);
         let f = StartFilter {
             inclusive: true,
             ..f
         };
-        let u = unpack(&ctx(), &cmd(vec![]), &s, Some(&f)).unwrap();
+        let u = unpack(&ctx(), &cmd(vec![]), &s, Some(&f), |_| false).unwrap();
         assert_eq!(u.messages.len(), 3);
         // An entry after the start id is untouched.
         let f = StartFilter {
@@ -354,7 +368,7 @@ mod tests {
             inclusive: false,
         };
         assert_eq!(
-            unpack(&ctx(), &cmd(vec![]), &s, Some(&f))
+            unpack(&ctx(), &cmd(vec![]), &s, Some(&f), |_| false)
                 .unwrap()
                 .messages
                 .len(),
@@ -369,14 +383,21 @@ mod tests {
             expected: 1,
             computed: 2,
         };
-        let r = unpack(&ctx(), &cmd(vec![]), &s, None).unwrap_err();
+        let r = unpack(&ctx(), &cmd(vec![]), &s, None, |_| false).unwrap_err();
         assert_eq!(r.validation, ValidationError::ChecksumMismatch);
         assert_eq!(r.permits, 2);
 
         let mut m = meta(Some(2));
         m.compression = Some(Codec::Lz4.to_wire());
         m.uncompressed_size = Some(50);
-        let r = unpack(&ctx(), &cmd(vec![]), &section(m, Bytes::from("zz")), None).unwrap_err();
+        let r = unpack(
+            &ctx(),
+            &cmd(vec![]),
+            &section(m, Bytes::from("zz")),
+            None,
+            |_| false,
+        )
+        .unwrap_err();
         assert_eq!(r.validation, ValidationError::DecompressionError);
 
         let r = unpack(
@@ -384,6 +405,7 @@ mod tests {
             &cmd(vec![]),
             &section(meta(Some(3)), batch(2)),
             None,
+            |_| false,
         )
         .unwrap_err();
         assert_eq!(r.validation, ValidationError::BatchDeSerializeError);
@@ -392,7 +414,7 @@ mod tests {
             metadata: Err(ProtocolError::Malformed("x".into())),
             ..section(meta(None), Bytes::new())
         };
-        let r = unpack(&ctx(), &cmd(vec![]), &bad, None).unwrap_err();
+        let r = unpack(&ctx(), &cmd(vec![]), &bad, None, |_| false).unwrap_err();
         assert_eq!(r.permits, 1);
     }
 }

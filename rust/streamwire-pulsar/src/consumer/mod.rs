@@ -131,6 +131,9 @@ pub(crate) struct Slot {
     fatal: Mutex<Option<Error>>,
     app_notify: Arc<Notify>,
     stats: SlotStats,
+    /// After a reconnect, messages handed out are checked against the acks once more: a
+    /// redelivered copy may have been queued before the app acknowledged the original.
+    recheck_acks: AtomicU64,
 }
 
 impl Slot {
@@ -255,6 +258,7 @@ impl Consumer {
                 fatal: Mutex::new(None),
                 app_notify: app_notify.clone(),
                 stats: SlotStats::default(),
+                recheck_acks: AtomicU64::new(0),
             });
             let start = cfg.start.map(|mut f| {
                 f.id.partition = partition;
@@ -353,9 +357,18 @@ impl Consumer {
     pub fn try_receive_many(&self, max: usize) -> Result<Vec<ReceivedMessage>> {
         self.check_open()?;
         let mut out = Vec::with_capacity(max.min(1024));
-        {
-            let mut next = self.inner.next.lock().unwrap_or_else(|p| p.into_inner());
-            queue::drain_fair(&self.inner.slots, &mut next, max, &mut out);
+        loop {
+            let took = {
+                let mut next = self.inner.next.lock().unwrap_or_else(|p| p.into_inner());
+                queue::drain_fair(&self.inner.slots, &mut next, max, &mut out)
+            };
+            if took == 0 {
+                break;
+            }
+            self.drop_acked(&mut out);
+            if !out.is_empty() {
+                break;
+            }
         }
         if out.is_empty() {
             for s in &self.inner.slots {
@@ -373,6 +386,30 @@ impl Consumer {
             self.after_delivery(&out);
         }
         Ok(out)
+    }
+
+    fn drop_acked(&self, out: &mut Vec<ReceivedMessage>) {
+        let slots = &self.inner.slots;
+        if slots
+            .iter()
+            .all(|s| s.recheck_acks.load(Ordering::Relaxed) == 0)
+        {
+            return;
+        }
+        out.retain(|m| {
+            let s = &slots[m.slot as usize];
+            if s.recheck_acks.load(Ordering::Relaxed) == 0 {
+                return true;
+            }
+            let _ = s
+                .recheck_acks
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1));
+            let dup = s.acks().is_acked(&m.id);
+            if dup {
+                s.stats.skipped.fetch_add(1, Ordering::Relaxed);
+            }
+            !dup
+        });
     }
 
     fn after_delivery(&self, out: &[ReceivedMessage]) {

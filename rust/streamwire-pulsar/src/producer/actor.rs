@@ -39,6 +39,11 @@ pub(super) struct Actor {
     epoch: u64,
     topic_epoch: Option<u64>,
     next_sequence_id: u64,
+    /// The previous message carried a caller-given sequence id at or below one already used
+    /// (a possible duplicate). Such messages travel in batches of their own, as in the Java
+    /// client: the broker judges a whole batch by its first sequence id, so a replayed id
+    /// batched with new ones would get the new ones dropped as duplicates too.
+    last_potential_duplicate: bool,
     batcher: Option<BatchBuilder>,
     /// Completions and holdings of the messages in the batch being built, in order.
     batch_items: Vec<(
@@ -82,6 +87,7 @@ impl Actor {
             epoch: 0,
             topic_epoch: None,
             next_sequence_id: 0,
+            last_potential_duplicate: false,
             batcher,
             batch_items: Vec::new(),
             batch_opened_at: None,
@@ -234,6 +240,7 @@ impl Actor {
             permits,
             enqueued_at,
         } = q;
+        let potential_duplicate = user_sequence_id && msg.sequence_id < self.next_sequence_id;
         if user_sequence_id {
             self.next_sequence_id = self.next_sequence_id.max(msg.sequence_id + 1);
         } else {
@@ -241,6 +248,13 @@ impl Actor {
             self.next_sequence_id += 1;
         }
         let batchable = self.batcher.is_some() && entry.is_default();
+        // A possible duplicate starts a batch of its own, and so does the first message after
+        // one (see `last_potential_duplicate`).
+        let isolate = potential_duplicate || self.last_potential_duplicate;
+        self.last_potential_duplicate = potential_duplicate;
+        if batchable && isolate {
+            self.flush_batch().await;
+        }
         if !batchable {
             self.flush_batch().await;
             self.send_single(msg, entry, completion, reservation, permits, enqueued_at)
@@ -290,7 +304,14 @@ impl Actor {
     fn fail_queued(&mut self, q: Queued, err: Error) {
         self.shared.pending_messages.fetch_sub(1, Ordering::AcqRel);
         self.shared.stats.on_failed(1);
-        q.completion.complete(Err(err));
+        let Queued {
+            completion,
+            reservation,
+            permits,
+            ..
+        } = q;
+        drop((reservation, permits)); // free the room before the caller hears of it
+        completion.complete(Err(err));
     }
 
     fn deadline_from(&self, enqueued_at: Instant) -> Instant {
@@ -302,7 +323,10 @@ impl Actor {
     }
 
     fn compress_payload(&self, raw: &[u8]) -> Result<Option<Bytes>> {
-        if self.config.compression == Codec::None {
+        // An empty payload goes uncompressed: compressing cannot shrink it, and the official
+        // C++/Python consumer cannot inflate zlib into 0 bytes (it discards such a message
+        // as corrupted, even one written by the official producer).
+        if self.config.compression == Codec::None || raw.is_empty() {
             return Ok(None);
         }
         let mut out = Vec::with_capacity(raw.len() / 2 + 64);
@@ -396,7 +420,8 @@ impl Actor {
         let n = items.len();
         self.shared.pending_messages.fetch_sub(n, Ordering::AcqRel);
         self.shared.stats.on_failed(n as u64);
-        for (c, _, _) in items {
+        for (c, r, p) in items {
+            drop((r, p)); // free the room before the caller hears of it
             c.complete(Err(err.clone()));
         }
     }
@@ -556,8 +581,9 @@ impl Actor {
         self.shared
             .last_sequence_id
             .store(e.highest_sequence_id as i64, Ordering::Release);
-        e.complete(ledger, entry, self.shared.partition);
+        // Count it done before completing, so `len(producer)` is 0 once the last future is.
         self.shared.pending_messages.fetch_sub(n, Ordering::AcqRel);
+        e.complete(ledger, entry, self.shared.partition);
     }
 
     /// Close the broker-side producer and schedule an immediate re-creation.
@@ -619,7 +645,11 @@ impl Actor {
                     ErrorKind::ProducerFenced
                         | ErrorKind::TopicTerminated
                         | ErrorKind::Authorization
+                        | ErrorKind::Closed
                 ) {
+                    self.shared
+                        .closed
+                        .store(e.kind() == ErrorKind::Closed, Ordering::Release);
                     self.terminal = Some(e.clone());
                     self.fail_all(&e);
                     return;
@@ -646,8 +676,8 @@ impl Actor {
         for e in expired {
             let n = e.num_messages as usize;
             self.shared.stats.on_failed(n as u64);
-            e.fail(&err);
             self.shared.pending_messages.fetch_sub(n, Ordering::AcqRel);
+            e.fail(&err);
         }
         self.check_flush_waiters();
     }
@@ -661,8 +691,8 @@ impl Actor {
         for e in self.pending.drain() {
             let n = e.num_messages as usize;
             self.shared.stats.on_failed(n as u64);
-            e.fail(err);
             self.shared.pending_messages.fetch_sub(n, Ordering::AcqRel);
+            e.fail(err);
         }
         self.check_flush_waiters();
     }

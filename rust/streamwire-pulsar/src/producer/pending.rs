@@ -41,7 +41,11 @@ pub struct InFlight {
 
 impl InFlight {
     /// Report every message's id from the entry id the broker assigned.
-    pub fn complete(self, ledger_id: i64, entry_id: i64, partition: i32) {
+    pub fn complete(mut self, ledger_id: i64, entry_id: i64, partition: i32) {
+        // Free the queue slots and memory first: a caller woken by a completion may send
+        // again at once (with block_if_queue_full=False) and must find the room.
+        drop(self.permits.take());
+        drop(self.reservation.take());
         let n = self.num_messages as i32;
         for (i, c) in self.completions.into_iter().enumerate() {
             let id = if self.batched {
@@ -53,7 +57,9 @@ impl InFlight {
         }
     }
 
-    pub fn fail(self, err: &Error) {
+    pub fn fail(mut self, err: &Error) {
+        drop(self.permits.take());
+        drop(self.reservation.take());
         for c in self.completions {
             c.complete(Err(err.clone()));
         }
