@@ -1,6 +1,6 @@
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NoReturn, Optional, Union, final, final
+from typing import Any, NoReturn, Optional, Union, final
 
 __version__: str
 

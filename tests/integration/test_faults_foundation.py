@@ -10,9 +10,9 @@ import time
 from typing import Any
 
 import pytest
-
 import streamwire
 from streamwire import exceptions as exc
+
 from tests.peers.faultproxy import TO_CLIENT
 
 
