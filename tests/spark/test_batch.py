@@ -216,3 +216,11 @@ def test_per_row_topic_column(spark: Any, broker: Any) -> None:
     df.write.format("streamwire").option("service_url", broker.service_url).mode("append").save()
     got = _load(spark, broker.service_url, topics=f"{t1},{t2}").collect()
     assert sorted((r.topic, bytes(r.value)) for r in got) == [(t1, b"a"), (t1, b"c"), (t2, b"b")]
+
+
+def test_undeliverable_write_fails_the_job(spark: Any, unique_topic: str) -> None:
+    df = spark.createDataFrame([(b"x",)], "value binary")
+    with pytest.raises(Exception, match=r"(?i)connect|refused|timed out|timeout"):
+        df.write.format("streamwire").option("service_url", "pulsar://127.0.0.1:1").option(
+            "topic", unique_topic
+        ).option("connectionTimeout", "2").option("operationTimeout", "3").mode("append").save()

@@ -84,13 +84,80 @@ def test_commit_to_subscription_acknowledges_committed_offsets(
     official_pulsar: ModuleType,
     tmp_path: Path,
 ) -> None:
+    """Spark commits a micro-batch's end offset when it plans the next one: the subscription
+    follows one batch behind, and only when asked to."""
+    import time
+
     url = apache_broker.service_url
+    out = tmp_path / "o"
     seed(official_pulsar, url, unique_topic, [f"c{i}".encode() for i in range(120)])
-    _run_available_now(
-        spark, url, unique_topic, tmp_path / "o", tmp_path / "c", commitToSubscription="spark-q"
+    query = (
+        spark.readStream.format("streamwire")
+        .option("service_url", url)
+        .option("topic", unique_topic)
+        .option("startingOffsets", "earliest")
+        .option("commitToSubscription", "spark-q")
+        .load()
+        .selectExpr("cast(value as string) as v")
+        .writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(tmp_path / "c"))
+        .trigger(processingTime="500 milliseconds")
+        .start()
     )
-    assert spark.read.parquet(str(tmp_path / "o")).count() == 120
-    stats = apache_admin.topic_stats(unique_topic)
-    assert stats["subscriptions"]["spark-q"]["msgBacklog"] == 0, stats["subscriptions"]
-    # without the option no subscription is left behind (planning uses readers)
-    assert set(stats["subscriptions"]) == {"spark-q"}
+
+    def wait_rows(n: int) -> None:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            assert query.exception() is None, query.exception()
+            if out.exists() and any(out.glob("*.parquet")):
+                if spark.read.schema("v string").parquet(str(out)).count() >= n:
+                    return
+            time.sleep(0.5)
+        raise AssertionError(f"streaming query did not reach {n} rows")
+
+    try:
+        wait_rows(120)
+        seed(official_pulsar, url, unique_topic, [f"d{i}".encode() for i in range(10)])
+        wait_rows(130)
+    finally:
+        query.stop()
+    assert spark.read.schema("v string").parquet(str(out)).count() == 130
+    subs = apache_admin.topic_stats(unique_topic)["subscriptions"]
+    assert set(subs) == {"spark-q"}, subs  # planning left no probe subscriptions behind
+    assert subs["spark-q"]["msgBacklog"] <= 10, subs  # the first batch (120) was acknowledged
+
+
+def test_stream_to_stream_copy(
+    spark: Any, lite_broker: Any, unique_topic: str, official_pulsar: ModuleType, tmp_path: Path
+) -> None:
+    url = lite_broker.service_url
+    target = unique_topic + "-copy"
+    seed(
+        official_pulsar,
+        url,
+        unique_topic,
+        [f"s{i}".encode() for i in range(250)],
+        partition_key="k",
+    )
+    query = (
+        spark.readStream.format("streamwire")
+        .option("service_url", url)
+        .option("topic", unique_topic)
+        .option("startingOffsets", "earliest")
+        .load()
+        .select("value", "key", "properties")
+        .writeStream.format("streamwire")
+        .option("service_url", url)
+        .option("topic", target)
+        .option("checkpointLocation", str(tmp_path / "c"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None, query.exception()
+    rows = (
+        spark.read.format("streamwire").option("service_url", url).option("topic", target).load()
+    ).collect()
+    assert sorted(bytes(r.value) for r in rows) == sorted(f"s{i}".encode() for i in range(250))
+    assert {r.key for r in rows} == {"k"}

@@ -1,13 +1,18 @@
 """``streamwire`` as a PySpark Python Data Source (batch + streaming, read + write).
 
 Everything Spark pickles (the source, readers, writers, input partitions) holds only options and
-JSON-able offsets; live clients are taken from the process-local cache where the code runs.
+JSON-able offsets; live clients come from the process-local cache wherever the code runs.
 
-Guarantees, plainly: reads are bounded by offsets resolved on the driver and replayable (exactly
-once with an idempotent sink; streaming resumes from the checkpointed offsets). Writes are
-at-least-once: a retried task sends its rows again. With ``producerName`` set, producers are named
-``<prefix>-<partitionId>``, which lets a broker with deduplication drop a retry's resends *if* the
-sequence ids repeat too -- see ``docs`` in the README for the current status.
+Guarantees, plainly:
+
+- Reads are bounded by end offsets resolved on the driver (``latest`` = the last message id at
+  planning) and replayable: exactly-once with an idempotent sink. Streaming resumes from the
+  checkpointed offsets.
+- Writes are at-least-once: every task flushes and raises if anything is undelivered, and a
+  retried task sends its rows again. ``producerName=<prefix>`` names each task's producer
+  ``<prefix>-<partitionId>`` (visible as ``producer_name`` when read back). Broker deduplication
+  can only drop a retry's resends once the producer API accepts explicit per-message sequence
+  ids; until then duplicates after a retry are possible even with deduplication on.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -153,8 +158,7 @@ class StreamwireBatchReader(DataSourceReader):
     def partitions(self) -> Sequence[InputPartition]:
         client = get_client(self.config)
         names = resolve_topics(client, self.topics, self.pattern)
-        starting = _inclusive_specs(self.starting)
-        ranges = _plan(client, names, starting, self.ending, self.min_partitions)
+        ranges = _plan(client, names, self.starting, self.ending, self.min_partitions)
         parts = [InputPartition(r.to_json()) for r in ranges if not r.is_empty()]
         # Spark needs at least one partition to build the (empty) result.
         return parts or [InputPartition(None)]
@@ -163,11 +167,6 @@ class StreamwireBatchReader(DataSourceReader):
         if partition.value is None:
             return
         yield from read_range(self.config, RangeSpec.from_json(partition.value), self.read_options)
-
-
-def _inclusive_specs(spec: Union[str, dict[str, Any]]) -> Union[str, dict[str, Any]]:
-    # _plan takes inclusive starting positions (it applies predecessor itself)
-    return spec
 
 
 # -- batch write -------------------------------------------------------------------------------
@@ -190,7 +189,6 @@ class StreamwireWriter(DataSourceArrowWriter):
         self.options = options
         self.config = ClientConfig.from_options(options)
         ProduceOptions.from_options(options, 0)  # validate on the driver
-        self.totals: Optional[WriteCommit] = None
 
     def write(self, iterator: Iterator[Any]) -> WriteCommit:
         pid = _partition_id()
@@ -206,7 +204,6 @@ class StreamwireWriter(DataSourceArrowWriter):
                 total.bytes += m.bytes
                 for t, n in m.per_topic.items():
                     total.per_topic[t] = total.per_topic.get(t, 0) + n
-        self.totals = total
         log.info(
             "streamwire: wrote %d messages (%d bytes) to %s",
             total.rows,

@@ -4,7 +4,7 @@
 //! frames of known command types.
 //!
 //! The `handmade_*.bin` files are produced by `handmade_streams()`; regenerate them with
-//! `cargo test -p streamwire-pulsar --test golden -- --ignored regenerate`.
+//! `STREAMWIRE_REGENERATE_GOLDEN=1 cargo test -p streamwire-pulsar --test golden`.
 
 use std::path::{Path, PathBuf};
 
@@ -85,19 +85,14 @@ fn golden_streams_decode_cleanly() {
 #[test]
 fn handmade_golden_files_are_current() {
     for (name, bytes) in handmade_streams() {
+        if std::env::var_os("STREAMWIRE_REGENERATE_GOLDEN").is_some() {
+            std::fs::write(golden_dir().join(name), &bytes).unwrap();
+        }
         let on_disk = std::fs::read(golden_dir().join(name)).unwrap_or_default();
         assert!(
             on_disk == bytes,
-            "{name} is stale; run the ignored `regenerate_handmade_golden_files` test"
+            "{name} is stale; rerun with STREAMWIRE_REGENERATE_GOLDEN=1"
         );
-    }
-}
-
-#[test]
-#[ignore = "writes files; run by hand after changing handmade_streams()"]
-fn regenerate_handmade_golden_files() {
-    for (name, bytes) in handmade_streams() {
-        std::fs::write(golden_dir().join(name), bytes).unwrap();
     }
 }
 
