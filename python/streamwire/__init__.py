@@ -22,6 +22,7 @@ from streamwire._native import (
     __version__,
     configure,
 )
+from streamwire.auth import AuthBasic, AuthPlugin, AuthTls
 from streamwire.exceptions import (
     AlreadyClosedError,
     AuthenticationError,
@@ -48,6 +49,9 @@ from streamwire.exceptions import (
 
 __all__ = [
     "AlreadyClosedError",
+    "AuthBasic",
+    "AuthPlugin",
+    "AuthTls",
     "AuthenticationError",
     "AuthorizationError",
     "ChecksumError",

@@ -1,6 +1,9 @@
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, Optional, Union, final
+
+from streamwire.auth import AuthPlugin
 
 __version__: str
 
@@ -16,10 +19,17 @@ class Client:
         *,
         operation_timeout: float = 30.0,
         connection_timeout: float = 10.0,
-        auth_token: Optional[str] = None,
+        auth_token: Union[str, Callable[[], str], None] = None,
         io_threads: Optional[int] = None,
         keepalive_interval: float = 30.0,
         memory_limit: int = 67_108_864,
+        auth_token_file: Union[str, os.PathLike[str], None] = None,
+        auth: Optional[AuthPlugin] = None,
+        tls_trust_certs_file: Union[str, os.PathLike[str], None] = None,
+        tls_cert_file: Union[str, os.PathLike[str], None] = None,
+        tls_key_file: Union[str, os.PathLike[str], None] = None,
+        tls_disable_hostname_verification_DANGEROUS: bool = False,
+        tls_allow_insecure_connection_DANGEROUS: bool = False,
     ) -> Client: ...
     @property
     def service_url(self) -> str: ...
@@ -42,6 +52,9 @@ class Client:
         read_compacted: bool = False,
         replicate_subscription_state: bool = False,
         pattern_auto_discovery_period: float = 60.0,
+        dead_letter_policy: Optional[Mapping[str, Union[int, str, None]]] = None,
+        max_pending_chunked_messages: int = 10,
+        expire_time_of_incomplete_chunked_message: float = 60.0,
     ) -> Consumer: ...
     def create_reader(
         self,
@@ -83,6 +96,7 @@ class Lookup:
     def broker_url(self, topic: str) -> str: ...
     def partitions(self, topic: str) -> int: ...
     def topic_partitions(self, topic: str) -> list[str]: ...
+    def topics_of_namespace(self, namespace: str) -> list[str]: ...
     def __reduce__(self) -> NoReturn: ...
 
 @final

@@ -267,3 +267,29 @@ def test_ctrl_c_interrupts_a_blocking_call(silent_server: int) -> None:
     assert p.returncode == 0, err
     assert out.startswith("interrupted")
     assert float(out.split()[1]) < 5
+
+
+def test_topics_of_namespace(
+    apache_broker: object, official_pulsar: object, unique_topic: str
+) -> None:
+    pulsar = official_pulsar
+    oc = pulsar.Client(apache_broker.service_url)  # type: ignore[attr-defined]
+    try:
+        oc.create_producer(unique_topic).close()
+    finally:
+        oc.close()
+    with streamwire.Client(apache_broker.service_url) as client:  # type: ignore[attr-defined]
+        lk = client.lookup()
+        assert unique_topic in lk.topics_of_namespace("public/default")
+        with pytest.raises(exc.InvalidArgumentError):
+            lk.topics_of_namespace("just-a-tenant")
+
+
+def test_io_threads_after_start_warns_and_keeps_working(lite_broker: object) -> None:
+    url = lite_broker.service_url  # type: ignore[attr-defined]
+    with streamwire.Client(url) as first:
+        first.lookup().partitions("io-threads")  # the runtime now exists in this process
+    with pytest.warns(RuntimeWarning, match="I/O threads"):
+        late = streamwire.Client(url, io_threads=7)
+    with late:
+        assert late.lookup().partitions("io-threads") == 0

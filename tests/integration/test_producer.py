@@ -22,7 +22,6 @@ from streamwire import (
     AlreadyClosedError,
     ConfigError,
     MessageTooBigError,
-    NotSupportedError,
     OperationTimeoutError,
     ProducerBusyError,
     ProducerFencedError,
@@ -624,11 +623,6 @@ def test_bad_options(client: streamwire.Client, unique_topic: str, kwargs: dict[
         client.create_producer(unique_topic, **kwargs)
 
 
-def test_chunking_not_supported(client: streamwire.Client, unique_topic: str) -> None:
-    with pytest.raises(NotSupportedError):
-        client.create_producer(unique_topic, chunking=True)
-
-
 def test_bad_topic(client: streamwire.Client) -> None:
     with pytest.raises(ValueError):
         client.create_producer("not a topic://x/y/z/w")
@@ -698,6 +692,47 @@ def test_partitioned_key_routing_matches_java(
         assert (g.key or "") == k  # the official client reports an empty key as ""
         want = java_partition(k, n_parts)
         assert g.topic.endswith(f"-partition-{want}"), (k, g.topic)
+
+
+def test_partitions_share_one_producer_name(
+    apache_broker: Any, apache_admin: PulsarAdmin, official_pulsar: ModuleType, unique_topic: str
+) -> None:
+    # Java's PartitionedProducerImpl: partition 0's name (given or broker-assigned) for all.
+    apache_admin.create_partitioned_topic(unique_topic, 3)
+    with streamwire.Client(apache_broker.service_url) as c:
+        named = c.create_producer(unique_topic, producer_name="one-name", batching=False)
+        unnamed = c.create_producer(unique_topic, batching=False)
+        for p in (named, unnamed):
+            assert {p.send(b"x", key=f"k{i}").partition for i in range(30)} == {0, 1, 2}
+        names = {named.name, unnamed.name}
+        named.close()
+        unnamed.close()
+    got = read_all(official_pulsar, apache_broker.service_url, unique_topic, 60)
+    assert names == {"one-name", next(n for n in names if n != "one-name")}
+    for name in names:
+        parts = {g.partition for g in got if g.producer_name == name}
+        assert parts == {0, 1, 2}, (name, parts)
+    assert {g.producer_name for g in got} == names
+
+
+def test_lone_message_in_a_batch_goes_unbatched(
+    broker: Any, client: streamwire.Client, official_pulsar: ModuleType, unique_topic: str
+) -> None:
+    # Java's BatchMessageContainerImpl sends a batch of one as a plain message.
+    p = client.create_producer(unique_topic, batching=True, batching_max_delay=0.01)
+    lone = p.send(b"alone", key="k", properties={"a": "b"}, event_time=1234)
+    assert (lone.batch_index, lone.batch_size) == (-1, 0)
+    pair = p.send_many([b"one", b"two"])
+    assert [(m.batch_index, m.batch_size) for m in pair] == [(0, 2), (1, 2)]
+    p.close()
+    got = read_all(official_pulsar, broker.service_url, unique_topic, 3)
+    assert [(g.data, g.batch_index) for g in got] == [(b"alone", -1), (b"one", 0), (b"two", 1)]
+    assert (got[0].key, got[0].properties, got[0].event_time) == ("k", {"a": "b"}, 1234)
+    assert sequence_ids(broker.service_url, unique_topic, 3) == [
+        (b"alone", 0),
+        (b"one", 1),
+        (b"two", 2),
+    ]
 
 
 def test_unload_mid_stream_no_loss(

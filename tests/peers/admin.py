@@ -40,11 +40,19 @@ def topic_path(topic: str) -> str:
 
 
 class PulsarAdmin:
-    """Calls ``{admin_url}/admin/v2/...``; raises :class:`AdminError` on HTTP errors."""
+    """Calls ``{admin_url}/admin/v2/...``; raises :class:`AdminError` on HTTP errors.
 
-    def __init__(self, admin_url: str, timeout: float = 30.0) -> None:
+    ``token``: sent as ``Authorization: Bearer <token>`` (brokers with authentication on).
+    """
+
+    def __init__(self, admin_url: str, timeout: float = 30.0, *, token: str | None = None) -> None:
         self.admin_url = admin_url.rstrip("/")
         self.timeout = timeout
+        self._token = token
+
+    def __repr__(self) -> str:
+        auth = ", token=<redacted>" if self._token else ""
+        return f"PulsarAdmin({self.admin_url!r}{auth})"
 
     def request(
         self,
@@ -60,6 +68,8 @@ class PulsarAdmin:
             url += "?" + urllib.parse.urlencode(params)
         data = None
         headers = {"Accept": "application/json"}
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
         if body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
@@ -112,6 +122,12 @@ class PulsarAdmin:
             "GET", f"topic/{topic_path(topic)}", prefix="lookup/v2"
         )
         return result
+
+    def grant_namespace_permission(
+        self, role: str, actions: list[str], namespace: str = "public/default"
+    ) -> None:
+        """Grant ``role`` the ``actions`` ("produce", "consume", ...) on a whole namespace."""
+        self.request("POST", f"namespaces/{namespace}/permissions/{role}", actions)
 
     def list_topics(self, namespace: str = "public/default") -> list[str]:
         result: list[str] = self.request("GET", f"persistent/{namespace}")

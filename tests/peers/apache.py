@@ -278,6 +278,9 @@ def standalone_conf(
         "allowAutoSubscriptionCreation": "true",
         "brokerDeleteInactiveTopicsEnabled": "false",
         "brokerDeduplicationEnabled": "true",
+        # As Pulsar's shipped standalone.conf: room for a full-size message plus framing, so
+        # entries at the 5 MiB maximum (chunked messages) are accepted by the bookie.
+        "nettyMaxFrameSizeBytes": "5253120",
         "acknowledgmentAtBatchIndexLevelEnabled": "true",
         "transactionCoordinatorEnabled": "true" if transactions else "false",
         "systemTopicEnabled": "true",
@@ -343,12 +346,15 @@ class ApachePulsar:
         extra_conf: dict[str, str] | None = None,
         start_timeout: float = 180.0,
         workdir: str | Path | None = None,
+        admin_token: str | None = None,
     ) -> None:
         self.requested_version = version
         self.version: str | None = None
         self.transactions = transactions
         self.extra_conf = dict(extra_conf or {})
         self.start_timeout = start_timeout
+        #: Bearer token for the admin API (and the readiness probe) when authentication is on.
+        self.admin_token = admin_token
         self._own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="streamwire-apache-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -380,7 +386,7 @@ class ApachePulsar:
     def admin(self) -> PulsarAdmin:
         from .admin import PulsarAdmin
 
-        return PulsarAdmin(self.admin_url)
+        return PulsarAdmin(self.admin_url, token=self.admin_token)
 
     def _write_files(self, classpath: str) -> None:
         self.conf_path.write_text(
@@ -447,8 +453,10 @@ class ApachePulsar:
 
     def _ready(self) -> bool:
         url = f"{self.admin_url}/admin/v2/namespaces/public/default"
+        headers = {"Authorization": f"Bearer {self.admin_token}"} if self.admin_token else {}
+        req = urllib.request.Request(url, headers=headers)
         try:
-            with urllib.request.urlopen(url, timeout=2) as resp:
+            with urllib.request.urlopen(req, timeout=2) as resp:
                 return int(resp.status) == 200
         except (urllib.error.URLError, OSError, ValueError):
             return False

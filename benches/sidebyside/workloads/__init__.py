@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ("connect_lookup", "produce", "spark_write")
+MODULES = ("connect_lookup", "produce", "consume", "spark_write")
 
 
 def load_all() -> None:

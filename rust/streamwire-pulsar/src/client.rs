@@ -11,7 +11,7 @@ use std::sync::Arc;
 use streamwire_core::error::{Error, ErrorKind, Result};
 
 use crate::connection::pool::ConnectionPool;
-use crate::connection::{Connection, ConnectionConfig};
+use crate::connection::{Connection, ConnectionConfig, TlsConnector, TlsOptions};
 use crate::protocol::{commands, pb};
 use crate::server_error::server_error;
 use crate::service_url::{BrokerAddr, ServiceUrl};
@@ -40,8 +40,12 @@ pub struct PulsarClient {
 }
 
 impl PulsarClient {
-    pub fn new(service_url: &str, config: ConnectionConfig) -> Result<PulsarClient> {
+    pub fn new(service_url: &str, mut config: ConnectionConfig) -> Result<PulsarClient> {
         let service = ServiceUrl::parse(service_url)?;
+        if config.tls.is_none() && service.hosts.iter().any(|h| h.tls) {
+            // System roots, full verification; built once instead of per connection.
+            config.tls = Some(TlsConnector::new(&TlsOptions::default())?);
+        }
         Ok(PulsarClient {
             inner: Arc::new(Inner {
                 service,

@@ -10,11 +10,13 @@
 
 pub mod protocol;
 
+pub mod auth;
 pub mod client;
 pub mod connection;
 pub mod consumer;
 pub mod engine;
 pub mod message_id;
+pub mod namespace;
 pub mod producer;
 pub mod server_error;
 pub mod service_url;

@@ -22,6 +22,9 @@ pub struct MessageId {
     pub partition: i32,
     pub batch_index: i32,
     pub batch_size: i32,
+    /// For a chunked message, `(ledger, entry)` of its first chunk (this id is the last
+    /// chunk's, as Java's `ChunkMessageIdImpl`). Takes no part in equality or order.
+    pub first_chunk: Option<(i64, i64)>,
 }
 
 impl MessageId {
@@ -43,6 +46,7 @@ impl MessageId {
             partition,
             batch_index,
             batch_size,
+            first_chunk: None,
         }
     }
 
@@ -64,6 +68,12 @@ impl MessageId {
         MessageId::new(self.ledger_id, self.entry_id, self.partition, -1, 0)
     }
 
+    /// The id of a chunked message: this (last chunk) id carrying its first chunk's position.
+    pub fn with_first_chunk(mut self, first: &MessageId) -> MessageId {
+        self.first_chunk = Some((first.ledger_id, first.entry_id));
+        self
+    }
+
     pub fn from_proto(d: &pb::MessageIdData) -> MessageId {
         MessageId {
             ledger_id: d.ledger_id as i64,
@@ -71,6 +81,10 @@ impl MessageId {
             partition: d.partition.unwrap_or(-1),
             batch_index: d.batch_index.unwrap_or(-1),
             batch_size: d.batch_size.unwrap_or(0),
+            first_chunk: d
+                .first_chunk_message_id
+                .as_ref()
+                .map(|f| (f.ledger_id as i64, f.entry_id as i64)),
         }
     }
 
@@ -82,6 +96,14 @@ impl MessageId {
             partition: (self.partition >= 0).then_some(self.partition),
             batch_index: (self.batch_index >= 0).then_some(self.batch_index),
             batch_size: (self.batch_size > 0).then_some(self.batch_size),
+            first_chunk_message_id: self.first_chunk.map(|(l, e)| {
+                Box::new(pb::MessageIdData {
+                    ledger_id: l as u64,
+                    entry_id: e as u64,
+                    partition: (self.partition >= 0).then_some(self.partition),
+                    ..Default::default()
+                })
+            }),
             ..Default::default()
         }
     }

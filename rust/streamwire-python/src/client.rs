@@ -1,6 +1,8 @@
 //! `Client` and `Lookup`: the entry point of the Python API.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
@@ -10,9 +12,11 @@ use streamwire_core::budget::MemoryBudget;
 use streamwire_core::error::{Error, ErrorKind};
 use streamwire_core::runtime;
 use streamwire_pulsar::client::PulsarClient;
-use streamwire_pulsar::connection::{Auth, ConnectionConfig};
+use streamwire_pulsar::connection::{Auth, ConnectionConfig, TlsConnector, TlsOptions};
+use streamwire_pulsar::service_url::ServiceUrl;
 use streamwire_pulsar::topic::TopicName;
 
+use crate::auth::{CallableToken, Plugin};
 use crate::blocking::{positive_secs, wait};
 use crate::errors::{to_py, IntoPyResult};
 
@@ -35,6 +39,50 @@ pub struct Client {
     /// Bounds the payload bytes of all messages pending in this client's producers.
     pub(crate) budget: MemoryBudget,
     service_url: String,
+    /// For the repr: the auth method name and whether TLS is on (never any secret).
+    auth_method: Option<String>,
+}
+
+fn config_err(msg: &str) -> PyErr {
+    to_py(Error::new(ErrorKind::Config, msg))
+}
+
+/// One `Auth` out of the three mutually exclusive auth options.
+fn build_auth(
+    auth_token: Option<&Bound<'_, PyAny>>,
+    auth_token_file: Option<PathBuf>,
+    auth: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<Auth>> {
+    let given = [
+        auth_token.is_some(),
+        auth_token_file.is_some(),
+        auth.is_some(),
+    ];
+    if given.iter().filter(|g| **g).count() > 1 {
+        return Err(config_err(
+            "pass at most one of auth_token, auth_token_file and auth",
+        ));
+    }
+    if let Some(t) = auth_token {
+        if let Ok(s) = t.extract::<String>() {
+            return Auth::token(s).map(Some).py_err();
+        }
+        if t.is_callable() {
+            return Ok(Some(Auth::custom(Arc::new(CallableToken(
+                t.clone().unbind(),
+            )))));
+        }
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "auth_token must be a str or a callable returning a str",
+        ));
+    }
+    if let Some(path) = auth_token_file {
+        return Ok(Some(Auth::token_file(path)));
+    }
+    if let Some(obj) = auth {
+        return Ok(Some(Auth::custom(Arc::new(Plugin::new(obj)?))));
+    }
+    Ok(None)
 }
 
 impl Client {
@@ -53,33 +101,76 @@ impl Client {
     #[new]
     #[pyo3(signature = (service_url, *, operation_timeout=30.0, connection_timeout=10.0,
                         auth_token=None, io_threads=None, keepalive_interval=30.0,
-                        memory_limit=67_108_864))]
+                        memory_limit=67_108_864, auth_token_file=None, auth=None,
+                        tls_trust_certs_file=None, tls_cert_file=None, tls_key_file=None,
+                        tls_disable_hostname_verification_DANGEROUS=false,
+                        tls_allow_insecure_connection_DANGEROUS=false))]
+    #[allow(clippy::too_many_arguments, non_snake_case)]
     fn new(
+        py: Python<'_>,
         service_url: &str,
         operation_timeout: f64,
         connection_timeout: f64,
-        auth_token: Option<String>,
+        auth_token: Option<&Bound<'_, PyAny>>,
         io_threads: Option<usize>,
         keepalive_interval: f64,
         memory_limit: u64,
+        auth_token_file: Option<PathBuf>,
+        auth: Option<&Bound<'_, PyAny>>,
+        tls_trust_certs_file: Option<PathBuf>,
+        tls_cert_file: Option<PathBuf>,
+        tls_key_file: Option<PathBuf>,
+        tls_disable_hostname_verification_DANGEROUS: bool,
+        tls_allow_insecure_connection_DANGEROUS: bool,
     ) -> PyResult<Self> {
         if let Some(n) = io_threads {
-            runtime::configure_worker_threads(n).py_err()?;
+            if n == 0 {
+                return Err(to_py(Error::new(
+                    ErrorKind::Config,
+                    "io_threads must be at least 1",
+                )));
+            }
+            // The engine is one runtime per process: a later client cannot resize it. That is
+            // worth a warning, not a failure (a reused Spark worker meets many configs).
+            if let Err(e) = runtime::configure_worker_threads(n) {
+                pyo3::PyErr::warn(
+                    py,
+                    &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(),
+                    &std::ffi::CString::new(e.to_string()).unwrap_or_default(),
+                    1,
+                )?;
+            }
         }
         let operation_timeout = positive_secs("operation_timeout", operation_timeout).py_err()?;
         let config = ConnectionConfig {
             connect_timeout: positive_secs("connection_timeout", connection_timeout).py_err()?,
             operation_timeout,
             keepalive_interval: positive_secs("keepalive_interval", keepalive_interval).py_err()?,
-            auth: match auth_token {
-                Some(t) if t.is_empty() => {
-                    return Err(to_py(Error::new(ErrorKind::Config, "auth_token is empty")))
-                }
-                Some(t) => Some(Auth::Token(t)),
-                None => None,
-            },
+            auth: build_auth(auth_token, auth_token_file, auth)?,
             ..ConnectionConfig::default()
         };
+        let tls_options = TlsOptions {
+            trust_certs_file: tls_trust_certs_file,
+            cert_file: tls_cert_file,
+            key_file: tls_key_file,
+            skip_hostname_verification: tls_disable_hostname_verification_DANGEROUS,
+            allow_insecure_connection: tls_allow_insecure_connection_DANGEROUS,
+        };
+        let wants_tls = ServiceUrl::parse(service_url)
+            .py_err()?
+            .hosts
+            .iter()
+            .any(|h| h.tls);
+        let config = ConnectionConfig {
+            // Built now so a bad CA bundle or key file fails here, not on first use.
+            tls: if wants_tls || tls_options != TlsOptions::default() {
+                Some(TlsConnector::new(&tls_options).py_err()?)
+            } else {
+                None
+            },
+            ..config
+        };
+        let auth_method = config.auth.as_ref().map(|a| a.method_name().to_owned());
         let inner = PulsarClient::new(service_url, config).py_err()?;
         Ok(Client {
             inner,
@@ -88,6 +179,7 @@ impl Client {
             operation_timeout,
             budget: MemoryBudget::new(memory_limit),
             service_url: service_url.to_owned(),
+            auth_method,
         })
     }
 
@@ -138,7 +230,13 @@ impl Client {
         } else {
             "open"
         };
-        format!("<streamwire.Client {:?} {state}>", self.service_url)
+        match &self.auth_method {
+            Some(m) => format!(
+                "<streamwire.Client {:?} {state} auth={m:?}>",
+                self.service_url
+            ),
+            None => format!("<streamwire.Client {:?} {state}>", self.service_url),
+        }
     }
 }
 
@@ -149,7 +247,7 @@ fn parse_topic(topic: &str) -> PyResult<TopicName> {
 /// Metadata lookups for topics.
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct Lookup {
-    client: Py<Client>,
+    pub(crate) client: Py<Client>,
 }
 
 #[pymethods]

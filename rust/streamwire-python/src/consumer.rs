@@ -13,6 +13,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use streamwire_core::error::{Error, ErrorKind, Result as EResult};
 use streamwire_core::runtime;
 use streamwire_pulsar::client::PulsarClient;
+use streamwire_pulsar::consumer::dlq::DeadLetterPolicy;
 use streamwire_pulsar::consumer::{
     Consumer as Engine, ConsumerConfig, InitialPosition, ReceivedMessage, StartFilter, SubType,
 };
@@ -273,6 +274,7 @@ impl Handle {
         d.set_item("invalid", s.invalid)?;
         d.set_item("reconnects", s.reconnects)?;
         d.set_item("redelivery_requests", s.redelivery_requests)?;
+        d.set_item("dead_lettered", s.dead_lettered)?;
         d.set_item("queued", s.queued)?;
         d.set_item("partitions", s.partitions)?;
         if broker {
@@ -339,6 +341,53 @@ impl Handle {
     }
 }
 
+/// `dead_letter_policy`: a mapping with `max_redeliver_count` (required, >= 1) and
+/// optionally `dead_letter_topic`.
+fn dead_letter_arg(obj: &Bound<'_, PyAny>) -> PyResult<DeadLetterPolicy> {
+    let items = obj.call_method0("items").map_err(|_| {
+        PyTypeError::new_err("dead_letter_policy must be a mapping with max_redeliver_count")
+    })?;
+    let mut policy = DeadLetterPolicy {
+        max_redeliver_count: 0,
+        dead_letter_topic: None,
+    };
+    let mut have_max = false;
+    for item in items.try_iter()? {
+        let (k, v): (String, Bound<'_, PyAny>) = item?.extract()?;
+        match k.as_str() {
+            "max_redeliver_count" => {
+                let n: i64 = v.extract()?;
+                if !(1..=i64::from(i32::MAX)).contains(&n) {
+                    return Err(config_err(format!(
+                        "dead_letter_policy max_redeliver_count must be at least 1, got {n}"
+                    )));
+                }
+                policy.max_redeliver_count = n as u32;
+                have_max = true;
+            }
+            "dead_letter_topic" => {
+                let t: Option<String> = v.extract()?;
+                if let Some(t) = &t {
+                    TopicName::parse(t).py_err()?;
+                }
+                policy.dead_letter_topic = t;
+            }
+            other => {
+                return Err(config_err(format!(
+                    "unknown dead_letter_policy key {other:?}; use max_redeliver_count and \
+                     dead_letter_topic"
+                )))
+            }
+        }
+    }
+    if !have_max {
+        return Err(config_err(
+            "dead_letter_policy needs max_redeliver_count".into(),
+        ));
+    }
+    Ok(policy)
+}
+
 fn sub_type(s: &str) -> PyResult<SubType> {
     Ok(match s {
         "exclusive" => SubType::Exclusive,
@@ -360,7 +409,8 @@ impl Client {
         initial_position="latest", receiver_queue_size=1000, consumer_name=None,
         ack_grouping_time=0.1, negative_ack_redelivery_delay=60.0, ack_timeout=None,
         batch_index_ack=false, read_compacted=false, replicate_subscription_state=false,
-        pattern_auto_discovery_period=60.0))]
+        pattern_auto_discovery_period=60.0, dead_letter_policy=None,
+        max_pending_chunked_messages=10, expire_time_of_incomplete_chunked_message=60.0))]
     #[allow(clippy::too_many_arguments)]
     fn subscribe(
         &self,
@@ -378,6 +428,9 @@ impl Client {
         read_compacted: bool,
         replicate_subscription_state: bool,
         pattern_auto_discovery_period: f64,
+        dead_letter_policy: Option<&Bound<'_, PyAny>>,
+        max_pending_chunked_messages: usize,
+        expire_time_of_incomplete_chunked_message: f64,
     ) -> PyResult<Consumer> {
         let client = self.live()?.clone();
         if subscription_name.is_empty() {
@@ -420,6 +473,12 @@ impl Client {
             batch_index_ack,
             read_compacted,
             replicate_subscription_state,
+            max_pending_chunked_messages,
+            expire_incomplete_chunked: non_negative(
+                "expire_time_of_incomplete_chunked_message",
+                expire_time_of_incomplete_chunked_message,
+            )?,
+            dead_letter: dead_letter_policy.map(dead_letter_arg).transpose()?,
             ..ConsumerConfig::default()
         };
         let timeout = self.operation_timeout * 2;

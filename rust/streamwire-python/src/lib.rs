@@ -5,12 +5,14 @@
 //! Importing this module starts nothing: no runtime, thread or connection exists until the
 //! first client is used (Spark imports packages in processes that later fork).
 
+mod auth;
 mod blocking;
 mod client;
 mod columns;
 mod consumer;
 mod dispatch;
 mod errors;
+mod lookup_ext;
 mod message;
 mod message_id;
 mod producer;

@@ -62,13 +62,6 @@ impl Client {
     ) -> PyResult<Producer> {
         let client = self.live()?.clone();
         let topic = TopicName::parse(topic).py_err()?;
-        if chunking {
-            return Err(to_py(Error::new(
-                ErrorKind::NotSupported,
-                "chunking is not supported yet: messages above the broker's maximum size raise \
-                 MessageTooBigError",
-            )));
-        }
         if batching_max_messages == 0 || batching_max_bytes == 0 {
             return Err(config_err("batching limits must be positive".into()));
         }
@@ -141,6 +134,7 @@ impl Client {
                 None => Vec::new(),
             },
             routing,
+            chunking,
         };
         let budget = self.budget.clone();
         let topic_name = topic.to_string();

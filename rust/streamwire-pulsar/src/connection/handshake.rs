@@ -1,6 +1,6 @@
 //! The Connect/Connected exchange (and authentication data for it).
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use streamwire_core::error::{Error, ErrorKind, Result};
@@ -12,26 +12,12 @@ use crate::service_url::BrokerAddr;
 /// The protocol version we advertise.
 pub const PROTOCOL_VERSION: i32 = protocol::CLIENT_PROTOCOL_VERSION;
 
-/// How we authenticate. Secrets never appear in Debug output.
-#[derive(Clone)]
-pub enum Auth {
-    Token(String),
-}
-
-impl std::fmt::Debug for Auth {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Auth::Token(_) => f.write_str("Auth::Token(<redacted>)"),
-        }
-    }
-}
-
-impl Auth {
-    fn method_and_data(&self) -> (&'static str, Bytes) {
-        match self {
-            Auth::Token(t) => ("token", Bytes::copy_from_slice(t.as_bytes())),
-        }
-    }
+/// Feature flags announced in CONNECT: the codec's, plus auth refresh (the connection
+/// answers AUTH_CHALLENGE with fresh credentials instead of being dropped).
+pub(super) fn feature_flags() -> pb::FeatureFlags {
+    let mut flags = protocol::commands::codec_feature_flags();
+    flags.supports_auth_refresh = Some(true);
+    flags
 }
 
 /// Send Connect, wait for Connected. Returns the stream, the broker's Connected, and any bytes
@@ -46,10 +32,10 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let (method, data) = match &config.auth {
-        Some(a) => {
-            let (m, d) = a.method_and_data();
-            (Some(m), Some(d))
-        }
+        Some(a) => (
+            Some(a.method_name()),
+            Some(a.fetch().await.map_err(|e| e.context(physical))?),
+        ),
         None => (None, None),
     };
     let proxy_url = proxy_to.map(|b| b.host_port());
@@ -58,7 +44,7 @@ where
         PROTOCOL_VERSION,
         method,
         data,
-        protocol::commands::codec_feature_flags(),
+        feature_flags(),
         proxy_url.as_deref(),
     );
     let mut out = BytesMut::new();
@@ -90,6 +76,35 @@ where
                     let e = frame.command.error.unwrap_or_default();
                     return Err(server_error(e.error, &e.message)
                         .context(format!("handshake with {physical}")));
+                }
+                Type::AuthChallenge => {
+                    // Multi-step methods continue here; token/basic brokers never ask.
+                    let Some(auth) = &config.auth else {
+                        return Err(Error::new(
+                            ErrorKind::Authentication,
+                            format!("{physical} asked for credentials but no auth is configured"),
+                        ));
+                    };
+                    let challenge = frame
+                        .command
+                        .auth_challenge
+                        .and_then(|c| c.challenge)
+                        .and_then(|d| d.auth_data)
+                        .unwrap_or_default();
+                    let answer = auth
+                        .respond(challenge)
+                        .await
+                        .map_err(|e| e.context(physical))?;
+                    let mut o = BytesMut::new();
+                    let cmd = protocol::commands::auth_response(
+                        &config.client_version,
+                        PROTOCOL_VERSION,
+                        auth.method_name(),
+                        answer,
+                    );
+                    protocol::encode_command(&cmd, &mut o);
+                    stream.write_all(&o).await.map_err(lost)?;
+                    continue;
                 }
                 Type::Ping => {
                     let mut o = BytesMut::new();

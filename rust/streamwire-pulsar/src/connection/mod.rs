@@ -11,6 +11,7 @@
 
 mod handshake;
 pub mod pool;
+pub mod tls;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -27,7 +28,8 @@ use crate::protocol::{self, pb, Frame, FrameDecoder};
 use crate::server_error::server_error;
 use crate::service_url::BrokerAddr;
 
-pub use handshake::Auth;
+pub use crate::auth::{Auth, AuthProvider};
+pub use tls::{TlsConnector, TlsOptions};
 
 /// Settings shared by every connection a client opens.
 #[derive(Debug, Clone)]
@@ -36,6 +38,8 @@ pub struct ConnectionConfig {
     pub operation_timeout: Duration,
     pub keepalive_interval: Duration,
     pub auth: Option<Auth>,
+    /// TLS for `pulsar+ssl://` brokers; `None` means system roots with full verification.
+    pub tls: Option<TlsConnector>,
     pub client_version: String,
 }
 
@@ -46,6 +50,7 @@ impl Default for ConnectionConfig {
             operation_timeout: Duration::from_secs(30),
             keepalive_interval: Duration::from_secs(30),
             auth: None,
+            tls: None,
             client_version: format!("streamwire-{}", env!("CARGO_PKG_VERSION")),
         }
     }
@@ -95,6 +100,9 @@ struct Inner {
     server_version: String,
     protocol_version: i32,
     operation_timeout: Duration,
+    /// Asked again whenever the broker sends AUTH_CHALLENGE.
+    auth: Option<Auth>,
+    client_version: String,
     /// Milliseconds since `epoch` when something was last read.
     last_read_ms: AtomicU64,
     epoch: Instant,
@@ -129,24 +137,43 @@ impl Connection {
         proxy_to: Option<&BrokerAddr>,
         config: &ConnectionConfig,
     ) -> Result<Connection> {
-        if physical.tls {
-            return Err(Error::new(
-                ErrorKind::NotSupported,
-                "pulsar+ssl:// is not supported yet by this build",
-            ));
-        }
         let target = physical.host_port();
         let connect = async {
-            let stream = tokio::net::TcpStream::connect(&target).await.map_err(|e| {
+            let tcp = tokio::net::TcpStream::connect(&target).await.map_err(|e| {
                 Error::new(
                     ErrorKind::Connect,
                     format!("cannot connect to {physical}: {e}"),
                 )
             })?;
-            let _ = stream.set_nodelay(true);
-            handshake::handshake(stream, physical, proxy_to, config).await
+            let _ = tcp.set_nodelay(true);
+            if physical.tls {
+                let connector = match &config.tls {
+                    Some(c) => c.clone(),
+                    None => TlsConnector::new(&TlsOptions::default())?,
+                };
+                let stream = connector.connect(physical, tcp).await?;
+                let (stream, connected, leftover) =
+                    handshake::handshake(stream, physical, proxy_to, config).await?;
+                Ok(Self::start(
+                    stream,
+                    physical.clone(),
+                    connected,
+                    leftover,
+                    config,
+                ))
+            } else {
+                let (stream, connected, leftover) =
+                    handshake::handshake(tcp, physical, proxy_to, config).await?;
+                Ok(Self::start(
+                    stream,
+                    physical.clone(),
+                    connected,
+                    leftover,
+                    config,
+                ))
+            }
         };
-        let (stream, connected, leftover) = tokio::time::timeout(config.connect_timeout, connect)
+        tokio::time::timeout(config.connect_timeout, connect)
             .await
             .map_err(|_| {
                 Error::new(
@@ -156,14 +183,7 @@ impl Connection {
                         config.connect_timeout.as_secs_f64()
                     ),
                 )
-            })??;
-        Ok(Self::start(
-            stream,
-            physical.clone(),
-            connected,
-            leftover,
-            config,
-        ))
+            })?
     }
 
     fn start<S>(
@@ -194,6 +214,8 @@ impl Connection {
             server_version: connected.server_version.clone(),
             protocol_version: connected.protocol_version.unwrap_or(0),
             operation_timeout: config.operation_timeout,
+            auth: config.auth.clone(),
+            client_version: config.client_version.clone(),
             last_read_ms: AtomicU64::new(0),
             epoch,
             shutdown: tokio::sync::watch::channel(false).0,
@@ -502,6 +524,10 @@ async fn dispatch(frame: Frame, inner: &Arc<Inner>) -> Result<()> {
             return Ok(());
         }
         Type::Pong => return Ok(()),
+        Type::AuthChallenge => {
+            answer_challenge(frame, inner);
+            return Ok(());
+        }
         _ => {}
     }
     if let Some(rid) = response_request_id(&frame.command) {
@@ -527,8 +553,50 @@ async fn dispatch(frame: Frame, inner: &Arc<Inner>) -> Result<()> {
         }
         return Ok(());
     }
-    // Anything else (topic watchers, auth challenges before support lands) is ignored.
+    // Anything else (topic watchers, ...) is ignored.
     Ok(())
+}
+
+/// Answer an AUTH_CHALLENGE on the live connection with fresh credentials (the provider is
+/// asked again, off the reader task). Failing to get them ends the connection.
+fn answer_challenge(frame: Frame, inner: &Arc<Inner>) {
+    let Some(auth) = inner.auth.clone() else {
+        shut(
+            inner,
+            Error::new(
+                ErrorKind::Authentication,
+                format!(
+                    "{} asked for credentials but no auth is configured",
+                    inner.addr
+                ),
+            ),
+        );
+        return;
+    };
+    let challenge = frame
+        .command
+        .auth_challenge
+        .and_then(|c| c.challenge)
+        .and_then(|d| d.auth_data)
+        .unwrap_or_default();
+    let inner = Arc::clone(inner);
+    tokio::spawn(async move {
+        match auth.respond(challenge).await {
+            Ok(data) => {
+                let cmd = protocol::commands::auth_response(
+                    &inner.client_version,
+                    handshake::PROTOCOL_VERSION,
+                    auth.method_name(),
+                    data,
+                );
+                let _ = inner.tx.send(Outgoing::Command(Box::new(cmd))).await;
+            }
+            Err(e) => shut(
+                &inner,
+                e.context(format!("answering the auth challenge of {}", inner.addr)),
+            ),
+        }
+    });
 }
 
 async fn write_loop<W: AsyncWrite + Unpin>(

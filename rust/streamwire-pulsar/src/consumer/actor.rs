@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, oneshot};
 use streamwire_core::backoff::{Backoff, BackoffConfig};
 use streamwire_core::error::{Error, ErrorKind, Result};
 
+use super::chunks::{ChunkAssembler, ChunkMeta, ChunkOutcome};
 use super::entry::{unpack, EntryContext, StartFilter};
 use super::{ConsumerConfig, Slot};
 use crate::client::PulsarClient;
@@ -21,7 +22,7 @@ use crate::protocol::pb;
 use crate::protocol::pb::base_command::Type;
 use crate::protocol::pb::command_ack::AckType;
 use crate::protocol::pb::command_subscribe::SubType;
-use crate::protocol::Frame;
+use crate::protocol::{ChecksumStatus, Frame, PayloadSection};
 
 /// Requests from the handle to the actor.
 pub(crate) enum Control {
@@ -51,6 +52,8 @@ pub(crate) struct Actor {
     /// Where a non-durable subscription (re)starts, and what to skip.
     pub start: Option<StartFilter>,
     pub consumer_name: String,
+    /// Chunked messages being reassembled.
+    pub chunks: ChunkAssembler,
 }
 
 enum Exit {
@@ -194,6 +197,10 @@ impl Actor {
         }
         // Nothing from a previous connection may reach the app now.
         self.slot.queue.clear();
+        self.chunks.clear();
+        if let Some(dl) = &self.slot.dead_letter {
+            dl.clear();
+        }
         let grant = self.permits.on_reconnect();
         let live = Live { conn, id, events };
         // Acks made while disconnected go first, so the broker does not redeliver them.
@@ -242,6 +249,7 @@ impl Actor {
                     if self.return_permits(live).await.is_err() {
                         return Exit::Reconnect;
                     }
+                    self.expire_chunks();
                     self.flush_acks(live).await;
                     self.redeliver_due(live).await;
                 }
@@ -301,6 +309,31 @@ impl Actor {
     async fn redeliver(&mut self, live: &Live, ids: Vec<MessageId>) -> Result<()> {
         let individual = matches!(self.cfg.sub_type, SubType::Shared | SubType::KeyShared);
         if individual && !ids.is_empty() {
+            let mut ids = ids;
+            if let Some(dl) = &self.slot.dead_letter {
+                let (dead, keep) = dl.take(ids);
+                if !dead.is_empty() {
+                    tokio::spawn(super::dlq::send(
+                        self.client.clone(),
+                        Arc::clone(&self.slot),
+                        dead,
+                    ));
+                }
+                ids = keep;
+                if ids.is_empty() {
+                    return Ok(());
+                }
+            }
+            if ids.iter().any(|i| !i.is_batch()) {
+                let mut all = Vec::with_capacity(ids.len());
+                for id in ids {
+                    match self.slot.expand(&id, false) {
+                        Some(chunks) => all.extend(chunks),
+                        None => all.push(id),
+                    }
+                }
+                ids = all;
+            }
             {
                 let mut acks = self.slot.acks();
                 for id in &ids {
@@ -320,6 +353,7 @@ impl Actor {
         // Exclusive / failover: everything unacked comes again, in order; what is queued
         // here would come twice, so drop it and hand its permits back.
         let (discarded, delivered) = self.slot.queue.clear();
+        self.chunks.clear();
         if let Some(u) = &self.slot.unacked {
             u.lock().unwrap_or_else(|p| p.into_inner()).clear();
         }
@@ -360,6 +394,9 @@ impl Actor {
             Type::Message => {
                 let cmd = frame.command.message.as_ref()?;
                 let section = frame.payload.as_ref()?;
+                if let Some(meta) = chunk_meta(section) {
+                    return self.on_chunk(live, cmd, section, meta).await;
+                }
                 let filter = if self.cfg.durable {
                     None
                 } else {
@@ -387,6 +424,10 @@ impl Actor {
                                     return Some(Exit::Reconnect);
                                 }
                             }
+                        }
+                        let mut u = u;
+                        if let Some(exit) = self.dead_letter_filter(live, &mut u.messages).await {
+                            return Some(exit);
                         }
                         if !u.messages.is_empty() {
                             self.slot
@@ -426,6 +467,146 @@ impl Actor {
         }
     }
 
+    /// Dead-letter policy on arrival: remember messages at the maximum redelivery count;
+    /// send those above it to the dead-letter topic without delivering them.
+    async fn dead_letter_filter(
+        &mut self,
+        live: &Live,
+        messages: &mut Vec<super::ReceivedMessage>,
+    ) -> Option<Exit> {
+        let dl = self.slot.dead_letter.as_ref()?;
+        let count = messages.first()?.redelivery_count;
+        if count < dl.max_redeliver_count {
+            return None;
+        }
+        if count == dl.max_redeliver_count {
+            dl.remember(messages);
+            return None;
+        }
+        let dead = std::mem::take(messages);
+        let n = dead.len() as u32;
+        tokio::spawn(super::dlq::send(
+            self.client.clone(),
+            Arc::clone(&self.slot),
+            dead,
+        ));
+        if let Ok(Some(g)) = self.permits.on_messages_discarded(n) {
+            if live
+                .conn
+                .send_command(commands::flow(live.id, g))
+                .await
+                .is_err()
+            {
+                return Some(Exit::Reconnect);
+            }
+        }
+        None
+    }
+
+    fn expire_chunks(&mut self) {
+        if self.chunks.is_empty() {
+            return;
+        }
+        let ack = self.chunks.expire(Instant::now());
+        if !ack.is_empty() {
+            let mut acks = self.slot.acks();
+            for id in ack {
+                acks.individual(id);
+            }
+        }
+    }
+
+    /// Give back the permit of an entry that does not reach the queue.
+    async fn discard_one(&mut self, live: &Live) -> Option<Exit> {
+        if let Ok(Some(g)) = self.permits.on_messages_discarded(1) {
+            if live
+                .conn
+                .send_command(commands::flow(live.id, g))
+                .await
+                .is_err()
+            {
+                return Some(Exit::Reconnect);
+            }
+        }
+        None
+    }
+
+    /// One chunk of a chunked message: keep it, or deliver the reassembled message.
+    async fn on_chunk(
+        &mut self,
+        live: &Live,
+        cmd: &pb::CommandMessage,
+        section: &PayloadSection,
+        meta: ChunkMeta,
+    ) -> Option<Exit> {
+        let _ = self.permits.on_messages_received(1);
+        let base = MessageId::from_proto(&cmd.message_id);
+        let id = MessageId::new(base.ledger_id, base.entry_id, self.ctx.partition, -1, 0);
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let outcome = self
+            .chunks
+            .add(&meta, id, &section.payload, Instant::now(), now_ms);
+        let (payload, ids) = match outcome {
+            ChunkOutcome::Pending => return self.discard_one(live).await,
+            ChunkOutcome::Dropped { ack } => {
+                {
+                    let mut acks = self.slot.acks();
+                    for a in ack {
+                        acks.individual(a);
+                    }
+                }
+                return self.discard_one(live).await;
+            }
+            ChunkOutcome::Complete { payload, ids } => (payload, ids),
+        };
+        let whole = PayloadSection {
+            broker_entry_metadata: section.broker_entry_metadata,
+            metadata: section.metadata.clone(),
+            payload,
+            checksum: ChecksumStatus::Absent,
+        };
+        let res = {
+            let acks = self.slot.acks();
+            unpack(&self.ctx, cmd, &whole, None, |i| acks.is_acked(i))
+        };
+        match res {
+            Ok(u) if !u.messages.is_empty() => {
+                let first = ids[0];
+                let mut messages = u.messages;
+                for m in &mut messages {
+                    m.id = m.id.with_first_chunk(&first);
+                }
+                self.slot.chunk_ids().insert(messages[0].id, ids);
+                self.slot
+                    .stats
+                    .received
+                    .fetch_add(messages.len() as u64, Ordering::Relaxed);
+                self.slot.queue.push(messages);
+                self.slot.app_notify.notify_one();
+                None
+            }
+            Ok(_) => {
+                self.slot.stats.skipped.fetch_add(1, Ordering::Relaxed);
+                self.discard_one(live).await
+            }
+            Err(r) => {
+                self.slot.stats.invalid.fetch_add(1, Ordering::Relaxed);
+                let protos = ids.iter().map(MessageId::to_proto).collect();
+                let ack = commands::ack(
+                    live.id,
+                    AckType::Individual,
+                    protos,
+                    Some(r.validation),
+                    None,
+                );
+                let _ = live.conn.send_command(ack).await;
+                self.discard_one(live).await
+            }
+        }
+    }
+
     async fn request(
         &self,
         live: &Live,
@@ -460,6 +641,7 @@ impl Actor {
                     }
                     self.slot.queue.clear();
                     self.slot.queue.set_last_delivered(None);
+                    self.chunks.clear();
                     self.slot.acks().reset_after_seek();
                     if let Some(u) = &self.slot.unacked {
                         u.lock().unwrap_or_else(|p| p.into_inner()).clear();
@@ -570,4 +752,17 @@ fn refuse_while_disconnected(c: Control) {
             let _ = tx.send(Ok(()));
         }
     }
+}
+
+/// The chunk fields of an entry that is one chunk of a chunked message (checksum verified).
+fn chunk_meta(section: &PayloadSection) -> Option<ChunkMeta> {
+    let m = section.verified_metadata().ok()?;
+    let n = m.num_chunks_from_msg.filter(|&n| n > 1)?;
+    Some(ChunkMeta {
+        uuid: m.uuid.clone()?,
+        chunk_id: u32::try_from(m.chunk_id?).ok()?,
+        num_chunks: n as u32,
+        total_size: usize::try_from(m.total_chunk_msg_size.unwrap_or(0)).unwrap_or(0),
+        publish_time: m.publish_time,
+    })
 }

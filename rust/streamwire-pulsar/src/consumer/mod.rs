@@ -12,10 +12,13 @@
 
 pub mod acks;
 mod actor;
+pub mod chunks;
+pub mod dlq;
 pub mod entry;
 pub mod nacks;
 pub mod queue;
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -60,6 +63,12 @@ pub struct ConsumerConfig {
     pub durable: bool,
     /// Readers: where to start (earliest / latest are plain ids too).
     pub start: Option<StartFilter>,
+    /// Chunked messages assembled at once (0: no limit); a new one evicts the oldest.
+    pub max_pending_chunked_messages: usize,
+    /// Incomplete chunked messages older than this are dropped and their chunks acked.
+    pub expire_incomplete_chunked: Duration,
+    /// Send messages redelivered too often to a dead-letter topic (shared subscriptions).
+    pub dead_letter: Option<dlq::DeadLetterPolicy>,
 }
 
 impl Default for ConsumerConfig {
@@ -79,6 +88,9 @@ impl Default for ConsumerConfig {
             replicate_subscription_state: false,
             durable: true,
             start: None,
+            max_pending_chunked_messages: 10,
+            expire_incomplete_chunked: Duration::from_secs(60),
+            dead_letter: None,
         }
     }
 }
@@ -115,6 +127,7 @@ pub struct SlotStats {
     pub invalid: AtomicU64,
     pub reconnects: AtomicU64,
     pub redelivery_requests: AtomicU64,
+    pub dead_lettered: AtomicU64,
 }
 
 /// What the handle and one actor share.
@@ -134,6 +147,9 @@ pub(crate) struct Slot {
     /// After a reconnect, messages handed out are checked against the acks once more: a
     /// redelivered copy may have been queued before the app acknowledged the original.
     recheck_acks: AtomicU64,
+    /// Chunked messages delivered and not acknowledged: last chunk id -> every chunk's id.
+    chunk_ids: Mutex<HashMap<MessageId, Vec<MessageId>>>,
+    dead_letter: Option<dlq::DeadLetter>,
 }
 
 impl Slot {
@@ -143,6 +159,26 @@ impl Slot {
 
     fn nacks(&self) -> MutexGuard<'_, RedeliveryTracker> {
         self.nacks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn chunk_ids(&self) -> MutexGuard<'_, HashMap<MessageId, Vec<MessageId>>> {
+        self.chunk_ids.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The entries to acknowledge or redeliver for `id`: every chunk of a chunked message.
+    fn expand(&self, id: &MessageId, remove: bool) -> Option<Vec<MessageId>> {
+        if id.batch_index >= 0 {
+            return None;
+        }
+        let mut map = self.chunk_ids();
+        if map.is_empty() {
+            return None;
+        }
+        if remove {
+            map.remove(id)
+        } else {
+            map.get(id).cloned()
+        }
     }
 
     fn fatal(&self) -> Option<Error> {
@@ -184,6 +220,7 @@ pub struct ConsumerStats {
     pub invalid: u64,
     pub reconnects: u64,
     pub redelivery_requests: u64,
+    pub dead_lettered: u64,
     pub queued: u64,
     pub partitions: u64,
 }
@@ -259,6 +296,11 @@ impl Consumer {
                 app_notify: app_notify.clone(),
                 stats: SlotStats::default(),
                 recheck_acks: AtomicU64::new(0),
+                chunk_ids: Mutex::new(HashMap::new()),
+                dead_letter: cfg
+                    .dead_letter
+                    .as_ref()
+                    .map(|p| dlq::DeadLetter::new(p, &topic_str, &cfg.subscription)),
             });
             let start = cfg.start.map(|mut f| {
                 f.id.partition = partition;
@@ -277,6 +319,10 @@ impl Consumer {
                 },
                 start,
                 consumer_name: name.clone(),
+                chunks: chunks::ChunkAssembler::new(
+                    cfg.max_pending_chunked_messages,
+                    cfg.expire_incomplete_chunked,
+                ),
             };
             let (ready_tx, ready_rx) = oneshot::channel();
             tokio::spawn(actor.run(ready_tx));
@@ -487,7 +533,20 @@ impl Consumer {
             u.lock().unwrap_or_else(|p| p.into_inner()).acked(&id);
         }
         s.nacks().remove(&id);
-        let due = s.acks().individual(id);
+        if let Some(dl) = &s.dead_letter {
+            dl.acked(&id);
+        }
+        let due = match s.expand(&id, true) {
+            Some(all) => {
+                let mut acks = s.acks();
+                let mut due = false;
+                for c in all {
+                    due |= acks.individual(c);
+                }
+                due
+            }
+            None => s.acks().individual(id),
+        };
         s.stats.acked.fetch_add(1, Ordering::Relaxed);
         self.wake_if(s, due);
         Ok(())
@@ -516,6 +575,9 @@ impl Consumer {
         let s = self.slot_for(slot, &id)?;
         if let Some(u) = &s.unacked {
             u.lock().unwrap_or_else(|p| p.into_inner()).acked_up_to(&id);
+        }
+        if id.batch_index < 0 {
+            s.chunk_ids().retain(|last, _| *last > id);
         }
         let due = s.acks().cumulative(id);
         s.stats.acked.fetch_add(1, Ordering::Relaxed);
@@ -663,6 +725,7 @@ impl Consumer {
             st.invalid += c.invalid.load(Ordering::Relaxed);
             st.reconnects += c.reconnects.load(Ordering::Relaxed);
             st.redelivery_requests += c.redelivery_requests.load(Ordering::Relaxed);
+            st.dead_lettered += c.dead_lettered.load(Ordering::Relaxed);
             st.queued += s.queue.len() as u64;
         }
         st
@@ -689,6 +752,9 @@ impl Consumer {
             let (tx, rx) = oneshot::channel();
             if s.ctl.send(Control::Close(tx)).await.is_ok() {
                 let _ = rx.await;
+            }
+            if let Some(dl) = &s.dead_letter {
+                dl.close().await;
             }
         }
         Ok(())

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use bytes::{Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use tokio::sync::{mpsc, oneshot};
 
 use streamwire_core::backoff::{Backoff, BackoffConfig};
@@ -13,12 +13,14 @@ use streamwire_core::budget::Reservation;
 use streamwire_core::error::{Error, ErrorKind, Result};
 
 use super::completion::Completion;
-use super::pending::{InFlight, PendingQueue, Receipt};
+use super::pending::{ChunkPos, InFlight, PendingQueue, Receipt};
 use super::{Command, ProducerConfig, Queued, Shared};
 use crate::client::PulsarClient;
 use crate::connection::{Connection, Event};
+use crate::engine::batch_format::BatchIter;
 use crate::engine::batcher::{AddOutcome, BatchBuilder};
 use crate::engine::compression::{compress, Codec};
+use crate::message_id::MessageId;
 use crate::protocol::{self, commands, pb, ProducerParams};
 use crate::server_error::{code, server_error};
 
@@ -58,6 +60,8 @@ pub(super) struct Actor {
     reconnect_at: Option<Instant>,
     out: BytesMut,
     terminal: Option<Error>,
+    /// Sequence id and id of the first chunk of the chunked message being acknowledged.
+    chunk_first: Option<(u64, MessageId)>,
 }
 
 fn now_ms() -> u64 {
@@ -101,6 +105,7 @@ impl Actor {
             reconnect_at: None,
             out: BytesMut::with_capacity(64 * 1024),
             terminal: None,
+            chunk_first: None,
         };
         actor.establish(true).await?;
         Ok(actor)
@@ -352,8 +357,18 @@ impl Actor {
         let Some(batch) = self.batcher.as_mut().and_then(|b| b.take()) else {
             return;
         };
-        let items = std::mem::take(&mut self.batch_items);
+        let mut items = std::mem::take(&mut self.batch_items);
         let enqueued_at = self.batch_opened_at.take().unwrap_or_else(Instant::now);
+        if batch.num_messages == 1 && items.len() == 1 {
+            // As Java's BatchMessageContainerImpl: a batch of one goes as a plain message
+            // (its id has no batch index).
+            if let Some(msg) = lone_message(&batch) {
+                let (c, r, p) = items.pop().expect("one item");
+                let entry = super::EntryOptions::default();
+                self.send_single(msg, entry, c, r, p, enqueued_at).await;
+                return;
+            }
+        }
         let mut md = self.base_metadata(batch.first_sequence_id);
         md.num_messages_in_batch = Some(batch.num_messages as i32);
         md.highest_sequence_id = Some(batch.last_sequence_id);
@@ -398,12 +413,14 @@ impl Actor {
             batched: true,
             metadata: md,
             payload,
+            frame: None,
             completions,
             deadline: self.deadline_from(enqueued_at),
             enqueued_at,
             bytes: batch.uncompressed_size,
             reservation,
             permits,
+            chunk: None,
         };
         self.dispatch(entry).await;
     }
@@ -468,6 +485,20 @@ impl Actor {
             }
         };
         let max = self.shared.max_message_size.load(Ordering::Relaxed);
+        if payload.len() > max && self.config.chunking {
+            let timing = (self.deadline_from(enqueued_at), enqueued_at);
+            self.send_chunked(
+                md,
+                payload,
+                raw_len,
+                completion,
+                reservation,
+                permits,
+                timing,
+            )
+            .await;
+            return;
+        }
         if payload.len() > max {
             let e = Error::new(
                 ErrorKind::MessageTooBig,
@@ -486,20 +517,94 @@ impl Actor {
             batched: false,
             metadata: md,
             payload,
+            frame: None,
             completions: vec![completion],
             deadline: self.deadline_from(enqueued_at),
             enqueued_at,
             bytes: raw_len,
             reservation,
             permits,
+            chunk: None,
         };
         self.dispatch(entry).await;
     }
 
+    /// Split a message above the broker's maximum into chunks, each its own entry, as the
+    /// Java client does: same sequence id, `uuid` = producer name and sequence id, the
+    /// (compressed) payload cut into pieces that fit with their metadata. The last chunk's
+    /// receipt completes the message.
+    #[allow(clippy::too_many_arguments)]
+    async fn send_chunked(
+        &mut self,
+        mut md: pb::MessageMetadata,
+        payload: Bytes,
+        raw_len: usize,
+        completion: Completion,
+        reservation: Option<Reservation>,
+        permits: Option<tokio::sync::OwnedSemaphorePermit>,
+        (deadline, enqueued_at): (Instant, Instant),
+    ) {
+        let max = self.shared.max_message_size.load(Ordering::Relaxed);
+        md.uuid = Some(format!("{}-{}", md.producer_name, md.sequence_id));
+        md.total_chunk_msg_size = Some(payload.len() as i32);
+        // Measure the metadata with the chunk fields at their widest.
+        md.num_chunks_from_msg = Some(i32::MAX);
+        md.chunk_id = Some(i32::MAX);
+        let room = max.saturating_sub(prost::Message::encoded_len(&md));
+        if room == 0 || i32::try_from(payload.len()).is_err() {
+            let e = Error::new(
+                ErrorKind::MessageTooBig,
+                format!(
+                    "message of {} bytes cannot be chunked (metadata alone fills the broker's \
+                     maximum of {max} bytes)",
+                    payload.len()
+                ),
+            );
+            self.fail_items(vec![(completion, reservation, permits)], &e);
+            return;
+        }
+        let total = payload.len().div_ceil(room).max(1);
+        md.num_chunks_from_msg = Some(total as i32);
+        let mut holdings = Some((completion, reservation, permits));
+        for i in 0..total {
+            let mut m = md.clone();
+            m.chunk_id = Some(i as i32);
+            let piece = payload.slice(i * room..((i + 1) * room).min(payload.len()));
+            let last = i + 1 == total;
+            let (completions, reservation, permits) = match (last, holdings.take()) {
+                (true, Some((c, r, p))) => (vec![c], r, p),
+                (_, h) => {
+                    holdings = h;
+                    (Vec::new(), None, None)
+                }
+            };
+            let entry = InFlight {
+                sequence_id: m.sequence_id,
+                highest_sequence_id: m.sequence_id,
+                num_messages: 1,
+                batched: false,
+                metadata: m,
+                payload: piece,
+                frame: None,
+                completions,
+                deadline,
+                enqueued_at,
+                bytes: if last { raw_len } else { 0 },
+                reservation,
+                permits,
+                chunk: Some(ChunkPos {
+                    chunk_id: i as u32,
+                    last,
+                }),
+            };
+            self.dispatch(entry).await;
+        }
+    }
+
     /// Write an entry if connected, and track it until its receipt.
-    async fn dispatch(&mut self, entry: InFlight) {
+    async fn dispatch(&mut self, mut entry: InFlight) {
         if let Some(live) = &self.live {
-            let sent = match encode_entry(live, &entry, &mut self.out) {
+            let sent = match encode_entry(live, &mut entry, &mut self.out) {
                 Ok(frame) => live.conn.send_encoded(frame).await,
                 Err(e) => Err(e),
             };
@@ -574,7 +679,17 @@ impl Actor {
     }
 
     fn complete_entry(&mut self, e: InFlight, ledger: i64, entry: i64) {
-        let n = e.num_messages as usize;
+        let partition = self.shared.partition;
+        let this = MessageId::new(ledger, entry, partition, -1, 0);
+        if let Some(c) = e.chunk {
+            if c.chunk_id == 0 {
+                self.chunk_first = Some((e.sequence_id, this));
+            }
+            if !c.last {
+                return;
+            }
+        }
+        let n = e.messages() as usize;
         self.shared
             .stats
             .on_acked(n as u64, e.bytes as u64, e.enqueued_at.elapsed());
@@ -583,7 +698,15 @@ impl Actor {
             .store(e.highest_sequence_id as i64, Ordering::Release);
         // Count it done before completing, so `len(producer)` is 0 once the last future is.
         self.shared.pending_messages.fetch_sub(n, Ordering::AcqRel);
-        e.complete(ledger, entry, self.shared.partition);
+        if e.chunk.is_some() {
+            let first = match self.chunk_first.take() {
+                Some((seq, first)) if seq == e.sequence_id => first,
+                _ => this,
+            };
+            e.complete_chunked(this.with_first_chunk(&first));
+        } else {
+            e.complete(ledger, entry, partition);
+        }
     }
 
     /// Close the broker-side producer and schedule an immediate re-creation.
@@ -624,7 +747,7 @@ impl Actor {
                 let mut out = std::mem::take(&mut self.out);
                 let frames: Result<Vec<Bytes>> = self
                     .pending
-                    .iter()
+                    .iter_mut()
                     .map(|e| encode_entry(live, e, &mut out))
                     .collect();
                 self.out = out;
@@ -674,7 +797,7 @@ impl Actor {
             ),
         );
         for e in expired {
-            let n = e.num_messages as usize;
+            let n = e.messages() as usize;
             self.shared.stats.on_failed(n as u64);
             self.shared.pending_messages.fetch_sub(n, Ordering::AcqRel);
             e.fail(&err);
@@ -689,7 +812,7 @@ impl Actor {
         }
         self.fail_items(items, err);
         for e in self.pending.drain() {
-            let n = e.num_messages as usize;
+            let n = e.messages() as usize;
             self.shared.stats.on_failed(n as u64);
             self.shared.pending_messages.fetch_sub(n, Ordering::AcqRel);
             e.fail(err);
@@ -773,26 +896,65 @@ impl Actor {
     }
 }
 
+/// The one message of a batch, back from its batch encoding.
+fn lone_message(
+    batch: &crate::engine::batcher::BatchToSend,
+) -> Option<crate::engine::message::OutgoingMessage> {
+    let (single, body) = BatchIter::new(batch.payload.clone(), 1).next()?.ok()?;
+    let mut msg = crate::engine::message::OutgoingMessage::new(body, batch.first_sequence_id);
+    msg.key = single.partition_key;
+    msg.partition_key_b64 = single.partition_key_b64_encoded.unwrap_or(false);
+    msg.ordering_key = single.ordering_key;
+    msg.event_time = single.event_time;
+    msg.null_value = single.null_value.unwrap_or(false);
+    msg.properties = single
+        .properties
+        .into_iter()
+        .map(|kv| (kv.key, kv.value))
+        .collect();
+    Some(msg)
+}
+
 /// Encode an entry's SEND frame (synchronously, so no borrow of the entry lives across an
-/// await).
-fn encode_entry(live: &Live, e: &InFlight, out: &mut BytesMut) -> Result<Bytes> {
+/// await). The frame then holds the entry's only copy of the payload.
+fn encode_entry(live: &Live, e: &mut InFlight, out: &mut BytesMut) -> Result<Bytes> {
     let cmd = commands::send(
         live.producer_id,
         e.sequence_id,
         e.num_messages as i32,
         e.batched.then_some(e.highest_sequence_id),
-        false,
+        e.chunk.is_some(),
         false,
     );
-    protocol::encode_payload_command(
-        &cmd,
-        &e.metadata,
-        &e.payload,
-        out,
-        live.conn.max_message_size() + protocol::FRAME_HEADROOM,
-    )
-    .map_err(|err| Error::new(ErrorKind::MessageTooBig, err.to_string()))?;
-    Ok(out.split().freeze())
+    if let Some(old) = &e.frame {
+        // [total][command size][command][metadata + payload section]: only the command
+        // (the producer id) changes.
+        let old_cmd = old
+            .get(4..8)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)
+            .ok_or_else(|| Error::new(ErrorKind::Protocol, "stored frame is truncated"))?;
+        let tail = old.slice((8 + old_cmd).min(old.len())..);
+        let cmd_len = prost::Message::encoded_len(&cmd);
+        out.reserve(8 + cmd_len + tail.len());
+        out.put_u32((4 + cmd_len + tail.len()) as u32);
+        out.put_u32(cmd_len as u32);
+        prost::Message::encode(&cmd, out)
+            .map_err(|err| Error::new(ErrorKind::Protocol, err.to_string()))?;
+        out.extend_from_slice(&tail);
+    } else {
+        protocol::encode_payload_command(
+            &cmd,
+            &e.metadata,
+            &e.payload,
+            out,
+            live.conn.max_message_size() + protocol::FRAME_HEADROOM,
+        )
+        .map_err(|err| Error::new(ErrorKind::MessageTooBig, err.to_string()))?;
+    }
+    let frame = out.split().freeze();
+    e.frame = Some(frame.clone());
+    e.payload = Bytes::new();
+    Ok(frame)
 }
 
 async fn recv_event(live: &mut Option<Live>) -> Option<Event> {

@@ -50,6 +50,9 @@ pub struct ProducerConfig {
     pub access_mode: pb::ProducerAccessMode,
     pub properties: Vec<(String, String)>,
     pub routing: Routing,
+    /// Split messages above the broker's maximum size into chunks (Java's
+    /// `enableChunking`); such messages always go unbatched.
+    pub chunking: bool,
 }
 
 impl Default for ProducerConfig {
@@ -66,6 +69,7 @@ impl Default for ProducerConfig {
             access_mode: pb::ProducerAccessMode::Shared,
             properties: Vec::new(),
             routing: Routing::RoundRobin,
+            chunking: false,
         }
     }
 }
@@ -211,7 +215,7 @@ impl Producer {
 
     fn check_size(&self, msg: &OutgoingMessage) -> Result<()> {
         let max = self.max_message_size();
-        if msg.payload.len() > max {
+        if msg.payload.len() > max && !self.config.chunking {
             return Err(Error::new(
                 ErrorKind::MessageTooBig,
                 format!(

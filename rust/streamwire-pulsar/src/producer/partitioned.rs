@@ -62,19 +62,25 @@ impl TopicProducer {
             partitions
                 .push(Producer::create(client, topic.clone(), Arc::clone(&config), budget).await?);
         } else {
+            // As Java's PartitionedProducerImpl: partition 0 first, then the others under the
+            // name it got (given, or assigned by the broker), so every partition's messages
+            // carry the same producer name.
+            let mut shared_config = Arc::clone(&config);
             for i in 0..n {
-                let mut c = (*config).clone();
-                // Each partition needs its own producer name; suffix a given one like Java.
-                if let Some(name) = &config.producer_name {
-                    c.producer_name = Some(format!("{name}-partition-{i}"));
-                }
                 let p = Producer::create(
                     client.clone(),
                     topic.partition(i),
-                    Arc::new(c),
+                    Arc::clone(&shared_config),
                     budget.clone(),
                 )
                 .await;
+                if let (0, Ok(first)) = (i, &p) {
+                    if config.producer_name.is_none() {
+                        let mut c = (*config).clone();
+                        c.producer_name = Some(first.name());
+                        shared_config = Arc::new(c);
+                    }
+                }
                 match p {
                     Ok(p) => partitions.push(p),
                     Err(e) => {

@@ -26,8 +26,12 @@ pub struct InFlight {
     /// Whether the entry is a batch (its messages get batch indexes).
     pub batched: bool,
     pub metadata: pb::MessageMetadata,
-    /// The payload as sent (compressed if compression is on).
+    /// The payload as sent (compressed if compression is on); emptied once `frame` holds it.
     pub payload: Bytes,
+    /// The SEND frame as last written. It shares its bytes with the connection's write
+    /// queue, so the payload lives in memory once; a re-send after a reconnect re-encodes
+    /// only the command in front of it.
+    pub frame: Option<Bytes>,
     /// One per message, in batch order.
     pub completions: Vec<Completion>,
     pub deadline: Instant,
@@ -37,9 +41,36 @@ pub struct InFlight {
     /// Memory-budget bytes and pending-queue slots, released when this entry is dropped.
     pub reservation: Option<Reservation>,
     pub permits: Option<OwnedSemaphorePermit>,
+    /// Set when the entry is one chunk of a chunked message (only the last chunk holds the
+    /// message's completion and holdings).
+    pub chunk: Option<ChunkPos>,
+}
+
+/// Where a chunk sits in its message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkPos {
+    pub chunk_id: u32,
+    pub last: bool,
 }
 
 impl InFlight {
+    /// Application messages this entry completes (0 for all chunks but the last).
+    pub fn messages(&self) -> u32 {
+        match self.chunk {
+            Some(c) if !c.last => 0,
+            _ => self.num_messages,
+        }
+    }
+
+    /// Complete the last chunk of a chunked message: its id carries the first chunk's.
+    pub fn complete_chunked(mut self, id: MessageId) {
+        drop(self.permits.take());
+        drop(self.reservation.take());
+        for c in self.completions {
+            c.complete(Ok(id));
+        }
+    }
+
     /// Report every message's id from the entry id the broker assigned.
     pub fn complete(mut self, ledger_id: i64, entry_id: i64, partition: i32) {
         // Free the queue slots and memory first: a caller woken by a completion may send
@@ -84,7 +115,7 @@ pub struct PendingQueue {
 
 impl PendingQueue {
     pub fn push(&mut self, e: InFlight) {
-        self.messages += e.num_messages as usize;
+        self.messages += e.messages() as usize;
         self.q.push_back(e);
     }
 
@@ -106,6 +137,10 @@ impl PendingQueue {
         self.q.iter()
     }
 
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut InFlight> {
+        self.q.iter_mut()
+    }
+
     pub fn front_deadline(&self) -> Option<Instant> {
         self.q.front().map(|e| e.deadline)
     }
@@ -118,7 +153,7 @@ impl PendingQueue {
             Some(head) if sequence_id == head.sequence_id => {
                 let e = self.q.pop_front();
                 if let Some(e) = &e {
-                    self.messages -= e.num_messages as usize;
+                    self.messages -= e.messages() as usize;
                 }
                 (Receipt::Matched, e)
             }
@@ -131,7 +166,7 @@ impl PendingQueue {
         let mut out = Vec::new();
         while self.q.front().is_some_and(|e| e.deadline <= now) {
             if let Some(e) = self.q.pop_front() {
-                self.messages -= e.num_messages as usize;
+                self.messages -= e.messages() as usize;
                 out.push(e);
             }
         }
@@ -173,12 +208,14 @@ mod tests {
                 batched: n > 1,
                 metadata: pb::MessageMetadata::default(),
                 payload: Bytes::new(),
+                frame: None,
                 completions: comps,
                 deadline,
                 enqueued_at: deadline,
                 bytes: 0,
                 reservation: None,
                 permits: None,
+                chunk: None,
             },
             rxs,
         )
