@@ -239,9 +239,8 @@ def _range_end_missing(spec: RangeSpec) -> DataLossError:
 def _read_arrow_loop(
     reader: Any, spec: RangeSpec, options: ReadOptions, expect_entry: Optional[tuple[int, int]]
 ) -> Iterator[Any]:
-    """The Arrow path: filtering and conversion are vectorized; no per-message Python objects
-    except the serialized message id column."""
-    import pyarrow as pa
+    """The Arrow path: filtering and conversion are vectorized (the serialized message ids come
+    from Rust too), so no Python object is made per message in the normal case."""
     import pyarrow.compute as pc
 
     end_entry = (spec.end[0], spec.end[1])
@@ -268,19 +267,7 @@ def _read_arrow_loop(
                     raise _data_loss(spec, expect_entry, first)
         # Positions within a partition strictly increase; anything not after the last position
         # taken is a re-delivery (pulsar-lite re-dispatches entries) and is dropped here.
-        keep: list[bool] = []
-        beyond = False
-        for pos in zip(ledger.to_pylist(), entry.to_pylist(), batch.to_pylist()):
-            key = position_key(pos)
-            if key > end_key:
-                beyond = True
-                keep.append(False)
-            elif key > last_key:
-                last_key = key
-                keep.append(True)
-            else:
-                keep.append(False)
-        mask = pa.array(keep, pa.bool_())
+        mask, last_key, beyond = _keep_mask(ledger, entry, batch, last_key, end_key)
         if options.starting_time_ms is not None or options.ending_time_ms is not None:
             mask = pc.and_(mask, _time_mask(pc, rb.column("publish_time"), options))
         kept = rb.filter(mask)
@@ -294,6 +281,72 @@ def _read_arrow_loop(
             and not reader.has_message_available()
         ):
             return
+
+
+def _after(pc: Any, ledger: Any, entry: Any, batch: Any, key: tuple[int, int, int]) -> Any:
+    """Element-wise ``(ledger, entry, batch) > key`` over Arrow arrays."""
+    l0, e0, b0 = key
+    return pc.or_(
+        pc.greater(ledger, l0),
+        pc.and_(
+            pc.equal(ledger, l0),
+            pc.or_(pc.greater(entry, e0), pc.and_(pc.equal(entry, e0), pc.greater(batch, b0))),
+        ),
+    )
+
+
+def _keep_mask(
+    ledger: Any,
+    entry: Any,
+    batch: Any,
+    last_key: tuple[int, int, int],
+    end_key: tuple[int, int, int],
+) -> tuple[Any, tuple[int, int, int], bool]:
+    """Which rows to keep: after ``last_key``, at or before ``end_key``, and not a re-delivery
+    of a position already taken. Returns (mask, new last key, whether rows went past the end).
+
+    Vectorized when the batch's positions strictly increase (the normal case); otherwise a
+    per-row pass drops the re-delivered ones."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(ledger)
+    increasing = n < 2 or pc.all(_pairwise_after(pc, ledger, entry, batch)).as_py()
+    if increasing:
+        past_end = _after(pc, ledger, entry, batch, end_key)
+        mask = pc.and_(_after(pc, ledger, entry, batch, last_key), pc.invert(past_end))
+        kept = pc.indices_nonzero(mask)
+        if len(kept):
+            i = kept[len(kept) - 1].as_py()
+            last_key = (ledger[i].as_py(), entry[i].as_py(), batch[i].as_py())
+        return mask, last_key, bool(pc.any(past_end).as_py())
+    keep: list[bool] = []
+    beyond = False
+    for pos in zip(ledger.to_pylist(), entry.to_pylist(), batch.to_pylist()):
+        key = position_key(pos)
+        if key > end_key:
+            beyond = True
+            keep.append(False)
+        elif key > last_key:
+            last_key = key
+            keep.append(True)
+        else:
+            keep.append(False)
+    return pa.array(keep, pa.bool_()), last_key, beyond
+
+
+def _pairwise_after(pc: Any, ledger: Any, entry: Any, batch: Any) -> Any:
+    """Element-wise: row i+1's position is after row i's."""
+    l1, l0 = ledger.slice(1), ledger.slice(0, len(ledger) - 1)
+    e1, e0 = entry.slice(1), entry.slice(0, len(entry) - 1)
+    b1, b0 = batch.slice(1), batch.slice(0, len(batch) - 1)
+    return pc.or_(
+        pc.greater(l1, l0),
+        pc.and_(
+            pc.equal(l1, l0),
+            pc.or_(pc.greater(e1, e0), pc.and_(pc.equal(e1, e0), pc.greater(b1, b0))),
+        ),
+    )
 
 
 def _first_entry_at_or_after(
@@ -324,12 +377,18 @@ def arrow_to_schema(rb: Any, partition: int, options: ReadOptions) -> Any:
 
     schema = arrow_schema(options.scala_names)
     n = rb.num_rows
-    ledgers = rb.column("ledger_id").to_pylist()
-    entries = rb.column("entry_id").to_pylist()
-    batches = rb.column("batch_index").to_pylist()
-    mid = streamwire.MessageId
-    part = max(partition, -1)
-    ids = [mid(ledgers[i], entries[i], part, batches[i]).serialize() for i in range(n)]
+    if "message_id" in rb.schema.names:
+        ids: Any = rb.column("message_id")  # serialized in Rust, no per-row Python objects
+    else:
+        ledgers = rb.column("ledger_id").to_pylist()
+        entries = rb.column("entry_id").to_pylist()
+        batches = rb.column("batch_index").to_pylist()
+        mid = streamwire.MessageId
+        part = max(partition, -1)
+        ids = pa.array(
+            [mid(ledgers[i], entries[i], part, batches[i]).serialize() for i in range(n)],
+            pa.binary(),
+        )
     ts = schema.field(5).type
 
     def col(name: str, typ: Any) -> Any:
@@ -340,8 +399,8 @@ def arrow_to_schema(rb: Any, partition: int, options: ReadOptions) -> Any:
         col("value", pa.binary()),
         col("key", pa.string()),
         col("topic", pa.string()),
-        pa.array([partition] * n, pa.int32()),
-        pa.array(ids, pa.binary()),
+        pa.repeat(pa.scalar(partition, pa.int32()), n),
+        ids,
         col("publish_time", ts),
         col("event_time", ts),
         col("properties", pa.map_(pa.string(), pa.string())),

@@ -4,6 +4,7 @@
 //! until `data()` copies it once into a Python `bytes`. Messages refuse to pickle (they are
 //! tied to the consumer that acknowledges them); pickle `msg.data()` and `msg.message_id`.
 
+use prost::Message as _;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
@@ -296,6 +297,27 @@ pub(crate) fn to_record_batch<'py>(
     let props = pa
         .getattr("MapArray")?
         .call_method1("from_arrays", (offsets_arr, pkeys, pvals))?;
+    // message_id: each id's Java-compatible serialized form (MessageIdData), encoded straight
+    // into one values buffer.
+    let message_id = {
+        let mut values = Vec::with_capacity(n * 12);
+        let mut offsets = Vec::with_capacity((n + 1) * 4);
+        offsets.extend_from_slice(&0i32.to_le_bytes());
+        for m in msgs {
+            m.id.to_proto()
+                .encode(&mut values)
+                .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+            let end = i32::try_from(values.len()).map_err(|_| {
+                pyo3::exceptions::PyOverflowError::new_err("message id column over 2 GiB")
+            })?;
+            offsets.extend_from_slice(&end.to_le_bytes());
+        }
+        from_buffers(
+            pa.call_method0("binary")?,
+            n,
+            vec![py.None().into_bound(py), buf(offsets)?, buf(values)?],
+        )?
+    };
     let names = [
         "value",
         "key",
@@ -310,10 +332,11 @@ pub(crate) fn to_record_batch<'py>(
         "producer_name",
         "sequence_id",
         "redelivery_count",
+        "message_id",
     ];
     let arrays = vec![
         value, key, topic, partition, ledger, entry, bidx, publish, event, props, producer, seq,
-        redeliv,
+        redeliv, message_id,
     ];
     let kwargs = PyDict::new(py);
     kwargs.set_item("names", PyList::new(py, names)?)?;
