@@ -224,3 +224,22 @@ def test_undeliverable_write_fails_the_job(spark: Any, unique_topic: str) -> Non
         df.write.format("streamwire").option("service_url", "pulsar://127.0.0.1:1").option(
             "topic", unique_topic
         ).option("connectionTimeout", "2").option("operationTimeout", "3").mode("append").save()
+
+
+def test_topics_pattern(spark: Any, apache_broker: Any, official_pulsar: ModuleType) -> None:
+    tag = uuid.uuid4().hex[:10]
+    t1 = f"persistent://public/default/pat-{tag}-one"
+    t2 = f"persistent://public/default/pat-{tag}-two"
+    other = f"persistent://public/default/nopat-{tag}"
+    seed(official_pulsar, apache_broker.service_url, t1, [b"p1"])
+    seed(official_pulsar, apache_broker.service_url, t2, [b"p2", b"p3"])
+    seed(official_pulsar, apache_broker.service_url, other, [b"no"])
+    df = _load(
+        spark, apache_broker.service_url, topicsPattern=f"persistent://public/default/pat-{tag}-.*"
+    )
+    rows = df.collect()
+    assert sorted((r.topic, bytes(r.value)) for r in rows) == [
+        (t1, b"p1"),
+        (t2, b"p2"),
+        (t2, b"p3"),
+    ]

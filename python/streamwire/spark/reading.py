@@ -96,24 +96,11 @@ def resolve_topics(client: Any, topics: Sequence[str], pattern: Optional[str]) -
     if pattern:
         import re
 
-        lister = next(
-            (
-                getattr(lookup, n)
-                for n in ("topics_of_namespace", "get_topics_of_namespace", "namespace_topics")
-                if hasattr(lookup, n)
-            ),
-            None,
-        )
-        if lister is None:
-            raise NotImplementedError(
-                "streamwire: topicsPattern needs Lookup.topics_of_namespace(namespace), which "
-                "this streamwire build does not provide; list the topics with 'topics' instead"
-            )
         full = normalize_topic(pattern)
         _domain, rest = full.split("://", 1)
         tenant, ns, _ = rest.split("/", 2)
         regex = re.compile(full)
-        found = [t for t in lister(f"{tenant}/{ns}") if regex.fullmatch(t)]
+        found = [t for t in lookup.topics_of_namespace(f"{tenant}/{ns}") if regex.fullmatch(t)]
         # a namespace listing returns partitions; keep their parent names once
         parents = sorted(
             {t.rpartition("-partition-")[0] if "-partition-" in t else t for t in found}
