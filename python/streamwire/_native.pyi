@@ -55,6 +55,7 @@ class Client:
         dead_letter_policy: Optional[Mapping[str, Union[int, str, None]]] = None,
         max_pending_chunked_messages: int = 10,
         expire_time_of_incomplete_chunked_message: float = 60.0,
+        key_shared_policy: Union[str, Mapping[str, Sequence[tuple[int, int]]], None] = None,
     ) -> Consumer: ...
     def create_reader(
         self,
@@ -263,6 +264,7 @@ class Producer:
             Mapping[str, str], Sequence[Optional[Mapping[str, str]]], Any, None
         ] = None,
         event_times: Union[Sequence[Optional[int]], Any, None] = None,
+        sequence_ids: Union[Sequence[int], Any, None] = None,
     ) -> list[MessageId]: ...
     def flush(self) -> None: ...
     def close(self) -> None: ...

@@ -42,6 +42,29 @@ def test_exclusive_ordering_no_duplicates(
         c.close()
 
 
+def test_exclusive_ordering_100k_batched(apache_broker: Any, unique_topic: str) -> None:
+    """The same over 100k batched messages from our own producer."""
+    n = 100_000
+    data = [f"{i:08d}".encode() for i in range(n)]
+    with streamwire.Client(apache_broker.service_url) as client:
+        c = client.subscribe(unique_topic, "ord", initial_position="earliest")
+        with client.create_producer(unique_topic, batching_max_messages=500) as p:
+            for i in range(0, n, 10_000):
+                p.send_many(data[i : i + 10_000])
+            p.flush()
+        got: list[bytes] = []
+        end = time.monotonic() + 60
+        while len(got) < n and time.monotonic() < end:
+            batch = c.receive_many(5000, timeout=5)
+            got.extend(m.data() for m in batch)
+            if batch:
+                c.acknowledge_cumulative(batch[-1])
+        assert len(got) == n
+        assert got == data
+        assert c.receive_many(10, timeout=0.5) == []
+        c.close()
+
+
 def test_seek_by_id_and_time(
     apache_broker: Any, official_pulsar: ModuleType, unique_topic: str
 ) -> None:

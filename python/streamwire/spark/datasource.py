@@ -9,10 +9,14 @@ Guarantees, plainly:
   planning) and replayable: exactly-once with an idempotent sink. Streaming resumes from the
   checkpointed offsets.
 - Writes are at-least-once: every task flushes and raises if anything is undelivered, and a
-  retried task sends its rows again. ``producerName=<prefix>`` names each task's producer
-  ``<prefix>-<partitionId>`` (visible as ``producer_name`` when read back). Broker deduplication
-  can only drop a retry's resends once the producer API accepts explicit per-message sequence
-  ids; until then duplicates after a retry are possible even with deduplication on.
+  retried task sends its rows again. With ``producerName=<prefix>`` (batch writes) they become
+  effectively-once on a broker with deduplication on: each task's producer is named
+  ``<prefix>-<partitionId>`` and numbers its rows from a sequence base fixed on the driver when
+  the job starts, so a retried attempt sends the same ids and the broker drops the ones it
+  already has. This needs a deterministic input order within each Spark partition, at most
+  4,194,304 rows per task and topic, and one job at a time per prefix; unkeyed rows of a
+  partitioned topic then go to partition ``sequence_id % partitions``. Streaming writes stay
+  at-least-once.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ from streamwire.spark.reading import (
     resolve_topics,
     spark_schema_ddl,
 )
-from streamwire.spark.writing import ProduceOptions, produce_batches
+from streamwire.spark.writing import ProduceOptions, job_sequence_base, produce_batches
 
 try:  # Spark 4.1+
     from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
@@ -189,10 +193,12 @@ class StreamwireWriter(DataSourceArrowWriter):
         self.options = options
         self.config = ClientConfig.from_options(options)
         ProduceOptions.from_options(options, 0)  # validate on the driver
+        # Fixed here, on the driver, so every attempt of every task numbers rows alike.
+        self.sequence_base = job_sequence_base()
 
     def write(self, iterator: Iterator[Any]) -> WriteCommit:
         pid = _partition_id()
-        options = ProduceOptions.from_options(self.options, pid)
+        options = ProduceOptions.from_options(self.options, pid, self.sequence_base)
         stats = produce_batches(self.config, iterator, options)
         return WriteCommit(pid, stats.rows, stats.bytes, stats.per_topic)
 

@@ -32,6 +32,9 @@ class ProduceOptions:
     compression: Optional[str] = None
     send_timeout: float = 30.0
     chunk_rows: int = 10_000
+    # With a producer name: the first sequence id of this write job (fixed on the driver, so
+    # every attempt of a task numbers its rows the same way). None: the producer numbers them.
+    sequence_base: Optional[int] = None
 
     def producer_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
@@ -48,7 +51,9 @@ class ProduceOptions:
         return kwargs
 
     @classmethod
-    def from_options(cls, options: Mapping[str, str], partition_id: int) -> ProduceOptions:
+    def from_options(
+        cls, options: Mapping[str, str], partition_id: int, sequence_base: Optional[int] = None
+    ) -> ProduceOptions:
         from streamwire.spark.config import get_option, parse_bool
 
         prefix = get_option(options, "producerName", "producer_name")
@@ -64,6 +69,7 @@ class ProduceOptions:
             / 1000.0,
             compression=get_option(options, "compression", "compressionType"),
             send_timeout=float(get_option(options, "sendTimeoutMs", default="30000")) / 1000.0,
+            sequence_base=sequence_base if prefix else None,
         )
 
 
@@ -108,7 +114,24 @@ def _optional(batch: Any, *names: str) -> Any:
     return None
 
 
-def _send_batch(producer: Any, batch: Any) -> int:
+#: Rows one task may write to one topic in one job when sequence ids are derived (see
+#: ``job_sequence_base``): the ids of a job occupy ``[base, base + ROWS_PER_TASK_LIMIT)``.
+ROWS_PER_TASK_LIMIT = 1 << 22
+
+
+def job_sequence_base(now_ms: Optional[int] = None) -> int:
+    """The first sequence id of a write job: its start time in ms, shifted left 22 bits.
+
+    Later jobs start later, so their ids are larger than any an earlier job used (as long as a
+    task stays under ``ROWS_PER_TASK_LIMIT`` rows per topic, which is enforced), and broker
+    deduplication only drops true resends. Fits a signed 64-bit id until 2039."""
+    import time
+
+    ms = int(time.time() * 1000) if now_ms is None else now_ms
+    return ms << 22
+
+
+def _send_batch(producer: Any, batch: Any, first_sequence_id: Optional[int] = None) -> int:
     """Send one batch (all rows to one producer) with one ``send_many``; returns payload bytes.
 
     Columns go to the engine as Arrow arrays (values through their buffers, no per-row objects);
@@ -134,6 +157,10 @@ def _send_batch(producer: Any, batch: Any) -> int:
                 f"streamwire: 'event_time' must be a timestamp or long (ms), not {events.type}"
             )
         kwargs["event_times"] = events
+    if first_sequence_id is not None:
+        kwargs["sequence_ids"] = pa.array(
+            range(first_sequence_id, first_sequence_id + len(values)), pa.int64()
+        )
     ids = producer.send_many(values, **kwargs)
     if len(ids) != len(values):
         raise RuntimeError(
@@ -155,6 +182,21 @@ def produce_batches(
     stats = WriteStats()
     producers: dict[str, Any] = {}
     named = bool(options.producer_name)
+    # Rows sent per topic by this task: the row's sequence id is base + this offset.
+    offsets: dict[str, int] = {}
+
+    def send(topic: str, piece: Any) -> int:
+        first = None
+        if options.sequence_base is not None:
+            done = offsets.get(topic, 0)
+            if done + piece.num_rows > ROWS_PER_TASK_LIMIT:
+                raise ValueError(
+                    f"streamwire: with producerName set, one task writes at most "
+                    f"{ROWS_PER_TASK_LIMIT} rows per topic; repartition the DataFrame"
+                )
+            first = options.sequence_base + done
+            offsets[topic] = done + piece.num_rows
+        return _send_batch(producer_for(topic), piece, first)
 
     def producer_for(topic: str) -> Any:
         p = producers.get(topic)
@@ -172,7 +214,7 @@ def produce_batches(
                 if not options.topic:
                     raise ValueError("streamwire: set option 'topic' or provide a 'topic' column")
                 for piece in _chunks(batch, options.chunk_rows):
-                    nbytes = _send_batch(producer_for(options.topic), piece)
+                    nbytes = send(options.topic, piece)
                     stats.add(options.topic, piece.num_rows, nbytes)
                 continue
             if topic_col.null_count and not options.topic:
@@ -183,7 +225,7 @@ def produce_batches(
                 piece = batch.filter(pc.equal(topic_col, pa.scalar(topic)))
                 full = normalize_topic(str(topic))
                 for chunk in _chunks(piece, options.chunk_rows):
-                    nbytes = _send_batch(producer_for(full), chunk)
+                    nbytes = send(full, chunk)
                     stats.add(full, chunk.num_rows, nbytes)
         for p in producers.values():
             p.flush()

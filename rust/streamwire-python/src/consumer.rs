@@ -4,6 +4,7 @@
 //! lock without detaching from the interpreter or touching the runtime. Only when the queue
 //! is empty does the call detach and wait (through `blocking::wait`, so Ctrl-C works).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::exceptions::{PyStopIteration, PyTypeError};
@@ -12,14 +13,14 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use streamwire_core::error::{Error, ErrorKind, Result as EResult};
 use streamwire_core::runtime;
-use streamwire_pulsar::client::PulsarClient;
 use streamwire_pulsar::consumer::dlq::DeadLetterPolicy;
+use streamwire_pulsar::consumer::pattern::{namespace_of, TopicFilter};
 use streamwire_pulsar::consumer::{
-    Consumer as Engine, ConsumerConfig, InitialPosition, ReceivedMessage, StartFilter, SubType,
+    Consumer as Engine, ConsumerConfig, InitialPosition, KeySharedPolicy, ReceivedMessage,
+    StartFilter, SubType,
 };
 use streamwire_pulsar::message_id::MessageId;
-use streamwire_pulsar::protocol::commands::{self, SeekTarget};
-use streamwire_pulsar::protocol::pb;
+use streamwire_pulsar::protocol::commands::SeekTarget;
 use streamwire_pulsar::topic::TopicName;
 
 use crate::blocking::{timeout_arg, wait};
@@ -54,75 +55,76 @@ fn queue_size(n: i64) -> PyResult<u32> {
     }
 }
 
+/// What `subscribe` was given: topics by name, or a compiled regex.
+enum Topics {
+    Names(Vec<TopicName>),
+    Pattern {
+        namespace: String,
+        label: String,
+        filter: TopicFilter,
+    },
+}
+
+/// A filter asking the caller's compiled pattern, as Java's `TopicList.filterTopics`: the
+/// domain (`persistent://`) is taken off both the pattern and the names, and a pattern with
+/// no `/` is matched against the bare topic name.
+fn pattern_filter(py: Python<'_>, topic: &Bound<'_, PyAny>) -> PyResult<TopicFilter> {
+    let re = py.import("re")?;
+    let pattern: String = topic.getattr("pattern")?.extract()?;
+    let short: String = re
+        .call_method1(
+            "sub",
+            (r"^\^?(non-)?persistent:(\\?/){2}", "", &pattern),
+        )?
+        .extract()?;
+    let local_only = !short.replace('\\', "").contains('/');
+    let compiled: Py<PyAny> = re
+        .call_method1("compile", (&short, topic.getattr("flags")?))?
+        .unbind();
+    Ok(Arc::new(move |names: &[String]| {
+        Python::try_attach(|py| -> PyResult<Vec<bool>> {
+            let c = compiled.bind(py);
+            names
+                .iter()
+                .map(|n| {
+                    let rest = n.split_once("://").map_or(n.as_str(), |(_, r)| r);
+                    let subject = if local_only {
+                        rest.rsplit('/').next().unwrap_or(rest)
+                    } else {
+                        rest
+                    };
+                    Ok(!c.call_method1("fullmatch", (subject,))?.is_none())
+                })
+                .collect()
+        })
+        .and_then(Result::ok)
+    }))
+}
+
 /// Topics named by a str, a list of str, or a compiled regex.
-fn topics_arg(
-    py: Python<'_>,
-    client: &PulsarClient,
-    topic: &Bound<'_, PyAny>,
-    timeout: Duration,
-) -> PyResult<Vec<TopicName>> {
+fn topics_arg(py: Python<'_>, topic: &Bound<'_, PyAny>) -> PyResult<Topics> {
     if let Ok(s) = topic.extract::<String>() {
-        return Ok(vec![TopicName::parse(&s).py_err()?]);
+        return Ok(Topics::Names(vec![TopicName::parse(&s).py_err()?]));
     }
     let re = py.import("re")?.getattr("Pattern")?;
     if topic.is_instance(&re)? {
         let pattern: String = topic.getattr("pattern")?.extract()?;
-        let ns_topic = TopicName::parse(
-            &pattern
-                .split_once(".*")
-                .map_or(pattern.as_str(), |(p, _)| p)
-                .replace('\\', ""),
-        )
-        .or_else(|_| TopicName::parse(&format!("{}x", pattern.split('*').next().unwrap_or(""))))
-        .py_err()?;
-        let ns = ns_topic.namespace_path();
-        let c = client.clone();
-        let names = wait(py, "list topics of namespace", Some(timeout), async move {
-            let conn = c.service_connection().await?;
-            let rid = conn.new_request_id();
-            let f = conn
-                .request(
-                    rid,
-                    "get topics of namespace",
-                    commands::get_topics_of_namespace(
-                        rid,
-                        &ns,
-                        pb::command_get_topics_of_namespace::Mode::Persistent,
-                        None,
-                        None,
-                    ),
-                )
-                .await?;
-            Ok(f.command
-                .get_topics_of_namespace_response
-                .map(|r| r.topics)
-                .unwrap_or_default())
-        })?;
-        let mut out: Vec<TopicName> = Vec::new();
-        for n in names {
-            let t = TopicName::parse(&n).py_err()?.base();
-            let full = t.to_string();
-            if topic.call_method1("fullmatch", (&full,))?.is_none() {
-                continue;
-            }
-            if !out.contains(&t) {
-                out.push(t);
-            }
-        }
-        if out.is_empty() {
-            return Err(to_py(Error::new(
-                ErrorKind::TopicNotFound,
-                format!("no topic matches the pattern {pattern:?}"),
-            )));
-        }
-        return Ok(out);
+        return Ok(Topics::Pattern {
+            namespace: namespace_of(&pattern).py_err()?,
+            filter: pattern_filter(py, topic)?,
+            label: pattern,
+        });
     }
     if topic.is_instance_of::<PyList>() || topic.is_instance_of::<PyTuple>() {
         let names: Vec<String> = topic.extract()?;
         if names.is_empty() {
             return Err(to_py(Error::invalid("the list of topics is empty")));
         }
-        return names.iter().map(|n| TopicName::parse(n).py_err()).collect();
+        return names
+            .iter()
+            .map(|n| TopicName::parse(n).py_err())
+            .collect::<PyResult<_>>()
+            .map(Topics::Names);
     }
     Err(PyTypeError::new_err(
         "topic must be a str, a list of str, or a compiled re.Pattern",
@@ -388,6 +390,32 @@ fn dead_letter_arg(obj: &Bound<'_, PyAny>) -> PyResult<DeadLetterPolicy> {
     Ok(policy)
 }
 
+/// `None`, `"auto_split"` or `{"sticky": [(start, end), ...]}` (inclusive hash ranges).
+fn key_shared_arg(obj: &Bound<'_, PyAny>) -> PyResult<KeySharedPolicy> {
+    const HINT: &str =
+        "key_shared_policy must be None, \"auto_split\" or {\"sticky\": [(start, end), ...]}";
+    if let Ok(s) = obj.extract::<String>() {
+        return match s.as_str() {
+            "auto_split" => Ok(KeySharedPolicy::AutoSplit),
+            _ => Err(config_err(format!("{HINT}, got {s:?}"))),
+        };
+    }
+    let d = obj
+        .cast::<PyDict>()
+        .map_err(|_| config_err(HINT.to_owned()))?;
+    if d.len() != 1 {
+        return Err(config_err(HINT.to_owned()));
+    }
+    let ranges = d
+        .get_item("sticky")?
+        .ok_or_else(|| config_err(HINT.to_owned()))?
+        .extract::<Vec<(i32, i32)>>()
+        .map_err(|_| config_err(HINT.to_owned()))?;
+    let p = KeySharedPolicy::Sticky(ranges);
+    p.validate().py_err()?;
+    Ok(p)
+}
+
 fn sub_type(s: &str) -> PyResult<SubType> {
     Ok(match s {
         "exclusive" => SubType::Exclusive,
@@ -410,7 +438,8 @@ impl Client {
         ack_grouping_time=0.1, negative_ack_redelivery_delay=60.0, ack_timeout=None,
         batch_index_ack=false, read_compacted=false, replicate_subscription_state=false,
         pattern_auto_discovery_period=60.0, dead_letter_policy=None,
-        max_pending_chunked_messages=10, expire_time_of_incomplete_chunked_message=60.0))]
+        max_pending_chunked_messages=10, expire_time_of_incomplete_chunked_message=60.0,
+        key_shared_policy=None))]
     #[allow(clippy::too_many_arguments)]
     fn subscribe(
         &self,
@@ -431,6 +460,7 @@ impl Client {
         dead_letter_policy: Option<&Bound<'_, PyAny>>,
         max_pending_chunked_messages: usize,
         expire_time_of_incomplete_chunked_message: f64,
+        key_shared_policy: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Consumer> {
         let client = self.live()?.clone();
         if subscription_name.is_empty() {
@@ -454,7 +484,7 @@ impl Client {
                 )))
             }
         };
-        non_negative(
+        let period = non_negative(
             "pattern_auto_discovery_period",
             pattern_auto_discovery_period,
         )?;
@@ -479,12 +509,26 @@ impl Client {
                 expire_time_of_incomplete_chunked_message,
             )?,
             dead_letter: dead_letter_policy.map(dead_letter_arg).transpose()?,
+            key_shared: key_shared_policy
+                .filter(|o| !o.is_none())
+                .map(key_shared_arg)
+                .transpose()?,
             ..ConsumerConfig::default()
         };
         let timeout = self.operation_timeout * 2;
-        let topics = topics_arg(py, &client, topic, timeout)?;
+        let topics = topics_arg(py, topic)?;
         let engine = wait(py, "subscribe", Some(timeout), async move {
-            Engine::subscribe(&client, &topics, cfg).await
+            match topics {
+                Topics::Names(t) => Engine::subscribe(&client, &t, cfg).await,
+                Topics::Pattern {
+                    namespace,
+                    label,
+                    filter,
+                } => {
+                    Engine::subscribe_pattern(&client, &namespace, label, filter, period, cfg)
+                        .await
+                }
+            }
         })?;
         Ok(Consumer {
             h: Handle {

@@ -387,7 +387,12 @@ impl Producer {
     /// returns the ids in input order. `values` is a sequence of bytes-like objects or a
     /// pyarrow binary/string array; `keys`/`event_times` likewise (None entries allowed);
     /// `properties` is one dict for all or a sequence of dicts.
-    #[pyo3(signature = (values, *, keys=None, properties=None, event_times=None))]
+    ///
+    /// `sequence_ids` (ints, one per value) replace the producer's own numbering, so that with
+    /// broker deduplication and a fixed producer name a retried call is not published twice;
+    /// unkeyed messages then go to partition `sequence_id % partitions`.
+    #[pyo3(signature = (values, *, keys=None, properties=None, event_times=None,
+        sequence_ids=None))]
     fn send_many(
         &self,
         py: Python<'_>,
@@ -395,12 +400,20 @@ impl Producer {
         keys: Option<&Bound<'_, PyAny>>,
         properties: Option<&Bound<'_, PyAny>>,
         event_times: Option<&Bound<'_, PyAny>>,
+        sequence_ids: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<PyMessageId>> {
         let tp = self.live()?;
         let payloads = crate::columns::payloads(values)?;
         let n = payloads.len();
         let keys = crate::columns::opt_strings(keys, n, "keys")?;
         let event_times = crate::columns::opt_u64s(event_times, n, "event_times")?;
+        let sequence_ids = crate::columns::opt_u64s(sequence_ids, n, "sequence_ids")?;
+        if let Some(s) = &sequence_ids {
+            if s.iter().any(Option::is_none) {
+                return Err(to_py(Error::invalid("sequence_ids must not contain None")));
+            }
+        }
+        let user_seq = sequence_ids.is_some();
         let props = crate::columns::properties(properties, n)?;
         let mut msgs = Vec::with_capacity(n);
         for (i, (payload, null)) in payloads.into_iter().enumerate() {
@@ -412,6 +425,9 @@ impl Producer {
             if let Some(t) = &event_times {
                 m.event_time = t[i];
             }
+            if let Some(s) = &sequence_ids {
+                m.sequence_id = s[i].unwrap_or(0);
+            }
             match &props {
                 crate::columns::Props::None => {}
                 crate::columns::Props::Same(p) => m.properties = p.clone(),
@@ -421,7 +437,7 @@ impl Producer {
         }
         let results = wait(py, "send_many", None, async move {
             let group = Group::new(n);
-            if let Err(e) = tp.send_many(msgs, &group).await {
+            if let Err(e) = tp.send_many(msgs, &group, user_seq).await {
                 group.fail_unfilled(&e);
             }
             Ok(group.wait().await)

@@ -16,11 +16,12 @@ pub mod chunks;
 pub mod dlq;
 pub mod entry;
 pub mod nacks;
+pub mod pattern;
 pub mod queue;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, Notify};
@@ -69,6 +70,66 @@ pub struct ConsumerConfig {
     pub expire_incomplete_chunked: Duration,
     /// Send messages redelivered too often to a dead-letter topic (shared subscriptions).
     pub dead_letter: Option<dlq::DeadLetterPolicy>,
+    /// How a Key_Shared subscription spreads keys (`None`: the broker's default, auto split).
+    pub key_shared: Option<KeySharedPolicy>,
+}
+
+/// Key_Shared hash-range assignment, as Java's `KeySharedPolicy`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySharedPolicy {
+    /// The broker splits the hash space among the consumers.
+    AutoSplit,
+    /// This consumer takes exactly these inclusive ranges of the 0..=65535 hash space.
+    Sticky(Vec<(i32, i32)>),
+}
+
+impl KeySharedPolicy {
+    /// Size of the key hash space (Java's `KeySharedPolicy.DEFAULT_HASH_RANGE_SIZE`).
+    pub const HASH_RANGE_SIZE: i32 = 65_536;
+
+    /// Ranges must be within the hash space, non-empty, and not overlap.
+    pub fn validate(&self) -> Result<()> {
+        let KeySharedPolicy::Sticky(ranges) = self else {
+            return Ok(());
+        };
+        if ranges.is_empty() {
+            return Err(Error::new(ErrorKind::Config, "sticky key_shared_policy needs ranges"));
+        }
+        let mut sorted = ranges.clone();
+        sorted.sort_unstable();
+        for (i, &(a, b)) in sorted.iter().enumerate() {
+            if a < 0 || b < a || b >= Self::HASH_RANGE_SIZE {
+                return Err(Error::new(
+                    ErrorKind::Config,
+                    format!("key_shared_policy range ({a}, {b}) must satisfy 0 <= start <= end <= 65535"),
+                ));
+            }
+            if i > 0 && a <= sorted[i - 1].1 {
+                return Err(Error::new(
+                    ErrorKind::Config,
+                    format!("key_shared_policy ranges {:?} and ({a}, {b}) overlap", sorted[i - 1]),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn to_proto(&self) -> pb::KeySharedMeta {
+        match self {
+            KeySharedPolicy::AutoSplit => pb::KeySharedMeta {
+                key_shared_mode: pb::KeySharedMode::AutoSplit as i32,
+                ..Default::default()
+            },
+            KeySharedPolicy::Sticky(r) => pb::KeySharedMeta {
+                key_shared_mode: pb::KeySharedMode::Sticky as i32,
+                hash_ranges: r
+                    .iter()
+                    .map(|&(start, end)| pb::IntRange { start, end })
+                    .collect(),
+                ..Default::default()
+            },
+        }
+    }
 }
 
 impl Default for ConsumerConfig {
@@ -91,6 +152,7 @@ impl Default for ConsumerConfig {
             max_pending_chunked_messages: 10,
             expire_incomplete_chunked: Duration::from_secs(60),
             dead_letter: None,
+            key_shared: None,
         }
     }
 }
@@ -112,6 +174,15 @@ impl ConsumerConfig {
                 ErrorKind::Config,
                 "receiver_queue_size must be at least 1",
             ));
+        }
+        if let Some(p) = &self.key_shared {
+            if self.sub_type != SubType::KeyShared {
+                return Err(Error::new(
+                    ErrorKind::Config,
+                    "key_shared_policy needs subscription_type=\"key_shared\"",
+                ));
+            }
+            p.validate()?;
         }
         Ok(())
     }
@@ -150,6 +221,9 @@ pub(crate) struct Slot {
     /// Chunked messages delivered and not acknowledged: last chunk id -> every chunk's id.
     chunk_ids: Mutex<HashMap<MessageId, Vec<MessageId>>>,
     dead_letter: Option<dlq::DeadLetter>,
+    /// Taken out of a pattern consumer (its topic was deleted): closed, skipped, kept so that
+    /// slot indices stay valid.
+    removed: AtomicBool,
 }
 
 impl Slot {
@@ -193,7 +267,12 @@ impl AsRef<PartitionQueue> for Arc<Slot> {
 }
 
 struct Inner {
-    slots: Vec<Arc<Slot>>,
+    /// Grows when a pattern consumer finds new topics; never shrinks (see `Slot::removed`).
+    slots: RwLock<Arc<Vec<Arc<Slot>>>>,
+    client: PulsarClient,
+    consumer_name: String,
+    /// Serializes adding and removing partition consumers.
+    membership: tokio::sync::Mutex<()>,
     cfg: Arc<ConsumerConfig>,
     app_notify: Arc<Notify>,
     next: Mutex<usize>,
@@ -274,11 +353,47 @@ impl Consumer {
     ) -> Result<Consumer> {
         let name = cfg.consumer_name.clone().unwrap_or_else(random_name);
         cfg.consumer_name = Some(name.clone());
-        let cfg = Arc::new(cfg);
-        let app_notify = Arc::new(Notify::new());
-        let mut slots = Vec::with_capacity(targets.len());
+        let consumer = Consumer {
+            inner: Arc::new(Inner {
+                slots: RwLock::new(Arc::new(Vec::new())),
+                client: client.clone(),
+                consumer_name: name,
+                membership: tokio::sync::Mutex::new(()),
+                cfg: Arc::new(cfg),
+                app_notify: Arc::new(Notify::new()),
+                next: Mutex::new(0),
+                closed: AtomicBool::new(false),
+                topic_label: label,
+                created: Instant::now(),
+                waiting: AtomicUsize::new(0),
+            }),
+        };
+        if let Err(e) = consumer.add_partitions(targets).await {
+            let _ = consumer.close().await;
+            return Err(e);
+        }
+        Ok(consumer)
+    }
+
+    /// Every partition consumer, removed ones included (indices are slot numbers).
+    fn slots(&self) -> Arc<Vec<Arc<Slot>>> {
+        self.inner
+            .slots
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Start a partition consumer for each of `targets` and wait until each is subscribed.
+    /// On a failure every new one is taken out again and the first error returned.
+    pub(crate) async fn add_partitions(&self, targets: Vec<TopicName>) -> Result<()> {
+        let _m = self.inner.membership.lock().await;
+        self.check_open()?;
+        let cfg = &self.inner.cfg;
+        let mut new = Vec::with_capacity(targets.len());
         let mut waits = Vec::with_capacity(targets.len());
-        for (i, topic) in targets.into_iter().enumerate() {
+        let first = self.slots().len();
+        for (k, topic) in targets.into_iter().enumerate() {
             let partition = topic.partition_index().map_or(-1, |p| p as i32);
             let topic_str: Arc<str> = Arc::from(topic.to_string());
             let (ctl_tx, ctl_rx) = mpsc::channel(64);
@@ -293,7 +408,7 @@ impl Consumer {
                 ctl: ctl_tx,
                 end_of_topic: AtomicBool::new(false),
                 fatal: Mutex::new(None),
-                app_notify: app_notify.clone(),
+                app_notify: self.inner.app_notify.clone(),
                 stats: SlotStats::default(),
                 recheck_acks: AtomicU64::new(0),
                 chunk_ids: Mutex::new(HashMap::new()),
@@ -301,13 +416,14 @@ impl Consumer {
                     .dead_letter
                     .as_ref()
                     .map(|p| dlq::DeadLetter::new(p, &topic_str, &cfg.subscription)),
+                removed: AtomicBool::new(false),
             });
             let start = cfg.start.map(|mut f| {
                 f.id.partition = partition;
                 f
             });
             let actor = Actor {
-                client: client.clone(),
+                client: self.inner.client.clone(),
                 slot: slot.clone(),
                 cfg: cfg.clone(),
                 ctl: ctl_rx,
@@ -315,10 +431,10 @@ impl Consumer {
                 ctx: entry::EntryContext {
                     topic: topic_str,
                     partition,
-                    slot: i as u32,
+                    slot: (first + k) as u32,
                 },
                 start,
-                consumer_name: name.clone(),
+                consumer_name: self.inner.consumer_name.clone(),
                 chunks: chunks::ChunkAssembler::new(
                     cfg.max_pending_chunked_messages,
                     cfg.expire_incomplete_chunked,
@@ -326,31 +442,48 @@ impl Consumer {
             };
             let (ready_tx, ready_rx) = oneshot::channel();
             tokio::spawn(actor.run(ready_tx));
-            slots.push(slot);
+            new.push(slot);
             waits.push(ready_rx);
         }
-        let consumer = Consumer {
-            inner: Arc::new(Inner {
-                slots,
-                cfg,
-                app_notify,
-                next: Mutex::new(0),
-                closed: AtomicBool::new(false),
-                topic_label: label,
-                created: Instant::now(),
-                waiting: AtomicUsize::new(0),
-            }),
-        };
+        {
+            let mut w = self.inner.slots.write().unwrap_or_else(|p| p.into_inner());
+            let mut all = Vec::clone(&w);
+            all.extend(new.iter().cloned());
+            *w = Arc::new(all);
+        }
+        let mut failed = None;
         for w in waits {
             let res = w.await.unwrap_or_else(|_| {
                 Err(Error::new(ErrorKind::Disconnected, "consumer task ended"))
             });
             if let Err(e) = res {
-                let _ = consumer.close().await;
-                return Err(e);
+                failed.get_or_insert(e);
             }
         }
-        Ok(consumer)
+        match failed {
+            None => Ok(()),
+            Some(e) => {
+                for s in &new {
+                    Self::retire(s).await;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Take one partition consumer out: close it (flushing its acks) and drop what it queued.
+    async fn retire(s: &Slot) {
+        if s.removed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (tx, rx) = oneshot::channel();
+        if s.ctl.send(Control::Close(tx)).await.is_ok() {
+            let _ = rx.await;
+        }
+        if let Some(dl) = &s.dead_letter {
+            dl.close().await;
+        }
+        s.queue.clear();
     }
 
     pub fn topic(&self) -> &str {
@@ -365,12 +498,20 @@ impl Consumer {
         &self.inner.cfg
     }
 
-    /// Topic of every partition consumer, by slot.
+    /// Topic of every partition consumer, by slot (a removed one keeps its place).
     pub fn partition_topics(&self) -> Vec<String> {
-        self.inner
-            .slots
+        self.slots()
             .iter()
             .map(|s| s.topic_str.to_string())
+            .collect()
+    }
+
+    /// The partition consumers not taken out.
+    fn live_slots(&self) -> Vec<Arc<Slot>> {
+        self.slots()
+            .iter()
+            .filter(|s| !s.removed.load(Ordering::Acquire))
+            .cloned()
             .collect()
     }
 
@@ -387,15 +528,13 @@ impl Consumer {
 
     /// Whether every partition reached the end of a terminated topic.
     pub fn has_reached_end_of_topic(&self) -> bool {
-        self.inner
-            .slots
-            .iter()
-            .all(|s| s.end_of_topic.load(Ordering::Acquire))
+        let live = self.live_slots();
+        !live.is_empty() && live.iter().all(|s| s.end_of_topic.load(Ordering::Acquire))
     }
 
     /// Number of messages waiting in the receiver queues.
     pub fn queued(&self) -> usize {
-        self.inner.slots.iter().map(|s| s.queue.len()).sum()
+        self.slots().iter().map(|s| s.queue.len()).sum()
     }
 
     /// Take up to `max` queued messages without waiting. Errors when closed, when a partition
@@ -403,21 +542,22 @@ impl Consumer {
     pub fn try_receive_many(&self, max: usize) -> Result<Vec<ReceivedMessage>> {
         self.check_open()?;
         let mut out = Vec::with_capacity(max.min(1024));
+        let slots = self.slots();
         loop {
             let took = {
                 let mut next = self.inner.next.lock().unwrap_or_else(|p| p.into_inner());
-                queue::drain_fair(&self.inner.slots, &mut next, max, &mut out)
+                queue::drain_fair(&slots, &mut next, max, &mut out)
             };
             if took == 0 {
                 break;
             }
-            self.drop_acked(&mut out);
+            self.drop_acked(&slots, &mut out);
             if !out.is_empty() {
                 break;
             }
         }
         if out.is_empty() {
-            for s in &self.inner.slots {
+            for s in slots.iter().filter(|s| !s.removed.load(Ordering::Acquire)) {
                 if let Some(e) = s.fatal() {
                     return Err(e);
                 }
@@ -429,13 +569,12 @@ impl Consumer {
                 ));
             }
         } else {
-            self.after_delivery(&out);
+            self.after_delivery(&slots, &out);
         }
         Ok(out)
     }
 
-    fn drop_acked(&self, out: &mut Vec<ReceivedMessage>) {
-        let slots = &self.inner.slots;
+    fn drop_acked(&self, slots: &[Arc<Slot>], out: &mut Vec<ReceivedMessage>) {
         if slots
             .iter()
             .all(|s| s.recheck_acks.load(Ordering::Relaxed) == 0)
@@ -458,11 +597,11 @@ impl Consumer {
         });
     }
 
-    fn after_delivery(&self, out: &[ReceivedMessage]) {
+    fn after_delivery(&self, slots: &[Arc<Slot>], out: &[ReceivedMessage]) {
         if self.inner.cfg.ack_timeout.is_some() {
             let now = Instant::now();
             for m in out {
-                if let Some(u) = &self.inner.slots[m.slot as usize].unacked {
+                if let Some(u) = &slots[m.slot as usize].unacked {
                     u.lock()
                         .unwrap_or_else(|p| p.into_inner())
                         .delivered(m.id, now);
@@ -492,14 +631,16 @@ impl Consumer {
         }
     }
 
-    fn slot_for(&self, slot: Option<u32>, id: &MessageId) -> Result<&Arc<Slot>> {
-        let slots = &self.inner.slots;
+    fn slot_for(&self, slot: Option<u32>, id: &MessageId) -> Result<Arc<Slot>> {
+        let slots = self.slots();
         if let Some(s) = slot.and_then(|s| slots.get(s as usize)) {
-            return Ok(s);
+            return Ok(s.clone());
         }
-        let mut found = slots.iter().filter(|s| s.partition == id.partition);
+        let mut found = slots
+            .iter()
+            .filter(|s| s.partition == id.partition && !s.removed.load(Ordering::Acquire));
         match (found.next(), found.next()) {
-            (Some(s), None) => Ok(s),
+            (Some(s), None) => Ok(s.clone()),
             (None, _) => Err(Error::invalid(format!(
                 "message id {id} does not belong to this consumer"
             ))),
@@ -512,8 +653,7 @@ impl Consumer {
     /// Slot index of the topic a message id belongs to (`topic` disambiguates lists).
     pub fn slot_of(&self, topic: Option<&str>, id: &MessageId) -> Option<u32> {
         let t = topic?;
-        self.inner
-            .slots
+        self.slots()
             .iter()
             .position(|s| &*s.topic_str == t && s.partition == id.partition)
             .map(|i| i as u32)
@@ -548,7 +688,7 @@ impl Consumer {
             None => s.acks().individual(id),
         };
         s.stats.acked.fetch_add(1, Ordering::Relaxed);
-        self.wake_if(s, due);
+        self.wake_if(&s, due);
         Ok(())
     }
 
@@ -581,7 +721,7 @@ impl Consumer {
         }
         let due = s.acks().cumulative(id);
         s.stats.acked.fetch_add(1, Ordering::Relaxed);
-        self.wake_if(s, due);
+        self.wake_if(&s, due);
         Ok(())
     }
 
@@ -614,7 +754,7 @@ impl Consumer {
     /// Redeliver every message not acknowledged yet.
     pub async fn redeliver_unacknowledged(&self) -> Result<()> {
         self.check_open()?;
-        for s in &self.inner.slots {
+        for s in &self.live_slots() {
             self.ask(s, Control::RedeliverAll).await?;
         }
         Ok(())
@@ -623,16 +763,17 @@ impl Consumer {
     /// Move the subscription (every partition) to a message id or a publish time.
     pub async fn seek(&self, target: SeekTarget) -> Result<()> {
         self.check_open()?;
-        let slots: Vec<&Arc<Slot>> = match &target {
-            SeekTarget::MessageId(d) if self.inner.slots.len() > 1 => {
+        let live = self.live_slots();
+        let slots: Vec<Arc<Slot>> = match &target {
+            SeekTarget::MessageId(d) if live.len() > 1 => {
                 let id = MessageId::from_proto(d);
                 if id == MessageId::EARLIEST || id == MessageId::LATEST {
-                    self.inner.slots.iter().collect()
+                    live
                 } else {
                     vec![self.slot_for(None, &id)?]
                 }
             }
-            _ => self.inner.slots.iter().collect(),
+            _ => live,
         };
         if !self.inner.cfg.durable && matches!(target, SeekTarget::PublishTime(_)) {
             return Err(Error::new(
@@ -642,7 +783,7 @@ impl Consumer {
         }
         for s in slots {
             let t = target.clone();
-            self.ask(s, |tx| Control::Seek(t, tx)).await?;
+            self.ask(&s, |tx| Control::Seek(t, tx)).await?;
             s.end_of_topic.store(false, Ordering::Release);
         }
         Ok(())
@@ -651,8 +792,9 @@ impl Consumer {
     /// The id of the last message written to the topic (per partition: the highest).
     pub async fn get_last_message_ids(&self) -> Result<Vec<MessageId>> {
         self.check_open()?;
-        let mut out = Vec::with_capacity(self.inner.slots.len());
-        for s in &self.inner.slots {
+        let live = self.live_slots();
+        let mut out = Vec::with_capacity(live.len());
+        for s in &live {
             out.push(self.ask(s, Control::LastMessageId).await?);
         }
         Ok(out)
@@ -664,7 +806,7 @@ impl Consumer {
         if self.queued() > 0 {
             return Ok(true);
         }
-        for s in &self.inner.slots {
+        for s in &self.live_slots() {
             let last = self.ask(s, Control::LastMessageId).await?;
             if last.entry_id < 0 || last.ledger_id < 0 {
                 continue;
@@ -705,7 +847,7 @@ impl Consumer {
     pub async fn broker_stats(&self) -> Result<Vec<pb::CommandConsumerStatsResponse>> {
         self.check_open()?;
         let mut out = Vec::new();
-        for s in &self.inner.slots {
+        for s in &self.live_slots() {
             out.push(self.ask(s, Control::Stats).await?);
         }
         Ok(out)
@@ -713,10 +855,10 @@ impl Consumer {
 
     pub fn stats(&self) -> ConsumerStats {
         let mut st = ConsumerStats {
-            partitions: self.inner.slots.len() as u64,
+            partitions: self.live_slots().len() as u64,
             ..Default::default()
         };
-        for s in &self.inner.slots {
+        for s in &self.live_slots() {
             let c = &s.stats;
             st.received += c.received.load(Ordering::Relaxed);
             st.acked += c.acked.load(Ordering::Relaxed);
@@ -734,7 +876,7 @@ impl Consumer {
     /// Delete the subscription, then close.
     pub async fn unsubscribe(&self) -> Result<()> {
         self.check_open()?;
-        for s in &self.inner.slots {
+        for s in &self.live_slots() {
             self.ask(s, Control::Unsubscribe).await?;
         }
         self.inner.closed.store(true, Ordering::Release);
@@ -748,7 +890,9 @@ impl Consumer {
             return Ok(());
         }
         self.inner.app_notify.notify_waiters();
-        for s in &self.inner.slots {
+        // A pattern consumer's discovery may be adding partition consumers: let it finish.
+        let _m = self.inner.membership.lock().await;
+        for s in &self.live_slots() {
             let (tx, rx) = oneshot::channel();
             if s.ctl.send(Control::Close(tx)).await.is_ok() {
                 let _ = rx.await;

@@ -379,11 +379,13 @@ impl Producer {
 
     /// Queue many messages, reserving room in chunks so a huge call cannot deadlock on the
     /// pending limit. Each message's completion is `Group(group, offset + i)`.
+    /// `user_sequence_ids`: the messages carry caller-chosen sequence ids (for deduplication).
     pub async fn send_many(
         &self,
         msgs: Vec<OutgoingMessage>,
         group: &Arc<Group>,
         indexes: Vec<usize>,
+        user_sequence_ids: bool,
     ) -> Result<()> {
         self.check_open()?;
         for m in &msgs {
@@ -405,7 +407,7 @@ impl Producer {
                 let p = permits.split(1);
                 items.push(self.queued(
                     m,
-                    false,
+                    user_sequence_ids,
                     EntryOptions::default(),
                     Completion::Group(Arc::clone(group), i),
                     r,

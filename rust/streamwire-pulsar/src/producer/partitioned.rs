@@ -160,22 +160,39 @@ impl TopicProducer {
     }
 
     /// Route and queue many messages; their results land in `group` by input position.
-    pub async fn send_many(&self, msgs: Vec<OutgoingMessage>, group: &Arc<Group>) -> Result<()> {
+    ///
+    /// With caller-given sequence ids, unkeyed messages go to partition `sequence_id % n`
+    /// instead of round robin: a retried call then sends every message to the same partition
+    /// as before, which broker deduplication needs to recognise the resends.
+    pub async fn send_many(
+        &self,
+        msgs: Vec<OutgoingMessage>,
+        group: &Arc<Group>,
+        user_sequence_ids: bool,
+    ) -> Result<()> {
         let n = self.partitions.len();
         if n == 1 {
             let idx = (0..msgs.len()).collect();
-            return self.partitions[0].send_many(msgs, group, idx).await;
+            return self.partitions[0]
+                .send_many(msgs, group, idx, user_sequence_ids)
+                .await;
         }
         let mut per: Vec<(Vec<OutgoingMessage>, Vec<usize>)> =
             (0..n).map(|_| (Vec::new(), Vec::new())).collect();
         for (i, m) in msgs.into_iter().enumerate() {
-            let p = self.route(m.key.as_deref());
+            let p = if user_sequence_ids && m.key.is_none() {
+                (m.sequence_id % n as u64) as usize
+            } else {
+                self.route(m.key.as_deref())
+            };
             per[p].0.push(m);
             per[p].1.push(i);
         }
         for (p, (m, idx)) in per.into_iter().enumerate() {
             if !m.is_empty() {
-                self.partitions[p].send_many(m, group, idx).await?;
+                self.partitions[p]
+                    .send_many(m, group, idx, user_sequence_ids)
+                    .await?;
             }
         }
         Ok(())

@@ -1,0 +1,666 @@
+"""Bad input to the public Python API: each case raises its documented typed exception, and the
+same client keeps working afterwards.
+
+``CASES`` is the single source of ``docs/bad-input.md`` (``scripts/bad_input_table.py`` writes it;
+``test_docs_table_is_current`` fails when the file is out of date).
+
+Known inconsistency (kept visible here, see ``NOTE_OVERFLOW``): a negative value for a parameter
+that the extension declares unsigned (``memory_limit``, ``batching_max_messages``,
+``max_pending_messages``, ``event_time``, ``configure``) raises the built-in ``OverflowError``
+from the argument conversion, not ``ConfigError`` / ``InvalidArgumentError``.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import streamwire
+from streamwire import (
+    AlreadyClosedError,
+    ConfigError,
+    ForkedProcessError,
+    InvalidArgumentError,
+    MessageId,
+    MessageTooBigError,
+)
+
+from tests.peers.lite import PulsarLite
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "bad-input.md"
+NOTE_OVERFLOW = "not a StreamwireError: raised by the unsigned argument conversion"
+
+
+@dataclass
+class Ctx:
+    """Live handles for the cases; ``closed_*`` were closed before any case ran."""
+
+    url: str
+    topic: str
+    client: streamwire.Client
+    producer: streamwire.Producer
+    consumer: streamwire.Consumer
+    reader: streamwire.Reader
+    closed_client: streamwire.Client
+    closed_producer: streamwire.Producer
+    closed_consumer: streamwire.Consumer
+    closed_reader: streamwire.Reader
+
+
+@dataclass(frozen=True)
+class Case:
+    call: str  # the public method
+    input: str  # what is wrong with the input
+    expected: type[BaseException]
+    fn: Callable[[Ctx], object]
+    group: str = "input"  # "input" | "closed" | "fork" (run in a forked child)
+    note: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.call}: {self.input}"
+
+
+def _fresh(c: Ctx) -> str:
+    return f"persistent://public/default/bad-{uuid.uuid4().hex}"
+
+
+INV, CFG, TYP, OVF = InvalidArgumentError, ConfigError, TypeError, OverflowError
+MB6 = b"x" * (6 * 1024 * 1024)
+
+CASES: list[Case] = [
+    # -- Client ---------------------------------------------------------------------------------
+    Case("Client()", "service_url not a str (123)", TYP, lambda c: streamwire.Client(123)),  # type: ignore[arg-type]
+    Case("Client()", "empty service_url", CFG, lambda c: streamwire.Client("")),
+    Case("Client()", "wrong scheme (http://)", CFG, lambda c: streamwire.Client("http://x:1")),
+    Case("Client()", "no host (pulsar://)", CFG, lambda c: streamwire.Client("pulsar://")),
+    Case(
+        "Client()",
+        "operation_timeout=-1",
+        CFG,
+        lambda c: streamwire.Client(c.url, operation_timeout=-1),
+    ),
+    Case(
+        "Client()",
+        "operation_timeout=NaN",
+        CFG,
+        lambda c: streamwire.Client(c.url, operation_timeout=float("nan")),
+    ),
+    Case(
+        "Client()",
+        "operation_timeout not a number ('1')",
+        TYP,
+        lambda c: streamwire.Client(c.url, operation_timeout="1"),  # type: ignore[arg-type]
+    ),
+    Case(
+        "Client()",
+        "connection_timeout=0",
+        CFG,
+        lambda c: streamwire.Client(c.url, connection_timeout=0),
+    ),
+    Case(
+        "Client()",
+        "keepalive_interval=-1",
+        CFG,
+        lambda c: streamwire.Client(c.url, keepalive_interval=-1),
+    ),
+    Case("Client()", "io_threads=0", CFG, lambda c: streamwire.Client(c.url, io_threads=0)),
+    Case(
+        "Client()",
+        "memory_limit=-1",
+        OVF,
+        lambda c: streamwire.Client(c.url, memory_limit=-1),
+        note=NOTE_OVERFLOW,
+    ),
+    Case(
+        "Client()",
+        "auth_token not str/callable (5)",
+        TYP,
+        lambda c: streamwire.Client(c.url, auth_token=5),  # type: ignore[arg-type]
+    ),
+    Case(
+        "Client()",
+        "tls_trust_certs_file missing",
+        CFG,
+        lambda c: streamwire.Client(
+            "pulsar+ssl://127.0.0.1:1", tls_trust_certs_file="/nonexistent/ca.pem"
+        ),
+    ),
+    Case("Client", "pickled", TYP, lambda c: pickle.dumps(c.client)),
+    Case("configure()", "io_threads=0", CFG, lambda c: streamwire.configure(0)),
+    Case(
+        "configure()", "io_threads=-1", OVF, lambda c: streamwire.configure(-1), note=NOTE_OVERFLOW
+    ),
+    # -- Lookup ---------------------------------------------------------------------------------
+    Case("Lookup.partitions()", "empty topic", INV, lambda c: c.client.lookup().partitions("")),
+    Case(
+        "Lookup.partitions()",
+        "topic None",
+        TYP,
+        lambda c: c.client.lookup().partitions(None),  # type: ignore[arg-type]
+    ),
+    Case(
+        "Lookup.partitions()",
+        "bad domain (foo://)",
+        INV,
+        lambda c: c.client.lookup().partitions("foo://a/b/c"),
+    ),
+    Case(
+        "Lookup.topics_of_namespace()",
+        "no tenant/ ('bad')",
+        INV,
+        lambda c: c.client.lookup().topics_of_namespace("bad"),
+    ),
+    # -- create_producer ------------------------------------------------------------------------
+    Case("Client.create_producer()", "empty topic", INV, lambda c: c.client.create_producer("")),
+    Case(
+        "Client.create_producer()",
+        "topic not a str (123)",
+        TYP,
+        lambda c: c.client.create_producer(123),  # type: ignore[arg-type]
+    ),
+    Case(
+        "Client.create_producer()",
+        "bad domain (foo://a/b/c)",
+        INV,
+        lambda c: c.client.create_producer("foo://a/b/c"),
+    ),
+    Case(
+        "Client.create_producer()",
+        "too many parts (persistent://a/b/c/d/e)",
+        INV,
+        lambda c: c.client.create_producer("persistent://a/b/c/d/e"),
+    ),
+    Case(
+        "Client.create_producer()",
+        "NUL in topic",
+        INV,
+        lambda c: c.client.create_producer("a\x00b"),
+    ),
+    Case(
+        "Client.create_producer()",
+        "batching_max_messages=0",
+        CFG,
+        lambda c: c.client.create_producer(_fresh(c), batching_max_messages=0),
+    ),
+    Case(
+        "Client.create_producer()",
+        "batching_max_messages=-1",
+        OVF,
+        lambda c: c.client.create_producer(_fresh(c), batching_max_messages=-1),
+        note=NOTE_OVERFLOW,
+    ),
+    Case(
+        "Client.create_producer()",
+        "batching_max_bytes=0",
+        CFG,
+        lambda c: c.client.create_producer(_fresh(c), batching_max_bytes=0),
+    ),
+    Case(
+        "Client.create_producer()",
+        "batching_max_delay=-1",
+        CFG,
+        lambda c: c.client.create_producer(_fresh(c), batching_max_delay=-1),
+    ),
+    Case(
+        "Client.create_producer()",
+        "max_pending_messages=0",
+        CFG,
+        lambda c: c.client.create_producer(_fresh(c), max_pending_messages=0),
+    ),
+    Case(
+        "Client.create_producer()",
+        "max_pending_messages=-1",
+        OVF,
+        lambda c: c.client.create_producer(_fresh(c), max_pending_messages=-1),
+        note=NOTE_OVERFLOW,
+    ),
+    Case(
+        "Client.create_producer()",
+        "send_timeout=-1",
+        CFG,
+        lambda c: c.client.create_producer(_fresh(c), send_timeout=-1),
+    ),
+    Case(
+        "Client.create_producer()",
+        "compression='bogus'",
+        CFG,
+        lambda c: c.client.create_producer(_fresh(c), compression="bogus"),
+    ),
+    Case(
+        "Client.create_producer()",
+        "access_mode='bogus'",
+        CFG,
+        lambda c: c.client.create_producer(_fresh(c), access_mode="bogus"),
+    ),
+    Case(
+        "Client.create_producer()",
+        "routing='bogus'",
+        CFG,
+        lambda c: c.client.create_producer(_fresh(c), routing="bogus"),
+    ),
+    Case(
+        "Client.create_producer()",
+        "properties value not str",
+        TYP,
+        lambda c: c.client.create_producer(_fresh(c), properties={"a": 1}),  # type: ignore[dict-item]
+    ),
+    # -- Producer -------------------------------------------------------------------------------
+    Case("Producer.send()", "value not bytes (123)", TYP, lambda c: c.producer.send(123)),  # type: ignore[arg-type]
+    Case("Producer.send()", "value None", TYP, lambda c: c.producer.send(None)),  # type: ignore[arg-type]
+    Case(
+        "Producer.send()",
+        "key not str (5)",
+        TYP,
+        lambda c: c.producer.send(b"x", key=5),  # type: ignore[arg-type]
+    ),
+    Case(
+        "Producer.send()",
+        "properties value not str",
+        TYP,
+        lambda c: c.producer.send(b"x", properties={"a": 1}),  # type: ignore[dict-item]
+    ),
+    Case(
+        "Producer.send()",
+        "event_time=-1",
+        OVF,
+        lambda c: c.producer.send(b"x", event_time=-1),
+        note=NOTE_OVERFLOW,
+    ),
+    Case(
+        "Producer.send()",
+        "sequence_id=-1",
+        INV,
+        lambda c: c.producer.send(b"x", sequence_id=-1),
+    ),
+    Case(
+        "Producer.send()",
+        "deliver_after=-1",
+        INV,
+        lambda c: c.producer.send(b"x", deliver_after=-1),
+    ),
+    Case(
+        "Producer.send()",
+        "6 MiB value (limit 5 MiB, no chunking)",
+        MessageTooBigError,
+        lambda c: c.producer.send(MB6),
+    ),
+    Case(
+        "Producer.send_async()",
+        "callback not callable (5)",
+        TYP,
+        lambda c: c.producer.send_async(b"x", 5),  # type: ignore[arg-type]
+    ),
+    Case(
+        "Producer.send_async()",
+        "6 MiB value",
+        MessageTooBigError,
+        lambda c: c.producer.send_async(MB6).result(timeout=30),
+    ),
+    Case("Producer.send_many()", "not a sequence (5)", TYP, lambda c: c.producer.send_many(5)),
+    Case("Producer.send_many()", "element not bytes", TYP, lambda c: c.producer.send_many([1])),
+    Case(
+        "Producer.send_many()",
+        "keys longer than values",
+        INV,
+        lambda c: c.producer.send_many([b"a"], keys=["a", "b"]),
+    ),
+    Case(
+        "SendFuture.result()",
+        "timeout=-1",
+        INV,
+        lambda c: c.producer.send_async(b"x").result(timeout=-1),
+    ),
+    # -- subscribe / Consumer -------------------------------------------------------------------
+    Case("Client.subscribe()", "empty topic", INV, lambda c: c.client.subscribe("", "s")),
+    Case("Client.subscribe()", "empty topic list", INV, lambda c: c.client.subscribe([], "s")),
+    Case(
+        "Client.subscribe()",
+        "empty subscription_name",
+        CFG,
+        lambda c: c.client.subscribe(_fresh(c), ""),
+    ),
+    Case(
+        "Client.subscribe()",
+        "subscription_name not str (5)",
+        TYP,
+        lambda c: c.client.subscribe(_fresh(c), 5),  # type: ignore[arg-type]
+    ),
+    Case(
+        "Client.subscribe()",
+        "subscription_type='bogus'",
+        CFG,
+        lambda c: c.client.subscribe(_fresh(c), "s", subscription_type="bogus"),
+    ),
+    Case(
+        "Client.subscribe()",
+        "initial_position='bogus'",
+        CFG,
+        lambda c: c.client.subscribe(_fresh(c), "s", initial_position="bogus"),
+    ),
+    Case(
+        "Client.subscribe()",
+        "receiver_queue_size=0",
+        CFG,
+        lambda c: c.client.subscribe(_fresh(c), "s", receiver_queue_size=0),
+    ),
+    Case(
+        "Client.subscribe()",
+        "receiver_queue_size=-1",
+        CFG,
+        lambda c: c.client.subscribe(_fresh(c), "s", receiver_queue_size=-1),
+    ),
+    Case(
+        "Client.subscribe()",
+        "ack_timeout=-1",
+        CFG,
+        lambda c: c.client.subscribe(_fresh(c), "s", ack_timeout=-1),
+    ),
+    Case(
+        "Client.subscribe()",
+        "dead_letter_policy max_redeliver_count=-1",
+        CFG,
+        lambda c: c.client.subscribe(
+            _fresh(c), "s", dead_letter_policy={"max_redeliver_count": -1}
+        ),
+    ),
+    Case("Consumer.receive()", "timeout=-1", INV, lambda c: c.consumer.receive(timeout=-1)),
+    Case(
+        "Consumer.receive()",
+        "timeout not a number ('a')",
+        TYP,
+        lambda c: c.consumer.receive(timeout="a"),  # type: ignore[arg-type]
+    ),
+    Case(
+        "Consumer.receive_many()",
+        "max_messages=0",
+        INV,
+        lambda c: c.consumer.receive_many(0, timeout=0.1),
+    ),
+    Case(
+        "Consumer.receive_many()",
+        "max_messages=-1",
+        INV,
+        lambda c: c.consumer.receive_many(-1, timeout=0.1),
+    ),
+    Case(
+        "Consumer.acknowledge()",
+        "not a Message/MessageId ('x')",
+        TYP,
+        lambda c: c.consumer.acknowledge("x"),  # type: ignore[arg-type]
+    ),
+    Case(
+        "Consumer.acknowledge_cumulative()",
+        "not a Message/MessageId (5)",
+        TYP,
+        lambda c: c.consumer.acknowledge_cumulative(5),  # type: ignore[arg-type]
+    ),
+    Case("Consumer.seek()", "not a MessageId/int ('x')", TYP, lambda c: c.consumer.seek("x")),  # type: ignore[arg-type]
+    # -- Reader / MessageId ---------------------------------------------------------------------
+    Case(
+        "Client.create_reader()",
+        "start_message_id='bogus'",
+        CFG,
+        lambda c: c.client.create_reader(_fresh(c), "bogus"),
+    ),
+    Case(
+        "Client.create_reader()",
+        "empty topic",
+        INV,
+        lambda c: c.client.create_reader("", MessageId.earliest),
+    ),
+    Case("Reader.read_next()", "timeout=-1", INV, lambda c: c.reader.read_next(timeout=-1)),
+    Case(
+        "Reader.read_many()",
+        "max_messages=-1",
+        INV,
+        lambda c: c.reader.read_many(-1, timeout=0.1),
+    ),
+    Case(
+        "MessageId.deserialize()",
+        "garbage bytes",
+        INV,
+        lambda c: MessageId.deserialize(b"\xff\xff\xff"),
+    ),
+    Case(
+        "MessageId.deserialize()",
+        "str instead of bytes",
+        TYP,
+        lambda c: MessageId.deserialize("x"),  # type: ignore[arg-type]
+    ),
+    # -- closed handles -------------------------------------------------------------------------
+    Case(
+        "Producer.send()",
+        "closed producer",
+        AlreadyClosedError,
+        lambda c: c.closed_producer.send(b"x"),
+        "closed",
+    ),
+    Case(
+        "Producer.send_async()",
+        "closed producer",
+        AlreadyClosedError,
+        lambda c: c.closed_producer.send_async(b"x"),
+        "closed",
+    ),
+    Case(
+        "Producer.flush()",
+        "closed producer",
+        AlreadyClosedError,
+        lambda c: c.closed_producer.flush(),
+        "closed",
+    ),
+    Case(
+        "Consumer.receive()",
+        "closed consumer",
+        AlreadyClosedError,
+        lambda c: c.closed_consumer.receive(timeout=0.1),
+        "closed",
+    ),
+    Case(
+        "Consumer.acknowledge()",
+        "closed consumer",
+        AlreadyClosedError,
+        lambda c: c.closed_consumer.acknowledge(MessageId(0, 0)),
+        "closed",
+    ),
+    Case(
+        "Reader.read_next()",
+        "closed reader",
+        AlreadyClosedError,
+        lambda c: c.closed_reader.read_next(timeout=0.1),
+        "closed",
+    ),
+    Case(
+        "Client.create_producer()",
+        "closed client",
+        AlreadyClosedError,
+        lambda c: c.closed_client.create_producer(c.topic),
+        "closed",
+    ),
+    Case(
+        "Client.subscribe()",
+        "closed client",
+        AlreadyClosedError,
+        lambda c: c.closed_client.subscribe(c.topic, "x"),
+        "closed",
+    ),
+    Case(
+        "Client.create_reader()",
+        "closed client",
+        AlreadyClosedError,
+        lambda c: c.closed_client.create_reader(c.topic, MessageId.earliest),
+        "closed",
+    ),
+    Case(
+        "Client.lookup()",
+        "closed client",
+        AlreadyClosedError,
+        lambda c: c.closed_client.lookup(),
+        "closed",
+    ),
+    # -- use after fork (run in a forked child) -------------------------------------------------
+    Case(
+        "Producer.send()",
+        "parent's producer in a forked child",
+        ForkedProcessError,
+        lambda c: c.producer.send(b"x"),
+        "fork",
+    ),
+    Case(
+        "Consumer.receive()",
+        "parent's consumer in a forked child",
+        ForkedProcessError,
+        lambda c: c.consumer.receive(timeout=0.1),
+        "fork",
+    ),
+    Case(
+        "Reader.read_next()",
+        "parent's reader in a forked child",
+        ForkedProcessError,
+        lambda c: c.reader.read_next(timeout=0.1),
+        "fork",
+    ),
+    Case(
+        "Client.create_producer()",
+        "parent's client in a forked child",
+        ForkedProcessError,
+        lambda c: c.client.create_producer(c.topic),
+        "fork",
+    ),
+    Case(
+        "Lookup.partitions()",
+        "parent's client in a forked child",
+        ForkedProcessError,
+        lambda c: c.client.lookup().partitions(c.topic),
+        "fork",
+    ),
+]
+
+GROUP_TITLES = {"input": "Wrong input", "closed": "Closed handles", "fork": "Use after fork"}
+
+
+def render_table(cases: list[Case] | None = None) -> str:
+    """``docs/bad-input.md``: one Markdown table per group, generated from ``CASES``."""
+    cases = CASES if cases is None else cases
+    out = [
+        "# Bad input: what the Python API raises",
+        "",
+        "Generated by `scripts/bad_input_table.py` from `tests/test_bad_input.py` (`CASES`);",
+        "`tests/test_bad_input.py` runs every row (and checks the client still works after it)",
+        "and fails when this file is out of date. Exceptions are in `streamwire.exceptions`",
+        "unless marked built-in.",
+        "",
+    ]
+    for group, title in GROUP_TITLES.items():
+        out += [f"## {title}", "", "| Call | Input | Exception |", "| --- | --- | --- |"]
+        for case in cases:
+            if case.group != group:
+                continue
+            exc = f"`{case.expected.__name__}`"
+            if case.expected.__module__ == "builtins":
+                exc += " (built-in)"
+            if case.note:
+                exc += f" — {case.note}"
+            inp = case.input.replace("|", "\\|")
+            out.append(f"| `{case.call}` | {inp} | {exc} |")
+        out.append("")
+    return "\n".join(out)
+
+
+@pytest.fixture(scope="module")
+def ctx(lite_broker: PulsarLite) -> Iterator[Ctx]:
+    url = lite_broker.service_url
+    topic = f"persistent://public/default/bad-{uuid.uuid4().hex}"
+    with streamwire.Client(url, operation_timeout=10) as client:
+        closed_client = streamwire.Client(url)
+        closed_client.close()
+        closed_producer = client.create_producer(topic)
+        closed_producer.close()
+        closed_consumer = client.subscribe(topic, "closed")
+        closed_consumer.close()
+        closed_reader = client.create_reader(topic, MessageId.earliest)
+        closed_reader.close()
+        yield Ctx(
+            url=url,
+            topic=topic,
+            client=client,
+            producer=client.create_producer(topic),
+            consumer=client.subscribe(topic, "live", initial_position="earliest"),
+            reader=client.create_reader(topic, MessageId.earliest),
+            closed_client=closed_client,
+            closed_producer=closed_producer,
+            closed_consumer=closed_consumer,
+            closed_reader=closed_reader,
+        )
+
+
+def still_works(c: Ctx) -> None:
+    """The same client, producer and consumer work after the bad call."""
+    assert c.client.lookup().partitions(c.topic) == 0
+    payload = uuid.uuid4().bytes
+    c.producer.send(payload)
+    for _ in range(1000):
+        msg = c.consumer.receive(timeout=10)
+        c.consumer.acknowledge(msg)
+        if msg.data() == payload:
+            return
+    raise AssertionError("the message sent after the bad call never arrived")
+
+
+LOCAL = [case for case in CASES if case.group != "fork"]
+
+
+@pytest.mark.parametrize("case", LOCAL, ids=[c.id for c in LOCAL])
+def test_bad_input(ctx: Ctx, case: Case) -> None:
+    with pytest.raises(case.expected) as info:
+        case.fn(ctx)
+    assert type(info.value) is case.expected, (type(info.value), info.value)
+    assert str(info.value), "the error message is empty"
+    still_works(ctx)
+
+
+def test_use_after_fork(ctx: Ctx) -> None:
+    """In a forked child every parent handle raises ForkedProcessError; a new client works."""
+    fork_cases = [case for case in CASES if case.group == "fork"]
+    assert fork_cases
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report, never return into pytest
+        code = 0
+        lines: list[str] = []
+        try:
+            for case in fork_cases:
+                try:
+                    case.fn(ctx)
+                    lines.append(f"{case.id}: no exception")
+                except BaseException as e:
+                    if type(e) is not case.expected:
+                        lines.append(f"{case.id}: {type(e).__name__}: {e}")
+            with streamwire.Client(ctx.url, operation_timeout=10) as child_client:
+                child_client.create_producer(ctx.topic).send(b"from the child")
+        except BaseException as e:
+            lines.append(f"child failed: {type(e).__name__}: {e}")
+        finally:
+            os.write(write_fd, "\n".join(lines).encode())
+            os._exit(code)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as pipe:
+        problems = pipe.read().decode()
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    assert problems == "", problems
+    still_works(ctx)
+
+
+def test_docs_table_is_current() -> None:
+    assert DOC.exists(), "run: .venv/bin/python scripts/bad_input_table.py"
+    assert DOC.read_text() == render_table(), (
+        "docs/bad-input.md is out of date; run: .venv/bin/python scripts/bad_input_table.py"
+    )
