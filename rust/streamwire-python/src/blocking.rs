@@ -78,3 +78,16 @@ pub fn positive_secs(name: &str, secs: f64) -> Result<Duration> {
         ))
     }
 }
+
+/// A count or size from Python: negative (or too large) values are a `ConfigError` with the
+/// option's name, not Python's bare `OverflowError`.
+pub fn count_arg<T: TryFrom<i64>>(name: &str, value: i64) -> Result<T> {
+    if value < 0 {
+        return Err(Error::new(
+            ErrorKind::Config,
+            format!("{name} must not be negative, got {value}"),
+        ));
+    }
+    T::try_from(value)
+        .map_err(|_| Error::new(ErrorKind::Config, format!("{name} is too large: {value}")))
+}

@@ -112,9 +112,9 @@ impl Client {
         operation_timeout: f64,
         connection_timeout: f64,
         auth_token: Option<&Bound<'_, PyAny>>,
-        io_threads: Option<usize>,
+        io_threads: Option<i64>,
         keepalive_interval: f64,
-        memory_limit: u64,
+        memory_limit: i64,
         auth_token_file: Option<PathBuf>,
         auth: Option<&Bound<'_, PyAny>>,
         tls_trust_certs_file: Option<PathBuf>,
@@ -123,6 +123,11 @@ impl Client {
         tls_disable_hostname_verification_DANGEROUS: bool,
         tls_allow_insecure_connection_DANGEROUS: bool,
     ) -> PyResult<Self> {
+        let memory_limit: u64 = crate::blocking::count_arg("memory_limit", memory_limit).py_err()?;
+        let io_threads: Option<usize> = io_threads
+            .map(|n| crate::blocking::count_arg("io_threads", n))
+            .transpose()
+            .py_err()?;
         if let Some(n) = io_threads {
             if n == 0 {
                 return Err(to_py(Error::new(

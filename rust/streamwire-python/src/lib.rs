@@ -21,8 +21,9 @@ use pyo3::prelude::*;
 
 /// Set the engine's I/O thread count; must run before the first client is used.
 #[pyfunction]
-fn configure(io_threads: usize) -> PyResult<()> {
-    streamwire_core::runtime::configure_worker_threads(io_threads).map_err(errors::to_py)
+fn configure(io_threads: i64) -> PyResult<()> {
+    let n: usize = blocking::count_arg("io_threads", io_threads).map_err(errors::to_py)?;
+    streamwire_core::runtime::configure_worker_threads(n).map_err(errors::to_py)
 }
 
 /// Whether this process has built its engine runtime yet (for tests of laziness).

@@ -22,7 +22,7 @@ use streamwire_pulsar::producer::{
 use streamwire_pulsar::protocol::pb;
 use streamwire_pulsar::topic::TopicName;
 
-use crate::blocking::{positive_secs, wait};
+use crate::blocking::{count_arg, positive_secs, wait};
 use crate::client::{refuse_pickle, Client};
 use crate::dispatch::{self, ErrorSlot, Job};
 use crate::errors::{to_py, IntoPyResult};
@@ -47,11 +47,11 @@ impl Client {
         topic: &str,
         producer_name: Option<String>,
         batching: bool,
-        batching_max_messages: u32,
-        batching_max_bytes: usize,
+        batching_max_messages: i64,
+        batching_max_bytes: i64,
         batching_max_delay: f64,
         compression: Option<&str>,
-        max_pending_messages: usize,
+        max_pending_messages: i64,
         block_if_queue_full: bool,
         send_timeout: f64,
         initial_sequence_id: Option<i64>,
@@ -62,6 +62,12 @@ impl Client {
     ) -> PyResult<Producer> {
         let client = self.live()?.clone();
         let topic = TopicName::parse(topic).py_err()?;
+        let batching_max_messages: u32 =
+            count_arg("batching_max_messages", batching_max_messages).py_err()?;
+        let batching_max_bytes: usize =
+            count_arg("batching_max_bytes", batching_max_bytes).py_err()?;
+        let max_pending_messages: usize =
+            count_arg("max_pending_messages", max_pending_messages).py_err()?;
         if batching_max_messages == 0 || batching_max_bytes == 0 {
             return Err(config_err("batching limits must be positive".into()));
         }
@@ -193,7 +199,7 @@ fn build_message(
     key: Option<String>,
     ordering_key: Option<Vec<u8>>,
     properties: Option<&Bound<'_, PyAny>>,
-    event_time: Option<u64>,
+    event_time: Option<i64>,
     sequence_id: Option<i64>,
     deliver_after: Option<f64>,
     deliver_at: Option<i64>,
@@ -207,7 +213,14 @@ fn build_message(
         Some(p) => crate::columns::one_props(p)?,
         None => Vec::new(),
     };
-    msg.event_time = event_time;
+    msg.event_time = match event_time {
+        Some(t) if t < 0 => {
+            return Err(to_py(Error::invalid(format!(
+                "event_time must be milliseconds since the epoch (>= 0), got {t}"
+            ))))
+        }
+        t => t.map(|t| t as u64),
+    };
     let user_seq = match sequence_id {
         Some(s) if s < 0 => {
             return Err(to_py(Error::invalid("sequence_id must be non-negative")));
@@ -279,7 +292,7 @@ impl Producer {
         key: Option<String>,
         ordering_key: Option<Vec<u8>>,
         properties: Option<&Bound<'_, PyAny>>,
-        event_time: Option<u64>,
+        event_time: Option<i64>,
         sequence_id: Option<i64>,
         deliver_after: Option<f64>,
         deliver_at: Option<i64>,
@@ -321,7 +334,7 @@ impl Producer {
         key: Option<String>,
         ordering_key: Option<Vec<u8>>,
         properties: Option<&Bound<'_, PyAny>>,
-        event_time: Option<u64>,
+        event_time: Option<i64>,
         sequence_id: Option<i64>,
         deliver_after: Option<f64>,
         deliver_at: Option<i64>,
