@@ -85,9 +85,7 @@ def test_key_shared_each_key_to_one_consumer(
             for _ in range(2)
         ]
         with client.create_producer(unique_topic, batching=False) as p:
-            futs = [
-                p.send_async(f"{i}".encode(), key=keys[i % len(keys)]) for i in range(n)
-            ]
+            futs = [p.send_async(f"{i}".encode(), key=keys[i % len(keys)]) for i in range(n)]
             p.flush()
             for f in futs:
                 f.result()

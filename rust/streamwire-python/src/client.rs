@@ -123,7 +123,8 @@ impl Client {
         tls_disable_hostname_verification_DANGEROUS: bool,
         tls_allow_insecure_connection_DANGEROUS: bool,
     ) -> PyResult<Self> {
-        let memory_limit: u64 = crate::blocking::count_arg("memory_limit", memory_limit).py_err()?;
+        let memory_limit: u64 =
+            crate::blocking::count_arg("memory_limit", memory_limit).py_err()?;
         let io_threads: Option<usize> = io_threads
             .map(|n| crate::blocking::count_arg("io_threads", n))
             .transpose()

@@ -72,10 +72,7 @@ fn pattern_filter(py: Python<'_>, topic: &Bound<'_, PyAny>) -> PyResult<TopicFil
     let re = py.import("re")?;
     let pattern: String = topic.getattr("pattern")?.extract()?;
     let short: String = re
-        .call_method1(
-            "sub",
-            (r"^\^?(non-)?persistent:(\\?/){2}", "", &pattern),
-        )?
+        .call_method1("sub", (r"^\^?(non-)?persistent:(\\?/){2}", "", &pattern))?
         .extract()?;
     let local_only = !short.replace('\\', "").contains('/');
     let compiled: Py<PyAny> = re
@@ -525,8 +522,7 @@ impl Client {
                     label,
                     filter,
                 } => {
-                    Engine::subscribe_pattern(&client, &namespace, label, filter, period, cfg)
-                        .await
+                    Engine::subscribe_pattern(&client, &namespace, label, filter, period, cfg).await
                 }
             }
         })?;

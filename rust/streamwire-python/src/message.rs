@@ -134,37 +134,66 @@ fn validity(valid: impl Iterator<Item = bool>, n: usize) -> Option<Vec<u8>> {
     (!all).then_some(bits)
 }
 
-/// Variable-width column: (offsets as i32 or i64 little-endian bytes, values, is_large).
-fn var_column<'a>(items: impl Iterator<Item = &'a [u8]>, n: usize) -> (Vec<u8>, Vec<u8>, bool) {
-    let mut values = Vec::new();
-    let mut ends = Vec::with_capacity(n + 1);
-    ends.push(0usize);
-    for it in items {
-        values.extend_from_slice(it);
-        ends.push(values.len());
-    }
-    let large = values.len() > i32::MAX as usize;
-    let mut offsets = Vec::with_capacity((n + 1) * if large { 8 } else { 4 });
-    for e in ends {
-        if large {
-            offsets.extend_from_slice(&(e as i64).to_le_bytes());
-        } else {
-            offsets.extend_from_slice(&(e as i32).to_le_bytes());
-        }
-    }
-    (offsets, values, large)
+/// A Python `bytes` of `len` bytes filled in place by `fill` (the only copy of the data).
+fn bytes_with<'py>(
+    py: Python<'py>,
+    len: usize,
+    fill: impl FnOnce(&mut [u8]),
+) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, len, |b| {
+        fill(b);
+        Ok(())
+    })
 }
 
-fn fixed<T: Copy, const N: usize>(
+/// Variable-width column written straight into Python bytes: (offsets as i32 or i64
+/// little-endian, values, is_large).
+fn var_column<'py>(
+    py: Python<'py>,
+    items: &[Option<&[u8]>],
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, bool)> {
+    let total: usize = items.iter().map(|i| i.map_or(0, <[u8]>::len)).sum();
+    let large = total > i32::MAX as usize;
+    let width = if large { 8 } else { 4 };
+    let offsets = bytes_with(py, (items.len() + 1) * width, |b| {
+        let mut end = 0usize;
+        let mut chunks = b.chunks_exact_mut(width);
+        let put = |c: &mut [u8], e: usize| {
+            if large {
+                c.copy_from_slice(&(e as i64).to_le_bytes());
+            } else {
+                c.copy_from_slice(&(e as i32).to_le_bytes());
+            }
+        };
+        if let Some(c) = chunks.next() {
+            put(c, 0);
+        }
+        for (c, it) in chunks.zip(items) {
+            end += it.map_or(0, <[u8]>::len);
+            put(c, end);
+        }
+    })?;
+    let values = bytes_with(py, total, |b| {
+        let mut at = 0;
+        for it in items.iter().flatten() {
+            b[at..at + it.len()].copy_from_slice(it);
+            at += it.len();
+        }
+    })?;
+    Ok((offsets, values, large))
+}
+
+fn fixed<'py, T: Copy, const N: usize>(
+    py: Python<'py>,
     msgs: &[ReceivedMessage],
     f: impl Fn(&ReceivedMessage) -> T,
     to: fn(T) -> [u8; N],
-) -> Vec<u8> {
-    let mut out = Vec::with_capacity(msgs.len() * N);
-    for m in msgs {
-        out.extend_from_slice(&to(f(m)));
-    }
-    out
+) -> PyResult<Bound<'py, PyBytes>> {
+    bytes_with(py, msgs.len() * N, |b| {
+        for (c, m) in b.chunks_exact_mut(N).zip(msgs) {
+            c.copy_from_slice(&to(f(m)));
+        }
+    })
 }
 
 /// Build a `pyarrow.RecordBatch` from messages: buffers are filled in Rust and handed to
@@ -175,12 +204,13 @@ pub(crate) fn to_record_batch<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let pa = py.import("pyarrow")?;
     let n = msgs.len();
-    let buf = |b: Vec<u8>| -> PyResult<Bound<'py, PyAny>> {
-        pa.call_method1("py_buffer", (PyBytes::new(py, &b),))
+    let buf = |b: Bound<'py, PyBytes>| -> PyResult<Bound<'py, PyAny>> {
+        pa.call_method1("py_buffer", (b,))
     };
+    let vec_buf = |b: Vec<u8>| buf(PyBytes::new(py, &b));
     let opt_buf = |b: Option<Vec<u8>>| -> PyResult<Bound<'py, PyAny>> {
         match b {
-            Some(b) => buf(b),
+            Some(b) => vec_buf(b),
             None => Ok(py.None().into_bound(py)),
         }
     };
@@ -194,7 +224,7 @@ pub(crate) fn to_record_batch<'py>(
     let var = |items: Vec<Option<&[u8]>>, string: bool| -> PyResult<Bound<'py, PyAny>> {
         let len = items.len();
         let valid = validity(items.iter().map(Option::is_some), len);
-        let (offsets, values, large) = var_column(items.iter().map(|i| i.unwrap_or(&[])), len);
+        let (offsets, values, large) = var_column(py, &items)?;
         let ty = match (string, large) {
             (true, false) => pa.call_method0("string")?,
             (true, true) => pa.call_method0("large_string")?,
@@ -203,7 +233,10 @@ pub(crate) fn to_record_batch<'py>(
         };
         from_buffers(ty, len, vec![opt_buf(valid)?, buf(offsets)?, buf(values)?])
     };
-    let prim = |ty: &str, data: Vec<u8>, valid: Option<Vec<u8>>| -> PyResult<Bound<'py, PyAny>> {
+    let prim = |ty: &str,
+                data: Bound<'py, PyBytes>,
+                valid: Option<Vec<u8>>|
+     -> PyResult<Bound<'py, PyAny>> {
         let ty = if ty == "ts" {
             pa.call_method1("timestamp", ("ms",))?
         } else {
@@ -231,42 +264,47 @@ pub(crate) fn to_record_batch<'py>(
     )?;
     let partition = prim(
         "int32",
-        fixed(msgs, |m| m.id.partition, i32::to_le_bytes),
+        fixed(py, msgs, |m| m.id.partition, i32::to_le_bytes)?,
         None,
     )?;
     let ledger = prim(
         "int64",
-        fixed(msgs, |m| m.id.ledger_id, i64::to_le_bytes),
+        fixed(py, msgs, |m| m.id.ledger_id, i64::to_le_bytes)?,
         None,
     )?;
     let entry = prim(
         "int64",
-        fixed(msgs, |m| m.id.entry_id, i64::to_le_bytes),
+        fixed(py, msgs, |m| m.id.entry_id, i64::to_le_bytes)?,
         None,
     )?;
     let bidx = prim(
         "int32",
-        fixed(msgs, |m| m.id.batch_index, i32::to_le_bytes),
+        fixed(py, msgs, |m| m.id.batch_index, i32::to_le_bytes)?,
         None,
     )?;
     let publish = prim(
         "ts",
-        fixed(msgs, |m| m.publish_time as i64, i64::to_le_bytes),
+        fixed(py, msgs, |m| m.publish_time as i64, i64::to_le_bytes)?,
         None,
     )?;
     let event = prim(
         "ts",
-        fixed(msgs, |m| m.event_time.unwrap_or(0) as i64, i64::to_le_bytes),
+        fixed(
+            py,
+            msgs,
+            |m| m.event_time.unwrap_or(0) as i64,
+            i64::to_le_bytes,
+        )?,
         validity(msgs.iter().map(|m| m.event_time.is_some()), n),
     )?;
     let seq = prim(
         "int64",
-        fixed(msgs, |m| m.sequence_id as i64, i64::to_le_bytes),
+        fixed(py, msgs, |m| m.sequence_id as i64, i64::to_le_bytes)?,
         None,
     )?;
     let redeliv = prim(
         "int32",
-        fixed(msgs, |m| m.redelivery_count as i32, i32::to_le_bytes),
+        fixed(py, msgs, |m| m.redelivery_count as i32, i32::to_le_bytes)?,
         None,
     )?;
     // properties: map<string, string> = offsets + keys + values.
@@ -292,7 +330,7 @@ pub(crate) fn to_record_batch<'py>(
     let offsets_arr = from_buffers(
         pa.call_method0("int32")?,
         n + 1,
-        vec![py.None().into_bound(py), buf(map_offsets)?],
+        vec![py.None().into_bound(py), vec_buf(map_offsets)?],
     )?;
     let props = pa
         .getattr("MapArray")?
@@ -315,7 +353,11 @@ pub(crate) fn to_record_batch<'py>(
         from_buffers(
             pa.call_method0("binary")?,
             n,
-            vec![py.None().into_bound(py), buf(offsets)?, buf(values)?],
+            vec![
+                py.None().into_bound(py),
+                vec_buf(offsets)?,
+                vec_buf(values)?,
+            ],
         )?
     };
     let names = [

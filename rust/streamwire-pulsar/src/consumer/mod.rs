@@ -93,7 +93,10 @@ impl KeySharedPolicy {
             return Ok(());
         };
         if ranges.is_empty() {
-            return Err(Error::new(ErrorKind::Config, "sticky key_shared_policy needs ranges"));
+            return Err(Error::new(
+                ErrorKind::Config,
+                "sticky key_shared_policy needs ranges",
+            ));
         }
         let mut sorted = ranges.clone();
         sorted.sort_unstable();
@@ -107,7 +110,10 @@ impl KeySharedPolicy {
             if i > 0 && a <= sorted[i - 1].1 {
                 return Err(Error::new(
                     ErrorKind::Config,
-                    format!("key_shared_policy ranges {:?} and ({a}, {b}) overlap", sorted[i - 1]),
+                    format!(
+                        "key_shared_policy ranges {:?} and ({a}, {b}) overlap",
+                        sorted[i - 1]
+                    ),
                 ));
             }
         }
@@ -913,5 +919,33 @@ impl Consumer {
 impl Drop for Inner {
     fn drop(&mut self) {
         // Dropping the control senders ends the actors, which flush acks and close.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_shared_policy_ranges() {
+        let ok = KeySharedPolicy::Sticky(vec![(32768, 65535), (0, 10)]);
+        assert!(ok.validate().is_ok());
+        let meta = ok.to_proto();
+        assert_eq!(meta.key_shared_mode(), pb::KeySharedMode::Sticky);
+        assert_eq!(meta.hash_ranges.len(), 2);
+        for bad in [
+            vec![],
+            vec![(0, 10), (10, 20)],
+            vec![(5, 4)],
+            vec![(0, 65536)],
+        ] {
+            assert!(KeySharedPolicy::Sticky(bad).validate().is_err());
+        }
+        let cfg = ConsumerConfig {
+            subscription: "s".into(),
+            key_shared: Some(KeySharedPolicy::AutoSplit),
+            ..ConsumerConfig::default()
+        };
+        assert!(cfg.validate().is_err(), "needs a key_shared subscription");
     }
 }

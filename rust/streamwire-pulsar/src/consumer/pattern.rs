@@ -111,6 +111,19 @@ pub(crate) fn diff(
     Some(d)
 }
 
+/// [`diff`] on a blocking thread: the filter may wait for the Python interpreter, which must
+/// not hold up an I/O thread.
+async fn diff_off_runtime(
+    listed: Vec<String>,
+    filter: TopicFilter,
+    current: BTreeMap<String, BTreeSet<i32>>,
+) -> Option<Diff> {
+    tokio::task::spawn_blocking(move || diff(&listed, &filter, &current))
+        .await
+        .ok()
+        .flatten()
+}
+
 impl Consumer {
     /// Subscribe to every topic of `namespace` the filter accepts, now and (every `period`;
     /// zero: never) later. No topic matching yet is not an error.
@@ -124,9 +137,9 @@ impl Consumer {
     ) -> Result<Consumer> {
         cfg.validate()?;
         let listed = client.topics_of_namespace(namespace).await?;
-        let d = diff(&listed, &filter, &BTreeMap::new()).ok_or_else(|| {
-            Error::invalid("the topic pattern could not be evaluated")
-        })?;
+        let d = diff_off_runtime(listed, filter.clone(), BTreeMap::new())
+            .await
+            .ok_or_else(|| Error::invalid("the topic pattern could not be evaluated"))?;
         let mut targets = Vec::new();
         for t in &d.new {
             targets.extend(expand(client, t, &BTreeSet::new()).await?);
@@ -164,7 +177,7 @@ impl Consumer {
         let client = self.inner.client.clone();
         let listed = client.topics_of_namespace(namespace).await?;
         let current = self.consumed();
-        let Some(d) = diff(&listed, filter, &current) else {
+        let Some(d) = diff_off_runtime(listed, filter.clone(), current.clone()).await else {
             return Ok(());
         };
         let gone: BTreeSet<&str> = d.gone.iter().map(String::as_str).collect();
