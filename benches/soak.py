@@ -128,6 +128,10 @@ def run(args: argparse.Namespace) -> int:
                 stats.sent = seq
                 next_at += interval
 
+    def _brief(s: dict[str, Any]) -> str:
+        keys = ("received", "acknowledged", "queued", "reconnects", "skipped")
+        return " ".join(f"{k}={s.get(k)}" for k in keys)
+
     def consume() -> None:
         while not stop_all.is_set():
             try:
@@ -164,7 +168,8 @@ def run(args: argparse.Namespace) -> int:
                 acked, received = len(stats.acked), len(stats.received)
             print(
                 f"  t={last_print[0]:6.0f}s rss={last_print[1]:7.1f} MiB sent={stats.sent} "
-                f"acked={acked} received={received} cuts={stats.cuts}",
+                f"acked={acked} received={received} cuts={stats.cuts} "
+                f"consumer={_brief(consumer.stats())}",
                 flush=True,
             )
             stop_all.wait(args.sample_every)
