@@ -337,21 +337,7 @@ impl Connection {
         cmd: pb::BaseCommand,
         timeout: Duration,
     ) -> Result<Frame> {
-        let (reply, rx) = oneshot::channel();
-        {
-            let mut t = lock(&self.inner.tables);
-            if let Some(e) = &t.closed {
-                return Err(e.clone());
-            }
-            t.pending.insert(
-                request_id,
-                PendingRequest {
-                    deadline: Instant::now() + timeout,
-                    what,
-                    reply,
-                },
-            );
-        }
+        let rx = self.register_pending(request_id, what, timeout)?;
         if let Err(e) = self.push(Outgoing::Command(Box::new(cmd))).await {
             lock(&self.inner.tables).pending.remove(&request_id);
             return Err(e);
@@ -367,6 +353,29 @@ impl Connection {
         }
     }
 
+    /// Put a waiter for `request_id` in the pending table (the writer's sweep expires it).
+    fn register_pending(
+        &self,
+        request_id: u64,
+        what: &'static str,
+        timeout: Duration,
+    ) -> Result<oneshot::Receiver<Result<Frame>>> {
+        let (reply, rx) = oneshot::channel();
+        let mut t = lock(&self.inner.tables);
+        if let Some(e) = &t.closed {
+            return Err(e.clone());
+        }
+        t.pending.insert(
+            request_id,
+            PendingRequest {
+                deadline: Instant::now() + timeout,
+                what,
+                reply,
+            },
+        );
+        Ok(rx)
+    }
+
     /// Wait for a further response to `request_id` without sending anything (a producer in
     /// `WaitForExclusive` mode gets a second `ProducerSuccess` once it holds the topic).
     pub async fn await_response(
@@ -375,21 +384,7 @@ impl Connection {
         what: &'static str,
         timeout: Duration,
     ) -> Result<Frame> {
-        let (reply, rx) = oneshot::channel();
-        {
-            let mut t = lock(&self.inner.tables);
-            if let Some(e) = &t.closed {
-                return Err(e.clone());
-            }
-            t.pending.insert(
-                request_id,
-                PendingRequest {
-                    deadline: Instant::now() + timeout,
-                    what,
-                    reply,
-                },
-            );
-        }
+        let rx = self.register_pending(request_id, what, timeout)?;
         match rx.await {
             Ok(res) => res,
             Err(_) => Err(self.closed_error()),
