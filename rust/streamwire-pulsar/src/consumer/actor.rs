@@ -415,15 +415,8 @@ impl Actor {
                                 .stats
                                 .skipped
                                 .fetch_add(u64::from(u.skipped), Ordering::Relaxed);
-                            if let Ok(Some(g)) = self.permits.on_messages_discarded(u.skipped) {
-                                if live
-                                    .conn
-                                    .send_command(commands::flow(live.id, g))
-                                    .await
-                                    .is_err()
-                                {
-                                    return Some(Exit::Reconnect);
-                                }
+                            if let Some(exit) = self.discard(live, u.skipped).await {
+                                return Some(exit);
                             }
                         }
                         let mut u = u;
@@ -450,9 +443,7 @@ impl Actor {
                         );
                         let _ = live.conn.send_command(ack).await;
                         let _ = self.permits.on_messages_received(r.permits);
-                        if let Ok(Some(g)) = self.permits.on_messages_discarded(r.permits) {
-                            let _ = live.conn.send_command(commands::flow(live.id, g)).await;
-                        }
+                        return self.discard(live, r.permits).await;
                     }
                 }
                 None
@@ -491,17 +482,7 @@ impl Actor {
             Arc::clone(&self.slot),
             dead,
         ));
-        if let Ok(Some(g)) = self.permits.on_messages_discarded(n) {
-            if live
-                .conn
-                .send_command(commands::flow(live.id, g))
-                .await
-                .is_err()
-            {
-                return Some(Exit::Reconnect);
-            }
-        }
-        None
+        self.discard(live, n).await
     }
 
     fn expire_chunks(&mut self) {
@@ -517,9 +498,10 @@ impl Actor {
         }
     }
 
-    /// Give back the permit of an entry that does not reach the queue.
-    async fn discard_one(&mut self, live: &Live) -> Option<Exit> {
-        if let Ok(Some(g)) = self.permits.on_messages_discarded(1) {
+    /// Give back the permits of `n` messages that do not reach the queue (skipped, invalid,
+    /// dead-lettered, or chunks held back); a failed FLOW means the connection is gone.
+    async fn discard(&mut self, live: &Live, n: u32) -> Option<Exit> {
+        if let Ok(Some(g)) = self.permits.on_messages_discarded(n) {
             if live
                 .conn
                 .send_command(commands::flow(live.id, g))
@@ -550,7 +532,7 @@ impl Actor {
             .chunks
             .add(&meta, id, &section.payload, Instant::now(), now_ms);
         let (payload, ids) = match outcome {
-            ChunkOutcome::Pending => return self.discard_one(live).await,
+            ChunkOutcome::Pending => return self.discard(live, 1).await,
             ChunkOutcome::Dropped { ack } => {
                 {
                     let mut acks = self.slot.acks();
@@ -558,7 +540,7 @@ impl Actor {
                         acks.individual(a);
                     }
                 }
-                return self.discard_one(live).await;
+                return self.discard(live, 1).await;
             }
             ChunkOutcome::Complete { payload, ids } => (payload, ids),
         };
@@ -590,7 +572,7 @@ impl Actor {
             }
             Ok(_) => {
                 self.slot.stats.skipped.fetch_add(1, Ordering::Relaxed);
-                self.discard_one(live).await
+                self.discard(live, 1).await
             }
             Err(r) => {
                 self.slot.stats.invalid.fetch_add(1, Ordering::Relaxed);
@@ -603,7 +585,7 @@ impl Actor {
                     None,
                 );
                 let _ = live.conn.send_command(ack).await;
-                self.discard_one(live).await
+                self.discard(live, 1).await
             }
         }
     }
