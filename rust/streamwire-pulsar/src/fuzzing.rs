@@ -1,6 +1,18 @@
-//! Fuzzing support shared by `fuzz/fuzz_targets/frame_decoder.rs` (cargo-fuzz, nightly)
-//! and `tests/fuzz_frames.rs` (deterministic, stable toolchain), so both exercise exactly
+//! Fuzzing support shared by the cargo-fuzz targets in `fuzz/fuzz_targets/` (nightly) and
+//! their deterministic stand-ins in `tests/` (stable toolchain), so both exercise exactly
 //! the same checks. Not a supported API.
+//!
+//! * [`fuzz_frames`]: the frame decoder (`frame_decoder`, `tests/fuzz_frames.rs`);
+//! * [`fuzz_entry`]: a MESSAGE payload unpacked into messages: checksum, decompression,
+//!   batch parsing (`entry_unpack`, `tests/fuzz_entry.rs`).
+
+mod entry;
+
+pub use entry::{
+    entry_input, fuzz_entry, unpack_checked, valid_batch, EntryHeader, ENTRY_HEADER_LEN,
+    FLAG_APP_ACKED, FLAG_COMPRESS, FLAG_CORRUPT_FRAME, FLAG_DAMAGE_PAYLOAD, FLAG_HIGH_SEQUENCE,
+    FLAG_INCLUSIVE, FLAG_START_FILTER,
+};
 
 use bytes::BytesMut;
 

@@ -116,7 +116,10 @@ impl ChunkAssembler {
                 // Java (autoAckOldestChunkedMessageOnQueueFull=false): evict, leave unacked.
                 self.pending.pop_front();
             }
-            let mut buf = BytesMut::with_capacity(meta.total_size.min(64 << 20));
+            // `total_size` is off the wire: reserve no more than the chunks can bring (the
+            // first chunk is the largest); the buffer grows if that guess is short.
+            let expected = piece.len().saturating_mul(meta.num_chunks as usize);
+            let mut buf = BytesMut::with_capacity(meta.total_size.min(expected).min(64 << 20));
             buf.extend_from_slice(piece);
             self.pending.push_back(Ctx {
                 uuid: meta.uuid.clone(),
@@ -201,6 +204,25 @@ mod tests {
 
     fn id(e: i64) -> MessageId {
         MessageId::new(1, e, -1, -1, 0)
+    }
+
+    #[test]
+    fn a_huge_total_size_does_not_size_the_buffer() {
+        let t = Instant::now();
+        let mut a = ChunkAssembler::new(10, Duration::from_secs(60));
+        let m = ChunkMeta {
+            total_size: MAX_CHUNKED_MESSAGE,
+            ..meta("a", 0, 2)
+        };
+        assert_eq!(a.add(&m, id(1), b"abc", t, 0), ChunkOutcome::Pending);
+        assert!(a.pending[0].buf.capacity() < 1024);
+        assert_eq!(
+            a.add(&meta("a", 1, 2), id(2), b"defg", t, 0),
+            ChunkOutcome::Complete {
+                payload: Bytes::from_static(b"abcdefg"),
+                ids: vec![id(1), id(2)]
+            }
+        );
     }
 
     #[test]

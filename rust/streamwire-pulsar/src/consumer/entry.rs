@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::engine::batch_format::BatchIter;
+use crate::engine::batch_format::{BatchIter, SIZE_PREFIX_LEN};
 use crate::engine::compression::{decompress, Codec};
 use crate::message_id::MessageId;
 use crate::protocol::pb;
@@ -173,7 +173,9 @@ pub fn unpack(
     }
     let n = claimed;
     let batch_size = i32::try_from(n).unwrap_or(i32::MAX);
-    let mut parsed = Vec::with_capacity(n as usize);
+    // `n` comes off the wire (up to i32::MAX): size the buffer by what the payload can
+    // hold, every message taking at least its size prefix.
+    let mut parsed = Vec::with_capacity((n as usize).min(payload.len() / SIZE_PREFIX_LEN));
     for (i, item) in BatchIter::new(payload, n).enumerate() {
         let (single, body) =
             item.map_err(|e| reject(ValidationError::BatchDeSerializeError, e.to_string()))?;
@@ -198,6 +200,7 @@ pub fn unpack(
         if acked_already
             || single.compacted_out == Some(true)
             || filter.is_some_and(|f| f.skips(&id))
+            || acked(&id)
         {
             out.skipped += 1;
             continue;
@@ -217,9 +220,10 @@ pub fn unpack(
             event_time: single.event_time.filter(|&t| t != 0),
             publish_time: meta.publish_time,
             producer_name: producer_name.clone(),
+            // The entry's sequence id is off the wire: near u64::MAX it must not overflow.
             sequence_id: single
                 .sequence_id
-                .unwrap_or(meta.sequence_id + u64::from(i)),
+                .unwrap_or(meta.sequence_id.wrapping_add(u64::from(i))),
             redelivery_count,
         });
     }
@@ -323,6 +327,11 @@ mod tests {
         let idx: Vec<i32> = u.messages.iter().map(|m| m.id.batch_index).collect();
         assert_eq!(idx, vec![0, 2]);
         assert_eq!((u.permits, u.skipped), (3, 1));
+        // Indexes the application already acknowledged are skipped too (a redelivery).
+        let u = unpack(&ctx(), &cmd(vec![]), &s, None, |id| id.batch_index == 0).unwrap();
+        let idx: Vec<i32> = u.messages.iter().map(|m| m.id.batch_index).collect();
+        assert_eq!(idx, vec![1, 2]);
+        assert_eq!((u.permits, u.skipped), (3, 1));
     }
 
     #[test]
@@ -374,6 +383,37 @@ mod tests {
                 .len(),
             4
         );
+    }
+
+    #[test]
+    fn huge_batch_count_is_rejected_without_a_huge_allocation() {
+        // A count off the wire must not size an allocation: one tiny message claiming
+        // i32::MAX siblings is a BatchDeSerializeError, not an abort.
+        for payload in [batch(1), Bytes::new(), Bytes::from_static(b"\x00\x00")] {
+            let s = section(meta(Some(i32::MAX)), payload);
+            let r = unpack(&ctx(), &cmd(vec![]), &s, None, |_| false).unwrap_err();
+            assert_eq!(r.validation, ValidationError::BatchDeSerializeError);
+            assert_eq!(r.permits, i32::MAX as u32);
+        }
+    }
+
+    #[test]
+    fn batch_sequence_ids_near_u64_max_do_not_overflow() {
+        let mut out = BytesMut::new();
+        for i in 0..2u8 {
+            let m = OutgoingMessage::new(Bytes::from(vec![i]), 0);
+            let single = pb::SingleMessageMetadata {
+                sequence_id: None,
+                ..single_metadata_for(&m)
+            };
+            encode_message(&single, &m.payload, &mut out);
+        }
+        let mut m = meta(Some(2));
+        m.sequence_id = u64::MAX;
+        let s = section(m, out.freeze());
+        let u = unpack(&ctx(), &cmd(vec![]), &s, None, |_| false).unwrap();
+        let seq: Vec<u64> = u.messages.iter().map(|m| m.sequence_id).collect();
+        assert_eq!(seq, vec![u64::MAX, 0]);
     }
 
     #[test]

@@ -13,8 +13,10 @@
 //! * SNAPPY: raw snappy block, not the framed/stream format (C++ `snappy::Compress`).
 //!
 //! Why the size limit on decompression: `uncompressed_size` comes off the wire, and
-//! allocating whatever a header says would let one corrupt message exhaust memory. Every
-//! decoder also checks that the output is exactly `uncompressed_size` bytes.
+//! allocating whatever a header says would let one corrupt message exhaust memory. Where a
+//! format bounds how far data can expand (LZ4, zlib, Snappy), a claim beyond what the input
+//! can hold is refused before anything is allocated. Every decoder also checks that the
+//! output is exactly `uncompressed_size` bytes.
 
 use std::fmt;
 use std::io::{Read, Write};
@@ -166,6 +168,27 @@ pub fn compress(codec: Codec, input: &[u8], out: &mut Vec<u8>) -> Result<(), Com
     Ok(())
 }
 
+/// An upper bound on output bytes per input byte for valid data, where the format has a
+/// small one; `uncompressed_size` comes off the wire and sizes an allocation.
+///
+/// * LZ4 block: literals are copied one for one; a match costs a token and a 2-byte offset
+///   and yields 4 + 15 bytes, plus 255 per extra length byte: under 255 per input byte
+///   (256 leaves room).
+/// * Deflate (zlib): at most 258 bytes per back-reference of at least 2 bits, the well-known
+///   limit of 1032:1.
+/// * Snappy: a copy yields at most 64 bytes and takes at least 3 (tag and 2-byte offset), or
+///   11 from 2 (1-byte offset): under 22 per input byte. 32 leaves room.
+/// * zstd: none useful (an RLE block of 4 bytes yields up to 128 KiB); `bulk::decompress`
+///   only reserves capacity, bounded by the size limit.
+fn max_expansion(codec: Codec) -> Option<usize> {
+    match codec {
+        Codec::Lz4 => Some(256),
+        Codec::Zlib => Some(1032),
+        Codec::Snappy => Some(32),
+        Codec::None | Codec::Zstd => None,
+    }
+}
+
 /// Decompress `input` to exactly `uncompressed_size` bytes, refusing sizes above
 /// [`DEFAULT_MAX_UNCOMPRESSED_SIZE`].
 pub fn decompress(
@@ -193,6 +216,18 @@ pub fn decompress_with_limit(
             size: uncompressed_size,
             max: max_uncompressed_size,
         });
+    }
+    // A small input cannot hold a large output: refuse such claims before allocating them.
+    if let Some(ratio) = max_expansion(codec) {
+        if uncompressed_size > input.len().saturating_mul(ratio) {
+            return Err(corrupt(
+                codec,
+                format!(
+                    "{} bytes cannot decompress to {uncompressed_size}",
+                    input.len()
+                ),
+            ));
+        }
     }
     let check_len = |actual: usize| {
         if actual == uncompressed_size {
@@ -331,6 +366,31 @@ mod tests {
                 decompress_with_limit(codec, b"", 11, 10),
                 Err(CompressionError::TooLarge { .. })
             ));
+        }
+    }
+
+    #[test]
+    fn claims_beyond_what_the_input_can_hold_are_refused_before_allocating() {
+        for codec in [Codec::Lz4, Codec::Zlib, Codec::Snappy] {
+            let r = decompress(codec, b"xy", DEFAULT_MAX_UNCOMPRESSED_SIZE);
+            assert!(
+                matches!(r, Err(CompressionError::Corrupt { .. })),
+                "{codec:?}"
+            );
+        }
+        // The most compressible input still decodes: the bounds are above the real ratios.
+        let zeros = vec![0u8; 1 << 20];
+        for codec in Codec::ALL {
+            let mut c = Vec::new();
+            compress(codec, &zeros, &mut c).unwrap();
+            assert_eq!(
+                decompress(codec, &c, zeros.len()).unwrap(),
+                zeros,
+                "{codec:?}"
+            );
+            if let Some(ratio) = max_expansion(codec) {
+                assert!(c.len() * ratio >= zeros.len(), "{codec:?}");
+            }
         }
     }
 
