@@ -274,6 +274,28 @@ impl AckTracker {
         false
     }
 
+    /// `id`, which the app already acknowledged, was delivered again: the broker lost or
+    /// ignored the ack (pulsar-lite drops acks for messages it has not redelivered yet after
+    /// a reconnect). Queue the ack again instead of only skipping the message, or the broker
+    /// would redeliver it after every reconnect. Returns true when a flush is due.
+    pub fn reack(&mut self, id: &MessageId) -> bool {
+        let e = id.entry();
+        if self.below_cumulative(id) {
+            if self.cumulative.is_none() {
+                if let Some(c) = self.cumulative_sent {
+                    self.cumulative = Some((c, None));
+                }
+            }
+        } else if self.recent.contains(&e) {
+            self.individual.insert(e);
+        } else if self.batch_index_ack {
+            if let Some(st) = self.batches.get_mut(&(id.ledger_id, id.entry_id)) {
+                st.dirty = true;
+            }
+        }
+        self.should_flush()
+    }
+
     /// Forget partially acknowledged batches (after a redelivery they come again whole).
     pub fn forget_batch(&mut self, id: &MessageId) {
         self.batches.remove(&(id.ledger_id, id.entry_id));
@@ -294,6 +316,36 @@ mod tests {
 
     fn bid(e: i64, i: i32, n: i32) -> MessageId {
         MessageId::new(1, e, -1, i, n)
+    }
+
+    #[test]
+    fn reack_queues_an_acknowledged_entry_again() {
+        let mut t = AckTracker::new(false, 1000);
+        t.individual(id(1, 5));
+        assert_eq!(t.take().len(), 1);
+        assert_eq!(t.pending(), 0);
+        // Redelivered although acknowledged: acknowledged again, once.
+        t.reack(&id(1, 5));
+        t.reack(&id(1, 5));
+        let sent = t.take();
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].ids.len(), 1);
+        assert_eq!(sent[0].ids[0].entry_id, 5);
+        // Never acknowledged: nothing to send.
+        t.reack(&id(1, 6));
+        assert!(t.take().is_empty());
+    }
+
+    #[test]
+    fn reack_below_a_cumulative_ack_resends_the_cumulative() {
+        let mut t = AckTracker::new(false, 1000);
+        t.cumulative(id(1, 9));
+        assert_eq!(t.take().len(), 1);
+        t.reack(&id(1, 3));
+        let sent = t.take();
+        assert_eq!(sent.len(), 1);
+        assert!(sent[0].cumulative);
+        assert_eq!(sent[0].ids[0].entry_id, 9);
     }
 
     #[test]

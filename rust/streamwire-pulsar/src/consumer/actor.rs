@@ -415,6 +415,18 @@ impl Actor {
                                 .stats
                                 .skipped
                                 .fetch_add(u64::from(u.skipped), Ordering::Relaxed);
+                            if self.cfg.durable {
+                                // Already acknowledged by the app: acknowledge it again.
+                                let b = MessageId::from_proto(&cmd.message_id);
+                                let e = MessageId::new(
+                                    b.ledger_id,
+                                    b.entry_id,
+                                    self.ctx.partition,
+                                    -1,
+                                    0,
+                                );
+                                self.slot.acks().reack(&e);
+                            }
                             if let Some(exit) = self.discard(live, u.skipped).await {
                                 return Some(exit);
                             }

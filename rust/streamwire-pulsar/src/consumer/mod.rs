@@ -595,8 +595,11 @@ impl Consumer {
             let _ = s
                 .recheck_acks
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1));
-            let dup = s.acks().is_acked(&m.id);
+            let mut acks = s.acks();
+            let dup = acks.is_acked(&m.id);
             if dup {
+                // Acknowledged before the reconnect: acknowledge again (see `reack`).
+                acks.reack(&m.id);
                 s.stats.skipped.fetch_add(1, Ordering::Relaxed);
             }
             !dup
