@@ -116,7 +116,10 @@ def run(args: argparse.Namespace) -> int:
     lite: PulsarLite | None = None
     apache: ApachePulsar | None = None
     if args.broker == "lite":
-        lite = PulsarLite(workdir=os.environ.get("SOAK_LITE_DIR"), log_level=os.environ.get("SOAK_LITE_LOG", "info"))
+        lite = PulsarLite(
+            workdir=os.environ.get("SOAK_LITE_DIR"),
+            log_level=os.environ.get("SOAK_LITE_LOG", "info"),
+        )
         lite.start()
         target = lite.service_url
     elif args.broker == "apache":

@@ -93,9 +93,20 @@ def test_seek_by_id_and_time(
         r = client.create_reader(unique_topic, "latest")
         r.seek(msgs[40].message_id)
         assert r.read_next(timeout=10).data() == data[40]
-        with pytest.raises(exc.NotSupportedError):
-            r.seek(middle)
+        # ... and by publish time: the broker resets the reader's cursor and we resume it.
+        r.seek(middle)
+        assert r.read_next(timeout=10).data() == data[25]
+        assert [m.data() for m in r.read_many(24, timeout=10)] == data[26:]
+        r.seek(0)
+        assert r.read_next(timeout=10).data() == data[0]
         r.close()
+        # A fresh reader from "latest" seeking back in time reads everything after that time.
+        with client.create_reader(unique_topic, "latest") as r2:
+            r2.seek(middle)
+            got = []
+            while len(got) < 25:
+                got.extend(m.data() for m in r2.read_many(25, timeout=10))
+            assert got == data[25:]
 
 
 def test_end_of_topic(

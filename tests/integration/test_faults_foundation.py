@@ -65,3 +65,32 @@ def test_refused_connections_give_connect_error(broker: Any, fault_proxy: Any) -
         with pytest.raises(exc.ConnectError):
             client.lookup().partitions("faults-refuse")
         assert time.monotonic() - t0 < 5
+
+
+def test_consumer_reports_failing_resubscribe_then_recovers(
+    broker: Any, fault_proxy: Any, unique_topic: str
+) -> None:
+    """A consumer whose connection is lost retries forever (as the Java client does), and says
+    so in ``stats()``: the number of failed attempts and the current error; once the broker is
+    reachable again it is subscribed and receives, and the error is cleared."""
+    proxy = fault_proxy(broker)
+    with streamwire.Client(proxy.url, operation_timeout=5, connection_timeout=2) as client:
+        c = client.subscribe(unique_topic, "refused", initial_position="earliest")
+        assert c.stats()["reconnect_error"] is None
+        proxy.refuse(3.0)
+        assert proxy.cut_all() >= 1
+        deadline = time.monotonic() + 10
+        while c.stats()["reconnect_failures"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        st = c.stats()
+        assert st["reconnect_failures"] >= 1, st
+        assert isinstance(st["reconnect_error"], str) and st["reconnect_error"], st
+        assert not c.is_connected()
+        with streamwire.Client(broker.service_url) as direct:
+            with direct.create_producer(unique_topic) as p:
+                p.send(b"after the outage")
+        assert c.receive(timeout=30).data() == b"after the outage"
+        st = c.stats()
+        assert st["reconnect_error"] is None and st["reconnects"] >= 1, st
+        assert c.is_connected()
+        c.close()

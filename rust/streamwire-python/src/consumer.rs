@@ -272,6 +272,8 @@ impl Handle {
         d.set_item("skipped", s.skipped)?;
         d.set_item("invalid", s.invalid)?;
         d.set_item("reconnects", s.reconnects)?;
+        d.set_item("reconnect_failures", s.reconnect_failures)?;
+        d.set_item("reconnect_error", s.reconnect_error)?;
         d.set_item("redelivery_requests", s.redelivery_requests)?;
         d.set_item("dead_lettered", s.dead_lettered)?;
         d.set_item("queued", s.queued)?;
@@ -737,7 +739,7 @@ impl Consumer {
     }
 
     fn is_connected(&self) -> bool {
-        !self.h.engine.is_closed()
+        self.h.engine.is_connected()
     }
 
     fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {

@@ -10,6 +10,7 @@
 //!   the previous entry (without batch-index acks), or the entry with an `ack_set`.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::time::{Duration, Instant};
 
 use crate::message_id::MessageId;
 use crate::protocol::pb;
@@ -75,11 +76,15 @@ pub struct AckTracker {
     /// Entries acknowledged recently (bounded): a redelivery after a reconnect must not hand
     /// them out again, and their acks are sent again in case the old connection lost them.
     recent: HashSet<MessageId>,
-    recent_order: VecDeque<MessageId>,
+    recent_order: VecDeque<(MessageId, Instant)>,
 }
 
-/// How many recently acknowledged entries are remembered.
+/// How many recently acknowledged entries are remembered at most ...
 pub const RECENT_ACKS: usize = 100_000;
+/// ... and for how long after their ack was sent. Acks older than this were processed by the
+/// broker unless the connection was already dead; remembering everything up to the count
+/// made every reconnect resend up to 100k acks and kept RSS climbing in a slow soak.
+pub const RECENT_WINDOW: Duration = Duration::from_secs(10);
 
 impl AckTracker {
     pub fn new(batch_index_ack: bool, max_pending: usize) -> Self {
@@ -188,6 +193,11 @@ impl AckTracker {
 
     /// Take everything pending as ACK commands (at most one cumulative, one individual).
     pub fn take(&mut self) -> Vec<AckBatch> {
+        self.take_at(Instant::now())
+    }
+
+    /// [`take`](Self::take) at a given time (what `recent` forgets depends on it).
+    pub fn take_at(&mut self, now: Instant) -> Vec<AckBatch> {
         let mut out = Vec::new();
         if let Some((id, set)) = self.cumulative.take() {
             let mut d = id.to_proto();
@@ -208,14 +218,10 @@ impl AckTracker {
         for id in entries {
             ids.push(id.to_proto());
             if self.recent.insert(id) {
-                self.recent_order.push_back(id);
-                if self.recent_order.len() > RECENT_ACKS {
-                    if let Some(old) = self.recent_order.pop_front() {
-                        self.recent.remove(&old);
-                    }
-                }
+                self.recent_order.push_back((id, now));
             }
         }
+        self.forget_old(now);
         if self.batch_index_ack {
             for ((ledger, entry), st) in self.batches.iter_mut().filter(|(_, b)| b.dirty) {
                 st.dirty = false;
@@ -234,10 +240,21 @@ impl AckTracker {
         out
     }
 
+    fn forget_old(&mut self, now: Instant) {
+        while let Some(&(old, at)) = self.recent_order.front() {
+            if self.recent_order.len() <= RECENT_ACKS && now.duration_since(at) <= RECENT_WINDOW {
+                break;
+            }
+            self.recent_order.pop_front();
+            self.recent.remove(&old);
+        }
+    }
+
     /// After a reconnect: send again what was sent on the old connection (it may have been
     /// lost with it; acking twice is harmless).
     pub fn resend_after_reconnect(&mut self) {
-        self.individual.extend(self.recent_order.iter().copied());
+        self.individual
+            .extend(self.recent_order.iter().map(|(id, _)| *id));
         if self.cumulative.is_none() {
             if let Some(c) = self.cumulative_sent {
                 self.cumulative = Some((c, None));
@@ -316,6 +333,26 @@ mod tests {
 
     fn bid(e: i64, i: i32, n: i32) -> MessageId {
         MessageId::new(1, e, -1, i, n)
+    }
+
+    #[test]
+    fn recent_acks_are_forgotten_after_the_window() {
+        let mut t = AckTracker::new(false, 1000);
+        let t0 = Instant::now();
+        t.individual(id(1, 1));
+        t.take_at(t0);
+        assert!(t.is_acked(&id(1, 1)));
+        t.individual(id(1, 2));
+        t.take_at(t0 + RECENT_WINDOW / 2);
+        t.take_at(t0 + RECENT_WINDOW + Duration::from_millis(1));
+        assert!(!t.is_acked(&id(1, 1)), "older than the window");
+        assert!(t.is_acked(&id(1, 2)));
+        // A reconnect resends only what is still remembered.
+        t.resend_after_reconnect();
+        let sent = t.take_at(t0 + RECENT_WINDOW + Duration::from_millis(2));
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].ids.len(), 1);
+        assert_eq!(sent[0].ids[0].entry_id, 2);
     }
 
     #[test]

@@ -51,6 +51,9 @@ pub(crate) struct Actor {
     pub ctx: EntryContext,
     /// Where a non-durable subscription (re)starts, and what to skip.
     pub start: Option<StartFilter>,
+    /// A non-durable subscription was moved by publish time: the broker keeps its reset
+    /// cursor, so re-subscribe without a start message id (until something is delivered).
+    pub resume_cursor: bool,
     pub consumer_name: String,
     /// Chunked messages being reassembled.
     pub chunks: ChunkAssembler,
@@ -81,8 +84,12 @@ impl Actor {
         let _ = ready.send(Ok(()));
         loop {
             match self.serve(&mut live).await {
-                Exit::Stop => return,
+                Exit::Stop => {
+                    self.slot.connected.store(false, Ordering::Release);
+                    return;
+                }
                 Exit::Reconnect => {
+                    self.slot.connected.store(false, Ordering::Release);
                     live.conn.unregister_handler(live.id);
                     self.slot.acks().resend_after_reconnect();
                     self.slot.recheck_acks.store(
@@ -105,12 +112,22 @@ impl Actor {
         let mut backoff = Backoff::new(BackoffConfig::default());
         loop {
             match self.connect().await {
-                Ok(l) => return Some(l),
+                Ok(l) => {
+                    *self.reconnect_error() = None;
+                    return Some(l);
+                }
                 Err(e) if !e.is_retriable() && e.kind() != ErrorKind::Connect => {
                     self.fail(e);
                     return None;
                 }
-                Err(_) => {}
+                Err(e) => {
+                    // Retried forever (as the Java client does); visible in stats().
+                    self.slot
+                        .stats
+                        .reconnect_failures
+                        .fetch_add(1, Ordering::Relaxed);
+                    *self.reconnect_error() = Some(e.to_string());
+                }
             }
             let sleep = tokio::time::sleep(backoff.next_delay());
             tokio::pin!(sleep);
@@ -129,6 +146,14 @@ impl Actor {
                 }
             }
         }
+    }
+
+    fn reconnect_error(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        self.slot
+            .stats
+            .reconnect_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     fn fail(&mut self, e: Error) {
@@ -150,6 +175,7 @@ impl Actor {
                     id: last,
                     inclusive: false,
                 });
+                self.resume_cursor = false;
             }
         }
     }
@@ -160,7 +186,7 @@ impl Actor {
         let (tx, events) = mpsc::channel(EVENT_QUEUE);
         conn.register_handler(id, tx)?;
         let rid = conn.new_request_id();
-        let start_message_id = if self.cfg.durable {
+        let start_message_id = if self.cfg.durable || self.resume_cursor {
             None
         } else {
             self.start
@@ -203,6 +229,7 @@ impl Actor {
             dl.clear();
         }
         let grant = self.permits.on_reconnect();
+        self.slot.connected.store(true, Ordering::Release);
         let live = Live { conn, id, events };
         // Acks made while disconnected go first, so the broker does not redeliver them.
         self.flush_acks(&live).await;
@@ -626,13 +653,24 @@ impl Actor {
                 if ok {
                     // The broker drops its side of the consumer after a seek; start over from
                     // the new position, with nothing from before it left in the queue.
-                    if let SeekTarget::MessageId(m) = &target {
-                        let mut m = MessageId::from_proto(m);
-                        m.partition = self.ctx.partition;
-                        self.start = Some(StartFilter {
-                            id: m,
-                            inclusive: true,
-                        });
+                    let by_time_non_durable =
+                        !self.cfg.durable && matches!(target, SeekTarget::PublishTime(_));
+                    match &target {
+                        SeekTarget::MessageId(m) => {
+                            let mut m = MessageId::from_proto(m);
+                            m.partition = self.ctx.partition;
+                            self.start = Some(StartFilter {
+                                id: m,
+                                inclusive: true,
+                            });
+                            self.resume_cursor = false;
+                        }
+                        SeekTarget::PublishTime(_) if by_time_non_durable => {
+                            // Only the broker knows where that time is: resume its cursor.
+                            self.start = None;
+                            self.resume_cursor = true;
+                        }
+                        SeekTarget::PublishTime(_) => {}
                     }
                     self.slot.queue.clear();
                     self.slot.queue.set_last_delivered(None);
@@ -641,11 +679,16 @@ impl Actor {
                     if let Some(u) = &self.slot.unacked {
                         u.lock().unwrap_or_else(|p| p.into_inner()).clear();
                     }
-                    let rid = live.conn.new_request_id();
-                    let _ = live
-                        .conn
-                        .request(rid, "close consumer", commands::close_consumer(id, rid))
-                        .await;
+                    if !by_time_non_durable {
+                        // (Closing a non-durable subscription's only consumer would drop the
+                        // subscription and its reset cursor; the broker has already closed
+                        // its side of the consumer after the seek.)
+                        let rid = live.conn.new_request_id();
+                        let _ = live
+                            .conn
+                            .request(rid, "close consumer", commands::close_consumer(id, rid))
+                            .await;
+                    }
                     return Some(Exit::Reconnect);
                 }
                 None

@@ -203,6 +203,10 @@ pub struct SlotStats {
     pub skipped: AtomicU64,
     pub invalid: AtomicU64,
     pub reconnects: AtomicU64,
+    /// Failed attempts to re-subscribe after a lost connection (each is retried).
+    pub reconnect_failures: AtomicU64,
+    /// Why the current re-subscribe attempts fail (None once subscribed again).
+    pub reconnect_error: std::sync::Mutex<Option<String>>,
     pub redelivery_requests: AtomicU64,
     pub dead_lettered: AtomicU64,
 }
@@ -224,6 +228,8 @@ pub(crate) struct Slot {
     /// After a reconnect, messages handed out are checked against the acks once more: a
     /// redelivered copy may have been queued before the app acknowledged the original.
     recheck_acks: AtomicU64,
+    /// Subscribed on a live connection (false while re-subscribing).
+    connected: std::sync::atomic::AtomicBool,
     /// Chunked messages delivered and not acknowledged: last chunk id -> every chunk's id.
     chunk_ids: Mutex<HashMap<MessageId, Vec<MessageId>>>,
     dead_letter: Option<dlq::DeadLetter>,
@@ -304,6 +310,9 @@ pub struct ConsumerStats {
     pub skipped: u64,
     pub invalid: u64,
     pub reconnects: u64,
+    pub reconnect_failures: u64,
+    /// The error of a partition still trying to re-subscribe, if any.
+    pub reconnect_error: Option<String>,
     pub redelivery_requests: u64,
     pub dead_lettered: u64,
     pub queued: u64,
@@ -417,6 +426,7 @@ impl Consumer {
                 app_notify: self.inner.app_notify.clone(),
                 stats: SlotStats::default(),
                 recheck_acks: AtomicU64::new(0),
+                connected: std::sync::atomic::AtomicBool::new(false),
                 chunk_ids: Mutex::new(HashMap::new()),
                 dead_letter: cfg
                     .dead_letter
@@ -440,6 +450,7 @@ impl Consumer {
                     slot: (first + k) as u32,
                 },
                 start,
+                resume_cursor: false,
                 consumer_name: self.inner.consumer_name.clone(),
                 chunks: chunks::ChunkAssembler::new(
                     cfg.max_pending_chunked_messages,
@@ -523,6 +534,15 @@ impl Consumer {
 
     pub fn is_closed(&self) -> bool {
         self.inner.closed.load(Ordering::Acquire)
+    }
+
+    /// Open, and every partition subscribed on a live connection (the Java `isConnected`).
+    pub fn is_connected(&self) -> bool {
+        !self.is_closed()
+            && self
+                .live_slots()
+                .iter()
+                .all(|s| s.connected.load(Ordering::Acquire))
     }
 
     fn check_open(&self) -> Result<()> {
@@ -784,12 +804,6 @@ impl Consumer {
             }
             _ => live,
         };
-        if !self.inner.cfg.durable && matches!(target, SeekTarget::PublishTime(_)) {
-            return Err(Error::new(
-                ErrorKind::NotSupported,
-                "seeking a reader by publish time is not supported yet; seek by MessageId",
-            ));
-        }
         for s in slots {
             let t = target.clone();
             self.ask(&s, |tx| Control::Seek(t, tx)).await?;
@@ -875,6 +889,15 @@ impl Consumer {
             st.skipped += c.skipped.load(Ordering::Relaxed);
             st.invalid += c.invalid.load(Ordering::Relaxed);
             st.reconnects += c.reconnects.load(Ordering::Relaxed);
+            st.reconnect_failures += c.reconnect_failures.load(Ordering::Relaxed);
+            if let Some(e) = c
+                .reconnect_error
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+            {
+                st.reconnect_error.get_or_insert_with(|| e.clone());
+            }
             st.redelivery_requests += c.redelivery_requests.load(Ordering::Relaxed);
             st.dead_lettered += c.dead_lettered.load(Ordering::Relaxed);
             st.queued += s.queue.len() as u64;
