@@ -48,6 +48,8 @@ from tests.peers.apache import ApachePulsar  # noqa: E402
 from tests.peers.faultproxy import FaultProxy  # noqa: E402
 from tests.peers.lite import PulsarLite  # noqa: E402
 
+DURABLE = {"journalSyncData": "true", "brokerShutdownTimeoutMs": "60000"}
+
 
 def id_key(mid: streamwire.MessageId) -> int:
     """A message id as one sortable int (ledger, entry, batch index)."""
@@ -114,6 +116,7 @@ def produce(args: argparse.Namespace, url: str, topic: str, d: dict[str, Any]) -
     n = args.messages
     acked = bytearray(n)
     failed: dict[str, int] = {}
+    ledgers: dict[int, int] = {}  # receipts per ledger id (-1: the broker saw a duplicate)
     done = [0]
     lock = threading.Lock()
     pad = b"." * max(0, args.size - 8)
@@ -132,11 +135,12 @@ def produce(args: argparse.Namespace, url: str, topic: str, d: dict[str, Any]) -
             t0 = time.monotonic()
             for i in range(n):
 
-                def cb(err: BaseException | None, _mid: Any, i: int = i) -> None:
+                def cb(err: BaseException | None, mid: Any, i: int = i) -> None:
                     with lock:
                         done[0] += 1
                         if err is None:
                             acked[i] = 1
+                            ledgers[mid.ledger_id] = ledgers.get(mid.ledger_id, 0) + 1
                         else:
                             failed[type(err).__name__] = failed.get(type(err).__name__, 0) + 1
 
@@ -153,6 +157,7 @@ def produce(args: argparse.Namespace, url: str, topic: str, d: dict[str, Any]) -
         "sent": n,
         "acknowledged": sum(acked),
         "failed": failed,
+        "receipts_per_ledger": ledgers,
         "callbacks": done[0],
         "seconds": round(seconds, 1),
         **disruptor.summary(),
@@ -177,6 +182,24 @@ def read_back(url: str, topic: str) -> tuple[array[int], array[int]]:
                     keys.append(id_key(m.message_id))
                     index.append(int.from_bytes(m.data()[:8], "big"))
     return keys, index
+
+
+def official_count(url: str, topic: str) -> int:
+    """How many messages the official client's reader finds on ``topic`` (a cross-check)."""
+    import pulsar
+
+    client = pulsar.Client(url, operation_timeout_seconds=30)
+    try:
+        reader = client.create_reader(topic, pulsar.MessageId.earliest)
+        n = 0
+        while True:
+            try:
+                reader.read_next(5000)
+            except pulsar.Timeout:
+                return n
+            n += 1
+    finally:
+        client.close()
 
 
 def consume(
@@ -259,7 +282,9 @@ def run(args: argparse.Namespace) -> int:
         dedup = False
     else:
         print("starting Apache Pulsar standalone ...", flush=True)
-        broker = ApachePulsar()
+        # A durability check needs a durable broker: the test fixture trades the journal's
+        # fsync and a full shutdown for speed (see tests/peers/apache.py).
+        broker = ApachePulsar(extra_conf=DURABLE if args.durable else None)
         dedup = True
     broker.start()
     host, port = broker.service_url.split("://", 1)[1].rsplit(":", 1)
@@ -273,6 +298,11 @@ def run(args: argparse.Namespace) -> int:
         flush=True,
     )
     try:
+        # The consuming subscriptions exist before anything is produced: with no subscription
+        # (and no retention) Pulsar deletes closed ledgers, and every restart closes one.
+        with streamwire.Client(broker.service_url) as client:
+            for ack in ("individual", "cumulative"):
+                client.subscribe(topic, f"faults-{ack}", initial_position="earliest").close()
         print("  produce ...", flush=True)
         acked = produce(args, proxy.url, topic, d)
         keys, index = read_back(broker.service_url, topic)
@@ -282,7 +312,13 @@ def run(args: argparse.Namespace) -> int:
         lost = sum(1 for i in range(args.messages) if acked[i] and not counts[i])
         duplicates = len(index) - sum(1 for c in counts if c)
         d["produce"].update(
-            {"stored": len(index), "lost": lost, "duplicates": duplicates, "dedup": dedup}
+            {
+                "stored": len(index),
+                "stored_per_official_reader": official_count(broker.service_url, topic),
+                "lost": lost,
+                "duplicates": duplicates,
+                "dedup": dedup,
+            }
         )
         print(f"  produce: {d['produce']}", flush=True)
         order = sorted(range(len(keys)), key=keys.__getitem__)
@@ -318,6 +354,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=100, help="payload bytes (>= 8)")
     parser.add_argument("--cut-every", type=float, default=3.0, help="cut connections every s")
+    parser.add_argument(
+        "--fixture-durability",
+        dest="durable",
+        action="store_false",
+        help="Apache: keep the test fixture's journalSyncData=false and 3 s shutdown",
+    )
     args = parser.parse_args(argv)
     if args.messages <= 0 or args.size < 8 or args.cut_every <= 0:
         parser.error("--messages > 0, --size >= 8, --cut-every > 0")
