@@ -38,6 +38,13 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument(
         "--read-partitions", type=int, default=0, help="minPartitions for the read (0: per topic)"
     )
+    p.add_argument(
+        "--read-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Data Source read option, e.g. receiverQueueSize=5000 (repeatable)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.add_argument(
         "--warmup", type=int, default=10_000, help="rows of an untimed warm-up round trip (0: none)"
@@ -178,6 +185,9 @@ def run(args: argparse.Namespace, url: str, topic: str) -> int:
     reader = spark.read.format("streamwire").option("service_url", url).option("topic", topic)
     if args.read_partitions:
         reader = reader.option("minPartitions", str(args.read_partitions))
+    for kv in args.read_option:
+        key, _, value = kv.partition("=")
+        reader = reader.option(key, value)
     with Progress(spark, "read", n, not args.quiet) as prog:
         got = checksum(reader.load())
         read_s = time.perf_counter() - prog.start
