@@ -305,8 +305,12 @@ def _keep_mask(
         kept = pc.indices_nonzero(mask)
         if len(kept):
             i = kept[len(kept) - 1].as_py()
-            last_key = (ledger[i].as_py(), entry[i].as_py(), batch[i].as_py())
+            # As position_key, like the other paths (a whole entry sorts after its indexes).
+            last_key = position_key((ledger[i].as_py(), entry[i].as_py(), batch[i].as_py()))
         return mask, last_key, bool(pc.any(past_end).as_py())
+    one_ledger = _repeats_in_one_ledger(ledger, entry, batch, last_key, end_key)
+    if one_ledger is not None:
+        return one_ledger
     keep: list[bool] = []
     beyond = False
     for pos in zip(ledger.to_pylist(), entry.to_pylist(), batch.to_pylist()):
@@ -320,6 +324,56 @@ def _keep_mask(
         else:
             keep.append(False)
     return pa.array(keep, pa.bool_()), last_key, beyond
+
+
+_BATCH_BITS = 21  # batch indexes below 2**21 - 1; entry ids below 2**42
+
+
+def _repeats_in_one_ledger(
+    ledger: Any,
+    entry: Any,
+    batch: Any,
+    last_key: tuple[int, int, int],
+    end_key: tuple[int, int, int],
+) -> Optional[tuple[Any, tuple[int, int, int], bool]]:
+    """The re-delivery case vectorized: when every row is in one ledger, positions map to one
+    int64 (entry, batch index; a whole entry after its batch indexes, as ``position_key``) and a
+    row is kept when it is after the running maximum of the rows before it. None when the batch
+    spans ledgers or ids are out of range (the per-row pass handles it)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lo_hi = pc.min_max(ledger).as_py()
+    top = (1 << _BATCH_BITS) - 1
+    bmax = pc.max(batch).as_py()
+    emax = pc.max(entry).as_py()
+    if lo_hi["min"] != lo_hi["max"] or bmax is None or bmax >= top or emax >= 1 << 42:
+        return None
+    led = lo_hi["min"]
+
+    def scalar(key: tuple[int, int, int], below: int, above: int) -> int:
+        if key[0] < led:
+            return below
+        if key[0] > led:
+            return above
+        b = key[2] if key[2] < top else top
+        return (key[1] << _BATCH_BITS) + b
+
+    b64 = pc.cast(batch, pa.int64())
+    b64 = pc.if_else(pc.less(b64, 0), top, b64)
+    keys = pc.add(pc.shift_left(pc.cast(entry, pa.int64()), _BATCH_BITS), b64)
+    last = scalar(last_key, -1, (1 << 63) - 1)
+    end = scalar(end_key, -1, (1 << 63) - 1)
+    running = pc.cumulative_max(keys)
+    before = pa.concat_arrays([pa.array([last], pa.int64()), running.slice(0, len(keys) - 1)])
+    before = pc.max_element_wise(before, pa.scalar(last, pa.int64()))
+    past_end = pc.greater(keys, end)
+    mask = pc.and_(pc.greater(keys, before), pc.invert(past_end))
+    kept = pc.indices_nonzero(mask)
+    if len(kept):
+        i = kept[len(kept) - 1].as_py()
+        last_key = position_key((led, entry[i].as_py(), batch[i].as_py()))
+    return mask, last_key, bool(pc.any(past_end).as_py())
 
 
 def _pairwise_after(pc: Any, ledger: Any, entry: Any, batch: Any) -> Any:
