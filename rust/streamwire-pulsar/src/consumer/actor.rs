@@ -430,9 +430,13 @@ impl Actor {
                 } else {
                     self.start.as_ref()
                 };
-                let res = {
+                // Acknowledged messages come again only after a reconnect (acks lost with the
+                // connection): outside that window, skip the ack tracker and its lock.
+                let res = if self.slot.recheck_acks.load(Ordering::Relaxed) > 0 {
                     let acks = self.slot.acks();
                     unpack(&self.ctx, cmd, section, filter, |id| acks.is_acked(id))
+                } else {
+                    unpack(&self.ctx, cmd, section, filter, |_| false)
                 };
                 match res {
                     Ok(u) => {
