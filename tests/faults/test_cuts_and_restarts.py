@@ -47,6 +47,8 @@ class Cutter:
     every: float = CUT_EVERY
     disrupt: Callable[[], None] | None = None
     disrupt_after_cuts: int = 3
+    #: Stop cutting once ``disrupt`` ran (pulsar-lite: see ``target``).
+    stop_after_disrupt: bool = False
     cuts: int = 0
     connections_cut: int = 0
     disrupted: bool = False
@@ -66,6 +68,8 @@ class Cutter:
 
     def _run(self) -> None:
         while not self._stop.wait(self.every):
+            if self.stop_after_disrupt and self.disrupted:
+                continue
             try:
                 self.connections_cut += self.proxy.cut_all()
                 self.cuts += 1
@@ -93,7 +97,12 @@ def own_lite() -> Iterator[PulsarLite]:
 
 @pytest.fixture(params=["lite", "apache"])
 def target(request: pytest.FixtureRequest) -> tuple[str, Any, Callable[[str], None]]:
-    """(kind, broker, disrupt(topic)): restart a dedicated lite, or unload the Apache topic."""
+    """(kind, broker, disrupt(topic)): restart a dedicated lite, or unload the Apache topic.
+
+    On pulsar-lite the consume tests stop cutting after the restart: lite 0.2.0 sometimes keeps
+    the consumer of a cut connection on an exclusive subscription and refuses every re-subscribe
+    after it (see the README); only a restart clears that, so cuts after the last restart would
+    test lite's bug, not the client."""
     kind: str = request.param
     if kind == "lite":
         lite: PulsarLite = request.getfixturevalue("own_lite")
@@ -230,7 +239,9 @@ def test_consume_with_cuts_and_restart(
         skipped_ahead: list[tuple[int, int]] = []
         highest = -1
         t0 = time.monotonic()
-        with Cutter(proxy, disrupt=lambda: disrupt(unique_topic)) as cutter:
+        with Cutter(
+            proxy, disrupt=lambda: disrupt(unique_topic), stop_after_disrupt=kind == "lite"
+        ) as cutter:
             deadline = time.monotonic() + 120
             batches = 0
             while len(received) < CONSUME_N and time.monotonic() < deadline:

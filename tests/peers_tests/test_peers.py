@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from types import ModuleType
@@ -146,7 +147,10 @@ def test_apache_admin_stats_unload_terminate(
         with pytest.raises(pulsar.TopicTerminated):
             producer.send(b"three")
     finally:
-        client.close()
+        # After the termination the broker closed the producer; the official client's close()
+        # then sometimes reports AlreadyClosed for it. Not what this test is about.
+        with contextlib.suppress(pulsar.AlreadyClosed):
+            client.close()
     with pytest.raises(AdminError) as err:
         apache_admin.get_partitions("persistent://no-such-tenant/ns/x")
     assert err.value.status in (403, 404, 412)
