@@ -15,6 +15,10 @@
 //!
 //! Invariant: `outstanding + queued + pending == queue_size` at all times, hence the broker
 //! is never owed more than `queue_size - queued`, and never more than `queue_size`.
+//!
+//! Unlike the Java client, a grant that would leave `outstanding` at or below zero is held
+//! back (and sent whole later): a per-message broker could not use it anyway, and a broker
+//! that counts permits per entry (pulsar-lite) would otherwise keep over-sending.
 
 use std::fmt;
 
@@ -142,7 +146,11 @@ impl FlowPermits {
         let pending = self.pending.checked_add(n).ok_or(PermitError::Overflow)?;
         self.queued = queued;
         self.pending = pending;
-        if self.pending >= self.refill_threshold {
+        // Withheld while the broker overshot by more than we could give back: a grant that
+        // leaves its count at or below zero lets it send nothing on a per-message broker (the
+        // sum is what counts there, so nothing is lost by waiting), while a broker that counts
+        // permits per entry (pulsar-lite) would take it as leave to send whole entries more.
+        if self.pending >= self.refill_threshold && self.outstanding + i64::from(self.pending) > 0 {
             let grant = self.pending;
             self.outstanding = self
                 .outstanding
@@ -199,6 +207,24 @@ mod tests {
         invariant(&p);
         assert_eq!(p.on_message_delivered_to_app(13).unwrap(), Some(13));
         assert_eq!(p.outstanding(), 4);
+        invariant(&p);
+    }
+
+    #[test]
+    fn grants_are_withheld_while_the_broker_is_overshot() {
+        let mut p = FlowPermits::new(10);
+        // A broker counting per entry sends three entries of 10 on 10 permits.
+        p.on_messages_received(30).unwrap();
+        assert_eq!(p.outstanding(), -20);
+        // Half a queue taken three times over: still nothing owed to the broker.
+        for _ in 0..4 {
+            assert_eq!(p.on_message_delivered_to_app(5).unwrap(), None);
+            invariant(&p);
+        }
+        assert_eq!(p.pending(), 20);
+        // The next half makes the broker's count positive: everything pending goes at once.
+        assert_eq!(p.on_message_delivered_to_app(5).unwrap(), Some(25));
+        assert_eq!((p.outstanding(), p.queued(), p.pending()), (5, 5, 0));
         invariant(&p);
     }
 
