@@ -243,3 +243,48 @@ def test_topics_pattern(spark: Any, apache_broker: Any, official_pulsar: ModuleT
         (t2, b"p2"),
         (t2, b"p3"),
     ]
+
+
+def test_user_schema_selects_columns(
+    spark: Any, broker: Any, unique_topic: str, official_pulsar: ModuleType
+) -> None:
+    """A schema given to the read selects (and orders) the columns the source builds; the values
+    are those of the full read."""
+    values = [f"s{i}".encode() for i in range(300)]
+    seed(official_pulsar, broker.service_url, unique_topic, values, partition_key="pk")
+    full = {
+        bytes(r.value): r for r in _load(spark, broker.service_url, topic=unique_topic).collect()
+    }
+    df = (
+        spark.read.format("streamwire")
+        .option("service_url", broker.service_url)
+        .option("topic", unique_topic)
+        .schema("message_id binary, value binary, key string")
+        .load()
+    )
+    assert df.columns == ["message_id", "value", "key"]
+    rows = df.collect()
+    assert sorted(bytes(r.value) for r in rows) == sorted(values)
+    for r in rows:
+        assert bytes(r.message_id) == bytes(full[bytes(r.value)].message_id)
+        assert r.key == "pk"
+    only = spark.read.format("streamwire").option("service_url", broker.service_url)
+    only = only.option("topic", unique_topic).schema("value binary").load()
+    assert only.agg(F.sum(F.length("value"))).collect()[0][0] == sum(len(v) for v in values)
+
+
+def test_user_schema_errors_name_the_columns(spark: Any, lite_broker: Any) -> None:
+    def load(schema: str) -> Any:
+        return (
+            spark.read.format("streamwire")
+            .option("service_url", lite_broker.service_url)
+            .option("topic", "persistent://public/default/never-read")
+            .schema(schema)
+            .load()
+            .collect()
+        )
+
+    with pytest.raises(Exception, match=r"no column 'payload'.*value binary"):
+        load("payload binary")
+    with pytest.raises(Exception, match="'value' is binary in this source, not string"):
+        load("value string")

@@ -54,6 +54,7 @@ from streamwire.spark.reading import (
     ReadOptions,
     first_message_position,
     last_message_id,
+    projection,
     read_range,
     resolve_topics,
     spark_schema_ddl,
@@ -103,7 +104,19 @@ def _topics(options: Mapping[str, str]) -> tuple[list[str], Optional[str]]:
     return names, (str(pattern) if pattern else None)
 
 
-def _read_options(options: Mapping[str, str]) -> ReadOptions:
+def _columns(schema: Any, options: Mapping[str, str]) -> Optional[tuple[int, ...]]:
+    """A user-given schema (``spark.read.schema("value binary, publish_time timestamp")``) selects
+    columns: only those are built and sent to the JVM. Spark passes our own schema otherwise."""
+    fields = getattr(schema, "fields", None)
+    if fields is None:
+        return None
+    scala = parse_bool(get_option(options, "scalaNames"), False)
+    return projection([(f.name, f.dataType.simpleString()) for f in fields], scala)
+
+
+def _read_options(
+    options: Mapping[str, str], columns: Optional[tuple[int, ...]] = None
+) -> ReadOptions:
     st = get_option(options, "startingTime")
     et = get_option(options, "endingTime")
     return ReadOptions(
@@ -114,6 +127,7 @@ def _read_options(options: Mapping[str, str]) -> ReadOptions:
         receiver_queue_size=int(get_option(options, "receiverQueueSize", default="1000")),
         starting_time_ms=int(st) if st is not None else None,
         ending_time_ms=int(et) if et is not None else None,
+        columns=columns,
     )
 
 
@@ -128,13 +142,13 @@ class StreamwireDataSource(DataSource):
         return spark_schema_ddl(parse_bool(get_option(self.options, "scalaNames"), False))
 
     def reader(self, schema: Any) -> DataSourceReader:
-        return StreamwireBatchReader(dict(self.options))
+        return StreamwireBatchReader(dict(self.options), _columns(schema, self.options))
 
     def writer(self, schema: Any, overwrite: bool) -> StreamwireWriter:
         return StreamwireWriter(dict(self.options))
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
-        return StreamwireStreamReader(dict(self.options))
+        return StreamwireStreamReader(dict(self.options), _columns(schema, self.options))
 
     def streamWriter(self, schema: Any, overwrite: bool) -> StreamwireStreamWriter:
         return StreamwireStreamWriter(dict(self.options))
@@ -146,10 +160,10 @@ class StreamwireDataSource(DataSource):
 class StreamwireBatchReader(DataSourceReader):
     """Plans one input partition per topic partition (more with ``minPartitions``)."""
 
-    def __init__(self, options: dict[str, str]) -> None:
+    def __init__(self, options: dict[str, str], columns: Optional[tuple[int, ...]] = None) -> None:
         self.options = options
         self.config = ClientConfig.from_options(options)
-        self.read_options = _read_options(options)
+        self.read_options = _read_options(options, columns)
         self.topics, self.pattern = _topics(options)
         self.starting = parse_offsets_option(
             get_option(options, "startingOffsets"), default="earliest"
@@ -280,10 +294,10 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     backlog monitoring sees progress; the checkpoint, not the subscription, is the source of truth.
     """
 
-    def __init__(self, options: dict[str, str]) -> None:
+    def __init__(self, options: dict[str, str], columns: Optional[tuple[int, ...]] = None) -> None:
         self.options = options
         self.config = ClientConfig.from_options(options)
-        self.read_options = _read_options(options)
+        self.read_options = _read_options(options, columns)
         self.topics, self.pattern = _topics(options)
         self.starting = parse_offsets_option(
             get_option(options, "startingOffsets"), default="latest"

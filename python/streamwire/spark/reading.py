@@ -23,6 +23,7 @@ __all__ = [
     "ReadOptions",
     "arrow_schema",
     "last_message_id",
+    "projection",
     "read_range",
     "resolve_topics",
     "spark_schema_ddl",
@@ -82,6 +83,50 @@ class ReadOptions:
     receiver_queue_size: int = 1000
     starting_time_ms: Optional[int] = None
     ending_time_ms: Optional[int] = None
+    # indexes into ARROW_COLUMNS to emit, in order (None: all); from a user-given schema
+    columns: Optional[tuple[int, ...]] = None
+
+
+def _project(rb: Any, options: ReadOptions) -> Any:
+    """Keep only the columns a user-given schema asked for (Spark cannot prune a Python source's
+    columns itself, and every column crosses into the JVM)."""
+    if options.columns is None:
+        return rb
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays(
+        [rb.column(i) for i in options.columns],
+        schema=pa.schema([rb.schema.field(i) for i in options.columns]),
+    )
+
+
+def projection(fields: Sequence[tuple[str, str]], scala_names: bool) -> Optional[tuple[int, ...]]:
+    """A user-given schema (``(name, simpleString type)`` pairs) -> the column indexes to emit.
+
+    ``None`` when it is the whole schema in order. Unknown names, duplicates and types other than
+    the source's raise ``ValueError`` naming what the source offers."""
+    names = column_names(scala_names)
+    types = {n: t for n, (_, _, t) in zip(names, ARROW_COLUMNS)}
+    picked: list[int] = []
+    for name, typ in fields:
+        if name not in types:
+            raise ValueError(
+                f"streamwire: no column {name!r} in this source; it has: "
+                + ", ".join(f"{n} {t}" for n, t in types.items())
+            )
+        if typ.replace(" ", "").lower() != types[name].replace(" ", ""):
+            raise ValueError(
+                f"streamwire: column {name!r} is {types[name]} in this source, not {typ}"
+            )
+        idx = names.index(name)
+        if idx in picked:
+            raise ValueError(f"streamwire: column {name!r} named twice in the schema")
+        picked.append(idx)
+    if picked == list(range(len(names))):
+        return None
+    if not picked:
+        raise ValueError("streamwire: the schema names no column")
+    return tuple(picked)
 
 
 # -- driver side -------------------------------------------------------------------------------
@@ -257,7 +302,8 @@ def _read_arrow_loop(
         mask, last_key, beyond = _keep_mask(ledger, entry, batch, last_key, end_key)
         if options.starting_time_ms is not None or options.ending_time_ms is not None:
             mask = pc.and_(mask, _time_mask(pc, rb.column("publish_time"), options))
-        kept = rb.filter(mask)
+        # The normal case keeps every row: no filtering copy then.
+        kept = rb if mask.true_count == rb.num_rows else rb.filter(mask)
         if kept.num_rows:
             yield arrow_to_schema(kept, spec.partition, options)
         if beyond or last_key >= end_key:
@@ -448,7 +494,7 @@ def arrow_to_schema(rb: Any, partition: int, options: ReadOptions) -> Any:
         col("producer_name", pa.string()),
         col("sequence_id", pa.int64()),
     ]
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    return _project(pa.RecordBatch.from_arrays(arrays, schema=schema), options)
 
 
 def _read_loop(
@@ -556,4 +602,4 @@ def messages_to_arrow(messages: Sequence[Any], partition: int, options: ReadOpti
         pa.array(producers, pa.string()),
         pa.array(seqs, pa.int64()),
     ]
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    return _project(pa.RecordBatch.from_arrays(arrays, schema=schema), options)
