@@ -38,6 +38,31 @@ def test_receive_and_ack(broker: Any, official_pulsar: ModuleType, unique_topic:
             assert c.stats()["received"] == 0
 
 
+def test_ack_list_is_all_or_nothing(
+    broker: Any, official_pulsar: ModuleType, unique_topic: str
+) -> None:
+    """A list with an item that is not a message fails with TypeError and acknowledges none of
+    the list; a good list acknowledges every message in one call."""
+    data = payloads(20)
+    # unbatched: a partly acknowledged batch would come back whole to a new consumer
+    produce(official_pulsar, broker.service_url, unique_topic, data, batching=False)
+    with streamwire.Client(broker.service_url) as client:
+        with client.subscribe(unique_topic, "s", initial_position="earliest") as c:
+            msgs = []
+            while len(msgs) < len(data):
+                msgs.extend(c.receive_many(len(data) - len(msgs), timeout=10))
+            with pytest.raises(TypeError, match="expected a Message or a MessageId"):
+                c.acknowledge([msgs[0], msgs[1], 42])
+            assert c.stats()["acknowledged"] == 0
+            c.acknowledge(msgs[:10])
+            assert c.stats()["acknowledged"] == 10
+        with client.subscribe(unique_topic, "s") as c:
+            again = []
+            while len(again) < 10:
+                again.extend(m.data() for m in c.receive_many(10, timeout=10))
+            assert again == data[10:]
+
+
 def test_shared_subscription_splits_messages(
     broker: Any, official_pulsar: ModuleType, unique_topic: str
 ) -> None:

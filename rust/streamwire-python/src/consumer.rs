@@ -661,7 +661,18 @@ impl Consumer {
     /// Acknowledge a Message, a MessageId, or a list of them.
     fn acknowledge(&self, message: &Bound<'_, PyAny>) -> PyResult<()> {
         let e = self.h.live("consumer")?;
-        self.h.each_target(message, |s, id| e.acknowledge(s, id))
+        if message.is_instance_of::<PyList>() || message.is_instance_of::<PyTuple>() {
+            // One call into the engine: each partition's trackers are locked once, and an item
+            // that is not ours fails the call before anything is acknowledged.
+            let mut ids = Vec::with_capacity(message.len().unwrap_or(0));
+            for item in message.try_iter()? {
+                let Target::Message(s, id) = self.h.target(&item?)?;
+                ids.push((s, id));
+            }
+            return e.acknowledge_many(&ids).py_err();
+        }
+        let Target::Message(s, id) = self.h.target(message)?;
+        e.acknowledge(s, id).py_err()
     }
 
     /// Acknowledge this message and every earlier one (not on shared subscriptions).

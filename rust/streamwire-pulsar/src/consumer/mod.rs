@@ -662,21 +662,7 @@ impl Consumer {
 
     fn slot_for(&self, slot: Option<u32>, id: &MessageId) -> Result<Arc<Slot>> {
         let slots = self.slots();
-        if let Some(s) = slot.and_then(|s| slots.get(s as usize)) {
-            return Ok(s.clone());
-        }
-        let mut found = slots
-            .iter()
-            .filter(|s| s.partition == id.partition && !s.removed.load(Ordering::Acquire));
-        match (found.next(), found.next()) {
-            (Some(s), None) => Ok(s.clone()),
-            (None, _) => Err(Error::invalid(format!(
-                "message id {id} does not belong to this consumer"
-            ))),
-            (Some(_), Some(_)) => Err(Error::invalid(
-                "this consumer reads several topics: acknowledge the Message, not its bare MessageId",
-            )),
-        }
+        Ok(slots[slot_index(&slots, slot, id)?].clone())
     }
 
     /// Slot index of the topic a message id belongs to (`topic` disambiguates lists).
@@ -721,11 +707,52 @@ impl Consumer {
         Ok(())
     }
 
-    /// Acknowledge many messages under one lock per partition.
+    /// Acknowledge many messages, taking each tracker's lock once per run of messages from the
+    /// same partition. Every id is resolved first: one that belongs to no partition of this
+    /// consumer fails the call before anything is acknowledged.
     pub fn acknowledge_many(&self, ids: &[(Option<u32>, MessageId)]) -> Result<()> {
         self.check_open()?;
+        let slots = self.slots();
+        let mut resolved = Vec::with_capacity(ids.len());
         for (slot, id) in ids {
-            self.acknowledge(*slot, *id)?;
+            resolved.push((slot_index(&slots, *slot, id)?, *id));
+        }
+        let mut plain = Vec::with_capacity(resolved.len());
+        for run in resolved.chunk_by(|a, b| a.0 == b.0) {
+            let s = &slots[run[0].0];
+            if let Some(u) = &s.unacked {
+                let mut u = u.lock().unwrap_or_else(|p| p.into_inner());
+                for (_, id) in run {
+                    u.acked(id);
+                }
+            }
+            {
+                let mut nacks = s.nacks();
+                for (_, id) in run {
+                    nacks.remove(id);
+                }
+            }
+            if let Some(dl) = &s.dead_letter {
+                for (_, id) in run {
+                    dl.acked(id);
+                }
+            }
+            plain.clear();
+            for (_, id) in run {
+                match s.expand(id, true) {
+                    Some(all) => plain.extend(all),
+                    None => plain.push(*id),
+                }
+            }
+            let mut due = false;
+            {
+                let mut acks = s.acks();
+                for id in &plain {
+                    due |= acks.individual(*id);
+                }
+            }
+            s.stats.acked.fetch_add(run.len() as u64, Ordering::Relaxed);
+            self.wake_if(s, due);
         }
         Ok(())
     }
@@ -945,6 +972,27 @@ impl Consumer {
 impl Drop for Inner {
     fn drop(&mut self) {
         // Dropping the control senders ends the actors, which flush acks and close.
+    }
+}
+
+/// Which of `slots` an acknowledgement goes to: the given index, else the one live partition
+/// with the id's partition number.
+fn slot_index(slots: &[Arc<Slot>], slot: Option<u32>, id: &MessageId) -> Result<usize> {
+    if let Some(s) = slot.filter(|s| (*s as usize) < slots.len()) {
+        return Ok(s as usize);
+    }
+    let mut found = slots
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.partition == id.partition && !s.removed.load(Ordering::Acquire));
+    match (found.next(), found.next()) {
+        (Some((i, _)), None) => Ok(i),
+        (None, _) => Err(Error::invalid(format!(
+            "message id {id} does not belong to this consumer"
+        ))),
+        (Some(_), Some(_)) => Err(Error::invalid(
+            "this consumer reads several topics: acknowledge the Message, not its bare MessageId",
+        )),
     }
 }
 
