@@ -196,7 +196,7 @@ impl Handle {
         if let Ok(m) = obj.cast::<Message>() {
             let m = &m.get().m;
             return Ok(Target::Message(
-                self.engine.slot_of(Some(&m.topic), &m.id),
+                self.engine.slot_of(Some(m.topic()), &m.id),
                 m.id,
             ));
         }

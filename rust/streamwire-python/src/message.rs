@@ -41,20 +41,20 @@ impl Message {
     /// The message key (partition key), or None.
     #[getter]
     fn key(&self) -> Option<&str> {
-        self.m.key.as_deref()
+        self.m.key()
     }
 
     /// The ordering key, or None.
     #[getter]
     fn ordering_key<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
-        self.m.ordering_key.as_ref().map(|k| PyBytes::new(py, k))
+        self.m.ordering_key().map(|k| PyBytes::new(py, k))
     }
 
     /// The message properties (a new dict on every access).
     #[getter]
     fn properties<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        for (k, v) in &self.m.properties {
+        for (k, v) in self.m.properties() {
             d.set_item(k, v)?;
         }
         Ok(d)
@@ -63,13 +63,13 @@ impl Message {
     /// Event time in milliseconds since the epoch, or None when the producer set none.
     #[getter]
     fn event_time(&self) -> Option<u64> {
-        self.m.event_time
+        self.m.event_time()
     }
 
     /// Publish time (set by the producer's client) in milliseconds since the epoch.
     #[getter]
     fn publish_time(&self) -> u64 {
-        self.m.publish_time
+        self.m.publish_time()
     }
 
     #[getter]
@@ -80,17 +80,17 @@ impl Message {
     /// The topic (partition) the message was read from.
     #[getter]
     fn topic(&self) -> &str {
-        &self.m.topic
+        self.m.topic()
     }
 
     #[getter]
     fn redelivery_count(&self) -> u32 {
-        self.m.redelivery_count
+        self.m.redelivery_count()
     }
 
     #[getter]
     fn producer_name(&self) -> &str {
-        &self.m.producer_name
+        self.m.producer_name()
     }
 
     #[getter]
@@ -113,9 +113,9 @@ impl Message {
         format!(
             "<streamwire.Message {} topic={:?} {} bytes key={:?}>",
             self.m.id,
-            &*self.m.topic,
+            &**self.m.topic(),
             self.m.payload.len(),
-            self.m.key
+            self.m.key()
         )
     }
 }
@@ -247,18 +247,16 @@ pub(crate) fn to_record_batch<'py>(
 
     let value = var(msgs.iter().map(|m| Some(&m.payload[..])).collect(), false)?;
     let key = var(
-        msgs.iter()
-            .map(|m| m.key.as_deref().map(str::as_bytes))
-            .collect(),
+        msgs.iter().map(|m| m.key().map(str::as_bytes)).collect(),
         true,
     )?;
     let topic = var(
-        msgs.iter().map(|m| Some(m.topic.as_bytes())).collect(),
+        msgs.iter().map(|m| Some(m.topic().as_bytes())).collect(),
         true,
     )?;
     let producer = var(
         msgs.iter()
-            .map(|m| Some(m.producer_name.as_bytes()))
+            .map(|m| Some(m.producer_name().as_bytes()))
             .collect(),
         true,
     )?;
@@ -284,7 +282,7 @@ pub(crate) fn to_record_batch<'py>(
     )?;
     let publish = prim(
         "ts",
-        fixed(py, msgs, |m| m.publish_time as i64, i64::to_le_bytes)?,
+        fixed(py, msgs, |m| m.publish_time() as i64, i64::to_le_bytes)?,
         None,
     )?;
     let event = prim(
@@ -292,10 +290,10 @@ pub(crate) fn to_record_batch<'py>(
         fixed(
             py,
             msgs,
-            |m| m.event_time.unwrap_or(0) as i64,
+            |m| m.event_time().unwrap_or(0) as i64,
             i64::to_le_bytes,
         )?,
-        validity(msgs.iter().map(|m| m.event_time.is_some()), n),
+        validity(msgs.iter().map(|m| m.event_time().is_some()), n),
     )?;
     let seq = prim(
         "int64",
@@ -304,7 +302,7 @@ pub(crate) fn to_record_batch<'py>(
     )?;
     let redeliv = prim(
         "int32",
-        fixed(py, msgs, |m| m.redelivery_count as i32, i32::to_le_bytes)?,
+        fixed(py, msgs, |m| m.redelivery_count() as i32, i32::to_le_bytes)?,
         None,
     )?;
     // properties: map<string, string> = offsets + keys + values.
@@ -312,18 +310,18 @@ pub(crate) fn to_record_batch<'py>(
     let mut count: i32 = 0;
     map_offsets.extend_from_slice(&0i32.to_le_bytes());
     for m in msgs {
-        count += m.properties.len() as i32;
+        count += m.properties().len() as i32;
         map_offsets.extend_from_slice(&count.to_le_bytes());
     }
     let pkeys = var(
         msgs.iter()
-            .flat_map(|m| m.properties.iter().map(|(k, _)| Some(k.as_bytes())))
+            .flat_map(|m| m.properties().iter().map(|(k, _)| Some(k.as_bytes())))
             .collect(),
         true,
     )?;
     let pvals = var(
         msgs.iter()
-            .flat_map(|m| m.properties.iter().map(|(_, v)| Some(v.as_bytes())))
+            .flat_map(|m| m.properties().iter().map(|(_, v)| Some(v.as_bytes())))
             .collect(),
         true,
     )?;

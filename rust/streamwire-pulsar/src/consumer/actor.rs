@@ -510,7 +510,7 @@ impl Actor {
         messages: &mut Vec<super::ReceivedMessage>,
     ) -> Option<Exit> {
         let dl = self.slot.dead_letter.as_ref()?;
-        let count = messages.first()?.redelivery_count;
+        let count = messages.first()?.redelivery_count();
         if count < dl.max_redeliver_count {
             return None;
         }

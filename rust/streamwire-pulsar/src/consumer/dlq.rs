@@ -139,10 +139,10 @@ pub fn java_id_string(id: &MessageId) -> String {
 
 /// The dead-letter copy of a message (properties sorted, as Java's `TreeMap`).
 pub fn dead_letter_message(m: &ReceivedMessage) -> OutgoingMessage {
-    let mut props: BTreeMap<String, String> = m.properties.iter().cloned().collect();
-    let real = TopicName::parse(&m.topic)
+    let mut props: BTreeMap<String, String> = m.properties().iter().cloned().collect();
+    let real = TopicName::parse(m.topic())
         .map(|t| t.base().to_string())
-        .unwrap_or_else(|_| m.topic.to_string());
+        .unwrap_or_else(|_| m.topic().to_string());
     let origin = java_id_string(&m.id);
     props.entry(REAL_TOPIC.to_owned()).or_insert(real);
     props
@@ -150,9 +150,9 @@ pub fn dead_letter_message(m: &ReceivedMessage) -> OutgoingMessage {
         .or_insert_with(|| origin.clone());
     props.entry(ORIGIN_MESSAGE_ID.to_owned()).or_insert(origin);
     let mut out = OutgoingMessage::new(m.payload.clone(), 0);
-    out.key = m.key.clone();
-    out.ordering_key = m.ordering_key.clone();
-    out.event_time = m.event_time;
+    out.key = m.key().map(str::to_owned);
+    out.ordering_key = m.ordering_key().cloned();
+    out.event_time = m.event_time();
     out.properties = props.into_iter().collect();
     out
 }
@@ -216,26 +216,32 @@ pub(crate) async fn send(client: PulsarClient, slot: Arc<Slot>, msgs: Vec<Receiv
 
 #[cfg(test)]
 mod tests {
+    use super::super::entry::{EntryInfo, Extras};
     use super::*;
     use bytes::Bytes;
 
     fn msg(id: MessageId) -> ReceivedMessage {
         ReceivedMessage {
             id,
-            slot: 0,
-            topic: Arc::from("persistent://public/default/t-partition-2"),
             payload: Bytes::from_static(b"x"),
-            key: Some("k".into()),
-            ordering_key: None,
-            properties: vec![
-                ("z".into(), "1".into()),
-                ("REAL_TOPIC".into(), "mine".into()),
-            ],
-            event_time: Some(5),
-            publish_time: 1,
-            producer_name: Arc::from("p"),
             sequence_id: 0,
-            redelivery_count: 3,
+            entry: Arc::new(EntryInfo {
+                slot: 0,
+                topic: Arc::from("persistent://public/default/t-partition-2"),
+                publish_time: 1,
+                producer_name: Arc::from("p"),
+                redelivery_count: 3,
+            }),
+            extras: Extras {
+                key: Some("k".into()),
+                ordering_key: None,
+                properties: vec![
+                    ("z".into(), "1".into()),
+                    ("REAL_TOPIC".into(), "mine".into()),
+                ],
+                event_time: Some(5),
+            }
+            .boxed(),
         }
     }
 

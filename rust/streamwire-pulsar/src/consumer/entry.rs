@@ -18,21 +18,88 @@ use crate::protocol::pb::command_ack::ValidationError;
 use crate::protocol::PayloadSection;
 
 /// A message as handed to the application.
+///
+/// Kept small (it is moved from the network task to the queue to a Python object, 1000s at a
+/// time): what every message of an entry shares sits behind one `Arc`, and the optional parts
+/// (key, ordering key, properties, event time) behind one `Box` that most messages do not have.
 #[derive(Debug, Clone)]
 pub struct ReceivedMessage {
     pub id: MessageId,
+    pub payload: Bytes,
+    pub sequence_id: u64,
+    pub entry: Arc<EntryInfo>,
+    pub extras: Option<Box<Extras>>,
+}
+
+/// What the messages of one entry share.
+#[derive(Debug, Clone)]
+pub struct EntryInfo {
     /// Index of the per-topic consumer inside a multi-topic consumer (routes acks).
     pub slot: u32,
     pub topic: Arc<str>,
-    pub payload: Bytes,
+    pub publish_time: u64,
+    pub producer_name: Arc<str>,
+    pub redelivery_count: u32,
+}
+
+/// The optional per-message parts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Extras {
     pub key: Option<String>,
     pub ordering_key: Option<Bytes>,
     pub properties: Vec<(String, String)>,
     pub event_time: Option<u64>,
-    pub publish_time: u64,
-    pub producer_name: Arc<str>,
-    pub sequence_id: u64,
-    pub redelivery_count: u32,
+}
+
+impl Extras {
+    /// `None` when every part is absent (no allocation for plain messages).
+    pub fn boxed(self) -> Option<Box<Extras>> {
+        if self == Extras::default() {
+            None
+        } else {
+            Some(Box::new(self))
+        }
+    }
+}
+
+impl ReceivedMessage {
+    pub fn slot(&self) -> u32 {
+        self.entry.slot
+    }
+
+    pub fn topic(&self) -> &Arc<str> {
+        &self.entry.topic
+    }
+
+    pub fn publish_time(&self) -> u64 {
+        self.entry.publish_time
+    }
+
+    pub fn producer_name(&self) -> &Arc<str> {
+        &self.entry.producer_name
+    }
+
+    pub fn redelivery_count(&self) -> u32 {
+        self.entry.redelivery_count
+    }
+
+    pub fn key(&self) -> Option<&str> {
+        self.extras.as_ref()?.key.as_deref()
+    }
+
+    pub fn ordering_key(&self) -> Option<&Bytes> {
+        self.extras.as_ref()?.ordering_key.as_ref()
+    }
+
+    pub fn properties(&self) -> &[(String, String)] {
+        self.extras
+            .as_ref()
+            .map_or(&[], |x| x.properties.as_slice())
+    }
+
+    pub fn event_time(&self) -> Option<u64> {
+        self.extras.as_ref()?.event_time
+    }
 }
 
 /// Where a reader starts: messages before it (and at it, unless inclusive) are skipped.
@@ -139,8 +206,13 @@ pub fn unpack(
             .map_err(|e| reject(ValidationError::DecompressionError, e.to_string()))?
     };
     let base = MessageId::from_proto(&cmd.message_id);
-    let producer_name: Arc<str> = Arc::from(meta.producer_name.as_str());
-    let redelivery_count = cmd.redelivery_count.unwrap_or(0);
+    let entry = Arc::new(EntryInfo {
+        slot: ctx.slot,
+        topic: ctx.topic.clone(),
+        publish_time: meta.publish_time,
+        producer_name: Arc::from(meta.producer_name.as_str()),
+        redelivery_count: cmd.redelivery_count.unwrap_or(0),
+    });
     let mut out = Unpacked {
         permits: claimed,
         ..Default::default()
@@ -153,21 +225,20 @@ pub fn unpack(
         }
         out.messages.push(ReceivedMessage {
             id,
-            slot: ctx.slot,
-            topic: ctx.topic.clone(),
             payload,
-            key: meta.partition_key.clone(),
-            ordering_key: meta.ordering_key.clone(),
-            properties: meta
-                .properties
-                .iter()
-                .map(|kv| (kv.key.clone(), kv.value.clone()))
-                .collect(),
-            event_time: meta.event_time.filter(|&t| t != 0),
-            publish_time: meta.publish_time,
-            producer_name,
             sequence_id: meta.sequence_id,
-            redelivery_count,
+            entry,
+            extras: Extras {
+                key: meta.partition_key.clone(),
+                ordering_key: meta.ordering_key.clone(),
+                properties: meta
+                    .properties
+                    .iter()
+                    .map(|kv| (kv.key.clone(), kv.value.clone()))
+                    .collect(),
+                event_time: meta.event_time.filter(|&t| t != 0),
+            }
+            .boxed(),
         });
         return Ok(out);
     }
@@ -207,24 +278,23 @@ pub fn unpack(
         }
         out.messages.push(ReceivedMessage {
             id,
-            slot: ctx.slot,
-            topic: ctx.topic.clone(),
             payload: body,
-            key: single.partition_key,
-            ordering_key: single.ordering_key,
-            properties: single
-                .properties
-                .into_iter()
-                .map(|kv| (kv.key, kv.value))
-                .collect(),
-            event_time: single.event_time.filter(|&t| t != 0),
-            publish_time: meta.publish_time,
-            producer_name: producer_name.clone(),
             // The entry's sequence id is off the wire: near u64::MAX it must not overflow.
             sequence_id: single
                 .sequence_id
                 .unwrap_or(meta.sequence_id.wrapping_add(u64::from(i))),
-            redelivery_count,
+            entry: entry.clone(),
+            extras: Extras {
+                key: single.partition_key,
+                ordering_key: single.ordering_key,
+                properties: single
+                    .properties
+                    .into_iter()
+                    .map(|kv| (kv.key, kv.value))
+                    .collect(),
+                event_time: single.event_time.filter(|&t| t != 0),
+            }
+            .boxed(),
         });
     }
     Ok(out)
@@ -307,7 +377,7 @@ mod tests {
         assert_eq!((again.messages.len(), again.skipped), (0, 1));
         assert_eq!(m.id, MessageId::new(7, 9, 3, -1, 0));
         assert_eq!(
-            (m.redelivery_count, m.sequence_id, m.publish_time),
+            (m.redelivery_count(), m.sequence_id, m.publish_time()),
             (2, 100, 1234)
         );
         assert_eq!(&m.payload[..], b"x");
@@ -320,7 +390,7 @@ mod tests {
         assert_eq!(u.messages.len(), 3);
         assert_eq!(u.messages[2].id, MessageId::new(7, 9, 3, 2, 3));
         assert_eq!(u.messages[2].id.batch_size, 3);
-        assert_eq!(u.messages[1].key.as_deref(), Some("k1"));
+        assert_eq!(u.messages[1].key(), Some("k1"));
         assert_eq!(u.messages[1].sequence_id, 101);
         // ack_set: bit set = still unacked; index 1 was acked.
         let u = unpack(&ctx(), &cmd(vec![0b101]), &s, None, |_| false).unwrap();
@@ -456,5 +526,16 @@ mod tests {
         };
         let r = unpack(&ctx(), &cmd(vec![]), &bad, None, |_| false).unwrap_err();
         assert_eq!(r.permits, 1);
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    /// Messages are moved by value several times on the way to Python: keep them small.
+    #[test]
+    fn received_message_stays_small() {
+        let size = std::mem::size_of::<super::ReceivedMessage>();
+        eprintln!("ReceivedMessage: {size} bytes");
+        assert!(size <= 112, "ReceivedMessage grew to {size} bytes (was 112)");
     }
 }

@@ -608,7 +608,7 @@ impl Consumer {
             return;
         }
         out.retain(|m| {
-            let s = &slots[m.slot as usize];
+            let s = &slots[m.slot() as usize];
             if s.recheck_acks.load(Ordering::Relaxed) == 0 {
                 return true;
             }
@@ -630,7 +630,7 @@ impl Consumer {
         if self.inner.cfg.ack_timeout.is_some() {
             let now = Instant::now();
             for m in out {
-                if let Some(u) = &slots[m.slot as usize].unacked {
+                if let Some(u) = &slots[m.slot() as usize].unacked {
                     u.lock()
                         .unwrap_or_else(|p| p.into_inner())
                         .delivered(m.id, now);

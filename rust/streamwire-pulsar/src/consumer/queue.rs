@@ -147,17 +147,16 @@ mod tests {
     fn msg(slot: u32, e: i64) -> ReceivedMessage {
         ReceivedMessage {
             id: MessageId::new(1, e, slot as i32, -1, 0),
-            slot,
-            topic: Arc::from("t"),
             payload: Bytes::new(),
-            key: None,
-            ordering_key: None,
-            properties: vec![],
-            event_time: None,
-            publish_time: 0,
-            producer_name: Arc::from("p"),
             sequence_id: 0,
-            redelivery_count: 0,
+            entry: Arc::new(super::super::entry::EntryInfo {
+                slot,
+                topic: Arc::from("t"),
+                publish_time: 0,
+                producer_name: Arc::from("p"),
+                redelivery_count: 0,
+            }),
+            extras: None,
         }
     }
 
@@ -185,7 +184,7 @@ mod tests {
         let mut next = 0;
         let mut out = vec![];
         assert_eq!(drain_fair(&qs, &mut next, 30, &mut out), 30);
-        let count = |s| out.iter().filter(|m| m.slot == s).count();
+        let count = |s| out.iter().filter(|m| m.slot() == s).count();
         assert_eq!(count(1), 2);
         assert_eq!(count(0) + count(2), 28);
         assert!(count(0) >= 10 && count(2) >= 10);
@@ -194,7 +193,7 @@ mod tests {
         for _ in 0..4 {
             drain_fair(&qs, &mut next, 1, &mut out);
         }
-        let slots: std::collections::HashSet<u32> = out.iter().map(|m| m.slot).collect();
+        let slots: std::collections::HashSet<u32> = out.iter().map(|m| m.slot()).collect();
         assert_eq!(slots.len(), 2, "the two non-empty queues alternate");
         // Everything drains in the end.
         let mut out = vec![];

@@ -405,7 +405,7 @@ fn check_outcome(
             (base.ledger_id, base.entry_id)
         );
         assert_eq!(m.id.partition, ctx.partition);
-        assert_eq!(m.slot, ctx.slot);
+        assert_eq!(m.slot(), ctx.slot);
         assert!(!skips(&m.id), "{:?} should have been skipped", m.id);
     }
     match expect {
@@ -448,7 +448,7 @@ fn check_outcome(
                 assert_eq!(m.id, id);
                 assert!(m.id.batch_index < m.id.batch_size);
                 assert_eq!(&m.payload, body);
-                assert_eq!(m.key, single.partition_key);
+                assert_eq!(m.key(), single.partition_key.as_deref());
                 let seq = single
                     .sequence_id
                     .unwrap_or(meta.sequence_id.wrapping_add(i as u64));
