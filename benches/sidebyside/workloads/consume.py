@@ -9,6 +9,9 @@ which is printed to stderr and makes that side's figure an overestimate.
 
 - ``consume_receive_{100,1024,16384}``: ours ``receive()`` + ``acknowledge(msg)`` per message
   versus theirs ``receive()`` + ``acknowledge(msg)``, at 100 B, 1 KB and 16 KB.
+- ``consume_cpu_16384``: the ``consume_receive_16384`` run, measured as the client process's CPU
+  time (all threads, ``getrusage``) per MB received — what each client costs where the broker
+  sets the rate.
 - ``consume_receive_many_100``: ours ``receive_many(1000)`` + ``acknowledge(list)`` versus theirs
   ``receive()`` + ``acknowledge()`` per message (its batch receive needs a batch policy and
   returns the same per-message objects).
@@ -18,6 +21,7 @@ which is printed to stderr and makes that side's figure an overestimate.
 
 from __future__ import annotations
 
+import resource
 import sys
 import time
 import uuid
@@ -42,6 +46,7 @@ def _setup(size: int) -> Callable[[Context], None]:
             p.close()
         ctx.state["topic"] = topic
         ctx.state["count"] = count
+        ctx.state["size"] = size
 
     return setup
 
@@ -50,7 +55,16 @@ def _sub() -> str:
     return f"bench-{uuid.uuid4().hex[:10]}"
 
 
-def _theirs(ctx: Context) -> float:
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _per_mb(ctx: Context, used: float) -> float:
+    return float(used * 1000 / (ctx.state["count"] * ctx.state["size"] / 1e6))
+
+
+def _theirs(ctx: Context, cpu: bool = False) -> float:
     pulsar = import_official()
     client = pulsar.Client(ctx.service_url, logger=quiet_logger(pulsar))
     try:
@@ -61,18 +75,20 @@ def _theirs(ctx: Context) -> float:
             receiver_queue_size=1000,
         )
         count = ctx.state["count"]
-        t0 = time.perf_counter()
+        c0, t0 = _cpu(), time.perf_counter()
         for _ in range(count):
             m = c.receive(timeout_millis=30_000)
             c.acknowledge(m)
-        dt = time.perf_counter() - t0
+        dt, used = time.perf_counter() - t0, _cpu() - c0
         c.close()
     finally:
         client.close()
-    return float(count / dt)
+    return _per_mb(ctx, used) if cpu else float(count / dt)
 
 
-def _ours(take: Callable[[Any], int], *, subscription_type: str = "exclusive") -> Any:
+def _ours(
+    take: Callable[[Any], int], *, subscription_type: str = "exclusive", cpu: bool = False
+) -> Any:
     def run(ctx: Context) -> float:
         streamwire = import_streamwire()
         with streamwire.Client(ctx.service_url) as client:
@@ -87,10 +103,10 @@ def _ours(take: Callable[[Any], int], *, subscription_type: str = "exclusive") -
                 import pyarrow  # noqa: F401  (imported once per process, not timed)
             count = ctx.state["count"]
             got = 0
-            t0 = time.perf_counter()
+            c0, t0 = _cpu(), time.perf_counter()
             while got < count:
                 got += take(c)
-            dt = time.perf_counter() - t0
+            dt, used = time.perf_counter() - t0, _cpu() - c0
             received = c.stats()["received"]
             c.close()
         if received > count:
@@ -98,7 +114,7 @@ def _ours(take: Callable[[Any], int], *, subscription_type: str = "exclusive") -
                 f"    (ours received {received - count} re-dispatched messages twice)",
                 file=sys.stderr,
             )
-        return float(count / dt)
+        return _per_mb(ctx, used) if cpu else float(count / dt)
 
     return run
 
@@ -160,3 +176,16 @@ for _name, _size, _take, _desc in _WORKLOADS:
             default_iterations=1,
         )
     )
+
+register(
+    Workload(
+        name="consume_cpu_16384",
+        description=f"client CPU per MB of receive()+acknowledge() of {COUNTS[16384]} x 16384 B",
+        unit="CPU ms/MB",
+        higher_is_better=False,
+        ours=_ours(_one, cpu=True),
+        theirs=lambda ctx: _theirs(ctx, cpu=True),
+        setup=_setup(16384),
+        default_iterations=1,
+    )
+)

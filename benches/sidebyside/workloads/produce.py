@@ -5,10 +5,14 @@
   passes a no-op one too, so both pay for a per-message completion delivered to Python).
 - ``produce_many_100``: ours ``send_many`` (one call per 10,000 messages) versus theirs
   ``send_async`` per message (it has no bulk API) — the per-message rate a pipeline gets.
+- ``produce_cpu_16384``: the ``produce_async_16384`` run, measured as the client process's CPU
+  time (all threads, ``getrusage``) per MB sent — what each client costs where the broker, not
+  the client, sets the rate (16 KB messages on a small machine).
 """
 
 from __future__ import annotations
 
+import resource
 import time
 import uuid
 
@@ -25,7 +29,12 @@ def _noop(*_args: object) -> None:
     return None
 
 
-def _theirs(size: int, ctx: Context) -> float:
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _theirs(size: int, ctx: Context, cpu: bool = False) -> float:
     pulsar = import_official()
     n = COUNT[size]
     payload = b"x" * size
@@ -38,30 +47,30 @@ def _theirs(size: int, ctx: Context) -> float:
             max_pending_messages=10_000,
             block_if_queue_full=True,
         )
-        t0 = time.perf_counter()
+        c0, t0 = _cpu(), time.perf_counter()
         for _ in range(n):
             producer.send_async(payload, _noop)
         producer.flush()
-        dt = time.perf_counter() - t0
+        dt, used = time.perf_counter() - t0, _cpu() - c0
         producer.close()
     finally:
         client.close()
-    return n / dt
+    return used * 1000 / (n * size / 1e6) if cpu else n / dt
 
 
-def _ours(size: int, ctx: Context) -> float:
+def _ours(size: int, ctx: Context, cpu: bool = False) -> float:
     streamwire = import_streamwire()
     n = COUNT[size]
     payload = b"x" * size
     with streamwire.Client(ctx.service_url) as client:
         producer = client.create_producer(_topic(), max_pending_messages=10_000)
-        t0 = time.perf_counter()
+        c0, t0 = _cpu(), time.perf_counter()
         for _ in range(n):
             producer.send_async(payload, _noop)
         producer.flush()
-        dt = time.perf_counter() - t0
+        dt, used = time.perf_counter() - t0, _cpu() - c0
         producer.close()
-    return n / dt
+    return used * 1000 / (n * size / 1e6) if cpu else n / dt
 
 
 def _ours_many(ctx: Context) -> float:
@@ -99,6 +108,18 @@ register(
         higher_is_better=True,
         ours=_ours_many,
         theirs=lambda ctx: _theirs(100, ctx),
+        default_iterations=1,
+    )
+)
+
+register(
+    Workload(
+        name="produce_cpu_16384",
+        description=f"client CPU per MB of send_async of {COUNT[16384]} x 16384 B + flush",
+        unit="CPU ms/MB",
+        higher_is_better=False,
+        ours=lambda ctx: _ours(16384, ctx, cpu=True),
+        theirs=lambda ctx: _theirs(16384, ctx, cpu=True),
         default_iterations=1,
     )
 )
