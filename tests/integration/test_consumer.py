@@ -192,6 +192,33 @@ def test_receive_arrow(broker: Any, official_pulsar: ModuleType, unique_topic: s
         c.close()
 
 
+def test_receive_arrow_columns(broker: Any, official_pulsar: ModuleType, unique_topic: str) -> None:
+    """`columns` builds only the named columns, in that order; a bad name is refused before any
+    message is taken, so nothing is lost."""
+    data = payloads(30)
+    produce(official_pulsar, broker.service_url, unique_topic, data, batching=True, keys=["k"] * 30)
+    with streamwire.Client(broker.service_url) as client:
+        with client.subscribe(unique_topic, "s", initial_position="earliest") as c:
+            with pytest.raises(ValueError, match=r"unknown column .payload.*value, key"):
+                c.receive_arrow(30, timeout=10, columns=["value", "payload"])
+            with pytest.raises(ValueError, match="named twice"):
+                c.receive_arrow(30, timeout=10, columns=["key", "key"])
+            with pytest.raises(TypeError):
+                c.receive_arrow(30, timeout=10, columns="value")
+            got: list[bytes] = []
+            while len(got) < len(data):
+                rb = c.receive_arrow(30, timeout=10, columns=["entry_id", "value", "key"])
+                assert rb.schema.names == ["entry_id", "value", "key"]
+                assert set(rb.column("key").to_pylist()) <= {"k"}
+                got.extend(rb.column("value").to_pylist())
+            assert got == data
+        with client.create_reader(unique_topic, "earliest") as r:
+            rb = r.read_arrow(30, timeout=10, columns=["message_id"])
+            assert rb.schema.names == ["message_id"] and rb.num_rows > 0
+            first = streamwire.MessageId.deserialize(rb.column("message_id")[0].as_py())
+            assert first.batch_index == 0
+
+
 def test_multi_topic_list(broker: Any, official_pulsar: ModuleType, unique_topic: str) -> None:
     t1, t2 = unique_topic + "-a", unique_topic + "-b"
     produce(official_pulsar, broker.service_url, t1, payloads(30, "a"), batching=True)

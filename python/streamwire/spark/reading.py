@@ -275,13 +275,14 @@ def _read_arrow_loop(
     from Rust too), so no Python object is made per message in the normal case."""
     import pyarrow.compute as pc
 
+    columns = reader_columns(options)
     end_entry = (spec.end[0], spec.end[1])
     whole_end_entry = spec.end[2] < 0
     end_key = position_key(spec.end)
     last_key = position_key(spec.start)
     checked = expect_entry is None
     while True:
-        rb = reader.read_arrow(options.max_batch, timeout=options.poll_timeout)
+        rb = reader.read_arrow(options.max_batch, timeout=options.poll_timeout, columns=columns)
         if rb.num_rows == 0:
             if reader.has_message_available():
                 continue
@@ -458,43 +459,64 @@ def _time_mask(pc: Any, publish: Any, options: ReadOptions) -> Any:
     return mask
 
 
+# The reader column behind each Data Source column (None: computed here).
+_SOURCE: tuple[Optional[str], ...] = (
+    "value",
+    "key",
+    "topic",
+    None,
+    "message_id",
+    "publish_time",
+    "event_time",
+    "properties",
+    "producer_name",
+    "sequence_id",
+)
+
+
+def reader_columns(options: ReadOptions) -> list[str]:
+    """The columns to ask the reader for: positions (for the filter), publish time when a time
+    range applies, and what the selected Data Source columns are made of."""
+    out = ["ledger_id", "entry_id", "batch_index"]
+    if options.starting_time_ms is not None or options.ending_time_ms is not None:
+        out.append("publish_time")
+    picked = options.columns if options.columns is not None else range(len(_SOURCE))
+    for i in picked:
+        src = _SOURCE[i]
+        if src is not None and src not in out:
+            out.append(src)
+    return out
+
+
 def arrow_to_schema(rb: Any, partition: int, options: ReadOptions) -> Any:
-    """A reader's Arrow batch -> the Data Source schema."""
+    """A reader's Arrow batch -> the Data Source schema (only the selected columns)."""
     import pyarrow as pa
 
     schema = arrow_schema(options.scala_names)
     n = rb.num_rows
-    if "message_id" in rb.schema.names:
-        ids: Any = rb.column("message_id")  # serialized in Rust, no per-row Python objects
-    else:
-        ledgers = rb.column("ledger_id").to_pylist()
-        entries = rb.column("entry_id").to_pylist()
-        batches = rb.column("batch_index").to_pylist()
-        mid = streamwire.MessageId
-        part = max(partition, -1)
-        ids = pa.array(
-            [mid(ledgers[i], entries[i], part, batches[i]).serialize() for i in range(n)],
-            pa.binary(),
-        )
-    ts = schema.field(5).type
-
-    def col(name: str, typ: Any) -> Any:
-        c = rb.column(name)
-        return c if c.type.equals(typ) else c.cast(typ)
-
-    arrays = [
-        col("value", pa.binary()),
-        col("key", pa.string()),
-        col("topic", pa.string()),
-        pa.repeat(pa.scalar(partition, pa.int32()), n),
-        ids,
-        col("publish_time", ts),
-        col("event_time", ts),
-        col("properties", pa.map_(pa.string(), pa.string())),
-        col("producer_name", pa.string()),
-        col("sequence_id", pa.int64()),
-    ]
-    return _project(pa.RecordBatch.from_arrays(arrays, schema=schema), options)
+    picked = options.columns if options.columns is not None else range(len(schema))
+    arrays = []
+    for i in picked:
+        typ = schema.field(i).type
+        src = _SOURCE[i]
+        if src is None:
+            arrays.append(pa.repeat(pa.scalar(partition, pa.int32()), n))
+        elif src == "message_id" and src not in rb.schema.names:
+            ledgers = rb.column("ledger_id").to_pylist()
+            entries = rb.column("entry_id").to_pylist()
+            batches = rb.column("batch_index").to_pylist()
+            mid = streamwire.MessageId
+            part = max(partition, -1)
+            arrays.append(
+                pa.array(
+                    [mid(ledgers[j], entries[j], part, batches[j]).serialize() for j in range(n)],
+                    pa.binary(),
+                )
+            )
+        else:
+            c = rb.column(src)  # message ids come serialized from Rust: no per-row objects
+            arrays.append(c if c.type.equals(typ) else c.cast(typ))
+    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema([schema.field(i) for i in picked]))
 
 
 def _read_loop(

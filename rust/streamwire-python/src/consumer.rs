@@ -26,7 +26,7 @@ use streamwire_pulsar::topic::TopicName;
 use crate::blocking::{timeout_arg, wait};
 use crate::client::{refuse_pickle, Client};
 use crate::errors::{to_py, IntoPyResult};
-use crate::message::{to_record_batch, Message};
+use crate::message::{check_columns, to_record_batch, Message};
 use crate::message_id::PyMessageId;
 
 const PICKLE_HINT: &str = "create the consumer inside the worker process from a client made there";
@@ -647,15 +647,18 @@ impl Consumer {
 
     /// Like `receive_many`, as a `pyarrow.RecordBatch` (no Python object per message).
     /// Acknowledge with `acknowledge_cumulative` or by `MessageId`s rebuilt from the columns.
-    #[pyo3(signature = (max_messages, timeout=None))]
+    /// `columns` names the columns to build (default: all), checked before anything is taken.
+    #[pyo3(signature = (max_messages, timeout=None, *, columns=None))]
     fn receive_arrow<'py>(
         &self,
         py: Python<'py>,
         max_messages: i64,
         timeout: Option<f64>,
+        columns: Option<Vec<String>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        check_columns(columns.as_deref())?;
         let got = self.h.receive_many(py, "consumer", max_messages, timeout)?;
-        to_record_batch(py, &got)
+        to_record_batch(py, &got, columns.as_deref())
     }
 
     /// Acknowledge a Message, a MessageId, or a list of them.
@@ -815,16 +818,19 @@ impl Reader {
         Ok(got.into_iter().map(Message::new).collect())
     }
 
-    /// Up to `max_messages` messages as a `pyarrow.RecordBatch`.
-    #[pyo3(signature = (max_messages, timeout=None))]
+    /// Up to `max_messages` messages as a `pyarrow.RecordBatch`; `columns` names the columns
+    /// to build (default: all), checked before anything is read.
+    #[pyo3(signature = (max_messages, timeout=None, *, columns=None))]
     fn read_arrow<'py>(
         &self,
         py: Python<'py>,
         max_messages: i64,
         timeout: Option<f64>,
+        columns: Option<Vec<String>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        check_columns(columns.as_deref())?;
         let got = self.h.receive_many(py, "reader", max_messages, timeout)?;
-        to_record_batch(py, &got)
+        to_record_batch(py, &got, columns.as_deref())
     }
 
     /// Whether there are messages after the last one read (asks the broker).

@@ -198,9 +198,58 @@ fn fixed<'py, T: Copy, const N: usize>(
 
 /// Build a `pyarrow.RecordBatch` from messages: buffers are filled in Rust and handed to
 /// `pyarrow.Array.from_buffers`, so no Python object is made per row.
+/// The columns of `receive_arrow` / `read_arrow`, in their default order.
+pub(crate) const ARROW_COLUMNS: [&str; 14] = [
+    "value",
+    "key",
+    "topic",
+    "partition",
+    "ledger_id",
+    "entry_id",
+    "batch_index",
+    "publish_time",
+    "event_time",
+    "properties",
+    "producer_name",
+    "sequence_id",
+    "redelivery_count",
+    "message_id",
+];
+
+/// The columns to build, in order: all of them, or the named ones (unknown or repeated names
+/// are a `ValueError`).
+fn column_list(columns: Option<&[String]>) -> PyResult<Vec<&'static str>> {
+    let Some(cols) = columns else {
+        return Ok(ARROW_COLUMNS.to_vec());
+    };
+    let mut names = Vec::with_capacity(cols.len());
+    for c in cols {
+        let Some(known) = ARROW_COLUMNS.iter().find(|k| **k == c.as_str()) else {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "unknown column {c:?}; the columns are: {}",
+                ARROW_COLUMNS.join(", ")
+            )));
+        };
+        if names.contains(known) {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "column {c:?} named twice"
+            )));
+        }
+        names.push(*known);
+    }
+    Ok(names)
+}
+
+/// Check a `columns` argument before any message is taken off the queue.
+pub(crate) fn check_columns(columns: Option<&[String]>) -> PyResult<()> {
+    column_list(columns).map(|_| ())
+}
+
+/// `columns` picks (and orders) the columns to build; None builds all of them.
 pub(crate) fn to_record_batch<'py>(
     py: Python<'py>,
     msgs: &[ReceivedMessage],
+    columns: Option<&[String]>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let pa = py.import("pyarrow")?;
     let n = msgs.len();
@@ -245,139 +294,127 @@ pub(crate) fn to_record_batch<'py>(
         from_buffers(ty, n, vec![opt_buf(valid)?, buf(data)?])
     };
 
-    let value = var(msgs.iter().map(|m| Some(&m.payload[..])).collect(), false)?;
-    let key = var(
-        msgs.iter().map(|m| m.key().map(str::as_bytes)).collect(),
-        true,
-    )?;
-    let topic = var(
-        msgs.iter().map(|m| Some(m.topic().as_bytes())).collect(),
-        true,
-    )?;
-    let producer = var(
-        msgs.iter()
-            .map(|m| Some(m.producer_name().as_bytes()))
-            .collect(),
-        true,
-    )?;
-    let partition = prim(
-        "int32",
-        fixed(py, msgs, |m| m.id.partition, i32::to_le_bytes)?,
-        None,
-    )?;
-    let ledger = prim(
-        "int64",
-        fixed(py, msgs, |m| m.id.ledger_id, i64::to_le_bytes)?,
-        None,
-    )?;
-    let entry = prim(
-        "int64",
-        fixed(py, msgs, |m| m.id.entry_id, i64::to_le_bytes)?,
-        None,
-    )?;
-    let bidx = prim(
-        "int32",
-        fixed(py, msgs, |m| m.id.batch_index, i32::to_le_bytes)?,
-        None,
-    )?;
-    let publish = prim(
-        "ts",
-        fixed(py, msgs, |m| m.publish_time() as i64, i64::to_le_bytes)?,
-        None,
-    )?;
-    let event = prim(
-        "ts",
-        fixed(
-            py,
-            msgs,
-            |m| m.event_time().unwrap_or(0) as i64,
-            i64::to_le_bytes,
-        )?,
-        validity(msgs.iter().map(|m| m.event_time().is_some()), n),
-    )?;
-    let seq = prim(
-        "int64",
-        fixed(py, msgs, |m| m.sequence_id as i64, i64::to_le_bytes)?,
-        None,
-    )?;
-    let redeliv = prim(
-        "int32",
-        fixed(py, msgs, |m| m.redelivery_count() as i32, i32::to_le_bytes)?,
-        None,
-    )?;
-    // properties: map<string, string> = offsets + keys + values.
-    let mut map_offsets = Vec::with_capacity((n + 1) * 4);
-    let mut count: i32 = 0;
-    map_offsets.extend_from_slice(&0i32.to_le_bytes());
-    for m in msgs {
-        count += m.properties().len() as i32;
-        map_offsets.extend_from_slice(&count.to_le_bytes());
+    let names = column_list(columns)?;
+    let mut arrays = Vec::with_capacity(names.len());
+    for name in &names {
+        arrays.push(match *name {
+            "value" => var(msgs.iter().map(|m| Some(&m.payload[..])).collect(), false)?,
+            "key" => var(
+                msgs.iter().map(|m| m.key().map(str::as_bytes)).collect(),
+                true,
+            )?,
+            "topic" => var(
+                msgs.iter().map(|m| Some(m.topic().as_bytes())).collect(),
+                true,
+            )?,
+            "producer_name" => var(
+                msgs.iter()
+                    .map(|m| Some(m.producer_name().as_bytes()))
+                    .collect(),
+                true,
+            )?,
+            "partition" => prim(
+                "int32",
+                fixed(py, msgs, |m| m.id.partition, i32::to_le_bytes)?,
+                None,
+            )?,
+            "ledger_id" => prim(
+                "int64",
+                fixed(py, msgs, |m| m.id.ledger_id, i64::to_le_bytes)?,
+                None,
+            )?,
+            "entry_id" => prim(
+                "int64",
+                fixed(py, msgs, |m| m.id.entry_id, i64::to_le_bytes)?,
+                None,
+            )?,
+            "batch_index" => prim(
+                "int32",
+                fixed(py, msgs, |m| m.id.batch_index, i32::to_le_bytes)?,
+                None,
+            )?,
+            "publish_time" => prim(
+                "ts",
+                fixed(py, msgs, |m| m.publish_time() as i64, i64::to_le_bytes)?,
+                None,
+            )?,
+            "event_time" => prim(
+                "ts",
+                fixed(
+                    py,
+                    msgs,
+                    |m| m.event_time().unwrap_or(0) as i64,
+                    i64::to_le_bytes,
+                )?,
+                validity(msgs.iter().map(|m| m.event_time().is_some()), n),
+            )?,
+            "sequence_id" => prim(
+                "int64",
+                fixed(py, msgs, |m| m.sequence_id as i64, i64::to_le_bytes)?,
+                None,
+            )?,
+            "redelivery_count" => prim(
+                "int32",
+                fixed(py, msgs, |m| m.redelivery_count() as i32, i32::to_le_bytes)?,
+                None,
+            )?,
+            "properties" => {
+                // map<string, string> = offsets + keys + values.
+                let mut map_offsets = Vec::with_capacity((n + 1) * 4);
+                let mut count: i32 = 0;
+                map_offsets.extend_from_slice(&0i32.to_le_bytes());
+                for m in msgs {
+                    count += m.properties().len() as i32;
+                    map_offsets.extend_from_slice(&count.to_le_bytes());
+                }
+                let pkeys = var(
+                    msgs.iter()
+                        .flat_map(|m| m.properties().iter().map(|(k, _)| Some(k.as_bytes())))
+                        .collect(),
+                    true,
+                )?;
+                let pvals = var(
+                    msgs.iter()
+                        .flat_map(|m| m.properties().iter().map(|(_, v)| Some(v.as_bytes())))
+                        .collect(),
+                    true,
+                )?;
+                let offsets_arr = from_buffers(
+                    pa.call_method0("int32")?,
+                    n + 1,
+                    vec![py.None().into_bound(py), vec_buf(map_offsets)?],
+                )?;
+                pa.getattr("MapArray")?
+                    .call_method1("from_arrays", (offsets_arr, pkeys, pvals))?
+            }
+            // Each id's Java-compatible serialized form (MessageIdData), encoded straight into
+            // one values buffer.
+            "message_id" => {
+                let mut values = Vec::with_capacity(n * 12);
+                let mut offsets = Vec::with_capacity((n + 1) * 4);
+                offsets.extend_from_slice(&0i32.to_le_bytes());
+                for m in msgs {
+                    m.id.to_proto()
+                        .encode(&mut values)
+                        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+                    let end = i32::try_from(values.len()).map_err(|_| {
+                        pyo3::exceptions::PyOverflowError::new_err("message id column over 2 GiB")
+                    })?;
+                    offsets.extend_from_slice(&end.to_le_bytes());
+                }
+                from_buffers(
+                    pa.call_method0("binary")?,
+                    n,
+                    vec![
+                        py.None().into_bound(py),
+                        vec_buf(offsets)?,
+                        vec_buf(values)?,
+                    ],
+                )?
+            }
+            other => unreachable!("column {other} is listed in ARROW_COLUMNS"),
+        });
     }
-    let pkeys = var(
-        msgs.iter()
-            .flat_map(|m| m.properties().iter().map(|(k, _)| Some(k.as_bytes())))
-            .collect(),
-        true,
-    )?;
-    let pvals = var(
-        msgs.iter()
-            .flat_map(|m| m.properties().iter().map(|(_, v)| Some(v.as_bytes())))
-            .collect(),
-        true,
-    )?;
-    let offsets_arr = from_buffers(
-        pa.call_method0("int32")?,
-        n + 1,
-        vec![py.None().into_bound(py), vec_buf(map_offsets)?],
-    )?;
-    let props = pa
-        .getattr("MapArray")?
-        .call_method1("from_arrays", (offsets_arr, pkeys, pvals))?;
-    // message_id: each id's Java-compatible serialized form (MessageIdData), encoded straight
-    // into one values buffer.
-    let message_id = {
-        let mut values = Vec::with_capacity(n * 12);
-        let mut offsets = Vec::with_capacity((n + 1) * 4);
-        offsets.extend_from_slice(&0i32.to_le_bytes());
-        for m in msgs {
-            m.id.to_proto()
-                .encode(&mut values)
-                .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
-            let end = i32::try_from(values.len()).map_err(|_| {
-                pyo3::exceptions::PyOverflowError::new_err("message id column over 2 GiB")
-            })?;
-            offsets.extend_from_slice(&end.to_le_bytes());
-        }
-        from_buffers(
-            pa.call_method0("binary")?,
-            n,
-            vec![
-                py.None().into_bound(py),
-                vec_buf(offsets)?,
-                vec_buf(values)?,
-            ],
-        )?
-    };
-    let names = [
-        "value",
-        "key",
-        "topic",
-        "partition",
-        "ledger_id",
-        "entry_id",
-        "batch_index",
-        "publish_time",
-        "event_time",
-        "properties",
-        "producer_name",
-        "sequence_id",
-        "redelivery_count",
-        "message_id",
-    ];
-    let arrays = vec![
-        value, key, topic, partition, ledger, entry, bidx, publish, event, props, producer, seq,
-        redeliv, message_id,
-    ];
     let kwargs = PyDict::new(py);
     kwargs.set_item("names", PyList::new(py, names)?)?;
     pa.getattr("RecordBatch")?.call_method(

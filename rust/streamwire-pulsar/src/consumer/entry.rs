@@ -536,6 +536,9 @@ mod size_tests {
     fn received_message_stays_small() {
         let size = std::mem::size_of::<super::ReceivedMessage>();
         eprintln!("ReceivedMessage: {size} bytes");
-        assert!(size <= 112, "ReceivedMessage grew to {size} bytes (was 112)");
+        assert!(
+            size <= 112,
+            "ReceivedMessage grew to {size} bytes (was 112)"
+        );
     }
 }
