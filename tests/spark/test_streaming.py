@@ -76,6 +76,28 @@ def test_max_records_per_trigger_makes_several_batches(
     assert max(p["numInputRows"] for p in q.recentProgress) <= 20
 
 
+def test_max_bytes_per_trigger_makes_several_batches(
+    spark: Any, broker: Any, unique_topic: str, official_pulsar: ModuleType, tmp_path: Path
+) -> None:
+    url = broker.service_url
+    client = official_pulsar.Client(
+        url, logger=official_pulsar.ConsoleLogger(official_pulsar.LoggerLevel.Error)
+    )
+    producer = client.create_producer(unique_topic, batching_enabled=False)
+    values = [f"{i:03d}".encode() + b"x" * 97 for i in range(60)]  # 100 B each
+    for v in values:
+        producer.send(v)
+    client.close()
+    q = _run_available_now(
+        spark, url, unique_topic, tmp_path / "o", tmp_path / "c", maxBytesPerTrigger="2000"
+    )
+    got = [r.v for r in spark.read.parquet(str(tmp_path / "o")).collect()]
+    assert sorted(got) == sorted(v.decode() for v in values)
+    sizes = [p["numInputRows"] for p in q.recentProgress]
+    assert len(sizes) >= 3, sizes
+    assert max(sizes) <= 20, sizes  # 2000 B a trigger at 100 B a message
+
+
 def test_commit_to_subscription_acknowledges_committed_offsets(
     spark: Any,
     apache_broker: Any,

@@ -52,6 +52,7 @@ from streamwire.spark.offsets import (
 )
 from streamwire.spark.reading import (
     ReadOptions,
+    entry_bytes_after,
     first_message_position,
     last_message_id,
     projection,
@@ -71,11 +72,12 @@ except ImportError:  # pragma: no cover - older Spark
 try:  # Spark 4.2+: admission control (ReadMaxRows) and Trigger.AvailableNow
     from pyspark.sql.streaming.datasource import (
         ReadAllAvailable,
+        ReadMaxBytes,
         ReadMaxRows,
         SupportsTriggerAvailableNow,
     )
 except ImportError:  # pragma: no cover - older Spark: the cap falls back to the option alone
-    ReadAllAvailable = ReadMaxRows = None  # type: ignore[assignment,misc]
+    ReadAllAvailable = ReadMaxBytes = ReadMaxRows = None  # type: ignore[assignment,misc]
 
     class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
         pass
@@ -290,6 +292,9 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     ``maxRecordsPerTrigger`` caps each micro-batch through Spark's admission control
     (``ReadMaxRows``): per partition, by entries within the current ledger (an entry holds one
     message, or one batch of messages, so a batched topic may exceed the cap by the batch size).
+    ``maxBytesPerTrigger`` caps by payload bytes the same way (``ReadMaxBytes``): the number of
+    entries is the per-partition budget over the size of the first entry after the start, read
+    on the driver as a sample; at least one entry per micro-batch.
     ``commitToSubscription=<name>`` acknowledges committed offsets on a durable subscription so
     backlog monitoring sees progress; the checkpoint, not the subscription, is the source of truth.
     """
@@ -304,6 +309,8 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         )
         mr = get_option(options, "maxRecordsPerTrigger", "maxOffsetsPerTrigger")
         self.max_records = int(mr) if mr is not None else None
+        mb = get_option(options, "maxBytesPerTrigger")
+        self.max_bytes = int(mb) if mb is not None else None
         self.subscription = get_option(options, "commitToSubscription")
         self.min_partitions = int(get_option(options, "minPartitions", default="0"))
         self._target: Optional[dict[str, Any]] = None
@@ -334,8 +341,12 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return {t: last_message_id(client, t) for t in self._partitions()}
 
     def getDefaultReadLimit(self) -> Any:
+        # One limit goes through Spark; with both options set the byte cap is applied from the
+        # option on top of Spark's row limit.
         if self.max_records and ReadMaxRows is not None:
             return ReadMaxRows(self.max_records)
+        if self.max_bytes and ReadMaxBytes is not None:
+            return ReadMaxBytes(self.max_bytes)
         return ReadAllAvailable() if ReadAllAvailable is not None else None
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -352,6 +363,10 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         max_rows = getattr(limit, "max_rows", None) if limit is not None else None
         if max_rows is None and limit is None and self.max_records:
             max_rows = self.max_records
+        max_bytes = getattr(limit, "max_bytes", None) if limit is not None else None
+        all_available = ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable)
+        if max_bytes is None and not all_available and self.max_bytes:
+            max_bytes = self.max_bytes
         result: dict[str, Position] = {}
         for topic, last in latest.items():
             begin = starts.get(topic, EARLIEST)
@@ -359,9 +374,19 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 result[topic] = begin  # nothing new (or an empty topic): never move backwards
                 continue
             result[topic] = last
+            entries: Optional[int] = None
             if max_rows:
-                per_partition = max(1, int(max_rows) // max(1, len(latest)))
-                result[topic] = self._capped(topic, begin, last, per_partition)
+                entries = max(1, int(max_rows) // max(1, len(latest)))
+            if max_bytes:
+                # Sized by the first entry after the start (entries of a topic are usually
+                # alike): approximate, like the row cap, and never less than one entry.
+                sample = entry_bytes_after(get_client(self.config), topic, begin)
+                if sample:
+                    budget = int(max_bytes) // max(1, len(latest))
+                    by_bytes = max(1, budget // sample)
+                    entries = by_bytes if entries is None else min(entries, by_bytes)
+            if entries is not None:
+                result[topic] = self._capped(topic, begin, last, entries)
         # keep partitions that disappeared from the listing where they were
         for topic, pos in starts.items():
             result.setdefault(topic, pos)

@@ -16,12 +16,13 @@ from typing import Any, Optional
 
 import streamwire
 from streamwire.spark.config import ClientConfig
-from streamwire.spark.offsets import Position, RangeSpec, position_key
+from streamwire.spark.offsets import Position, RangeSpec, partition_index, position_key
 
 __all__ = [
     "ARROW_COLUMNS",
     "ReadOptions",
     "arrow_schema",
+    "entry_bytes_after",
     "last_message_id",
     "projection",
     "read_range",
@@ -208,6 +209,46 @@ def first_message_position(client: Any, topic: str) -> Optional[Position]:
             int(rb.column("entry_id")[0].as_py()),
             int(rb.column("batch_index")[0].as_py()),
         )
+    finally:
+        reader.close()
+
+
+def entry_bytes_after(
+    client: Any, topic: str, after: Position, max_rows: int = 20_000
+) -> Optional[int]:
+    """Payload bytes of the first entry after ``after`` (a sample that sizes byte caps), or None
+    when no such entry is found within ``max_rows`` messages."""
+    if after[0] < 0 or after[1] <= 0:
+        start: Any = "earliest"
+    else:
+        start = streamwire.MessageId(after[0], after[1], max(partition_index(topic), -1))
+    reader = client.create_reader(topic, start, inclusive=True)
+    try:
+        seen = 0
+        target: Optional[tuple[int, int]] = None
+        size = 0
+        while seen < max_rows:
+            rb = reader.read_arrow(
+                1000, timeout=1.0, columns=["ledger_id", "entry_id", "batch_index", "value"]
+            )
+            if rb.num_rows == 0:
+                break
+            seen += rb.num_rows
+            rows = zip(
+                rb.column("ledger_id").to_pylist(),
+                rb.column("entry_id").to_pylist(),
+                rb.column("batch_index").to_pylist(),
+                rb.column("value").to_pylist(),
+            )
+            for ledger, entry, batch, value in rows:
+                if position_key((ledger, entry, batch)) <= position_key(after):
+                    continue
+                if target is None:
+                    target = (ledger, entry)
+                elif (ledger, entry) != target:
+                    return size
+                size += len(value)
+        return size if target is not None else None
     finally:
         reader.close()
 
