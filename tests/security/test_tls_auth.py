@@ -84,6 +84,40 @@ def test_tls_with_ca_bundle_round_trips_and_lookup_names_tls_broker(
         roundtrip(client, topic)
 
 
+def test_spark_source_options_carry_tls_and_token_file(
+    secure: SecurePulsar, topic: str, tmp_path: Any
+) -> None:
+    """The Data Source's client settings (Scala connector spellings too) reach the engine: the
+    source plans and reads over pulsar+ssl with a token file; without the CA it cannot connect."""
+    from streamwire.spark.datasource import StreamwireBatchReader
+
+    token_file = tmp_path / "token"
+    token_file.write_text(secure.token("writer"))
+    with tls_client(secure, auth_token=secure.token("writer")) as client:
+        p = client.create_producer(topic)
+        p.send_many([b"a", b"b", b"c"])
+        p.flush()
+        p.close()
+    options = {
+        "service.url": secure.tls_url,
+        "topic": topic,
+        "pulsar.client.tlsTrustCertsFilePath": str(secure.pki.ca),
+        "authTokenFile": str(token_file),
+        "connectionTimeout": "5",
+    }
+    reader = StreamwireBatchReader(options)
+    values = [
+        v
+        for part in reader.partitions()
+        for rb in reader.read(part)
+        for v in rb.column(0).to_pylist()
+    ]
+    assert sorted(values) == [b"a", b"b", b"c"]
+    untrusted = {k: v for k, v in options.items() if "tls" not in k}
+    with pytest.raises(ConnectError, match="not signed by a trusted CA"):
+        StreamwireBatchReader(untrusted).partitions()
+
+
 def test_wrong_ca_is_a_connect_error(secure: SecurePulsar, topic: str) -> None:
     with tls_client(
         secure, auth_token=secure.token("writer"), tls_trust_certs_file=str(secure.pki.other_ca)

@@ -54,6 +54,10 @@ class ClientConfig:
     connection_timeout: float = 10.0
     io_threads: Optional[int] = 1
     auth_token: Optional[str] = field(default=None, repr=False)
+    auth_token_file: Optional[str] = None
+    tls_trust_certs_file: Optional[str] = None
+    tls_cert_file: Optional[str] = None
+    tls_key_file: Optional[str] = None
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ClientConfig:
@@ -68,6 +72,11 @@ class ClientConfig:
         conn_timeout = get_option(options, "connectionTimeout", "connection_timeout")
         io_threads = get_option(options, "ioThreads", "io_threads")
         token = get_option(options, "authToken", "auth_token", "pulsar.client.authParams")
+
+        def path(*names: str) -> Optional[str]:
+            value = get_option(options, *names)
+            return str(value) if value else None
+
         return cls(
             service_url=str(url),
             # The Scala connector's operationTimeout is in milliseconds; ours is seconds, so a
@@ -76,6 +85,14 @@ class ClientConfig:
             connection_timeout=_seconds(conn_timeout, 10.0),
             io_threads=int(io_threads) if io_threads is not None else 1,
             auth_token=str(token) if token is not None else None,
+            auth_token_file=path("authTokenFile", "auth_token_file"),
+            tls_trust_certs_file=path(
+                "tlsTrustCertsFilePath",
+                "tls_trust_certs_file",
+                "pulsar.client.tlsTrustCertsFilePath",
+            ),
+            tls_cert_file=path("tlsCertFilePath", "tls_cert_file"),
+            tls_key_file=path("tlsKeyFilePath", "tls_key_file"),
         )
 
     def client(self) -> ClientLike:
@@ -97,6 +114,10 @@ class ClientConfig:
             kwargs["io_threads"] = self.io_threads
         if self.auth_token is not None:
             kwargs["auth_token"] = self.auth_token
+        for name in ("auth_token_file", "tls_trust_certs_file", "tls_cert_file", "tls_key_file"):
+            value = getattr(self, name)
+            if value is not None:
+                kwargs[name] = value
         return cast("ClientLike", streamwire.Client(self.service_url, **kwargs))
 
 
