@@ -381,9 +381,10 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 # Sized by the first entry after the start (entries of a topic are usually
                 # alike): approximate, like the row cap, and never less than one entry.
                 sample = entry_bytes_after(get_client(self.config), topic, begin)
-                if sample:
+                if sample != 0:
+                    # No sample within reach (or in time): one entry, so the cap still holds.
                     budget = int(max_bytes) // max(1, len(latest))
-                    by_bytes = max(1, budget // sample)
+                    by_bytes = max(1, budget // sample) if sample else 1
                     entries = by_bytes if entries is None else min(entries, by_bytes)
             if entries is not None:
                 result[topic] = self._capped(topic, begin, last, entries)
