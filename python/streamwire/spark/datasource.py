@@ -363,7 +363,7 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         max_rows = getattr(limit, "max_rows", None) if limit is not None else None
         if max_rows is None and limit is None and self.max_records:
             max_rows = self.max_records
-        max_bytes = getattr(limit, "max_bytes", None) if limit is not None else None
+        max_bytes = getattr(limit, "max_bytes", None)
         all_available = ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable)
         if max_bytes is None and not all_available and self.max_bytes:
             max_bytes = self.max_bytes

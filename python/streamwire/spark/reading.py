@@ -8,7 +8,6 @@ bounded and deterministic even while producers keep writing.
 
 from __future__ import annotations
 
-import datetime as _dt
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -86,19 +85,6 @@ class ReadOptions:
     ending_time_ms: Optional[int] = None
     # indexes into ARROW_COLUMNS to emit, in order (None: all); from a user-given schema
     columns: Optional[tuple[int, ...]] = None
-
-
-def _project(rb: Any, options: ReadOptions) -> Any:
-    """Keep only the columns a user-given schema asked for (Spark cannot prune a Python source's
-    columns itself, and every column crosses into the JVM)."""
-    if options.columns is None:
-        return rb
-    import pyarrow as pa
-
-    return pa.RecordBatch.from_arrays(
-        [rb.column(i) for i in options.columns],
-        schema=pa.schema([rb.schema.field(i) for i in options.columns]),
-    )
 
 
 def projection(fields: Sequence[tuple[str, str]], scala_names: bool) -> Optional[tuple[int, ...]]:
@@ -227,6 +213,7 @@ def entry_bytes_after(
         seen = 0
         target: Optional[tuple[int, int]] = None
         size = 0
+        after_key = position_key(after)
         while seen < max_rows:
             rb = reader.read_arrow(
                 1000, timeout=1.0, columns=["ledger_id", "entry_id", "batch_index", "value"]
@@ -241,7 +228,7 @@ def entry_bytes_after(
                 rb.column("value").to_pylist(),
             )
             for ledger, entry, batch, value in rows:
-                if position_key((ledger, entry, batch)) <= position_key(after):
+                if position_key((ledger, entry, batch)) <= after_key:
                     continue
                 if target is None:
                     target = (ledger, entry)
@@ -287,10 +274,7 @@ def read_range(config: ClientConfig, spec: RangeSpec, options: ReadOptions) -> I
         receiver_queue_size=options.receiver_queue_size,
     )
     try:
-        if hasattr(reader, "read_arrow"):
-            yield from _read_arrow_loop(reader, spec, options, expect_entry)
-        else:
-            yield from _read_loop(reader, spec, options, expect_entry)
+        yield from _read_arrow_loop(reader, spec, options, expect_entry)
     finally:
         reader.close()
 
@@ -500,18 +484,9 @@ def _time_mask(pc: Any, publish: Any, options: ReadOptions) -> Any:
     return mask
 
 
-# The reader column behind each Data Source column (None: computed here).
-_SOURCE: tuple[Optional[str], ...] = (
-    "value",
-    "key",
-    "topic",
-    None,
-    "message_id",
-    "publish_time",
-    "event_time",
-    "properties",
-    "producer_name",
-    "sequence_id",
+# The reader column behind each Data Source column (None: the partition, computed here).
+_SOURCE: tuple[Optional[str], ...] = tuple(
+    None if ours == "partition" else ours for ours, _, _ in ARROW_COLUMNS
 )
 
 
@@ -542,127 +517,7 @@ def arrow_to_schema(rb: Any, partition: int, options: ReadOptions) -> Any:
         src = _SOURCE[i]
         if src is None:
             arrays.append(pa.repeat(pa.scalar(partition, pa.int32()), n))
-        elif src == "message_id" and src not in rb.schema.names:
-            ledgers = rb.column("ledger_id").to_pylist()
-            entries = rb.column("entry_id").to_pylist()
-            batches = rb.column("batch_index").to_pylist()
-            mid = streamwire.MessageId
-            part = max(partition, -1)
-            arrays.append(
-                pa.array(
-                    [mid(ledgers[j], entries[j], part, batches[j]).serialize() for j in range(n)],
-                    pa.binary(),
-                )
-            )
         else:
             c = rb.column(src)  # message ids come serialized from Rust: no per-row objects
             arrays.append(c if c.type.equals(typ) else c.cast(typ))
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema([schema.field(i) for i in picked]))
-
-
-def _read_loop(
-    reader: Any, spec: RangeSpec, options: ReadOptions, expect_first: Optional[tuple[int, int]]
-) -> Iterator[Any]:
-    start_key = position_key(spec.start)
-    end_key = position_key(spec.end)
-    end_entry = (spec.end[0], spec.end[1])
-    whole_end_entry = spec.end[2] < 0
-    checked = expect_first is None
-    while True:
-        messages = reader.read_many(options.max_batch, timeout=options.poll_timeout)
-        if not messages:
-            if reader.has_message_available():
-                continue
-            if not whole_end_entry and options.fail_on_data_loss:
-                raise _range_end_missing(spec)
-            return
-        keep: list[Any] = []
-        done = False
-        for msg in messages:
-            mid = msg.message_id
-            pos = (int(mid.ledger_id), int(mid.entry_id), int(mid.batch_index))
-            if not checked and expect_first is not None and (pos[0], pos[1]) >= expect_first:
-                checked = True
-                if (pos[0], pos[1]) != expect_first and options.fail_on_data_loss:
-                    raise _data_loss(spec, expect_first, (pos[0], pos[1]))
-            key = position_key(pos)
-            if key > end_key:
-                done = True
-                break
-            if key <= start_key:
-                continue  # before the range, or a re-delivery
-            start_key = key
-            keep.append(msg)
-            if key == end_key:
-                done = True
-                break
-            if whole_end_entry and (pos[0], pos[1]) == end_entry:
-                size = int(getattr(mid, "batch_size", 0) or 0)
-                if pos[2] < 0 or (size > 0 and pos[2] >= size - 1):
-                    done = True
-                    break
-        if keep:
-            batch = messages_to_arrow(keep, spec.partition, options)
-            if batch.num_rows:
-                yield batch
-        if done:
-            return
-
-
-def _ms(value: Any, zero_is_null: bool) -> Optional[int]:
-    if value is None:
-        return None
-    if isinstance(value, _dt.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=_dt.timezone.utc)
-        return int(value.timestamp() * 1000)
-    number = int(value)
-    if number == 0 and zero_is_null:
-        return None
-    return number
-
-
-def messages_to_arrow(messages: Sequence[Any], partition: int, options: ReadOptions) -> Any:
-    """Messages -> a RecordBatch in the Data Source schema (time filters applied)."""
-    import pyarrow as pa
-
-    values: list[bytes] = []
-    keys: list[Optional[str]] = []
-    topics: list[str] = []
-    ids: list[bytes] = []
-    publish: list[Optional[int]] = []
-    events: list[Optional[int]] = []
-    props: list[Optional[list[tuple[str, str]]]] = []
-    producers: list[Optional[str]] = []
-    seqs: list[Optional[int]] = []
-    lo, hi = options.starting_time_ms, options.ending_time_ms
-    for msg in messages:
-        pt = _ms(msg.publish_time, zero_is_null=False)
-        if pt is not None and ((lo is not None and pt < lo) or (hi is not None and pt >= hi)):
-            continue
-        values.append(bytes(msg.value))
-        keys.append(msg.key)
-        topics.append(msg.topic)
-        ids.append(msg.message_id.serialize())
-        publish.append(pt * 1000 if pt is not None else None)
-        et = _ms(msg.event_time, zero_is_null=True)
-        events.append(et * 1000 if et is not None else None)
-        p = msg.properties
-        props.append(list(p.items()) if p else [])
-        producers.append(msg.producer_name)
-        seqs.append(msg.sequence_id)
-    schema = arrow_schema(options.scala_names)
-    n = len(values)
-    arrays = [
-        pa.array(values, pa.binary()),
-        pa.array(keys, pa.string()),
-        pa.array(topics, pa.string()),
-        pa.array([partition] * n, pa.int32()),
-        pa.array(ids, pa.binary()),
-        pa.array(publish, pa.int64()).cast(schema.field(5).type),
-        pa.array(events, pa.int64()).cast(schema.field(6).type),
-        pa.array(props, pa.map_(pa.string(), pa.string())),
-        pa.array(producers, pa.string()),
-        pa.array(seqs, pa.int64()),
-    ]
-    return _project(pa.RecordBatch.from_arrays(arrays, schema=schema), options)

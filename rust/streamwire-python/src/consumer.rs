@@ -26,7 +26,7 @@ use streamwire_pulsar::topic::TopicName;
 use crate::blocking::{timeout_arg, wait};
 use crate::client::{refuse_pickle, Client};
 use crate::errors::{to_py, IntoPyResult};
-use crate::message::{check_columns, to_record_batch, Message};
+use crate::message::{column_list, to_record_batch, Message};
 use crate::message_id::PyMessageId;
 
 const PICKLE_HINT: &str = "create the consumer inside the worker process from a client made there";
@@ -209,20 +209,19 @@ impl Handle {
         )))
     }
 
-    fn each_target(
-        &self,
-        obj: &Bound<'_, PyAny>,
-        mut f: impl FnMut(Option<u32>, MessageId) -> EResult<()>,
-    ) -> PyResult<()> {
+    /// A Message, a MessageId, or a list/tuple of them -> their (slot, id) pairs. Every item
+    /// is resolved before any is acted on, so a bad item fails the call having changed nothing.
+    fn targets(&self, obj: &Bound<'_, PyAny>) -> PyResult<Vec<(Option<u32>, MessageId)>> {
         if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+            let mut out = Vec::with_capacity(obj.len().unwrap_or(0));
             for item in obj.try_iter()? {
                 let Target::Message(s, id) = self.target(&item?)?;
-                f(s, id).py_err()?;
+                out.push((s, id));
             }
-            return Ok(());
+            return Ok(out);
         }
         let Target::Message(s, id) = self.target(obj)?;
-        f(s, id).py_err()
+        Ok(vec![(s, id)])
     }
 
     fn block<T: Send + 'static>(
@@ -656,24 +655,19 @@ impl Consumer {
         timeout: Option<f64>,
         columns: Option<Vec<String>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        check_columns(columns.as_deref())?;
+        let names = column_list(columns.as_deref())?; // before anything is taken
         let got = self.h.receive_many(py, "consumer", max_messages, timeout)?;
-        to_record_batch(py, &got, columns.as_deref())
+        to_record_batch(py, &got, &names)
     }
 
     /// Acknowledge a Message, a MessageId, or a list of them.
     fn acknowledge(&self, message: &Bound<'_, PyAny>) -> PyResult<()> {
         let e = self.h.live("consumer")?;
         if message.is_instance_of::<PyList>() || message.is_instance_of::<PyTuple>() {
-            // One call into the engine: each partition's trackers are locked once, and an item
-            // that is not ours fails the call before anything is acknowledged.
-            let mut ids = Vec::with_capacity(message.len().unwrap_or(0));
-            for item in message.try_iter()? {
-                let Target::Message(s, id) = self.h.target(&item?)?;
-                ids.push((s, id));
-            }
-            return e.acknowledge_many(&ids).py_err();
+            // A list is one call into the engine: each partition's trackers are locked once.
+            return e.acknowledge_many(&self.h.targets(message)?).py_err();
         }
+        // One message or id: the per-message hot path, no allocation.
         let Target::Message(s, id) = self.h.target(message)?;
         e.acknowledge(s, id).py_err()
     }
@@ -688,8 +682,10 @@ impl Consumer {
     /// Have the message redelivered after `negative_ack_redelivery_delay`.
     fn negative_acknowledge(&self, message: &Bound<'_, PyAny>) -> PyResult<()> {
         let e = self.h.live("consumer")?;
-        self.h
-            .each_target(message, |s, id| e.negative_acknowledge(s, id))
+        for (s, id) in self.h.targets(message)? {
+            e.negative_acknowledge(s, id).py_err()?;
+        }
+        Ok(())
     }
 
     /// Redeliver every message received but not acknowledged.
@@ -828,9 +824,9 @@ impl Reader {
         timeout: Option<f64>,
         columns: Option<Vec<String>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        check_columns(columns.as_deref())?;
+        let names = column_list(columns.as_deref())?; // before anything is read
         let got = self.h.receive_many(py, "reader", max_messages, timeout)?;
-        to_record_batch(py, &got, columns.as_deref())
+        to_record_batch(py, &got, &names)
     }
 
     /// Whether there are messages after the last one read (asks the broker).

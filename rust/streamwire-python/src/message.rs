@@ -218,7 +218,7 @@ pub(crate) const ARROW_COLUMNS: [&str; 14] = [
 
 /// The columns to build, in order: all of them, or the named ones (unknown or repeated names
 /// are a `ValueError`).
-fn column_list(columns: Option<&[String]>) -> PyResult<Vec<&'static str>> {
+pub(crate) fn column_list(columns: Option<&[String]>) -> PyResult<Vec<&'static str>> {
     let Some(cols) = columns else {
         return Ok(ARROW_COLUMNS.to_vec());
     };
@@ -240,16 +240,11 @@ fn column_list(columns: Option<&[String]>) -> PyResult<Vec<&'static str>> {
     Ok(names)
 }
 
-/// Check a `columns` argument before any message is taken off the queue.
-pub(crate) fn check_columns(columns: Option<&[String]>) -> PyResult<()> {
-    column_list(columns).map(|_| ())
-}
-
-/// `columns` picks (and orders) the columns to build; None builds all of them.
+/// Build the `names` columns (from `column_list`), in that order.
 pub(crate) fn to_record_batch<'py>(
     py: Python<'py>,
     msgs: &[ReceivedMessage],
-    columns: Option<&[String]>,
+    names: &[&str],
 ) -> PyResult<Bound<'py, PyAny>> {
     let pa = py.import("pyarrow")?;
     let n = msgs.len();
@@ -294,9 +289,8 @@ pub(crate) fn to_record_batch<'py>(
         from_buffers(ty, n, vec![opt_buf(valid)?, buf(data)?])
     };
 
-    let names = column_list(columns)?;
     let mut arrays = Vec::with_capacity(names.len());
-    for name in &names {
+    for name in names {
         arrays.push(match *name {
             "value" => var(msgs.iter().map(|m| Some(&m.payload[..])).collect(), false)?,
             "key" => var(

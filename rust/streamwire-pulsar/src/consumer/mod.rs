@@ -684,26 +684,7 @@ impl Consumer {
     pub fn acknowledge(&self, slot: Option<u32>, id: MessageId) -> Result<()> {
         self.check_open()?;
         let s = self.slot_for(slot, &id)?;
-        if let Some(u) = &s.unacked {
-            u.lock().unwrap_or_else(|p| p.into_inner()).acked(&id);
-        }
-        s.nacks().remove(&id);
-        if let Some(dl) = &s.dead_letter {
-            dl.acked(&id);
-        }
-        let due = match s.expand(&id, true) {
-            Some(all) => {
-                let mut acks = s.acks();
-                let mut due = false;
-                for c in all {
-                    due |= acks.individual(c);
-                }
-                due
-            }
-            None => s.acks().individual(id),
-        };
-        s.stats.acked.fetch_add(1, Ordering::Relaxed);
-        self.wake_if(&s, due);
+        self.ack_in_slot(&s, std::iter::once(id));
         Ok(())
     }
 
@@ -717,44 +698,44 @@ impl Consumer {
         for (slot, id) in ids {
             resolved.push((slot_index(&slots, *slot, id)?, *id));
         }
-        let mut plain = Vec::with_capacity(resolved.len());
         for run in resolved.chunk_by(|a, b| a.0 == b.0) {
-            let s = &slots[run[0].0];
-            if let Some(u) = &s.unacked {
-                let mut u = u.lock().unwrap_or_else(|p| p.into_inner());
-                for (_, id) in run {
-                    u.acked(id);
-                }
-            }
-            {
-                let mut nacks = s.nacks();
-                for (_, id) in run {
-                    nacks.remove(id);
-                }
-            }
-            if let Some(dl) = &s.dead_letter {
-                for (_, id) in run {
-                    dl.acked(id);
-                }
-            }
-            plain.clear();
-            for (_, id) in run {
-                match s.expand(id, true) {
-                    Some(all) => plain.extend(all),
-                    None => plain.push(*id),
-                }
-            }
-            let mut due = false;
-            {
-                let mut acks = s.acks();
-                for id in &plain {
-                    due |= acks.individual(*id);
-                }
-            }
-            s.stats.acked.fetch_add(run.len() as u64, Ordering::Relaxed);
-            self.wake_if(s, due);
+            self.ack_in_slot(&slots[run[0].0], run.iter().map(|(_, id)| *id));
         }
         Ok(())
+    }
+
+    /// Record the acks of `ids` (all of partition `s`), each tracker locked once.
+    fn ack_in_slot(&self, s: &Slot, ids: impl Iterator<Item = MessageId> + Clone) {
+        if let Some(u) = &s.unacked {
+            let mut u = u.lock().unwrap_or_else(|p| p.into_inner());
+            ids.clone().for_each(|id| u.acked(&id));
+        }
+        {
+            let mut nacks = s.nacks();
+            ids.clone().for_each(|id| nacks.remove(&id));
+        }
+        if let Some(dl) = &s.dead_letter {
+            ids.clone().for_each(|id| dl.acked(&id));
+        }
+        // A chunked message stands for every chunk's entry (its own id is the last of them);
+        // no allocation unless there is one.
+        let mut chunks = Vec::new();
+        for id in ids.clone() {
+            if let Some(all) = s.expand(&id, true) {
+                chunks.extend(all);
+            }
+        }
+        s.stats
+            .acked
+            .fetch_add(ids.clone().count() as u64, Ordering::Relaxed);
+        let mut due = false;
+        {
+            let mut acks = s.acks();
+            for id in ids.chain(chunks) {
+                due |= acks.individual(id);
+            }
+        }
+        self.wake_if(s, due);
     }
 
     /// Acknowledge everything up to and including `id` on its partition.
