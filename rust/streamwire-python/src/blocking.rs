@@ -4,13 +4,8 @@
 //! waits (so other Python threads run), and wakes every slice to check for signals so Ctrl-C
 //! and Spark task kills interrupt the wait. The future itself is aborted on interrupt, which
 //! every engine future tolerates (cancel safety is documented where they are defined).
-//!
-//! The wait itself is an OS-level timed channel receive, not a Tokio timer: the signal check
-//! comes every slice even when the runtime's workers are slow to drive its timers (a loaded
-//! machine), so an interrupt is never left waiting on the engine.
 
 use std::future::Future;
-use std::sync::mpsc::{sync_channel, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
@@ -30,33 +25,24 @@ where
     F: Future<Output = Result<T>> + Send + 'static,
 {
     let handle = runtime::handle().map_err(to_py)?;
-    let (tx, mut rx) = sync_channel(1);
-    let task = handle.spawn(async move {
-        let _ = tx.send(fut.await);
-    });
+    let mut task = handle.spawn(fut);
     let deadline = timeout.map(|t| Instant::now() + t);
     loop {
         let slice = match deadline {
             Some(d) => d.saturating_duration_since(Instant::now()).min(SLICE),
             None => SLICE,
         };
-        // The receiver is Send, not Sync: it goes into the detached closure and comes back.
-        let (got, back) = py.detach(move || (rx.recv_timeout(slice), rx));
-        rx = back;
-        match got {
-            Ok(res) => return res.map_err(to_py),
-            Err(RecvTimeoutError::Disconnected) => {
-                // The task ended without a result: it panicked. Its join error says why.
-                let why = match handle.block_on(task) {
-                    Err(e) => e.to_string(),
-                    Ok(()) => "no result".to_owned(),
-                };
+        let joined =
+            py.detach(|| handle.block_on(async { tokio::time::timeout(slice, &mut task).await }));
+        match joined {
+            Ok(Ok(res)) => return res.map_err(to_py),
+            Ok(Err(join_err)) => {
                 return Err(to_py(Error::new(
                     ErrorKind::Protocol,
-                    format!("internal task failed during {what}: {why}"),
-                )));
+                    format!("internal task failed during {what}: {join_err}"),
+                )))
             }
-            Err(RecvTimeoutError::Timeout) => {
+            Err(_) => {
                 if let Err(e) = py.check_signals() {
                     task.abort();
                     return Err(e);
