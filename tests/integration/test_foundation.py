@@ -243,7 +243,10 @@ def test_fork_child_gets_fresh_runtime(lite_broker: object) -> None:
 def test_ctrl_c_interrupts_a_blocking_call(silent_server: int) -> None:
     code = textwrap.dedent(
         f"""
-        import sys, time, streamwire
+        import signal, sys, time, streamwire
+        # A suite started from a background shell passes SIGINT down ignored: restore Python's
+        # handler, so the test is about our wait, not about how the suite was launched.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         c = streamwire.Client("pulsar://127.0.0.1:{silent_server}",
                               connection_timeout=60, operation_timeout=60)
         print("ready", flush=True)
