@@ -2,8 +2,10 @@
 
 Every error raised by streamwire is a :class:`StreamwireError`. Subclasses also inherit the
 built-in exception they mean, so ``except TimeoutError`` or ``except ValueError`` work as
-expected. Each error carries ``retriable`` (whether trying again later may succeed) and
-``server_code`` (the broker's ``ServerError`` code when the broker reported it, else ``None``).
+expected. Each error carries ``retriable`` (whether trying again later may succeed),
+``server_code`` (the broker's ``ServerError`` code when the broker reported it, else ``None``)
+and ``details`` (named numbers the caller can act on, such as an out-of-range read's
+``first_available``; empty for most errors).
 
 The classes are defined here, in Python, so that they pickle by name (Spark ships task
 failures between processes).
@@ -28,10 +30,13 @@ __all__ = [
     "MessageTooBigError",
     "NotSupportedError",
     "OperationTimeoutError",
+    "OutOfRangeError",
+    "PartitionNotFoundError",
     "ProducerBusyError",
     "ProducerFencedError",
     "ProducerQueueFullError",
     "ProtocolError",
+    "ReadOnlyError",
     "ServerError",
     "StreamwireError",
     "TopicNotFoundError",
@@ -43,24 +48,37 @@ class StreamwireError(Exception):
     """Root of every streamwire error."""
 
     def __init__(
-        self, message: str = "", *, retriable: bool = False, server_code: Optional[int] = None
+        self,
+        message: str = "",
+        *,
+        retriable: bool = False,
+        server_code: Optional[int] = None,
+        details: Optional[dict[str, int]] = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.retriable = retriable
         self.server_code = server_code
+        self.details: dict[str, int] = dict(details or {})
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), self.message, self.retriable, self.server_code))
+        return (
+            _rebuild,
+            (type(self), self.message, self.retriable, self.server_code, self.details),
+        )
 
     def __str__(self) -> str:
         return self.message
 
 
 def _rebuild(
-    cls: type[StreamwireError], message: str, retriable: bool, server_code: Optional[int]
+    cls: type[StreamwireError],
+    message: str,
+    retriable: bool,
+    server_code: Optional[int],
+    details: Optional[dict[str, int]] = None,
 ) -> StreamwireError:
-    return cls(message, retriable=retriable, server_code=server_code)
+    return cls(message, retriable=retriable, server_code=server_code, details=details)
 
 
 class ConfigError(StreamwireError, ValueError):
@@ -96,7 +114,7 @@ class AuthorizationError(StreamwireError, PermissionError):
 
 
 class ProtocolError(StreamwireError):
-    """The peer sent bytes that do not follow the Pulsar protocol."""
+    """The peer sent bytes that do not follow its protocol."""
 
 
 class ChecksumError(ProtocolError):
@@ -109,6 +127,28 @@ class ServerError(StreamwireError):
 
 class TopicNotFoundError(ServerError):
     """The topic or subscription does not exist."""
+
+
+class PartitionNotFoundError(ServerError):
+    """The topic exists but the partition does not."""
+
+
+class OutOfRangeError(ServerError, LookupError):
+    """A read asked for a position the server does not have (retention removed it, or it is
+    past the end). ``first_available`` and ``high_water`` say what the server has, when it
+    told them (else ``None``)."""
+
+    @property
+    def first_available(self) -> Optional[int]:
+        return self.details.get("first_available")
+
+    @property
+    def high_water(self) -> Optional[int]:
+        return self.details.get("high_water")
+
+
+class ReadOnlyError(ServerError):
+    """The server accepts no writes (it runs read-only)."""
 
 
 class TopicTerminatedError(ServerError):

@@ -51,6 +51,13 @@ pub enum ErrorKind {
     NotSupported,
     /// The operation was interrupted (Ctrl-C, task cancelled).
     Interrupted,
+    /// The topic exists but the partition (or segment) does not.
+    PartitionNotFound,
+    /// A read asked for a position the server no longer (or not yet) has; the error's
+    /// details carry `first_available` and `high_water` when the server told them.
+    OutOfRange,
+    /// The server accepts no writes (started read-only, or the stream is sealed).
+    ReadOnly,
 }
 
 impl ErrorKind {
@@ -91,6 +98,9 @@ impl ErrorKind {
             ErrorKind::ChecksumMismatch => "checksum_mismatch",
             ErrorKind::NotSupported => "not_supported",
             ErrorKind::Interrupted => "interrupted",
+            ErrorKind::PartitionNotFound => "partition_not_found",
+            ErrorKind::OutOfRange => "out_of_range",
+            ErrorKind::ReadOnly => "read_only",
         }
     }
 }
@@ -102,6 +112,8 @@ pub struct Error {
     message: String,
     server_code: Option<i32>,
     retriable: bool,
+    /// Named numbers a caller can act on (an out-of-range read's `first_available`...).
+    details: Vec<(&'static str, u64)>,
 }
 
 impl Error {
@@ -111,6 +123,7 @@ impl Error {
             message: message.into(),
             server_code: None,
             retriable: kind.is_retriable(),
+            details: Vec::new(),
         }
     }
 
@@ -121,6 +134,7 @@ impl Error {
             message: message.into(),
             server_code: Some(code),
             retriable: kind.is_retriable(),
+            details: Vec::new(),
         }
     }
 
@@ -128,6 +142,25 @@ impl Error {
     pub fn with_retriable(mut self, retriable: bool) -> Self {
         self.retriable = retriable;
         self
+    }
+
+    /// Attach a named number (exposed as an attribute of the Python exception).
+    pub fn with_detail(mut self, name: &'static str, value: u64) -> Self {
+        self.details.push((name, value));
+        self
+    }
+
+    /// The named numbers attached with [`with_detail`](Self::with_detail).
+    pub fn details(&self) -> &[(&'static str, u64)] {
+        &self.details
+    }
+
+    /// One named number, if attached.
+    pub fn detail(&self, name: &str) -> Option<u64> {
+        self.details
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| *v)
     }
 
     pub fn kind(&self) -> ErrorKind {

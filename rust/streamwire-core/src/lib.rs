@@ -1,10 +1,14 @@
 //! Protocol-neutral building blocks of the streamwire engine.
 //!
-//! Everything here is independent of any broker protocol so that the Pulsar crate (and later
-//! others) share one implementation of retry timing and memory back-pressure.
+//! Everything here is independent of any broker protocol, so the protocol crates (Pulsar,
+//! TANK, Pravega) stand side by side on one implementation of the runtime and fork handling,
+//! retry timing, memory back-pressure, errors, framed connections and Arrow column buffers.
+//! Nothing here imports a protocol crate: arrows only point down.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+/// Arrow column buffers filled in place (validity bitmaps, offsets, fixed-width values).
+pub mod arrow;
 /// Jittered exponential backoff with an optional give-up deadline.
 pub mod backoff;
 /// Client-wide byte budget for pending messages (back-pressure).
@@ -12,6 +16,10 @@ pub mod budget;
 /// The engine's error type.
 #[allow(missing_docs)]
 pub mod error;
+/// A framed request/response connection (reader and writer tasks, request ids, deadlines).
+pub mod framed;
+/// One logical connection that re-dials with backoff after it is lost.
+pub mod redial;
 /// One Tokio runtime per process, lazily built and rebuilt after fork.
 #[allow(missing_docs)]
 pub mod runtime;

@@ -5,17 +5,16 @@
 //! Importing this module starts nothing: no runtime, thread or connection exists until the
 //! first client is used (Spark imports packages in processes that later fork).
 
-mod auth;
-mod blocking;
-mod client;
-mod columns;
-mod consumer;
-mod dispatch;
-mod errors;
-mod lookup_ext;
-mod message;
-mod message_id;
-mod producer;
+//!
+//! Layout: `common/` holds what every protocol shares (blocking helper, error mapping,
+//! column inputs); one folder per protocol holds its classes (`pulsar/` today's top-level
+//! classes, `tank/` for `streamwire.tank`).
+
+mod common;
+mod pulsar;
+
+use common::{blocking, errors};
+use pulsar::{client, consumer, dispatch, message, message_id, producer};
 
 use pyo3::prelude::*;
 

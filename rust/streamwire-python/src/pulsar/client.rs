@@ -16,15 +16,10 @@ use streamwire_pulsar::connection::{Auth, ConnectionConfig, TlsConnector, TlsOpt
 use streamwire_pulsar::service_url::ServiceUrl;
 use streamwire_pulsar::topic::TopicName;
 
-use crate::auth::{CallableToken, Plugin};
-use crate::blocking::{positive_secs, wait};
-use crate::errors::{to_py, IntoPyResult};
-
-pub(crate) fn refuse_pickle(what: &str, instead: &str) -> PyErr {
-    pyo3::exceptions::PyTypeError::new_err(format!(
-        "a live streamwire {what} cannot be pickled or sent to another process; {instead}"
-    ))
-}
+use crate::common::blocking::{positive_secs, wait};
+use crate::common::errors::{to_py, IntoPyResult};
+use crate::common::pickle::refuse_pickle;
+use crate::pulsar::auth::{CallableToken, Plugin};
 
 const PICKLE_HINT: &str = "pass the service URL and options instead (for Spark, a \
     streamwire.spark.ClientConfig) and create the client inside the worker";
@@ -124,9 +119,9 @@ impl Client {
         tls_allow_insecure_connection_DANGEROUS: bool,
     ) -> PyResult<Self> {
         let memory_limit: u64 =
-            crate::blocking::count_arg("memory_limit", memory_limit).py_err()?;
+            crate::common::blocking::count_arg("memory_limit", memory_limit).py_err()?;
         let io_threads: Option<usize> = io_threads
-            .map(|n| crate::blocking::count_arg("io_threads", n))
+            .map(|n| crate::common::blocking::count_arg("io_threads", n))
             .transpose()
             .py_err()?;
         if let Some(n) = io_threads {

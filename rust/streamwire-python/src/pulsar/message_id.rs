@@ -5,7 +5,7 @@ use pyo3::types::{PyBytes, PyType};
 
 use streamwire_pulsar::message_id::MessageId as Id;
 
-use crate::errors::IntoPyResult;
+use crate::common::errors::IntoPyResult;
 
 /// Constructor arguments, for pickling.
 type IdParts = (i64, i64, i32, i32, i32);

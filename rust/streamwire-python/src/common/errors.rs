@@ -31,6 +31,9 @@ pub fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::ChecksumMismatch => "ChecksumError",
         ErrorKind::NotSupported => "NotSupportedError",
         ErrorKind::Interrupted => "InterruptedError_",
+        ErrorKind::PartitionNotFound => "PartitionNotFoundError",
+        ErrorKind::OutOfRange => "OutOfRangeError",
+        ErrorKind::ReadOnly => "ReadOnlyError",
     }
 }
 
@@ -54,6 +57,13 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
     let kwargs = PyDict::new(py);
     kwargs.set_item("retriable", err.is_retriable())?;
     kwargs.set_item("server_code", err.server_code())?;
+    if !err.details().is_empty() {
+        let details = PyDict::new(py);
+        for (name, value) in err.details() {
+            details.set_item(*name, *value)?;
+        }
+        kwargs.set_item("details", details)?;
+    }
     let value = cls.call((err.message(),), Some(&kwargs))?;
     Ok(PyErr::from_value(value))
 }

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use streamwire_core::error::{Error, ErrorKind, Result};
 use streamwire_core::runtime;
 
-use crate::errors::to_py;
+use crate::common::errors::to_py;
 
 const SLICE: Duration = Duration::from_millis(200);
 

@@ -23,11 +23,12 @@ use streamwire_pulsar::message_id::MessageId;
 use streamwire_pulsar::protocol::commands::SeekTarget;
 use streamwire_pulsar::topic::TopicName;
 
-use crate::blocking::{timeout_arg, wait};
-use crate::client::{refuse_pickle, Client};
-use crate::errors::{to_py, IntoPyResult};
-use crate::message::{column_list, to_record_batch, Message};
-use crate::message_id::PyMessageId;
+use crate::common::blocking::{timeout_arg, wait};
+use crate::common::errors::{to_py, IntoPyResult};
+use crate::common::pickle::refuse_pickle;
+use crate::pulsar::client::Client;
+use crate::pulsar::message::{column_list, to_record_batch, Message};
+use crate::pulsar::message_id::PyMessageId;
 
 const PICKLE_HINT: &str = "create the consumer inside the worker process from a client made there";
 

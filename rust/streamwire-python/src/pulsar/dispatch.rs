@@ -13,8 +13,8 @@ use pyo3::prelude::*;
 use streamwire_core::error::Result;
 use streamwire_pulsar::message_id::MessageId;
 
-use crate::errors::to_py;
-use crate::message_id::PyMessageId;
+use crate::common::errors::to_py;
+use crate::pulsar::message_id::PyMessageId;
 
 /// Where a producer keeps the first exception its callbacks raised.
 pub type ErrorSlot = Arc<Mutex<Option<PyErr>>>;

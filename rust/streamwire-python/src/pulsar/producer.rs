@@ -5,10 +5,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use bytes::{Bytes, BytesMut};
-use pyo3::buffer::PyBuffer;
+use bytes::Bytes;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
+use pyo3::types::{PyDict, PyTuple};
 
 use streamwire_core::error::{Error, ErrorKind, Result};
 use streamwire_core::runtime;
@@ -22,11 +21,12 @@ use streamwire_pulsar::producer::{
 use streamwire_pulsar::protocol::pb;
 use streamwire_pulsar::topic::TopicName;
 
-use crate::blocking::{count_arg, positive_secs, wait};
-use crate::client::{refuse_pickle, Client};
-use crate::dispatch::{self, ErrorSlot, Job};
-use crate::errors::{to_py, IntoPyResult};
-use crate::message_id::PyMessageId;
+use crate::common::blocking::{count_arg, positive_secs, wait};
+use crate::common::errors::{to_py, IntoPyResult};
+use crate::common::pickle::refuse_pickle;
+use crate::pulsar::client::Client;
+use crate::pulsar::dispatch::{self, ErrorSlot, Job};
+use crate::pulsar::message_id::PyMessageId;
 
 fn config_err(msg: String) -> PyErr {
     to_py(Error::new(ErrorKind::Config, msg))
@@ -136,7 +136,7 @@ impl Client {
             initial_sequence_id,
             access_mode,
             properties: match properties {
-                Some(p) => crate::columns::one_props(p)?,
+                Some(p) => crate::common::columns::one_props(p)?,
                 None => Vec::new(),
             },
             routing,
@@ -156,23 +156,6 @@ impl Client {
             block_if_queue_full,
             callback_errors: Arc::new(Mutex::new(None)),
         })
-    }
-}
-
-/// Copy a bytes-like (or str, as UTF-8) value into an owned buffer: the one copy a send makes.
-pub(crate) fn payload_of(value: &Bound<'_, PyAny>) -> PyResult<Bytes> {
-    if let Ok(b) = value.cast::<PyBytes>() {
-        return Ok(Bytes::copy_from_slice(b.as_bytes()));
-    }
-    if let Ok(s) = value.cast::<PyString>() {
-        return Ok(Bytes::copy_from_slice(s.to_str()?.as_bytes()));
-    }
-    match PyBuffer::<u8>::get(value) {
-        Ok(buf) => Ok(Bytes::from(buf.to_vec(value.py())?)),
-        Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
-            "message value must be bytes, bytearray, memoryview or str, not {}",
-            value.get_type().name()?
-        ))),
     }
 }
 
@@ -206,11 +189,11 @@ fn build_message(
     replication_clusters: Option<Vec<String>>,
     disable_replication: bool,
 ) -> PyResult<(OutgoingMessage, bool, EntryOptions)> {
-    let mut msg = OutgoingMessage::new(payload_of(value)?, 0);
+    let mut msg = OutgoingMessage::new(crate::common::columns::payload_of(value)?, 0);
     msg.key = key;
     msg.ordering_key = ordering_key.map(Bytes::from);
     msg.properties = match properties {
-        Some(p) => crate::columns::one_props(p)?,
+        Some(p) => crate::common::columns::one_props(p)?,
         None => Vec::new(),
     };
     msg.event_time = match event_time {
@@ -416,18 +399,18 @@ impl Producer {
         sequence_ids: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<PyMessageId>> {
         let tp = self.live()?;
-        let payloads = crate::columns::payloads(values)?;
+        let payloads = crate::common::columns::payloads(values)?;
         let n = payloads.len();
-        let keys = crate::columns::opt_strings(keys, n, "keys")?;
-        let event_times = crate::columns::opt_u64s(event_times, n, "event_times")?;
-        let sequence_ids = crate::columns::opt_u64s(sequence_ids, n, "sequence_ids")?;
+        let keys = crate::common::columns::opt_strings(keys, n, "keys")?;
+        let event_times = crate::common::columns::opt_u64s(event_times, n, "event_times")?;
+        let sequence_ids = crate::common::columns::opt_u64s(sequence_ids, n, "sequence_ids")?;
         if let Some(s) = &sequence_ids {
             if s.iter().any(Option::is_none) {
                 return Err(to_py(Error::invalid("sequence_ids must not contain None")));
             }
         }
         let user_seq = sequence_ids.is_some();
-        let props = crate::columns::properties(properties, n)?;
+        let props = crate::common::columns::properties(properties, n)?;
         let mut msgs = Vec::with_capacity(n);
         for (i, (payload, null)) in payloads.into_iter().enumerate() {
             let mut m = OutgoingMessage::new(payload, 0);
@@ -442,9 +425,9 @@ impl Producer {
                 m.sequence_id = s[i].unwrap_or(0);
             }
             match &props {
-                crate::columns::Props::None => {}
-                crate::columns::Props::Same(p) => m.properties = p.clone(),
-                crate::columns::Props::Each(v) => m.properties = v[i].clone(),
+                crate::common::columns::Props::None => {}
+                crate::common::columns::Props::Same(p) => m.properties = p.clone(),
+                crate::common::columns::Props::Each(v) => m.properties = v[i].clone(),
             }
             msgs.push(m);
         }
@@ -596,7 +579,7 @@ impl SendFuture {
     /// Wait for the outcome: the `MessageId`, or the send's error raised.
     #[pyo3(signature = (timeout=None))]
     fn result(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<PyMessageId> {
-        let timeout = crate::blocking::timeout_arg("timeout", timeout).py_err()?;
+        let timeout = crate::common::blocking::timeout_arg("timeout", timeout).py_err()?;
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
             let st = Arc::clone(&self.state);
@@ -633,16 +616,4 @@ impl SendFuture {
         let done = if self.done() { "True" } else { "False" };
         format!("<streamwire.SendFuture done={done}>")
     }
-}
-
-/// Used by the columns module to build one payload buffer for many messages.
-pub(crate) fn freeze_slices(buf: BytesMut, lens: &[(usize, bool)]) -> Vec<(Bytes, bool)> {
-    let all = buf.freeze();
-    let mut out = Vec::with_capacity(lens.len());
-    let mut at = 0;
-    for &(len, null) in lens {
-        out.push((all.slice(at..at + len), null));
-        at += len;
-    }
-    out
 }

@@ -2,8 +2,8 @@
 
 use pyo3::prelude::*;
 
-use crate::blocking::wait;
-use crate::client::Lookup;
+use crate::common::blocking::wait;
+use crate::pulsar::client::Lookup;
 
 #[pymethods]
 impl Lookup {

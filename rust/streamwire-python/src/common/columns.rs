@@ -8,8 +8,7 @@ use pyo3::types::{PyBytes, PyDict, PyString};
 
 use streamwire_core::error::Error;
 
-use crate::errors::to_py;
-use crate::producer::{freeze_slices, payload_of};
+use crate::common::errors::to_py;
 
 fn is_arrow(obj: &Bound<'_, PyAny>) -> bool {
     obj.hasattr("buffers").unwrap_or(false) && obj.hasattr("type").unwrap_or(false)
@@ -259,4 +258,33 @@ pub fn properties(obj: Option<&Bound<'_, PyAny>>, n: usize) -> PyResult<Props> {
     Ok(Props::Each(
         items.iter().map(one_props).collect::<PyResult<_>>()?,
     ))
+}
+
+/// Copy a bytes-like (or str, as UTF-8) value into an owned buffer: the one copy a send makes.
+pub(crate) fn payload_of(value: &Bound<'_, PyAny>) -> PyResult<Bytes> {
+    if let Ok(b) = value.cast::<PyBytes>() {
+        return Ok(Bytes::copy_from_slice(b.as_bytes()));
+    }
+    if let Ok(s) = value.cast::<PyString>() {
+        return Ok(Bytes::copy_from_slice(s.to_str()?.as_bytes()));
+    }
+    match PyBuffer::<u8>::get(value) {
+        Ok(buf) => Ok(Bytes::from(buf.to_vec(value.py())?)),
+        Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "message value must be bytes, bytearray, memoryview or str, not {}",
+            value.get_type().name()?
+        ))),
+    }
+}
+
+/// Used by the columns module to build one payload buffer for many messages.
+pub(crate) fn freeze_slices(buf: BytesMut, lens: &[(usize, bool)]) -> Vec<(Bytes, bool)> {
+    let all = buf.freeze();
+    let mut out = Vec::with_capacity(lens.len());
+    let mut at = 0;
+    for &(len, null) in lens {
+        out.push((all.slice(at..at + len), null));
+        at += len;
+    }
+    out
 }

@@ -1,0 +1,9 @@
+//! What every protocol's Python classes share: the blocking helper (interpreter released,
+//! Ctrl-C checked), the one mapping of engine errors to exceptions, column-shaped inputs
+//! (sequences and pyarrow arrays) and the pickling refusal of live handles.
+
+pub mod arrow;
+pub mod blocking;
+pub mod columns;
+pub mod errors;
+pub mod pickle;
