@@ -11,6 +11,8 @@ Fixtures (all brokers bind 127.0.0.1 only and are stopped by PID at teardown):
 - ``apache_admin``: a :class:`~tests.peers.admin.PulsarAdmin` for ``apache_broker``.
 - ``official_pulsar``: the imported official ``pulsar`` module (PyPI ``pulsar-client``).
 - ``unique_topic``: ``persistent://public/default/t-<uuid>``.
+- ``tank_broker`` (session): a :class:`~tests.peers.tank.TankBroker` -- the real TANK broker
+  when ``STREAMWIRE_TANK_BIN`` names a built ``tank`` binary, else the broker double.
 - ``fault_proxy``: factory ``fault_proxy(target) -> FaultProxy`` where ``target`` is a broker
   object (anything with ``service_url``), a ``pulsar://host:port`` URL or a ``(host, port)`` pair.
 
@@ -39,6 +41,7 @@ from tests.peers.apache import ApachePulsar, ApachePulsarError  # noqa: E402
 from tests.peers.broker import Broker  # noqa: E402
 from tests.peers.faultproxy import FaultProxy  # noqa: E402
 from tests.peers.lite import PulsarLite  # noqa: E402
+from tests.peers.tank import TankBroker  # noqa: E402
 
 BROKER_KINDS = ("lite", "apache")
 
@@ -62,6 +65,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.apache)
         if "lite_broker" in fixtures or kind == "lite":
             item.add_marker(pytest.mark.lite)
+
+
+@pytest.fixture(scope="session")
+def tank_broker() -> Iterator[TankBroker]:
+    """The TANK broker: the real one when ``STREAMWIRE_TANK_BIN`` is set, else the double."""
+    broker = TankBroker()
+    try:
+        broker.start()
+        yield broker
+    finally:
+        broker.close()
 
 
 @pytest.fixture(scope="session")

@@ -35,7 +35,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from .util import LOOPBACK, free_ports, kill_pid, stop_pid, tail, track
+from .process import ServerProcess
+from .util import LOOPBACK, free_ports, tail
 
 if TYPE_CHECKING:
     from .admin import PulsarAdmin
@@ -364,7 +365,12 @@ class ApachePulsar:
         self.log_path = self.workdir / "pulsar.log"
         self.console_path = self.workdir / "console.log"
         self.argfile = self.workdir / "java.args"
-        self._proc: subprocess.Popen[bytes] | None = None
+        self.process = ServerProcess(
+            "Apache Pulsar",
+            self.console_path,
+            error=ApachePulsarError,
+            extra_logs=[self.log_path],
+        )
         self.last_start_seconds: float | None = None
 
     @property
@@ -377,11 +383,11 @@ class ApachePulsar:
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
+        return self.process.pid
 
     @property
     def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        return self.process.running
 
     def admin(self) -> PulsarAdmin:
         from .admin import PulsarAdmin
@@ -430,24 +436,9 @@ class ApachePulsar:
             str(self.bookie_port),
         ]
         env = {k: v for k, v in os.environ.items() if not k.startswith("PULSAR_")}
-        console = open(self.console_path, "ab")
-        try:
-            self._proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=console,
-                stderr=subprocess.STDOUT,
-                cwd=str(self.workdir),
-                env=env,
-            )
-        finally:
-            console.close()
-        track(self._proc)
-        try:
-            self._wait_ready()
-        except BaseException:
-            self.kill()
-            raise
+        self.process.start(
+            cmd, self._ready, timeout=self.start_timeout, cwd=self.workdir, env=env, interval=0.25
+        )
         self.last_start_seconds = time.monotonic() - t0
         return self
 
@@ -461,31 +452,12 @@ class ApachePulsar:
         except (urllib.error.URLError, OSError, ValueError):
             return False
 
-    def _wait_ready(self) -> None:
-        assert self._proc is not None
-        deadline = time.monotonic() + self.start_timeout
-        while not self._ready():
-            if self._proc.poll() is not None:
-                raise ApachePulsarError(
-                    f"Apache Pulsar exited with {self._proc.returncode} during start-up\n"
-                    + self.log_tail()
-                )
-            if time.monotonic() > deadline:
-                raise ApachePulsarError(
-                    f"Apache Pulsar not ready within {self.start_timeout:.0f}s\n" + self.log_tail()
-                )
-            time.sleep(0.25)
-
     def stop(self, timeout: float = 20.0) -> int | None:
         """SIGTERM by PID, SIGKILL after ``timeout``."""
-        if self._proc is None:
-            return None
-        return stop_pid(self._proc, timeout)
+        return self.process.stop(timeout)
 
     def kill(self) -> int | None:
-        if self._proc is None:
-            return None
-        return kill_pid(self._proc)
+        return self.process.kill()
 
     def restart(self, *, hard: bool = False) -> ApachePulsar:
         """Stop and start again on the same ports and data directory."""
@@ -501,12 +473,7 @@ class ApachePulsar:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     def log_tail(self, lines: int = 80) -> str:
-        parts = []
-        for path in (self.console_path, self.log_path):
-            text = tail(path, lines)
-            if text:
-                parts.append(f"--- {path} (last {lines} lines) ---\n{text}")
-        return "\n".join(parts) or "(no log output)"
+        return self.process.log_tail(lines)
 
     def __enter__(self) -> ApachePulsar:
         return self.start()

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .util import LOOPBACK, free_port, kill_pid, stop_pid, tail, tcp_accepts, track
+from .process import ServerProcess
+from .util import LOOPBACK, free_port, tail, tcp_accepts
 
 __all__ = ["PulsarLite", "PulsarLiteError", "find_binary"]
 
@@ -94,7 +94,7 @@ class PulsarLite:
         self.config_path = self.workdir / "pulsar-lite.toml"
         self.log_path = self.workdir / "pulsar-lite.log"
         self.binary = find_binary()
-        self._proc: subprocess.Popen[bytes] | None = None
+        self.process = ServerProcess("pulsar-lite", self.log_path, error=PulsarLiteError)
 
     # -- properties ---------------------------------------------------------------------------
     @property
@@ -107,91 +107,57 @@ class PulsarLite:
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
+        return self.process.pid
 
     @property
     def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        return self.process.running
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> PulsarLite:
         if self.running:
             return self
         self.config_path.write_text(render_config(self.config))
-        log = open(self.log_path, "ab")
-        try:
-            log.write(f"=== start {time.strftime('%H:%M:%S')} port={self.port}\n".encode())
-            log.flush()
-            self._proc = subprocess.Popen(
-                [
-                    self.binary,
-                    "--addr",
-                    f"{LOOPBACK}:{self.port}",
-                    "--db-path",
-                    str(self.db_prefix),
-                    "--config",
-                    str(self.config_path),
-                    "--log-level",
-                    self.log_level,
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=str(self.workdir),
-            )
-        finally:
-            log.close()
-        track(self._proc)
-        try:
-            self._wait_ready()
-        except BaseException:
-            self.kill()
-            raise
+        self.process.start(
+            [
+                self.binary,
+                "--addr",
+                f"{LOOPBACK}:{self.port}",
+                "--db-path",
+                str(self.db_prefix),
+                "--config",
+                str(self.config_path),
+                "--log-level",
+                self.log_level,
+            ],
+            self._ready,
+            timeout=self.start_timeout,
+            cwd=self.workdir,
+            interval=0.02,
+        )
         return self
 
-    def _wait_ready(self) -> None:
-        assert self._proc is not None
-        deadline = time.monotonic() + self.start_timeout
-        while not tcp_accepts(LOOPBACK, self.port):
-            if self._proc.poll() is not None:
-                raise PulsarLiteError(
-                    f"pulsar-lite exited with {self._proc.returncode} before listening\n"
-                    + self.log_tail()
-                )
-            if time.monotonic() > deadline:
-                raise PulsarLiteError(
-                    f"pulsar-lite did not listen on {self.port} within {self.start_timeout}s\n"
-                    + self.log_tail()
-                )
-            time.sleep(0.02)
-        if self.handshake_probe:
-            self._probe(deadline)
-
-    def _probe(self, deadline: float) -> None:
-        """A real Pulsar handshake: CONNECT must be answered by CONNECTED."""
+    def _ready(self) -> bool:
+        """Listening, and (with ``handshake_probe``) CONNECT answered by CONNECTED."""
+        if not tcp_accepts(LOOPBACK, self.port):
+            return False
+        if not self.handshake_probe:
+            return True
         from .protocol import handshake
 
-        last: Exception | None = None
-        while time.monotonic() < deadline:
-            try:
-                handshake(LOOPBACK, self.port, timeout=2.0)
-                return
-            except (OSError, ValueError) as exc:
-                last = exc
-                time.sleep(0.05)
-        raise PulsarLiteError(f"pulsar-lite handshake failed: {last}\n" + self.log_tail())
+        try:
+            handshake(LOOPBACK, self.port, timeout=2.0)
+            return True
+        except (OSError, ValueError):
+            return False
 
     def stop(self, timeout: float = 10.0) -> int | None:
         """SIGTERM by PID, SIGKILL after ``timeout``; return the exit code (None: never started)."""
-        if self._proc is None:
-            return None
-        return stop_pid(self._proc, timeout)
+        return self.process.stop(timeout)
 
     def kill(self) -> int | None:
         """SIGKILL by PID (a crash: no clean shutdown)."""
-        if self._proc is None:
-            return None
-        return kill_pid(self._proc)
+        return self.process.kill()
 
     def restart(self, *, hard: bool = False, downtime: float = 0.0) -> PulsarLite:
         """Stop (SIGTERM, or SIGKILL with ``hard``) and start again on the same port and db."""

@@ -12,6 +12,7 @@
 
 mod common;
 mod pulsar;
+mod tank;
 
 use common::{blocking, errors};
 use pulsar::{client, consumer, dispatch, message, message_id, producer};
@@ -49,6 +50,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<message::Message>()?;
     m.add_class::<producer::Producer>()?;
     m.add_class::<producer::SendFuture>()?;
+    m.add_class::<tank::client::TankNativeClient>()?;
+    m.add_class::<tank::producer::TankProducer>()?;
+    m.add_class::<tank::producer::TankSendFuture>()?;
+    m.add_class::<tank::consumer::TankConsumer>()?;
+    m.add_class::<tank::message::TankMessageObj>()?;
     m.add_function(wrap_pyfunction!(_shutdown_callbacks, m)?)?;
     m.add_function(wrap_pyfunction!(configure, m)?)?;
     m.add_function(wrap_pyfunction!(_runtime_started, m)?)?;

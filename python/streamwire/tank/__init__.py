@@ -1,0 +1,238 @@
+"""TANK on the streamwire engine.
+
+`TANK <https://github.com/phaistos-networks/TANK>`_ is a partitioned, append-only log broker
+with a small binary protocol. This module is its client: topics and partitions, producers
+that gather messages into bundles (optionally Snappy-compressed) and pipeline them, and
+consumers that long-poll at the tail, read ahead a bounded number of bytes, and report the
+positions to persist.
+
+>>> from streamwire import tank
+>>> with tank.Client("tank://127.0.0.1:11011") as client:      # doctest: +SKIP
+...     client.create_topic("events", partitions=4)
+...     with client.create_producer("events") as producer:
+...         producer.send(b"hello", key=b"user-1")
+...         producer.send_many([b"a", b"b", b"c"], partition=0)
+...     with client.create_consumer("events", start="earliest") as consumer:
+...         batch = consumer.receive_arrow(10_000, timeout=1.0)
+...         resume_from = consumer.positions()                 # {partition: next seq}
+
+Errors are the package's own (:mod:`streamwire.exceptions`): an unknown topic raises
+``TopicNotFoundError``, an unknown partition ``PartitionNotFoundError``, a read outside what
+the broker stores ``OutOfRangeError`` (with ``first_available`` and ``high_water``), a
+read-only broker ``ReadOnlyError``, and timeouts ``OperationTimeoutError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple, Optional, Union
+
+from streamwire._native import TankClient as _NativeClient
+from streamwire._native import TankConsumer as Consumer
+from streamwire._native import TankMessage as Message
+from streamwire._native import TankProducer as Producer
+from streamwire._native import TankSendFuture as SendFuture
+
+__all__ = [
+    "Client",
+    "ClientConfig",
+    "Consumer",
+    "Message",
+    "PartitionInfo",
+    "Producer",
+    "SendFuture",
+    "TopicInfo",
+]
+
+Start = Union[Literal["earliest", "latest"], Mapping[int, int]]
+
+
+class PartitionInfo(NamedTuple):
+    """One partition as the broker reports it."""
+
+    partition: int
+    #: Sequence number of the oldest message still stored.
+    first_available: int
+    #: Sequence number of the newest message (0 when none was ever written).
+    high_water: int
+
+
+class TopicInfo(NamedTuple):
+    """One topic of the broker."""
+
+    name: str
+    partitions: int
+    enabled: bool
+
+
+def _config_text(config: Union[str, Mapping[str, Any], None]) -> str:
+    if config is None:
+        return ""
+    if isinstance(config, str):
+        return config
+    if isinstance(config, Mapping):
+        return "".join(f"{k}={v}\n" for k, v in config.items())
+    raise TypeError(f"config must be a str, a mapping or None, not {type(config).__name__}")
+
+
+class Client:
+    """A connection to one TANK broker (``tank://host[:port]``, port 11011 by default).
+
+    Nothing is dialled until the first call. Thread-safe: share one per process. Live
+    clients do not pickle; pass a :class:`ClientConfig` to other processes instead. After
+    ``fork()``, a client made in the parent raises ``ForkedProcessError`` in the child.
+    """
+
+    __slots__ = ("_native",)
+
+    def __init__(
+        self,
+        service_url: str,
+        *,
+        operation_timeout: float = 30.0,
+        connection_timeout: float = 10.0,
+        memory_limit: int = 64 * 1024 * 1024,
+    ) -> None:
+        self._native = _NativeClient(
+            service_url,
+            operation_timeout=operation_timeout,
+            connection_timeout=connection_timeout,
+            memory_limit=memory_limit,
+        )
+
+    @property
+    def service_url(self) -> str:
+        return self._native.service_url
+
+    def create_topic(
+        self,
+        topic: str,
+        partitions: int = 1,
+        config: Union[str, Mapping[str, Any], None] = None,
+    ) -> None:
+        """Create ``topic`` with ``partitions`` partitions; ``config`` is the topic's
+        configuration (``key=value`` lines, or a mapping of them). Raises
+        ``InvalidArgumentError`` with ``details["already_exists"]`` when it exists."""
+        self._native.create_topic(topic, partitions, _config_text(config))
+
+    def partitions(self, topic: str) -> list[PartitionInfo]:
+        """First available and high-water sequence numbers of each partition."""
+        return [PartitionInfo(*p) for p in self._native.partitions(topic)]
+
+    def topics(self) -> list[TopicInfo]:
+        """Every topic the broker has."""
+        return [TopicInfo(*t) for t in self._native.topics()]
+
+    def status(self) -> dict[str, int]:
+        """The broker's status: topics, partitions, open partitions, start time, version."""
+        return self._native.status()
+
+    def reload_config(self, topic: str, partition: int) -> None:
+        """Ask the broker to re-read ``<data>/<topic>/<partition>/config``."""
+        self._native.reload_config(topic, partition)
+
+    def create_producer(
+        self,
+        topic: str,
+        *,
+        batch_max_messages: int = 1000,
+        batch_max_bytes: int = 128 * 1024,
+        batch_delay: float = 0.001,
+        compression: Optional[Literal["snappy", "auto"]] = None,
+        max_in_flight: int = 32,
+        send_timeout: float = 30.0,
+        block_if_queue_full: bool = True,
+    ) -> Producer:
+        """A producer for ``topic`` (which must exist).
+
+        Messages gather per partition into bundles of up to ``batch_max_messages`` /
+        ``batch_max_bytes``, sent at the latest ``batch_delay`` seconds after the first;
+        ``compression="snappy"`` compresses every bundle, ``"auto"`` those of more than 512
+        messages or 1 KiB (the C++ client's rule). Without a key or partition, messages go
+        round-robin one batch at a time; with a key, to ``fnv1a_32(key) % partitions``.
+        Pending bytes count against the client's ``memory_limit``: a full budget blocks, or
+        raises ``ProducerQueueFullError`` with ``block_if_queue_full=False``.
+        """
+        return self._native.create_producer(
+            topic,
+            batch_max_messages=batch_max_messages,
+            batch_max_bytes=batch_max_bytes,
+            batch_delay=batch_delay,
+            compression=compression,
+            max_in_flight=max_in_flight,
+            send_timeout=send_timeout,
+            block_if_queue_full=block_if_queue_full,
+        )
+
+    def create_consumer(
+        self,
+        topic: str,
+        *,
+        partitions: Optional[list[int]] = None,
+        start: Start = "earliest",
+        max_wait: float = 1.0,
+        min_bytes: int = 0,
+        fetch_size: int = 1024 * 1024,
+        max_fetch_size: int = 64 * 1024 * 1024,
+        queue_bytes: int = 32 * 1024 * 1024,
+        on_out_of_range: Literal["error", "earliest", "latest"] = "error",
+    ) -> Consumer:
+        """A consumer of ``topic`` (all partitions, or the listed ones).
+
+        ``start`` is ``"earliest"``, ``"latest"`` or ``{partition: seq}`` (as returned by
+        :meth:`Consumer.positions`). The broker holds a request at the tail up to
+        ``max_wait`` seconds (until ``min_bytes`` arrived); each partition asks for up to
+        ``fetch_size`` bytes, grown up to ``max_fetch_size`` to fit one large bundle; up to
+        ``queue_bytes`` are read ahead. ``on_out_of_range`` decides what a read outside what
+        the broker stores (retention) does: raise ``OutOfRangeError`` once, or continue from
+        the earliest or latest message.
+        """
+        return self._native.create_consumer(
+            topic,
+            partitions=partitions,
+            start=start if isinstance(start, str) else dict(start),
+            max_wait=max_wait,
+            min_bytes=min_bytes,
+            fetch_size=fetch_size,
+            max_fetch_size=max_fetch_size,
+            queue_bytes=queue_bytes,
+            on_out_of_range=on_out_of_range,
+        )
+
+    def close(self) -> None:
+        """Close the connection; later calls raise ``AlreadyClosedError``."""
+        self._native.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "a live streamwire TANK Client cannot be pickled or sent to another process; "
+            "pass a streamwire.tank.ClientConfig and call .create() inside the worker"
+        )
+
+    def __repr__(self) -> str:
+        return repr(self._native)
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """Everything needed to make a :class:`Client`: picklable, for other processes."""
+
+    service_url: str
+    operation_timeout: float = 30.0
+    connection_timeout: float = 10.0
+    memory_limit: int = 64 * 1024 * 1024
+
+    def create(self) -> Client:
+        return Client(
+            self.service_url,
+            operation_timeout=self.operation_timeout,
+            connection_timeout=self.connection_timeout,
+            memory_limit=self.memory_limit,
+        )

@@ -1,0 +1,367 @@
+//! `streamwire.tank.Client`'s native half: one engine client per Python client, its
+//! administrative calls, and the factories of producers and consumers.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use streamwire_core::budget::MemoryBudget;
+use streamwire_core::error::{Error, ErrorKind};
+use streamwire_core::runtime;
+use streamwire_tank::client::{ClientConfig, TankClient};
+use streamwire_tank::consumer::{Consumer, ConsumerConfig, OnOutOfRange, Start};
+use streamwire_tank::producer::{BatchLimits, CompressionChoice, Producer, ProducerConfig};
+
+use crate::common::blocking::{count_arg, positive_secs, wait};
+use crate::common::errors::{to_py, IntoPyResult};
+use crate::common::pickle::refuse_pickle;
+use crate::tank::consumer::TankConsumer;
+use crate::tank::producer::TankProducer;
+
+const PICKLE_HINT: &str = "pass the service URL and options instead and create the client \
+    inside the worker";
+
+/// A connection to a TANK broker. Thread-safe; create one per process and share it.
+#[pyclass(frozen, name = "TankClient", module = "streamwire._native")]
+pub struct TankNativeClient {
+    pub(crate) inner: TankClient,
+    pub(crate) pid: u32,
+    closed: AtomicBool,
+    pub(crate) budget: MemoryBudget,
+    service_url: String,
+}
+
+impl TankNativeClient {
+    pub(crate) fn live(&self) -> PyResult<&TankClient> {
+        runtime::check_same_process(self.pid, "TANK client").py_err()?;
+        if self.closed.load(Ordering::Acquire) {
+            return Err(to_py(Error::closed("TANK client")));
+        }
+        Ok(&self.inner)
+    }
+
+    fn timeout(&self) -> Duration {
+        self.inner.config().operation_timeout
+    }
+}
+
+fn topic_arg(topic: &str) -> PyResult<()> {
+    if topic.is_empty() || topic.len() > 64 {
+        return Err(to_py(Error::invalid(format!(
+            "a TANK topic name must be 1 to 64 bytes long, got {} bytes",
+            topic.len()
+        ))));
+    }
+    Ok(())
+}
+
+fn u16_arg(name: &str, v: i64) -> PyResult<u16> {
+    u16::try_from(v).map_err(|_| {
+        to_py(Error::invalid(format!(
+            "{name} must be from 0 to 65535, got {v}"
+        )))
+    })
+}
+
+#[pymethods]
+impl TankNativeClient {
+    #[new]
+    #[pyo3(signature = (service_url, *, operation_timeout=30.0, connection_timeout=10.0,
+                        memory_limit=67_108_864))]
+    fn new(
+        service_url: &str,
+        operation_timeout: f64,
+        connection_timeout: f64,
+        memory_limit: i64,
+    ) -> PyResult<Self> {
+        let mut config = ClientConfig {
+            operation_timeout: positive_secs("operation_timeout", operation_timeout).py_err()?,
+            ..ClientConfig::default()
+        };
+        config.dial.connect_timeout =
+            positive_secs("connection_timeout", connection_timeout).py_err()?;
+        let limit: u64 = count_arg("memory_limit", memory_limit).py_err()?;
+        Ok(TankNativeClient {
+            inner: TankClient::new(service_url, config).py_err()?,
+            pid: runtime::current_pid(),
+            closed: AtomicBool::new(false),
+            budget: MemoryBudget::new(limit),
+            service_url: service_url.to_string(),
+        })
+    }
+
+    #[getter]
+    fn service_url(&self) -> &str {
+        &self.service_url
+    }
+
+    #[pyo3(signature = (topic, partitions=1, config=""))]
+    fn create_topic(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        partitions: i64,
+        config: &str,
+    ) -> PyResult<()> {
+        topic_arg(topic)?;
+        if partitions < 1 {
+            return Err(to_py(Error::invalid(format!(
+                "partitions must be at least 1, got {partitions}"
+            ))));
+        }
+        let partitions = u16_arg("partitions", partitions)?;
+        let c = self.live()?.clone();
+        let (t, cfg) = (topic.to_string(), config.to_string());
+        wait(py, "create topic", Some(self.timeout()), async move {
+            c.create_topic(&t, partitions, &cfg).await
+        })
+    }
+
+    /// `[(partition, first_available, high_water), ...]`.
+    fn partitions(&self, py: Python<'_>, topic: &str) -> PyResult<Vec<(u16, u64, u64)>> {
+        topic_arg(topic)?;
+        let c = self.live()?.clone();
+        let t = topic.to_string();
+        let parts = wait(
+            py,
+            "discover partitions",
+            Some(self.timeout()),
+            async move { c.partitions(&t).await },
+        )?;
+        Ok(parts
+            .into_iter()
+            .map(|p| (p.partition, p.first_available, p.high_water))
+            .collect())
+    }
+
+    /// `[(name, partitions, enabled), ...]`.
+    fn topics(&self, py: Python<'_>) -> PyResult<Vec<(String, u16, bool)>> {
+        let c = self.live()?.clone();
+        let topics = wait(py, "discover topics", Some(self.timeout()), async move {
+            c.topics().await
+        })?;
+        Ok(topics
+            .into_iter()
+            .map(|t| {
+                (
+                    String::from_utf8_lossy(&t.name).into_owned(),
+                    t.partitions,
+                    t.enabled,
+                )
+            })
+            .collect())
+    }
+
+    fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let c = self.live()?.clone();
+        let s = wait(py, "status", Some(self.timeout()), async move {
+            c.status().await
+        })?;
+        let d = PyDict::new(py);
+        d.set_item("topics", s.topics)?;
+        d.set_item("partitions", s.partitions)?;
+        d.set_item("open_partitions", s.open_partitions)?;
+        d.set_item("cluster_aware", s.cluster_aware)?;
+        d.set_item("startup_ts", s.startup_ts)?;
+        d.set_item("version", s.version)?;
+        Ok(d)
+    }
+
+    fn reload_config(&self, py: Python<'_>, topic: &str, partition: i64) -> PyResult<()> {
+        topic_arg(topic)?;
+        let p = u16_arg("partition", partition)?;
+        let c = self.live()?.clone();
+        let t = topic.to_string();
+        wait(py, "reload config", Some(self.timeout()), async move {
+            c.reload_config(&t, p).await
+        })
+    }
+
+    #[pyo3(signature = (topic, *, batch_max_messages=1000, batch_max_bytes=131_072,
+                        batch_delay=0.001, compression=None, max_in_flight=32,
+                        send_timeout=30.0, block_if_queue_full=true))]
+    #[allow(clippy::too_many_arguments)]
+    fn create_producer(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        batch_max_messages: i64,
+        batch_max_bytes: i64,
+        batch_delay: f64,
+        compression: Option<&str>,
+        max_in_flight: i64,
+        send_timeout: f64,
+        block_if_queue_full: bool,
+    ) -> PyResult<TankProducer> {
+        topic_arg(topic)?;
+        let batch_max_messages: usize =
+            count_arg("batch_max_messages", batch_max_messages).py_err()?;
+        let max_in_flight: usize = count_arg("max_in_flight", max_in_flight).py_err()?;
+        if batch_max_messages == 0 || max_in_flight == 0 {
+            return Err(to_py(Error::new(
+                ErrorKind::Config,
+                "batch_max_messages and max_in_flight must be at least 1",
+            )));
+        }
+        if !batch_delay.is_finite() || batch_delay < 0.0 {
+            return Err(to_py(Error::new(
+                ErrorKind::Config,
+                format!("batch_delay must be a non-negative number of seconds, got {batch_delay}"),
+            )));
+        }
+        let config = ProducerConfig {
+            batch: BatchLimits {
+                max_messages: batch_max_messages,
+                max_bytes: count_arg("batch_max_bytes", batch_max_bytes).py_err()?,
+                max_delay: Duration::from_secs_f64(batch_delay),
+            },
+            compression: CompressionChoice::parse(compression).py_err()?,
+            max_in_flight,
+            send_timeout: positive_secs("send_timeout", send_timeout).py_err()?,
+        };
+        let c = self.live()?.clone();
+        let (t, budget) = (topic.to_string(), self.budget.clone());
+        let p = wait(py, "create producer", Some(self.timeout()), async move {
+            Producer::create(&c, &t, config, budget).await
+        })?;
+        Ok(TankProducer::new(
+            p,
+            self.pid,
+            block_if_queue_full,
+            self.timeout(),
+        ))
+    }
+
+    #[pyo3(signature = (topic, *, partitions=None, start=None, max_wait=1.0, min_bytes=0,
+                        fetch_size=1_048_576, max_fetch_size=67_108_864,
+                        queue_bytes=33_554_432, on_out_of_range="error"))]
+    #[allow(clippy::too_many_arguments)]
+    fn create_consumer(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        partitions: Option<Vec<i64>>,
+        start: Option<&Bound<'_, PyAny>>,
+        max_wait: f64,
+        min_bytes: i64,
+        fetch_size: i64,
+        max_fetch_size: i64,
+        queue_bytes: i64,
+        on_out_of_range: &str,
+    ) -> PyResult<TankConsumer> {
+        topic_arg(topic)?;
+        let partitions = partitions
+            .map(|v| {
+                v.into_iter()
+                    .map(|p| u16_arg("partition", p))
+                    .collect::<PyResult<Vec<_>>>()
+            })
+            .transpose()?;
+        let start = start_arg(start)?;
+        if !max_wait.is_finite() || max_wait < 0.0 {
+            return Err(to_py(Error::new(
+                ErrorKind::Config,
+                format!("max_wait must be a non-negative number of seconds, got {max_wait}"),
+            )));
+        }
+        let config = ConsumerConfig {
+            max_wait: Duration::from_secs_f64(max_wait),
+            min_bytes: count_arg("min_bytes", min_bytes).py_err()?,
+            fetch_size: count_arg("fetch_size", fetch_size).py_err()?,
+            max_fetch_size: count_arg("max_fetch_size", max_fetch_size).py_err()?,
+            queue_bytes: count_arg("queue_bytes", queue_bytes).py_err()?,
+            on_out_of_range: OnOutOfRange::parse(on_out_of_range).ok_or_else(|| {
+                to_py(Error::new(
+                    ErrorKind::Config,
+                    format!(
+                        "on_out_of_range must be \"error\", \"earliest\" or \"latest\", not \
+                         {on_out_of_range:?}"
+                    ),
+                ))
+            })?,
+        };
+        let c = self.live()?.clone();
+        let t = topic.to_string();
+        let consumer = wait(py, "create consumer", Some(self.timeout()), async move {
+            Consumer::create(&c, &t, partitions, start, config).await
+        })?;
+        Ok(TankConsumer::new(consumer, self.pid))
+    }
+
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        if runtime::check_same_process(self.pid, "TANK client").is_err() {
+            return Ok(());
+        }
+        let c = self.inner.clone();
+        wait(py, "close", Some(self.timeout()), async move {
+            c.close().await;
+            Ok(())
+        })
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(refuse_pickle("TANK Client", PICKLE_HINT))
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.closed.load(Ordering::Acquire) {
+            " closed"
+        } else {
+            ""
+        };
+        format!("<streamwire.tank.Client {}{state}>", self.service_url)
+    }
+}
+
+fn start_arg(start: Option<&Bound<'_, PyAny>>) -> PyResult<Start> {
+    let Some(s) = start else {
+        return Ok(Start::Earliest);
+    };
+    if let Ok(word) = s.extract::<String>() {
+        return match word.as_str() {
+            "earliest" => Ok(Start::Earliest),
+            "latest" => Ok(Start::Latest),
+            other => Err(to_py(Error::invalid(format!(
+                "start must be \"earliest\", \"latest\" or a {{partition: seq}} dict, not {other:?}"
+            )))),
+        };
+    }
+    if let Ok(map) = s.cast::<PyDict>() {
+        let mut out = BTreeMap::new();
+        for (k, v) in map.iter() {
+            let p: i64 = k.extract().map_err(|_| {
+                pyo3::exceptions::PyTypeError::new_err("start's keys must be partition numbers")
+            })?;
+            let seq: i64 = v.extract().map_err(|_| {
+                pyo3::exceptions::PyTypeError::new_err("start's values must be sequence numbers")
+            })?;
+            let seq = u64::try_from(seq).map_err(|_| {
+                to_py(Error::invalid(format!(
+                    "start's sequence numbers must not be negative, got {seq}"
+                )))
+            })?;
+            out.insert(u16_arg("partition", p)?, seq);
+        }
+        return Ok(Start::At(out));
+    }
+    Err(pyo3::exceptions::PyTypeError::new_err(format!(
+        "start must be \"earliest\", \"latest\" or a dict, not {}",
+        s.get_type().name()?
+    )))
+}

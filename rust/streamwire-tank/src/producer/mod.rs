@@ -1,0 +1,310 @@
+//! Producing to one TANK topic.
+//!
+//! The handle routes each message to a partition (explicit, by key hash, or round-robin),
+//! holds its bytes against the client's memory budget, and hands it to the producer's task,
+//! which gathers messages into one bundle per partition and sends them as pipelined Produce
+//! requests on the client's connection (see `actor`). A message's future completes when the
+//! broker acknowledged the request that carried it, or fails with the reason: nothing is
+//! dropped silently. After a lost connection the unacknowledged requests are sent again in
+//! order (at-least-once: TANK has no producer sequence numbers to de-duplicate by).
+
+mod actor;
+pub mod batch;
+pub mod routing;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+
+use streamwire_core::budget::{MemoryBudget, Reservation};
+use streamwire_core::error::{Error, ErrorKind, Result};
+
+use crate::client::TankClient;
+pub use batch::{BatchLimits, CompressionChoice, Pending};
+
+/// Settings of a producer.
+#[derive(Debug, Clone)]
+pub struct ProducerConfig {
+    pub batch: BatchLimits,
+    pub compression: CompressionChoice,
+    /// Produce requests awaiting their acknowledgement before the producer waits.
+    pub max_in_flight: usize,
+    /// How long a message may wait for its acknowledgement (re-sends included).
+    pub send_timeout: Duration,
+}
+
+impl Default for ProducerConfig {
+    fn default() -> Self {
+        ProducerConfig {
+            batch: BatchLimits::default(),
+            compression: CompressionChoice::None,
+            max_in_flight: 32,
+            send_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Completes when the broker acknowledged a message (or a group of messages).
+pub enum Done {
+    One(oneshot::Sender<Result<()>>),
+    Group(Arc<Group>),
+    /// A completion the caller owns (the binding's future: no task per message).
+    Notify(Arc<dyn Completion>),
+}
+
+impl std::fmt::Debug for Done {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Done::One(_) => "Done::One",
+            Done::Group(_) => "Done::Group",
+            Done::Notify(_) => "Done::Notify",
+        })
+    }
+}
+
+/// Receives a message's outcome, once, on an engine thread (must not block).
+pub trait Completion: Send + Sync {
+    fn complete(&self, result: Result<()>);
+}
+
+/// One completion shared by many messages (a `send_many` call): it fires once all are
+/// acknowledged, or with the first failure.
+#[derive(Debug)]
+pub struct Group {
+    remaining: AtomicUsize,
+    /// The first failure, and the sender fired when the last message settles.
+    state: Mutex<GroupState>,
+}
+
+type GroupState = (Option<Error>, Option<oneshot::Sender<Result<()>>>);
+
+impl Group {
+    pub fn new(count: usize) -> (Arc<Group>, oneshot::Receiver<Result<()>>) {
+        let (tx, rx) = oneshot::channel();
+        if count == 0 {
+            let _ = tx.send(Ok(()));
+            return (
+                Arc::new(Group {
+                    remaining: AtomicUsize::new(0),
+                    state: Mutex::new((None, None)),
+                }),
+                rx,
+            );
+        }
+        (
+            Arc::new(Group {
+                remaining: AtomicUsize::new(count),
+                state: Mutex::new((None, Some(tx))),
+            }),
+            rx,
+        )
+    }
+
+    fn finish(&self, result: Result<()>) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = result {
+            if state.0.is_none() {
+                state.0 = Some(e);
+            }
+        }
+        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            if let Some(tx) = state.1.take() {
+                let _ = tx.send(match state.0.take() {
+                    Some(e) => Err(e),
+                    None => Ok(()),
+                });
+            }
+        }
+    }
+}
+
+impl Done {
+    pub fn complete(self, result: Result<()>) {
+        match self {
+            Done::One(tx) => {
+                let _ = tx.send(result);
+            }
+            Done::Group(g) => g.finish(result),
+            Done::Notify(c) => c.complete(result),
+        }
+    }
+}
+
+/// One message for `send`, routed by the handle.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    pub partition: Option<u16>,
+    pub msg: Pending,
+}
+
+pub(crate) enum Command {
+    Send {
+        items: Vec<(u16, Pending, Done)>,
+        reservation: Option<Reservation>,
+    },
+    Flush(oneshot::Sender<Result<()>>),
+    Close(oneshot::Sender<Result<()>>),
+}
+
+struct Inner {
+    topic: String,
+    partitions: u16,
+    tx: mpsc::Sender<Command>,
+    budget: MemoryBudget,
+    router: routing::Router,
+    /// Messages handed over and not yet acknowledged or failed.
+    pending: Arc<AtomicUsize>,
+}
+
+/// A cheap, cloneable handle to a producer task.
+#[derive(Clone)]
+pub struct Producer {
+    inner: Arc<Inner>,
+}
+
+impl Producer {
+    /// Discover the topic's partitions and start the producer's task.
+    pub async fn create(
+        client: &TankClient,
+        topic: &str,
+        config: ProducerConfig,
+        budget: MemoryBudget,
+    ) -> Result<Producer> {
+        let partitions = client.partitions(topic).await?;
+        let count = u16::try_from(partitions.len())
+            .map_err(|_| Error::new(ErrorKind::Protocol, "too many partitions"))?;
+        let (tx, rx) = mpsc::channel(1024);
+        let pending = Arc::new(AtomicUsize::new(0));
+        tokio::spawn(actor::run(
+            client.clone(),
+            topic.to_string(),
+            count,
+            config,
+            rx,
+            pending.clone(),
+        ));
+        Ok(Producer {
+            inner: Arc::new(Inner {
+                topic: topic.to_string(),
+                partitions: count,
+                tx,
+                budget,
+                router: routing::Router::new(count),
+                pending,
+            }),
+        })
+    }
+
+    pub fn topic(&self) -> &str {
+        &self.inner.topic
+    }
+
+    pub fn partitions(&self) -> u16 {
+        self.inner.partitions
+    }
+
+    /// Messages handed over and not yet acknowledged or failed.
+    pub fn pending(&self) -> usize {
+        self.inner.pending.load(Ordering::Acquire)
+    }
+
+    pub fn budget(&self) -> &MemoryBudget {
+        &self.inner.budget
+    }
+
+    fn route(&self, partition: Option<u16>, key: Option<&[u8]>) -> Result<u16> {
+        match partition {
+            Some(p) if p < self.inner.partitions => Ok(p),
+            Some(p) => Err(Error::new(
+                ErrorKind::PartitionNotFound,
+                format!(
+                    "partition {p} does not exist: topic {:?} has {} partition(s)",
+                    self.inner.topic, self.inner.partitions
+                ),
+            )),
+            None => Ok(self.inner.router.choose(key)),
+        }
+    }
+
+    /// Hand messages over with bytes already reserved (the binding reserves, waiting or not
+    /// as the caller chose). Routing errors fail the whole call before anything is queued.
+    pub async fn send_reserved(
+        &self,
+        msgs: Vec<Outgoing>,
+        dones: impl IntoIterator<Item = Done>,
+        reservation: Option<Reservation>,
+    ) -> Result<()> {
+        let mut items = Vec::with_capacity(msgs.len());
+        for (m, d) in msgs.into_iter().zip(dones) {
+            let p = self.route(m.partition, m.msg.key.as_deref())?;
+            items.push((p, m.msg, d));
+        }
+        let n = items.len();
+        self.inner.pending.fetch_add(n, Ordering::AcqRel);
+        if let Err(mpsc::error::SendError(cmd)) = self
+            .inner
+            .tx
+            .send(Command::Send { items, reservation })
+            .await
+        {
+            self.inner.pending.fetch_sub(n, Ordering::AcqRel);
+            if let Command::Send { items, .. } = cmd {
+                for (_, _, d) in items {
+                    d.complete(Err(Error::closed("TANK producer")));
+                }
+            }
+            return Err(Error::closed("TANK producer"));
+        }
+        Ok(())
+    }
+
+    /// Send one message and return the receiver of its acknowledgement.
+    pub async fn send(&self, msg: Outgoing) -> Result<oneshot::Receiver<Result<()>>> {
+        let reservation = self.inner.budget.reserve(msg.msg.size() as u64).await;
+        let (tx, rx) = oneshot::channel();
+        self.send_reserved(vec![msg], [Done::One(tx)], Some(reservation))
+            .await?;
+        Ok(rx)
+    }
+
+    /// Send many messages; the receiver completes once all are acknowledged (or with the
+    /// first failure).
+    pub async fn send_many(&self, msgs: Vec<Outgoing>) -> Result<oneshot::Receiver<Result<()>>> {
+        let bytes: u64 = msgs.iter().map(|m| m.msg.size() as u64).sum();
+        let reservation = self.inner.budget.reserve(bytes).await;
+        let (group, rx) = Group::new(msgs.len());
+        let dones: Vec<Done> = (0..msgs.len())
+            .map(|_| Done::Group(group.clone()))
+            .collect();
+        self.send_reserved(msgs, dones, Some(reservation)).await?;
+        Ok(rx)
+    }
+
+    /// Send everything gathered now and wait until every message handed over before this
+    /// call is acknowledged (an error if any of them failed).
+    pub async fn flush(&self) -> Result<()> {
+        let (tx, rx) = oneshot::channel();
+        self.inner
+            .tx
+            .send(Command::Flush(tx))
+            .await
+            .map_err(|_| Error::closed("TANK producer"))?;
+        rx.await
+            .unwrap_or_else(|_| Err(Error::closed("TANK producer")))
+    }
+
+    /// Flush, then stop the task. Later sends fail with `Closed`.
+    pub async fn close(&self) -> Result<()> {
+        let (tx, rx) = oneshot::channel();
+        if self.inner.tx.send(Command::Close(tx)).await.is_err() {
+            return Ok(());
+        }
+        rx.await.unwrap_or(Ok(()))
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.inner.tx.is_closed()
+    }
+}

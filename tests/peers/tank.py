@@ -1,0 +1,107 @@
+"""The TANK broker of the test suite: the real one when ``STREAMWIRE_TANK_BIN`` names a built
+``tank`` binary (see README, "TANK against a real broker"), else the broker double in
+``tank_double.py``. Both bind 127.0.0.1 on a free port and keep their data in a temporary
+directory across ``restart()``/``kill()``+``start()``, so fault tests run the same on both.
+
+Ready means: a TCP connection gets the broker's greeting Ping.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sys
+import tempfile
+from pathlib import Path
+
+from .process import ServerProcess
+from .util import LOOPBACK, free_port
+
+__all__ = ["TankBroker", "TankBrokerError", "greets"]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class TankBrokerError(RuntimeError):
+    """The TANK broker (real or double) did not start."""
+
+
+def greets(port: int, timeout: float = 1.0) -> bool:
+    """True when a connection to ``port`` receives TANK's greeting Ping."""
+    try:
+        with socket.create_connection((LOOPBACK, port), timeout=timeout) as s:
+            data = b""
+            while len(data) < 5:
+                more = s.recv(5 - len(data))
+                if not more:
+                    return False
+                data += more
+            return data == b"\x03\x00\x00\x00\x00"
+    except OSError:
+        return False
+
+
+class TankBroker:
+    """A TANK broker on a free loopback port with its own data directory."""
+
+    def __init__(self, *, binary: str | None = None, port: int | None = None) -> None:
+        self.binary = binary if binary is not None else os.environ.get("STREAMWIRE_TANK_BIN")
+        self.kind = "real" if self.binary else "double"
+        self.port = port or free_port()
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"streamwire-tank-{self.kind}-"))
+        self.data_dir = self.workdir / "data"
+        self.data_dir.mkdir()
+        self.process = ServerProcess(
+            f"TANK broker ({self.kind})", self.workdir / "tank.log", error=TankBrokerError
+        )
+
+    @property
+    def url(self) -> str:
+        return f"tank://{LOOPBACK}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self.process.running
+
+    def _cmd(self) -> list[str]:
+        if self.binary:
+            return [self.binary, "-p", str(self.data_dir), "-l", f"{LOOPBACK}:{self.port}"]
+        return [
+            sys.executable,
+            "-m",
+            "tests.peers.tank_double",
+            "--port",
+            str(self.port),
+            "--data-dir",
+            str(self.data_dir),
+        ]
+
+    def start(self, timeout: float = 30.0) -> TankBroker:
+        if not self.running:
+            self.process.start(self._cmd(), lambda: greets(self.port), timeout=timeout, cwd=ROOT)
+        return self
+
+    def stop(self) -> int | None:
+        return self.process.stop()
+
+    def kill(self) -> int | None:
+        return self.process.kill()
+
+    def restart(self, *, hard: bool = False) -> TankBroker:
+        """Stop (SIGTERM, or SIGKILL with ``hard``) and start on the same port and data."""
+        if hard:
+            self.kill()
+        else:
+            self.stop()
+        return self.start()
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def log_tail(self) -> str:
+        return self.process.log_tail()
+
+    def __repr__(self) -> str:
+        return f"<TankBroker {self.kind} {self.url}>"

@@ -1,0 +1,15 @@
+"""Fixtures of the TANK tests: one client per session on the session's TANK broker (real or
+double, see ``tests/peers/tank.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from streamwire import tank
+
+
+@pytest.fixture(scope="session")
+def tank_client(tank_broker: object) -> Iterator[tank.Client]:
+    with tank.Client(tank_broker.url, operation_timeout=10.0) as client:  # type: ignore[attr-defined]
+        yield client
