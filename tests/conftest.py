@@ -78,6 +78,18 @@ def tank_broker() -> Iterator[TankBroker]:
         broker.close()
 
 
+@pytest.fixture
+def fresh_tank() -> Iterator[TankBroker]:
+    """A TANK broker of the same kind as ``tank_broker``, of this test's own (fresh data, free
+    to kill and restart)."""
+    broker = TankBroker()
+    try:
+        broker.start()
+        yield broker
+    finally:
+        broker.close()
+
+
 @pytest.fixture(scope="session")
 def lite_broker() -> Iterator[PulsarLite]:
     broker = PulsarLite()

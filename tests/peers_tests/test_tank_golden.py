@@ -8,9 +8,6 @@ from __future__ import annotations
 import socket
 import struct
 import time
-from collections.abc import Iterator
-
-import pytest
 
 from tests.peers.tank import TankBroker
 
@@ -35,16 +32,6 @@ GOLDEN = [
     ("060900000006000000046e6f7065", "060b00000006000000046e6f70650000"),
     ("070a00000007000000027431010000", "07080000000700000002743101"),
 ]
-
-
-@pytest.fixture
-def fresh_tank() -> Iterator[TankBroker]:
-    broker = TankBroker()
-    try:
-        broker.start()
-        yield broker
-    finally:
-        broker.close()
 
 
 class Raw:

@@ -148,7 +148,7 @@ impl<F: Send + 'static> FramedConnection<F> {
             buf.reserve(read_capacity);
             let outcome = tokio::select! {
                 r = read_loop(read_half, &mut codec, &reader_inner, &utx, buf) => r,
-                () = stopped(&mut reader_shutdown) => Error::closed("connection"),
+                () = stopped(&mut reader_shutdown) => closed_here(&reader_inner.peer),
             };
             end(&reader_inner, outcome);
         });
@@ -244,7 +244,7 @@ impl<F: Send + 'static> FramedConnection<F> {
             .map_err(|_| self.disconnected())
     }
 
-    /// Close the connection; every waiter gets `Closed`.
+    /// Close the connection; every waiter gets `Disconnected`.
     pub fn close(&self) {
         let _ = self.inner.shutdown.send(true);
     }
@@ -264,6 +264,16 @@ impl<F> Drop for Inner<F> {
         // The last handle is gone: stop both tasks.
         let _ = self.shutdown.send(true);
     }
+}
+
+/// The end of a connection this side closed. `Disconnected`, not `Closed`: the connection's
+/// users (producers, consumers) are still open and go on with a new connection; `Closed` is
+/// for handles the application closed.
+fn closed_here(peer: &str) -> Error {
+    Error::new(
+        ErrorKind::Disconnected,
+        format!("the connection to {peer} was closed by this client"),
+    )
 }
 
 /// Resolves once shutdown is asked for (the guard `wait_for` returns is not `Send`).
@@ -375,7 +385,7 @@ where
         tokio::select! {
             msg = rx.recv() => {
                 let Some(first) = msg else {
-                    return Error::closed("connection");
+                    return closed_here(&inner.peer);
                 };
                 // Coalesce everything already queued into one write.
                 let mut batch = vec![first];
@@ -409,7 +419,7 @@ where
             }
             () = stopped(&mut shutdown) => {
                 let _ = wr.shutdown().await;
-                return Error::closed("connection");
+                return closed_here(&inner.peer);
             }
         }
     }
@@ -617,7 +627,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn close_fails_waiters_with_closed() {
+    async fn close_fails_waiters_with_disconnected() {
         let (client, _server) = tokio::io::duplex(1024);
         let (conn, _u) = FramedConnection::start(
             "test",
@@ -637,6 +647,7 @@ mod tests {
             .unwrap();
         conn.close();
         let err = rx.await.unwrap().unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::Closed);
+        assert_eq!(err.kind(), ErrorKind::Disconnected);
+        assert!(err.to_string().contains("closed by this client"), "{err}");
     }
 }

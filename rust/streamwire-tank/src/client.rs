@@ -2,7 +2,7 @@
 //! administrative calls. Producers and consumers share the client's connection: TANK
 //! pipelines every request on one socket and matches replies by request id.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -51,6 +51,9 @@ struct Inner {
     config: ClientConfig,
     redial: Redial<RawFrame>,
     closed: AtomicBool,
+    /// Request ids for every call on this client's connections (producers encode theirs
+    /// into a request once, before they know which connection carries it).
+    next_id: AtomicU32,
 }
 
 /// A cheap, cloneable handle to a TANK broker.
@@ -82,6 +85,7 @@ impl TankClient {
                 addr,
                 config,
                 closed: AtomicBool::new(false),
+                next_id: AtomicU32::new(1),
             }),
         })
     }
@@ -112,6 +116,11 @@ impl TankClient {
         }
     }
 
+    /// A request id unique among this client's requests in flight.
+    pub fn next_request_id(&self) -> u32 {
+        self.inner.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
     /// The live connection, dialling if needed, before `deadline`.
     pub async fn connection(&self, deadline: Instant) -> Result<Connection> {
         self.check_open()?;
@@ -138,7 +147,7 @@ impl TankClient {
         loop {
             tries += 1;
             let conn = self.connection(deadline).await?;
-            let id = conn.next_request_id() as u32;
+            let id = self.next_request_id();
             let mut out = BytesMut::with_capacity(64);
             encode(&mut out, id)?;
             let rx = conn

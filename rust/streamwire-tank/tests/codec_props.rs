@@ -51,6 +51,9 @@ proptest! {
     fn bundles_round_trip(ms in proptest::collection::vec(msg(), 1..40), comp in codec(), base in 1u64..1_000_000) {
         let mut b = BytesMut::new();
         encode_bundle(&mut b, &out(&ms), comp, &mut Vec::new()).unwrap();
+        if comp == Compression::None {
+            prop_assert_eq!(b.len(), plain_bundle_len(&out(&ms)));
+        }
         let mut got = Vec::new();
         let next = decode_bundle(&b.freeze(), base, &mut got).unwrap();
         prop_assert_eq!(next, base + ms.len() as u64);

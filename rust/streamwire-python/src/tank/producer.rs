@@ -14,7 +14,7 @@ use pyo3::types::PyTuple;
 use streamwire_core::budget::Reservation;
 use streamwire_core::error::{Error, ErrorKind, Result};
 use streamwire_core::runtime;
-use streamwire_tank::producer::{Completion, Done, Outgoing, Pending, Producer};
+use streamwire_tank::producer::{Completion, Done, Dones, Group, Outgoing, Pending, Producer};
 
 use crate::common::blocking::{timeout_arg, wait};
 use crate::common::columns::{payload_of, payloads};
@@ -261,10 +261,16 @@ impl TankProducer {
         let msg = self.one(value, key, partition, timestamp)?;
         let timeout = timeout_arg("timeout", timeout).py_err()?;
         let reservation = self.reserve(py, msg.msg.size() as u64)?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let prepared = p
+            .prepare(
+                vec![msg],
+                Dones::Each(vec![Done::One(tx)]),
+                Some(reservation),
+            )
+            .py_err()?;
         wait(py, "send", timeout, async move {
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            p.send_reserved(vec![msg], [Done::One(tx)], Some(reservation))
-                .await?;
+            p.submit(prepared).await?;
             rx.await
                 .unwrap_or_else(|_| Err(Error::closed("TANK producer")))
         })
@@ -284,10 +290,15 @@ impl TankProducer {
         let msg = self.one(value, key, partition, timestamp)?;
         let reservation = self.reserve(py, msg.msg.size() as u64)?;
         let state = Arc::new(FutureState::default());
-        let done = Done::Notify(state.clone());
-        wait(py, "send_async", Some(self.timeout), async move {
-            p.send_reserved(vec![msg], [done], Some(reservation)).await
-        })?;
+        let dones = Dones::Each(vec![Done::Notify(state.clone())]);
+        let prepared = p.prepare(vec![msg], dones, Some(reservation)).py_err()?;
+        // The common case hands the message over without waiting; a full queue waits with
+        // the interpreter released.
+        if let Some(prepared) = p.try_submit(prepared).py_err()? {
+            wait(py, "send_async", Some(self.timeout), async move {
+                p.submit(prepared).await
+            })?;
+        }
         Ok(TankSendFuture { state })
     }
 
@@ -347,10 +358,12 @@ impl TankProducer {
             msgs.push(Outgoing { partition, msg });
         }
         let reservation = self.reserve(py, bytes)?;
+        let (group, rx) = Group::new(n);
+        let prepared = p
+            .prepare(msgs, Dones::Group(group), Some(reservation))
+            .py_err()?;
         wait(py, "send_many", timeout, async move {
-            let (group, rx) = streamwire_tank::producer::Group::new(n);
-            let dones: Vec<Done> = (0..n).map(|_| Done::Group(group.clone())).collect();
-            p.send_reserved(msgs, dones, Some(reservation)).await?;
+            p.submit(prepared).await?;
             rx.await
                 .unwrap_or_else(|_| Err(Error::closed("TANK producer")))
         })?;

@@ -8,7 +8,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use super::wire::{put_varint, Cursor};
+use super::wire::{put_varint, varint_len, Cursor};
 use super::CodecError;
 
 const CODEC_MASK: u8 = 0b11;
@@ -124,6 +124,30 @@ fn put_set(
             Ok(())
         }
     }
+}
+
+/// The exact size of the uncompressed bundle [`encode_bundle`] makes of `msgs`, so a caller
+/// can write the length prefix first and encode the bundle in place (no second copy).
+pub fn plain_bundle_len(msgs: &[OutMsg<'_>]) -> usize {
+    let count = msgs.len();
+    let mut n = 1 + if (1..=15).contains(&count) {
+        0
+    } else {
+        varint_len(count as u32)
+    };
+    let mut last_ts: Option<u64> = None;
+    for m in msgs {
+        n += 1;
+        if last_ts != Some(m.ts) {
+            n += 8;
+            last_ts = Some(m.ts);
+        }
+        if let Some(k) = m.key {
+            n += 1 + k.len();
+        }
+        n += varint_len(m.value.len() as u32) + m.value.len();
+    }
+    n
 }
 
 /// Append one bundle (without its varint length prefix). `scratch` is reused between calls

@@ -18,10 +18,10 @@ pub mod response;
 pub mod wire;
 
 pub use bundle::{
-    decode_bundle, decode_chunk, encode_bundle, encode_sparse_bundle, ChunkDecode, Compression,
-    Message, OutMsg,
+    decode_bundle, decode_chunk, encode_bundle, encode_sparse_bundle, plain_bundle_len,
+    ChunkDecode, Compression, Message, OutMsg,
 };
-pub use frame::{decode_frame, encode_ping, response_request_id, RawFrame};
+pub use frame::{begin_frame, decode_frame, encode_ping, end_frame, response_request_id, RawFrame};
 pub use request::*;
 pub use response::*;
 

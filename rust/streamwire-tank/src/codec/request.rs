@@ -88,6 +88,42 @@ pub fn encode_produce_as(
     end_frame(out, at)
 }
 
+/// Start a Produce frame: the header up to the topic count. Returns the frame's start for
+/// [`end_frame`](super::frame::end_frame). Producers that encode bundles in place use this
+/// with [`put_produce_topic`] instead of [`encode_produce`].
+pub fn begin_produce(
+    out: &mut BytesMut,
+    msg: MsgType,
+    request_id: u32,
+    client_id: &[u8],
+    topics: usize,
+) -> Result<usize, CodecError> {
+    let at = begin_frame(out, msg);
+    out.put_u16_le(2);
+    out.put_u32_le(request_id);
+    put_str8(out, client_id, "client id")?;
+    out.put_u8(0); // requiredAcks
+    out.put_u32_le(0); // ackTimeout
+    out.put_u8(count_u8(topics, "at most 255 topics per request")?);
+    Ok(at)
+}
+
+/// A topic's name and partition count in a Produce request; each partition then follows as
+/// `partition:u16, bundleLen:varint, bundle`.
+pub fn put_produce_topic(
+    out: &mut BytesMut,
+    topic: &[u8],
+    partitions: usize,
+) -> Result<(), CodecError> {
+    check_topic(topic)?;
+    put_str8(out, topic, "topic")?;
+    out.put_u8(count_u8(
+        partitions,
+        "at most 255 partitions per topic and request",
+    )?);
+    Ok(())
+}
+
 /// One partition of a Consume request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConsumePartition {

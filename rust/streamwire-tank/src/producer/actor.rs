@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::{Bytes, BytesMut};
 use tokio::sync::{mpsc, oneshot};
 
 use streamwire_core::error::{Error, ErrorKind, Result};
@@ -21,22 +20,12 @@ use crate::client::TankClient;
 use crate::codec::RawFrame;
 use crate::errors;
 use crate::producer::batch::{Batcher, Sealed};
-use crate::producer::{Command, ProducerConfig};
+use crate::producer::{Command, Done, Dones, ProducerConfig};
 
 struct Flight {
     seq: u64,
     sealed: Sealed,
     reply: oneshot::Receiver<Result<RawFrame>>,
-}
-
-/// Offset of `requestId:u32` in an encoded Produce frame: msgId u8, payloadLen u32,
-/// clientVersion u16.
-const REQUEST_ID_AT: usize = 7;
-
-fn with_request_id(frame: &Bytes, id: u32) -> Bytes {
-    let mut b = BytesMut::from(&frame[..]);
-    b[REQUEST_ID_AT..REQUEST_ID_AT + 4].copy_from_slice(&id.to_le_bytes());
-    b.freeze()
 }
 
 fn failed(e: Error) -> oneshot::Receiver<Result<RawFrame>> {
@@ -96,16 +85,8 @@ pub(crate) async fn run(
                 a.on_reply(reply).await;
             }
             cmd = rx.recv(), if can_take => match cmd {
-                Some(Command::Send { items, mut reservation }) => {
-                    let now = Instant::now();
-                    let mut due = false;
-                    for (p, msg, done) in items {
-                        let part = reservation
-                            .as_mut()
-                            .and_then(|r| r.split(msg.size() as u64));
-                        due |= a.batcher.push(p, msg, done, part, now);
-                    }
-                    if due {
+                Some(Command::Send { items, dones, reservation }) => {
+                    if a.gather(items, dones, reservation) {
                         a.send_gathered().await;
                     }
                 }
@@ -137,10 +118,15 @@ pub(crate) async fn run(
     // Anything that raced the close fails rather than vanishing.
     while let Ok(cmd) = rx.try_recv() {
         match cmd {
-            Command::Send { items, .. } => {
-                for (_, _, d) in items {
-                    a.pending.fetch_sub(1, Ordering::AcqRel);
-                    d.complete(Err(Error::closed("TANK producer")));
+            Command::Send { items, dones, .. } => {
+                a.pending.fetch_sub(items.len(), Ordering::AcqRel);
+                match dones {
+                    Dones::Each(ds) => ds
+                        .into_iter()
+                        .for_each(|d| d.complete(Err(Error::closed("TANK producer")), 1)),
+                    Dones::Group(g) => {
+                        Done::Group(g).complete(Err(Error::closed("TANK producer")), items.len())
+                    }
                 }
             }
             Command::Flush(tx) | Command::Close(tx) => {
@@ -158,36 +144,90 @@ async fn sleep_until(deadline: Option<Instant>) {
 }
 
 impl Actor {
-    /// Seal what is gathered into one request and send it.
-    async fn send_gathered(&mut self) {
-        let sealed = match self.batcher.seal(0) {
-            Ok(Some(s)) => s,
-            Ok(None) => return,
-            Err(e) => {
-                // Encoding failed (a key over 255 bytes...): fail those messages, never drop.
-                self.failure.get_or_insert(e.clone());
-                return;
+    /// Put a command's messages into their partitions' slots, each run of messages of one
+    /// partition with one completion and one piece of the reservation. Returns whether a
+    /// request is due.
+    fn gather(
+        &mut self,
+        items: Vec<(u16, crate::producer::Pending)>,
+        dones: Dones,
+        mut reservation: Option<streamwire_core::budget::Reservation>,
+    ) -> bool {
+        let now = Instant::now();
+        let mut due = false;
+        match dones {
+            Dones::Each(ds) => {
+                for ((p, msg), d) in items.into_iter().zip(ds) {
+                    let part = reservation
+                        .as_mut()
+                        .and_then(|r| r.split(msg.size() as u64));
+                    due |= self.batcher.push(p, msg, now);
+                    self.batcher.settle_with(p, d, 1, part);
+                }
             }
-        };
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        let reply = self.transmit(&sealed.frame).await;
-        self.flights.push_back(Flight { seq, sealed, reply });
+            Dones::Group(g) => {
+                let mut run: Option<(u16, usize, u64)> = None;
+                for (p, msg) in items {
+                    if let Some((rp, n, bytes)) = run {
+                        if rp != p {
+                            let part = reservation.as_mut().and_then(|r| r.split(bytes));
+                            self.batcher
+                                .settle_with(rp, Done::Group(g.clone()), n, part);
+                            run = None;
+                        }
+                    }
+                    let size = msg.size() as u64;
+                    due |= self.batcher.push(p, msg, now);
+                    let (_, n, bytes) = run.get_or_insert((p, 0, 0));
+                    *n += 1;
+                    *bytes += size;
+                }
+                if let Some((rp, n, _)) = run {
+                    // The last run takes what is left of the reservation.
+                    self.batcher
+                        .settle_with(rp, Done::Group(g), n, reservation.take());
+                }
+            }
+        }
+        due
+    }
+
+    /// Seal what is gathered into requests (255 partitions at most each) and send them.
+    async fn send_gathered(&mut self) {
+        loop {
+            let id = self.client.next_request_id();
+            let sealed = match self.batcher.seal(id) {
+                Ok(Some(s)) => s,
+                Ok(None) => return,
+                Err(e) => {
+                    // Cannot happen for messages `prepare` accepted; if it does, every
+                    // gathered message fails with the reason rather than hanging.
+                    let n = self.batcher.fail_all(&e);
+                    self.pending.fetch_sub(n, Ordering::AcqRel);
+                    self.failure.get_or_insert(e);
+                    return;
+                }
+            };
+            let seq = self.next_seq;
+            self.next_seq += 1;
+            let reply = self.transmit(&sealed).await;
+            self.flights.push_back(Flight { seq, sealed, reply });
+        }
     }
 
     /// Put one request on the connection (dialling if needed); failures come back through
     /// the receiver, where the re-send logic handles them.
-    async fn transmit(&self, frame: &Bytes) -> oneshot::Receiver<Result<RawFrame>> {
+    /// A re-send goes on a new connection, so it keeps the request's id.
+    async fn transmit(&self, sealed: &Sealed) -> oneshot::Receiver<Result<RawFrame>> {
         let deadline = Instant::now() + self.client.config().operation_timeout;
         let conn = match self.client.connection(deadline).await {
             Ok(c) => c,
             Err(e) => return failed(e),
         };
-        let id = conn.next_request_id() as u32;
         match conn
             .start_request(
-                u64::from(id),
-                with_request_id(frame, id),
+                u64::from(sealed.request_id),
+                sealed.frame.clone(),
                 deadline,
                 "TANK produce",
             )
@@ -240,7 +280,7 @@ impl Actor {
             }
         }
         for mut f in kept {
-            f.reply = self.transmit(&f.sealed.frame).await;
+            f.reply = self.transmit(&f.sealed).await;
             self.flights.push_back(f);
         }
         self.settle_flushes();
@@ -258,8 +298,8 @@ impl Actor {
                 self.failure.get_or_insert_with(|| e.clone());
             }
             self.pending.fetch_sub(part.messages, Ordering::AcqRel);
-            for d in part.dones {
-                d.complete(result.clone());
+            for (d, n) in part.dones {
+                d.complete(result.clone(), n);
             }
         }
     }

@@ -8,12 +8,13 @@
 
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 
 use streamwire_core::budget::Reservation;
 use streamwire_core::error::{Error, Result};
 
-use crate::codec::{self, Compression, OutMsg, ProducePartition, ProduceTopic};
+use crate::codec::wire::put_varint;
+use crate::codec::{self, Compression, MsgType, OutMsg};
 use crate::producer::Done;
 
 /// How bundles are compressed.
@@ -83,7 +84,8 @@ impl Pending {
 #[derive(Default)]
 struct Slot {
     msgs: Vec<Pending>,
-    dones: Vec<Done>,
+    /// Completions, each for a run of messages (a `send_many` is one entry per partition).
+    dones: Vec<(Done, usize)>,
     bytes: usize,
     since: Option<Instant>,
     reservation: Option<Reservation>,
@@ -92,6 +94,7 @@ struct Slot {
 /// The messages of one request, per partition, kept until the broker answers (and
 /// re-sent as they are after a reconnect).
 pub struct Sealed {
+    pub request_id: u32,
     pub frame: Bytes,
     pub parts: Vec<SealedPart>,
     /// When the oldest message of the request was handed to the producer.
@@ -100,7 +103,7 @@ pub struct Sealed {
 
 pub struct SealedPart {
     pub partition: u16,
-    pub dones: Vec<Done>,
+    pub dones: Vec<(Done, usize)>,
     pub messages: usize,
     pub _reservation: Option<Reservation>,
 }
@@ -114,6 +117,8 @@ pub struct Batcher {
     /// Messages gathered in all slots.
     queued: usize,
     scratch: Vec<u8>,
+    /// A compressed bundle before it is copied behind its length.
+    bundle: BytesMut,
 }
 
 impl Batcher {
@@ -130,6 +135,7 @@ impl Batcher {
             compression,
             queued: 0,
             scratch: Vec::new(),
+            bundle: BytesMut::new(),
         }
     }
 
@@ -141,32 +147,55 @@ impl Batcher {
         self.queued
     }
 
-    /// Add a message to `partition`'s slot; `reservation` holds its bytes of the budget.
-    /// Returns true when that slot is full and a request is due.
-    pub fn push(
-        &mut self,
-        partition: u16,
-        msg: Pending,
-        done: Done,
-        reservation: Option<Reservation>,
-        now: Instant,
-    ) -> bool {
+    /// Add a message to `partition`'s slot. Returns true when that slot is full and a request
+    /// is due. Its completion follows with [`settle_with`](Self::settle_with).
+    pub fn push(&mut self, partition: u16, msg: Pending, now: Instant) -> bool {
         let slot = &mut self.slots[partition as usize];
         slot.bytes += msg.size();
         slot.msgs.push(msg);
-        slot.dones.push(done);
         slot.since.get_or_insert(now);
+        self.queued += 1;
+        slot.msgs.len() >= self.limits.max_messages || slot.bytes >= self.limits.max_bytes
+    }
+
+    /// `done` completes the last `n` messages pushed to `partition`; `reservation` holds
+    /// their bytes of the budget until then.
+    pub fn settle_with(
+        &mut self,
+        partition: u16,
+        done: Done,
+        n: usize,
+        reservation: Option<Reservation>,
+    ) {
+        let slot = &mut self.slots[partition as usize];
+        slot.dones.push((done, n));
         if let Some(r) = reservation {
             match slot.reservation.as_mut() {
+                // Same budget by construction; a foreign one is simply dropped (released).
                 Some(held) => {
-                    // Same budget by construction; a foreign one is simply dropped (released).
                     let _ = held.merge(r);
                 }
                 None => slot.reservation = Some(r),
             }
         }
-        self.queued += 1;
-        slot.msgs.len() >= self.limits.max_messages || slot.bytes >= self.limits.max_bytes
+    }
+
+    /// Fail every gathered message with `e` (a request that could not be encoded: never
+    /// dropped silently). Returns how many messages failed.
+    pub fn fail_all(&mut self, e: &Error) -> usize {
+        let mut n = 0;
+        for slot in &mut self.slots {
+            for (d, k) in slot.dones.drain(..) {
+                d.complete(Err(e.clone()), k);
+            }
+            n += slot.msgs.len();
+            slot.msgs.clear();
+            slot.bytes = 0;
+            slot.since = None;
+            slot.reservation = None;
+        }
+        self.queued = 0;
+        n
     }
 
     /// When the oldest gathered message must go out, if any is gathered.
@@ -179,20 +208,36 @@ impl Batcher {
     }
 
     /// Encode everything gathered into one Produce request (one bundle per partition with
-    /// messages), or `None` when nothing is gathered. `request_id` is patched on re-sends.
+    /// messages), or `None` when nothing is gathered. Uncompressed bundles are encoded in
+    /// place behind their exact length, so each value is copied once, into the request.
     pub fn seal(&mut self, request_id: u32) -> Result<Option<Sealed>> {
         if self.queued == 0 {
             return Ok(None);
         }
-        let mut bundles: Vec<(u16, BytesMut)> = Vec::new();
-        let mut parts = Vec::new();
+        // A request names at most 255 partitions; the rest wait for the next one.
+        let used: Vec<usize> = (0..self.slots.len())
+            .filter(|&p| !self.slots[p].msgs.is_empty())
+            .take(255)
+            .collect();
+        let total: usize = used
+            .iter()
+            .map(|&p| self.slots[p].bytes + 16 * self.slots[p].msgs.len() + 24)
+            .sum();
+        let mut frame = BytesMut::with_capacity(total + 96);
+        let at = codec::begin_produce(
+            &mut frame,
+            MsgType::Produce,
+            request_id,
+            codec::CLIENT_ID,
+            1,
+        )
+        .map_err(Error::from)?;
+        codec::put_produce_topic(&mut frame, &self.topic, used.len()).map_err(Error::from)?;
+        let mut parts = Vec::with_capacity(used.len());
         let mut since: Option<Instant> = None;
-        for (p, slot) in self.slots.iter_mut().enumerate() {
-            if slot.msgs.is_empty() {
-                continue;
-            }
+        for p in used {
+            let slot = &mut self.slots[p];
             let compression = self.compression.for_bundle(slot.msgs.len(), slot.bytes);
-            let mut bundle = BytesMut::with_capacity(slot.bytes + 16 * slot.msgs.len() + 16);
             let out: Vec<OutMsg<'_>> = slot
                 .msgs
                 .iter()
@@ -202,13 +247,27 @@ impl Batcher {
                     value: &m.value,
                 })
                 .collect();
-            codec::encode_bundle(&mut bundle, &out, compression, &mut self.scratch)
-                .map_err(Error::from)?;
+            frame.put_u16_le(p as u16);
+            match compression {
+                Compression::None => {
+                    put_varint(&mut frame, codec::plain_bundle_len(&out) as u32);
+                    codec::encode_bundle(&mut frame, &out, compression, &mut self.scratch)
+                        .map_err(Error::from)?;
+                }
+                Compression::Snappy => {
+                    self.bundle.clear();
+                    codec::encode_bundle(&mut self.bundle, &out, compression, &mut self.scratch)
+                        .map_err(Error::from)?;
+                    put_varint(&mut frame, self.bundle.len() as u32);
+                    frame.extend_from_slice(&self.bundle);
+                }
+            }
             drop(out);
-            bundles.push((p as u16, bundle));
-            since = Some(since.map_or(slot.since.unwrap_or_else(Instant::now), |s| {
-                s.min(slot.since.unwrap_or(s))
-            }));
+            since = match (since, slot.since) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            self.queued -= slot.msgs.len();
             parts.push(SealedPart {
                 partition: p as u16,
                 messages: slot.msgs.len(),
@@ -219,22 +278,9 @@ impl Batcher {
             slot.bytes = 0;
             slot.since = None;
         }
-        self.queued = 0;
-        let total: usize = bundles.iter().map(|(_, b)| b.len() + 8).sum();
-        let mut frame = BytesMut::with_capacity(total + 64);
-        let topics = [ProduceTopic {
-            topic: &self.topic,
-            partitions: bundles
-                .iter()
-                .map(|(p, b)| ProducePartition {
-                    partition: *p,
-                    bundle: b,
-                    base_seq: None,
-                })
-                .collect(),
-        }];
-        codec::encode_produce(&mut frame, request_id, &topics).map_err(Error::from)?;
+        codec::end_frame(&mut frame, at).map_err(Error::from)?;
         Ok(Some(Sealed {
+            request_id,
             frame: frame.freeze(),
             parts,
             since: since.unwrap_or_else(Instant::now),

@@ -102,14 +102,15 @@ impl Group {
         )
     }
 
-    fn finish(&self, result: Result<()>) {
+    /// `n` of the group's messages settled with `result`.
+    fn finish(&self, result: Result<()>, n: usize) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if let Err(e) = result {
             if state.0.is_none() {
                 state.0 = Some(e);
             }
         }
-        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+        if self.remaining.fetch_sub(n, Ordering::AcqRel) == n {
             if let Some(tx) = state.1.take() {
                 let _ = tx.send(match state.0.take() {
                     Some(e) => Err(e),
@@ -121,15 +122,23 @@ impl Group {
 }
 
 impl Done {
-    pub fn complete(self, result: Result<()>) {
+    /// Settle the `n` messages this completion stands for (always 1 but for groups).
+    pub fn complete(self, result: Result<()>, n: usize) {
         match self {
             Done::One(tx) => {
                 let _ = tx.send(result);
             }
-            Done::Group(g) => g.finish(result),
+            Done::Group(g) => g.finish(result, n),
             Done::Notify(c) => c.complete(result),
         }
     }
+}
+
+/// The completions of one call: one per message, or one for all of them.
+#[derive(Debug)]
+pub enum Dones {
+    Each(Vec<Done>),
+    Group(Arc<Group>),
 }
 
 /// One message for `send`, routed by the handle.
@@ -141,11 +150,37 @@ pub struct Outgoing {
 
 pub(crate) enum Command {
     Send {
-        items: Vec<(u16, Pending, Done)>,
+        items: Vec<(u16, Pending)>,
+        dones: Dones,
         reservation: Option<Reservation>,
     },
     Flush(oneshot::Sender<Result<()>>),
     Close(oneshot::Sender<Result<()>>),
+}
+
+/// Messages routed and checked, ready for the producer's task.
+pub struct Prepared(Command);
+
+impl Prepared {
+    fn len(&self) -> usize {
+        match &self.0 {
+            Command::Send { items, .. } => items.len(),
+            _ => 0,
+        }
+    }
+}
+
+/// Fail every completion of a command that never reached the task.
+fn fail(cmd: Command, e: Error) {
+    match cmd {
+        Command::Send { items, dones, .. } => match dones {
+            Dones::Each(ds) => ds.into_iter().for_each(|d| d.complete(Err(e.clone()), 1)),
+            Dones::Group(g) => g.finish(Err(e), items.len()),
+        },
+        Command::Flush(tx) | Command::Close(tx) => {
+            let _ = tx.send(Err(e));
+        }
+    }
 }
 
 struct Inner {
@@ -228,33 +263,66 @@ impl Producer {
         }
     }
 
-    /// Hand messages over with bytes already reserved (the binding reserves, waiting or not
-    /// as the caller chose). Routing errors fail the whole call before anything is queued.
-    pub async fn send_reserved(
+    /// Route and check messages (reserved bytes already held) into a command for the task.
+    /// Routing errors fail the whole call before anything is queued.
+    pub fn prepare(
         &self,
         msgs: Vec<Outgoing>,
-        dones: impl IntoIterator<Item = Done>,
+        dones: Dones,
         reservation: Option<Reservation>,
-    ) -> Result<()> {
-        let mut items = Vec::with_capacity(msgs.len());
-        for (m, d) in msgs.into_iter().zip(dones) {
-            let p = self.route(m.partition, m.msg.key.as_deref())?;
-            items.push((p, m.msg, d));
-        }
-        let n = items.len();
-        self.inner.pending.fetch_add(n, Ordering::AcqRel);
-        if let Err(mpsc::error::SendError(cmd)) = self
-            .inner
-            .tx
-            .send(Command::Send { items, reservation })
-            .await
-        {
-            self.inner.pending.fetch_sub(n, Ordering::AcqRel);
-            if let Command::Send { items, .. } = cmd {
-                for (_, _, d) in items {
-                    d.complete(Err(Error::closed("TANK producer")));
-                }
+    ) -> Result<Prepared> {
+        if let Dones::Each(d) = &dones {
+            if d.len() != msgs.len() {
+                return Err(Error::invalid("one completion per message"));
             }
+        }
+        let mut items = Vec::with_capacity(msgs.len());
+        for m in msgs {
+            if m.msg.key.as_ref().is_some_and(|k| k.len() > 255) {
+                return Err(Error::invalid("a TANK key is at most 255 bytes"));
+            }
+            if m.msg.value.len() > u32::MAX as usize {
+                return Err(Error::new(
+                    ErrorKind::MessageTooBig,
+                    "a TANK message is under 4 GiB",
+                ));
+            }
+            let p = self.route(m.partition, m.msg.key.as_deref())?;
+            items.push((p, m.msg));
+        }
+        Ok(Prepared(Command::Send {
+            items,
+            dones,
+            reservation,
+        }))
+    }
+
+    /// Hand a prepared command to the task if its queue has room, without waiting;
+    /// `Ok(Some(_))` gives it back when the queue is full.
+    pub fn try_submit(&self, prepared: Prepared) -> Result<Option<Prepared>> {
+        let n = prepared.len();
+        self.inner.pending.fetch_add(n, Ordering::AcqRel);
+        match self.inner.tx.try_send(prepared.0) {
+            Ok(()) => Ok(None),
+            Err(mpsc::error::TrySendError::Full(cmd)) => {
+                self.inner.pending.fetch_sub(n, Ordering::AcqRel);
+                Ok(Some(Prepared(cmd)))
+            }
+            Err(mpsc::error::TrySendError::Closed(cmd)) => {
+                self.inner.pending.fetch_sub(n, Ordering::AcqRel);
+                fail(cmd, Error::closed("TANK producer"));
+                Err(Error::closed("TANK producer"))
+            }
+        }
+    }
+
+    /// Hand a prepared command to the task, waiting for room in its queue.
+    pub async fn submit(&self, prepared: Prepared) -> Result<()> {
+        let n = prepared.len();
+        self.inner.pending.fetch_add(n, Ordering::AcqRel);
+        if let Err(mpsc::error::SendError(cmd)) = self.inner.tx.send(prepared.0).await {
+            self.inner.pending.fetch_sub(n, Ordering::AcqRel);
+            fail(cmd, Error::closed("TANK producer"));
             return Err(Error::closed("TANK producer"));
         }
         Ok(())
@@ -264,8 +332,12 @@ impl Producer {
     pub async fn send(&self, msg: Outgoing) -> Result<oneshot::Receiver<Result<()>>> {
         let reservation = self.inner.budget.reserve(msg.msg.size() as u64).await;
         let (tx, rx) = oneshot::channel();
-        self.send_reserved(vec![msg], [Done::One(tx)], Some(reservation))
-            .await?;
+        let prepared = self.prepare(
+            vec![msg],
+            Dones::Each(vec![Done::One(tx)]),
+            Some(reservation),
+        )?;
+        self.submit(prepared).await?;
         Ok(rx)
     }
 
@@ -275,10 +347,8 @@ impl Producer {
         let bytes: u64 = msgs.iter().map(|m| m.msg.size() as u64).sum();
         let reservation = self.inner.budget.reserve(bytes).await;
         let (group, rx) = Group::new(msgs.len());
-        let dones: Vec<Done> = (0..msgs.len())
-            .map(|_| Done::Group(group.clone()))
-            .collect();
-        self.send_reserved(msgs, dones, Some(reservation)).await?;
+        let prepared = self.prepare(msgs, Dones::Group(group), Some(reservation))?;
+        self.submit(prepared).await?;
         Ok(rx)
     }
 
