@@ -60,6 +60,8 @@ from streamwire.spark.reading import (
     resolve_topics,
     spark_schema_ddl,
 )
+from streamwire.spark.tank_source import SCHEMA as TANK_SCHEMA
+from streamwire.spark.tank_source import TankBatchReader, TankStreamReader, TankWriter, is_tank
 from streamwire.spark.writing import ProduceOptions, job_sequence_base, produce_batches
 
 try:  # Spark 4.1+
@@ -140,19 +142,35 @@ class StreamwireDataSource(DataSource):
     def name(cls) -> str:
         return "streamwire"
 
+    # The service URL's scheme picks the protocol: pulsar:// and pulsar+ssl:// (this module),
+    # tank:// (streamwire.spark.tank_source).
+
     def schema(self) -> str:
+        if is_tank(self.options):
+            return TANK_SCHEMA
         return spark_schema_ddl(parse_bool(get_option(self.options, "scalaNames"), False))
 
     def reader(self, schema: Any) -> DataSourceReader:
+        if is_tank(self.options):
+            return TankBatchReader(dict(self.options), schema)
         return StreamwireBatchReader(dict(self.options), _columns(schema, self.options))
 
-    def writer(self, schema: Any, overwrite: bool) -> StreamwireWriter:
+    def writer(self, schema: Any, overwrite: bool) -> DataSourceArrowWriter:
+        if is_tank(self.options):
+            return TankWriter(dict(self.options))
         return StreamwireWriter(dict(self.options))
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        if is_tank(self.options):
+            return TankStreamReader(dict(self.options), schema)
         return StreamwireStreamReader(dict(self.options), _columns(schema, self.options))
 
     def streamWriter(self, schema: Any, overwrite: bool) -> StreamwireStreamWriter:
+        if is_tank(self.options):
+            raise ValueError(
+                "streamwire: streaming writes to TANK are not offered; write each micro-batch "
+                "with foreachBatch(lambda df, _: df.write.format('streamwire')...save())"
+            )
         return StreamwireStreamWriter(dict(self.options))
 
 
