@@ -86,9 +86,7 @@ pub(crate) async fn run(
             }
             cmd = rx.recv(), if can_take => match cmd {
                 Some(Command::Send { items, dones, reservation }) => {
-                    if a.gather(items, dones, reservation) {
-                        a.send_gathered().await;
-                    }
+                    a.gather(items, dones, reservation).await;
                 }
                 Some(Command::Flush(tx)) => {
                     a.send_gathered().await;
@@ -145,29 +143,33 @@ async fn sleep_until(deadline: Option<Instant>) {
 
 impl Actor {
     /// Put a command's messages into their partitions' slots, each run of messages of one
-    /// partition with one completion and one piece of the reservation. Returns whether a
-    /// request is due.
-    fn gather(
+    /// partition with one completion and one piece of the reservation. A slot that fills up
+    /// goes out at once, mid-command: a big `send_many` becomes a pipeline of requests of the
+    /// batch size, not one huge request sent after all of it was gathered.
+    async fn gather(
         &mut self,
         items: Vec<(u16, crate::producer::Pending)>,
         dones: Dones,
         mut reservation: Option<streamwire_core::budget::Reservation>,
-    ) -> bool {
+    ) {
         let now = Instant::now();
-        let mut due = false;
         match dones {
             Dones::Each(ds) => {
                 for ((p, msg), d) in items.into_iter().zip(ds) {
                     let part = reservation
                         .as_mut()
                         .and_then(|r| r.split(msg.size() as u64));
-                    due |= self.batcher.push(p, msg, now);
+                    let due = self.batcher.push(p, msg, now);
                     self.batcher.settle_with(p, d, 1, part);
+                    if due {
+                        self.send_gathered().await;
+                    }
                 }
             }
             Dones::Group(g) => {
+                let total = items.len();
                 let mut run: Option<(u16, usize, u64)> = None;
-                for (p, msg) in items {
+                for (i, (p, msg)) in items.into_iter().enumerate() {
                     if let Some((rp, n, bytes)) = run {
                         if rp != p {
                             let part = reservation.as_mut().and_then(|r| r.split(bytes));
@@ -177,10 +179,18 @@ impl Actor {
                         }
                     }
                     let size = msg.size() as u64;
-                    due |= self.batcher.push(p, msg, now);
+                    let due = self.batcher.push(p, msg, now);
                     let (_, n, bytes) = run.get_or_insert((p, 0, 0));
                     *n += 1;
                     *bytes += size;
+                    if due && i + 1 < total {
+                        if let Some((rp, n, bytes)) = run.take() {
+                            let part = reservation.as_mut().and_then(|r| r.split(bytes));
+                            self.batcher
+                                .settle_with(rp, Done::Group(g.clone()), n, part);
+                        }
+                        self.send_gathered().await;
+                    }
                 }
                 if let Some((rp, n, _)) = run {
                     // The last run takes what is left of the reservation.
@@ -189,7 +199,22 @@ impl Actor {
                 }
             }
         }
-        due
+        if self.batcher.is_due() {
+            self.send_gathered().await;
+        }
+    }
+
+    /// Wait for the oldest request's answer while `max_in_flight` are unanswered.
+    async fn make_room(&mut self) {
+        while self.flights.len() >= self.config.max_in_flight {
+            let Some(front) = self.flights.front_mut() else {
+                return;
+            };
+            let reply = (&mut front.reply).await.unwrap_or_else(|_| {
+                Err(Error::new(ErrorKind::Disconnected, "connection lost"))
+            });
+            self.on_reply(reply).await;
+        }
     }
 
     /// Seal what is gathered into requests (255 partitions at most each) and send them.
@@ -208,6 +233,7 @@ impl Actor {
                     return;
                 }
             };
+            self.make_room().await;
             let seq = self.next_seq;
             self.next_seq += 1;
             let reply = self.transmit(&sealed).await;

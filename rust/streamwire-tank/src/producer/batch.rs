@@ -198,6 +198,13 @@ impl Batcher {
         n
     }
 
+    /// Whether a slot is full (a request is due now).
+    pub fn is_due(&self) -> bool {
+        self.slots
+            .iter()
+            .any(|s| s.msgs.len() >= self.limits.max_messages || s.bytes >= self.limits.max_bytes)
+    }
+
     /// When the oldest gathered message must go out, if any is gathered.
     pub fn deadline(&self) -> Option<Instant> {
         self.slots
