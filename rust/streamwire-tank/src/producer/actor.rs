@@ -210,9 +210,9 @@ impl Actor {
             let Some(front) = self.flights.front_mut() else {
                 return;
             };
-            let reply = (&mut front.reply).await.unwrap_or_else(|_| {
-                Err(Error::new(ErrorKind::Disconnected, "connection lost"))
-            });
+            let reply = (&mut front.reply)
+                .await
+                .unwrap_or_else(|_| Err(Error::new(ErrorKind::Disconnected, "connection lost")));
             self.on_reply(reply).await;
         }
     }
