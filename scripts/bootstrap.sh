@@ -27,3 +27,5 @@ fi
 # Build the extension (release) and install it into the venv in editable mode.
 VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" \
     .venv/bin/maturin develop --release --quiet >/dev/null
+# The PIP-64 gateway binary (tests/gateway start it; deployments without Python use it).
+cargo build --release --quiet -p streamwire-gateway --bin streamwire-gateway

@@ -1,0 +1,47 @@
+//! `streamwire-gateway`: the PIP-64 REST gateway as a plain binary (no Python needed).
+//! Flags and environment: see `GatewayConfig::USAGE`; stops cleanly on Ctrl-C or SIGTERM.
+
+use streamwire_gateway::config::{GatewayConfig, USAGE};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return;
+    }
+    let config = match GatewayConfig::parse(&args, |k| std::env::var(k).ok()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("streamwire-gateway: {e}");
+            std::process::exit(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("streamwire-gateway: cannot start the runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let listen = config.listen;
+    let result = runtime.block_on(async move {
+        let shutdown = async {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+            }
+        };
+        eprintln!("streamwire-gateway listening on http://{listen}");
+        streamwire_gateway::serve(config, shutdown).await
+    });
+    if let Err(e) = result {
+        eprintln!("streamwire-gateway: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,170 @@
+//! Gateway settings from flags and environment (pure, tested): flags win over the
+//! environment, which wins over the defaults.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use streamwire_core::error::{Error, ErrorKind, Result};
+
+/// Everything the gateway needs to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GatewayConfig {
+    /// The Pulsar cluster (`pulsar://` or `pulsar+ssl://`).
+    pub service_url: String,
+    pub listen: SocketAddr,
+    /// Bodies above this answer 413.
+    pub max_body_bytes: usize,
+    /// Messages above this in one request answer 413.
+    pub max_messages: usize,
+    /// Every request ends by then (a read's own `timeout` is capped by it).
+    pub request_timeout: Duration,
+    /// Producers unused this long are closed.
+    pub producer_idle: Duration,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            service_url: "pulsar://127.0.0.1:6650".into(),
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            max_body_bytes: 5 * 1024 * 1024,
+            max_messages: 10_000,
+            request_timeout: Duration::from_secs(30),
+            producer_idle: Duration::from_secs(300),
+        }
+    }
+}
+
+/// The flags and their environment variables.
+pub const USAGE: &str = "streamwire-gateway [--service-url URL] [--listen ADDR:PORT] \
+[--max-body-bytes N] [--max-messages N] [--request-timeout SECS] [--producer-idle SECS]
+environment: STREAMWIRE_GATEWAY_SERVICE_URL, STREAMWIRE_GATEWAY_LISTEN, \
+STREAMWIRE_GATEWAY_MAX_BODY_BYTES, STREAMWIRE_GATEWAY_MAX_MESSAGES, \
+STREAMWIRE_GATEWAY_REQUEST_TIMEOUT, STREAMWIRE_GATEWAY_PRODUCER_IDLE";
+
+const KEYS: [(&str, &str); 6] = [
+    ("--service-url", "STREAMWIRE_GATEWAY_SERVICE_URL"),
+    ("--listen", "STREAMWIRE_GATEWAY_LISTEN"),
+    ("--max-body-bytes", "STREAMWIRE_GATEWAY_MAX_BODY_BYTES"),
+    ("--max-messages", "STREAMWIRE_GATEWAY_MAX_MESSAGES"),
+    ("--request-timeout", "STREAMWIRE_GATEWAY_REQUEST_TIMEOUT"),
+    ("--producer-idle", "STREAMWIRE_GATEWAY_PRODUCER_IDLE"),
+];
+
+fn bad(msg: String) -> Error {
+    Error::new(ErrorKind::Config, msg)
+}
+
+fn secs(name: &str, v: &str) -> Result<Duration> {
+    match v.parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 => Ok(Duration::from_secs_f64(s)),
+        _ => Err(bad(format!(
+            "{name} must be a positive number of seconds, got {v:?}"
+        ))),
+    }
+}
+
+fn count(name: &str, v: &str) -> Result<usize> {
+    match v.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(bad(format!("{name} must be a positive integer, got {v:?}"))),
+    }
+}
+
+impl GatewayConfig {
+    /// Parse `args` (without the program name) over `env` (a lookup of variables).
+    pub fn parse(args: &[String], env: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let mut values: Vec<Option<String>> = KEYS.iter().map(|(_, e)| env(e)).collect();
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            let (flag, inline) = match a.split_once('=') {
+                Some((f, v)) => (f, Some(v.to_string())),
+                None => (a.as_str(), None),
+            };
+            let Some(i) = KEYS.iter().position(|(f, _)| *f == flag) else {
+                return Err(bad(format!("unknown argument {a:?}\nusage: {USAGE}")));
+            };
+            let v = match inline {
+                Some(v) => v,
+                None => it
+                    .next()
+                    .cloned()
+                    .ok_or_else(|| bad(format!("{flag} needs a value")))?,
+            };
+            values[i] = Some(v);
+        }
+        let mut c = GatewayConfig::default();
+        if let Some(v) = &values[0] {
+            if !(v.starts_with("pulsar://") || v.starts_with("pulsar+ssl://")) {
+                return Err(bad(format!(
+                    "--service-url must be pulsar:// or pulsar+ssl://, got {v:?}"
+                )));
+            }
+            c.service_url = v.clone();
+        }
+        if let Some(v) = &values[1] {
+            c.listen = v
+                .parse()
+                .map_err(|_| bad(format!("--listen must be ADDR:PORT, got {v:?}")))?;
+        }
+        if let Some(v) = &values[2] {
+            c.max_body_bytes = count("--max-body-bytes", v)?;
+        }
+        if let Some(v) = &values[3] {
+            c.max_messages = count("--max-messages", v)?;
+        }
+        if let Some(v) = &values[4] {
+            c.request_timeout = secs("--request-timeout", v)?;
+        }
+        if let Some(v) = &values[5] {
+            c.producer_idle = secs("--producer-idle", v)?;
+        }
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn flags_win_over_environment_over_defaults() {
+        let env = |k: &str| match k {
+            "STREAMWIRE_GATEWAY_LISTEN" => Some("127.0.0.1:9000".to_string()),
+            "STREAMWIRE_GATEWAY_SERVICE_URL" => Some("pulsar://env:6650".to_string()),
+            _ => None,
+        };
+        let c = GatewayConfig::parse(&args(&["--service-url", "pulsar://flag:1"]), env).unwrap();
+        assert_eq!(c.service_url, "pulsar://flag:1");
+        assert_eq!(c.listen.port(), 9000);
+        assert_eq!(c.max_body_bytes, 5 * 1024 * 1024);
+        let c = GatewayConfig::parse(
+            &args(&["--max-messages=7", "--request-timeout", "2.5"]),
+            |_| None,
+        )
+        .unwrap();
+        assert_eq!(
+            (c.max_messages, c.request_timeout),
+            (7, Duration::from_millis(2500))
+        );
+    }
+
+    #[test]
+    fn bad_values_are_config_errors() {
+        for a in [
+            vec!["--listen", "nope"],
+            vec!["--service-url", "http://x"],
+            vec!["--max-body-bytes", "0"],
+            vec!["--request-timeout", "-1"],
+            vec!["--what"],
+            vec!["--listen"],
+        ] {
+            let e = GatewayConfig::parse(&args(&a), |_| None).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Config, "{a:?}");
+        }
+    }
+}

@@ -1,0 +1,24 @@
+//! The PIP-64 REST gateway: produce and read Pulsar over HTTP, on the streamwire engine.
+//!
+//! Layout (arrows point down: this crate uses the Pulsar crate and the core, nothing uses
+//! it but the binding and its own binary):
+//!
+//! - `config` — flags and environment (pure).
+//! - `route` — which endpoint a method and path are (pure).
+//! - `error` — errors as HTTP statuses and PIP-64 codes (pure).
+//! - `produce` — the three produce bodies to engine messages and back (pure), and sending.
+//! - `read` — a stateless reader per `GET …/messages`.
+//! - `state` — the shared Pulsar client and the per-topic producers.
+//! - `server` — hyper, keep-alive, limits, access log, graceful shutdown.
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod error;
+pub mod produce;
+pub mod read;
+pub mod route;
+pub mod server;
+pub mod state;
+
+pub use config::GatewayConfig;
+pub use server::{serve, serve_on};

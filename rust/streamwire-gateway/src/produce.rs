@@ -1,0 +1,595 @@
+//! Producing: the three request bodies (PIP-64 JSON, the broker's own JSON dialect, a binary
+//! single message), turned into engine messages (pure, tested), then sent pipelined and
+//! answered in request order, one result per message.
+
+use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_pulsar::engine::message::OutgoingMessage;
+use streamwire_pulsar::message_id::MessageId;
+use streamwire_pulsar::producer::{Completion, EntryOptions, TopicProducer};
+
+use crate::error::{message_error_code, ApiError};
+
+/// How a message's `value` is written in the JSON body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueFormat {
+    /// Bytes (no schema, or BYTES): base64 text.
+    Base64,
+    /// STRING: a JSON string, sent as UTF-8.
+    Text,
+    /// JSON: any JSON value, sent as its serialized text.
+    Json,
+}
+
+fn schema_type(schema: Option<&Value>) -> Option<String> {
+    let s = schema?;
+    // A schema is given as an object ({"type": "STRING", ...}) or as its JSON text.
+    let obj = match s {
+        Value::String(text) => serde_json::from_str::<Value>(text).ok()?,
+        other => other.clone(),
+    };
+    obj.get("type")?.as_str().map(str::to_ascii_uppercase)
+}
+
+impl ValueFormat {
+    pub fn from_schema(
+        schema_type_field: Option<&str>,
+        value_schema: Option<&Value>,
+    ) -> Result<Self> {
+        let t = schema_type_field
+            .map(str::to_ascii_uppercase)
+            .or_else(|| schema_type(value_schema));
+        match t.as_deref() {
+            None | Some("BYTES") | Some("NONE") => Ok(ValueFormat::Base64),
+            Some("STRING") => Ok(ValueFormat::Text),
+            Some("JSON") => Ok(ValueFormat::Json),
+            Some(other) => Err(Error::new(
+                ErrorKind::NotSupported,
+                format!("schema type {other} is not supported by this gateway yet (BYTES, STRING, JSON are)"),
+            )),
+        }
+    }
+}
+
+/// One message of a PIP-64 produce request.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipMessage {
+    #[serde(default)]
+    pub key: Option<String>,
+    pub value: Value,
+    #[serde(default)]
+    pub partition: Option<u32>,
+    #[serde(default)]
+    pub properties: Option<BTreeMap<String, String>>,
+    #[serde(default, alias = "event_time", rename = "eventTime")]
+    pub event_time: Option<u64>,
+    #[serde(default, alias = "sequence_id", rename = "sequenceId")]
+    pub sequence_id: Option<u64>,
+    #[serde(
+        default,
+        alias = "replication_clusters",
+        rename = "replicationClusters"
+    )]
+    pub replication_clusters: Option<Vec<String>>,
+    #[serde(default, alias = "disable_replication", rename = "disableReplication")]
+    pub disable_replication: Option<bool>,
+    #[serde(default, alias = "deliver_at", rename = "deliverAt")]
+    pub deliver_at: Option<i64>,
+    #[serde(default, alias = "deliver_after_ms", rename = "deliverAfterMs")]
+    pub deliver_after_ms: Option<i64>,
+}
+
+/// A PIP-64 produce request.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PipRequest {
+    pub messages: Vec<PipMessage>,
+    #[serde(default, alias = "schemaType")]
+    pub schema_type: Option<String>,
+    #[serde(default, alias = "schemaVersion")]
+    pub schema_version: Option<i64>,
+    #[serde(default, alias = "keySchema")]
+    pub key_schema: Option<Value>,
+    #[serde(default, alias = "valueSchema")]
+    pub value_schema: Option<Value>,
+}
+
+/// One message of the broker dialect (Apache's `ProducerMessage`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokerMessage {
+    pub payload: String,
+    #[serde(default)]
+    pub key: Option<String>,
+    #[serde(default)]
+    pub properties: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub event_time: Option<Value>,
+    #[serde(default)]
+    pub sequence_id: Option<u64>,
+    #[serde(default)]
+    pub replication_clusters: Option<Vec<String>>,
+    #[serde(default)]
+    pub disable_replication: Option<bool>,
+    #[serde(default)]
+    pub deliver_at: Option<i64>,
+    #[serde(default)]
+    pub deliver_after_ms: Option<i64>,
+}
+
+/// The broker dialect's body (Apache's `ProducerMessages`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokerRequest {
+    pub messages: Vec<BrokerMessage>,
+    #[serde(default)]
+    pub key_schema: Option<Value>,
+    #[serde(default)]
+    pub value_schema: Option<Value>,
+    #[serde(default)]
+    pub producer_name: Option<String>,
+    #[serde(default)]
+    pub schema_version: Option<i64>,
+}
+
+/// A message ready for the engine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepared {
+    pub msg: OutgoingMessage,
+    pub entry: EntryOptions,
+    pub user_sequence_id: bool,
+    pub partition: Option<u32>,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn value_bytes(v: &Value, format: ValueFormat, i: usize) -> std::result::Result<Bytes, ApiError> {
+    match (format, v) {
+        (ValueFormat::Base64, Value::String(s)) => {
+            B64.decode(s.as_bytes()).map(Bytes::from).map_err(|e| {
+                ApiError::invalid_messages(format!("messages[{i}].value is not base64: {e}"))
+            })
+        }
+        (ValueFormat::Base64, other) => Err(ApiError::invalid_messages(format!(
+            "messages[{i}].value must be a base64 string (no schema or BYTES), not {}",
+            kind(other)
+        ))),
+        (ValueFormat::Text, Value::String(s)) => Ok(Bytes::copy_from_slice(s.as_bytes())),
+        (ValueFormat::Text, other) => Err(ApiError::invalid_messages(format!(
+            "messages[{i}].value must be a string (STRING schema), not {}",
+            kind(other)
+        ))),
+        (ValueFormat::Json, v) => Ok(Bytes::from(v.to_string())),
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn prepared(
+    payload: Bytes,
+    key: Option<String>,
+    properties: Option<BTreeMap<String, String>>,
+    event_time: Option<u64>,
+    sequence_id: Option<u64>,
+    replication_clusters: Option<Vec<String>>,
+    disable_replication: Option<bool>,
+    deliver_at: Option<i64>,
+    deliver_after_ms: Option<i64>,
+    partition: Option<u32>,
+) -> Prepared {
+    let mut msg = OutgoingMessage::new(payload, sequence_id.unwrap_or(0));
+    msg.key = key;
+    msg.properties = properties.unwrap_or_default().into_iter().collect();
+    msg.event_time = event_time.filter(|t| *t > 0);
+    let deliver_at = deliver_at.or_else(|| deliver_after_ms.map(|ms| now_ms() + ms));
+    Prepared {
+        msg,
+        entry: EntryOptions {
+            deliver_at,
+            replicate_to: replication_clusters.unwrap_or_default(),
+            disable_replication: disable_replication.unwrap_or(false),
+        },
+        user_sequence_id: sequence_id.is_some(),
+        partition,
+    }
+}
+
+/// Parse a PIP-64 body into messages (all or nothing: a bad message fails the request).
+pub fn parse_pip(body: &[u8], max_messages: usize) -> std::result::Result<Vec<Prepared>, ApiError> {
+    let req: PipRequest = serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request(format!("the body is not a PIP-64 produce request: {e}"))
+    })?;
+    if req.messages.len() > max_messages {
+        return Err(ApiError::too_large(format!(
+            "{} messages in one request; the limit is {max_messages}",
+            req.messages.len()
+        )));
+    }
+    let format = ValueFormat::from_schema(req.schema_type.as_deref(), req.value_schema.as_ref())
+        .map_err(|e| ApiError::new(422, 4, e.to_string()))?;
+    req.messages
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| {
+            Ok(prepared(
+                value_bytes(&m.value, format, i)?,
+                m.key,
+                m.properties,
+                m.event_time,
+                m.sequence_id,
+                m.replication_clusters,
+                m.disable_replication,
+                m.deliver_at,
+                m.deliver_after_ms,
+                m.partition,
+            ))
+        })
+        .collect()
+}
+
+/// Parse the broker dialect's body: `payload` is text, base64 for a BYTES schema.
+pub fn parse_broker(
+    body: &[u8],
+    max_messages: usize,
+) -> std::result::Result<Vec<Prepared>, ApiError> {
+    let req: BrokerRequest = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("the body is not a produce request: {e}")))?;
+    if req.messages.len() > max_messages {
+        return Err(ApiError::too_large(format!(
+            "{} messages in one request; the limit is {max_messages}",
+            req.messages.len()
+        )));
+    }
+    let format = match schema_type(req.value_schema.as_ref()).as_deref() {
+        Some("BYTES") => ValueFormat::Base64,
+        _ => ValueFormat::Text,
+    };
+    req.messages
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let event_time = match &m.event_time {
+                None | Some(Value::Null) => None,
+                Some(Value::Number(n)) => n.as_u64(),
+                Some(Value::String(s)) if s.is_empty() => None,
+                Some(Value::String(s)) => Some(s.parse::<u64>().map_err(|_| {
+                    ApiError::invalid_messages(format!("messages[{i}].eventTime is not a number"))
+                })?),
+                Some(other) => {
+                    return Err(ApiError::invalid_messages(format!(
+                        "messages[{i}].eventTime must be a number, not {}",
+                        kind(other)
+                    )))
+                }
+            };
+            Ok(prepared(
+                value_bytes(&Value::String(m.payload), format, i)?,
+                m.key,
+                m.properties,
+                event_time,
+                m.sequence_id,
+                m.replication_clusters,
+                m.disable_replication,
+                m.deliver_at,
+                m.deliver_after_ms,
+                None,
+            ))
+        })
+        .collect()
+}
+
+/// A binary single message: the body is the value; key, properties and times in headers.
+pub fn parse_binary(
+    body: Bytes,
+    header: impl Fn(&str) -> Option<String>,
+    properties: Vec<(String, String)>,
+) -> std::result::Result<Prepared, ApiError> {
+    let num = |name: &str| -> std::result::Result<Option<u64>, ApiError> {
+        match header(name) {
+            None => Ok(None),
+            Some(v) => v.trim().parse::<u64>().map(Some).map_err(|_| {
+                ApiError::bad_request(format!("header {name} must be a number, got {v:?}"))
+            }),
+        }
+    };
+    let mut props: BTreeMap<String, String> = match header("x-pulsar-properties") {
+        None => BTreeMap::new(),
+        Some(json) => serde_json::from_str(&json).map_err(|e| {
+            ApiError::bad_request(format!(
+                "X-Pulsar-Properties must be a JSON object of strings: {e}"
+            ))
+        })?,
+    };
+    props.extend(properties);
+    let partition = num("x-pulsar-partition")?.map(|p| p as u32);
+    Ok(prepared(
+        body,
+        header("x-pulsar-key"),
+        Some(props),
+        num("x-pulsar-event-time")?,
+        num("x-pulsar-sequence-id")?,
+        None,
+        None,
+        num("x-pulsar-deliver-at")?.map(|v| v as i64),
+        num("x-pulsar-deliver-after-ms")?.map(|v| v as i64),
+        partition,
+    ))
+}
+
+/// The outcome of one message.
+pub type Outcome = Result<MessageId>;
+
+/// Send every message pipelined (to `partition` when given: the path's or the message's),
+/// then wait for all the receipts; outcomes come back in request order.
+pub async fn send_all(
+    producer: &TopicProducer,
+    path_partition: Option<u32>,
+    msgs: Vec<Prepared>,
+) -> std::result::Result<Vec<Outcome>, ApiError> {
+    let parts = producer.partition_producers();
+    let partitioned = parts
+        .first()
+        .is_some_and(|p| p.topic().partition_index().is_some());
+    let count = if partitioned { parts.len() } else { 0 };
+    if let Some(p) = path_partition {
+        if p as usize >= count {
+            return Err(ApiError::new(
+                404,
+                2,
+                format!(
+                    "partition {p} does not exist: {} has {} partition(s)",
+                    producer.topic(),
+                    count
+                ),
+            ));
+        }
+    }
+    let mut waits: Vec<std::result::Result<oneshot::Receiver<Outcome>, Error>> =
+        Vec::with_capacity(msgs.len());
+    for m in msgs {
+        let (tx, rx) = oneshot::channel();
+        let target = m.partition.or(path_partition);
+        let sent = match target {
+            Some(p) if (p as usize) < count => {
+                parts[p as usize]
+                    .send(m.msg, m.user_sequence_id, m.entry, Completion::Once(tx))
+                    .await
+            }
+            Some(p) => Err(Error::new(
+                ErrorKind::PartitionNotFound,
+                format!(
+                    "partition {p} does not exist: {} has {count} partition(s)",
+                    producer.topic()
+                ),
+            )),
+            None => {
+                producer
+                    .send(m.msg, m.user_sequence_id, m.entry, Completion::Once(tx))
+                    .await
+            }
+        };
+        waits.push(sent.map(|()| rx));
+    }
+    let mut out = Vec::with_capacity(waits.len());
+    for w in waits {
+        out.push(match w {
+            Ok(rx) => rx.await.unwrap_or_else(|_| {
+                Err(Error::new(
+                    ErrorKind::Disconnected,
+                    "the producer went away",
+                ))
+            }),
+            Err(e) => Err(e),
+        });
+    }
+    Ok(out)
+}
+
+/// One entry of PIP-64's `messageIds`.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct PipResult {
+    pub partition: Option<i32>,
+    #[serde(rename = "messageId")]
+    pub message_id: Option<String>,
+    pub error_code: Option<u32>,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PipResponse {
+    #[serde(rename = "messageIds")]
+    pub message_ids: Vec<PipResult>,
+    pub schema_version: Option<i64>,
+}
+
+/// The Java-compatible serialized id (`MessageIdData`), base64.
+pub fn id_base64(id: &MessageId) -> String {
+    B64.encode(id.serialize())
+}
+
+pub fn pip_response(outcomes: &[Outcome]) -> PipResponse {
+    PipResponse {
+        message_ids: outcomes
+            .iter()
+            .map(|o| match o {
+                Ok(id) => PipResult {
+                    partition: Some(id.partition.max(0)),
+                    message_id: Some(id_base64(id)),
+                    error_code: None,
+                    error: None,
+                },
+                Err(e) => PipResult {
+                    partition: None,
+                    message_id: None,
+                    error_code: Some(message_error_code(e)),
+                    error: Some(e.to_string()),
+                },
+            })
+            .collect(),
+        schema_version: None,
+    }
+}
+
+#[derive(Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokerResult {
+    pub message_id: String,
+    pub error_code: u32,
+    pub error_msg: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokerResponse {
+    pub message_publish_results: Vec<BrokerResult>,
+    pub schema_version: i64,
+}
+
+/// The broker dialect's answer: ids as `ledger:entry:partition`.
+pub fn broker_response(outcomes: &[Outcome]) -> BrokerResponse {
+    BrokerResponse {
+        message_publish_results: outcomes
+            .iter()
+            .map(|o| match o {
+                Ok(id) => BrokerResult {
+                    message_id: format!("{}:{}:{}", id.ledger_id, id.entry_id, id.partition),
+                    error_code: 0,
+                    error_msg: String::new(),
+                },
+                Err(e) => BrokerResult {
+                    message_id: String::new(),
+                    error_code: message_error_code(e),
+                    error_msg: e.to_string(),
+                },
+            })
+            .collect(),
+        schema_version: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pip_bodies_parse_with_every_field() {
+        let body = br#"{"messages":[{"key":"k1","value":"aGVsbG8=","properties":{"a":"1"},
+            "eventTime":1700000000000,"sequenceId":7,"deliverAfterMs":1000,"partition":2}]}"#;
+        let m = &parse_pip(body, 10).unwrap()[0];
+        assert_eq!(&m.msg.payload[..], b"hello");
+        assert_eq!(m.msg.key.as_deref(), Some("k1"));
+        assert_eq!(m.msg.properties, vec![("a".to_string(), "1".to_string())]);
+        assert_eq!(m.msg.event_time, Some(1_700_000_000_000));
+        assert_eq!((m.msg.sequence_id, m.user_sequence_id), (7, true));
+        assert!(m.entry.deliver_at.unwrap() > now_ms());
+        assert_eq!(m.partition, Some(2));
+    }
+
+    #[test]
+    fn schemas_pick_the_value_format() {
+        let s = br#"{"value_schema":{"type":"STRING"},"messages":[{"value":"plain"}]}"#;
+        assert_eq!(&parse_pip(s, 10).unwrap()[0].msg.payload[..], b"plain");
+        let j = br#"{"schema_type":"JSON","messages":[{"value":{"x":1}}]}"#;
+        assert_eq!(&parse_pip(j, 10).unwrap()[0].msg.payload[..], br#"{"x":1}"#);
+    }
+
+    #[test]
+    fn bad_bodies_are_typed() {
+        assert_eq!(parse_pip(b"{", 10).unwrap_err().code, 40001);
+        assert_eq!(parse_pip(br#"{"nope":1}"#, 10).unwrap_err().code, 40001);
+        assert_eq!(
+            parse_pip(br#"{"messages":[{"value":"!!"}]}"#, 10)
+                .unwrap_err()
+                .code,
+            42205
+        );
+        assert_eq!(
+            parse_pip(br#"{"messages":[{"value":5}]}"#, 10)
+                .unwrap_err()
+                .code,
+            42205
+        );
+        let two = br#"{"messages":[{"value":""},{"value":""}]}"#;
+        assert_eq!(parse_pip(two, 1).unwrap_err().status, 413);
+        assert_eq!(
+            parse_pip(br#"{"schema_type":"AVRO","messages":[]}"#, 1)
+                .unwrap_err()
+                .code,
+            42204
+        );
+    }
+
+    #[test]
+    fn the_broker_dialect_takes_text_payloads() {
+        let body = br#"{"messages":[{"payload":"hi","key":"k","eventTime":"5"}]}"#;
+        let m = &parse_broker(body, 10).unwrap()[0];
+        assert_eq!(
+            (&m.msg.payload[..], m.msg.key.as_deref()),
+            (&b"hi"[..], Some("k"))
+        );
+        assert_eq!(m.msg.event_time, Some(5));
+        let bytes = br#"{"valueSchema":"{\"type\":\"BYTES\"}","messages":[{"payload":"aGk="}]}"#;
+        assert_eq!(&parse_broker(bytes, 10).unwrap()[0].msg.payload[..], b"hi");
+    }
+
+    #[test]
+    fn binary_messages_read_their_headers() {
+        let h = |n: &str| match n {
+            "x-pulsar-key" => Some("k".to_string()),
+            "x-pulsar-event-time" => Some("42".to_string()),
+            "x-pulsar-properties" => Some(r#"{"a":"1"}"#.to_string()),
+            _ => None,
+        };
+        let m = parse_binary(
+            Bytes::from_static(b"raw"),
+            h,
+            vec![("b".into(), "2".into())],
+        )
+        .unwrap();
+        assert_eq!(&m.msg.payload[..], b"raw");
+        assert_eq!(m.msg.event_time, Some(42));
+        assert_eq!(m.msg.properties.len(), 2);
+        let bad = |n: &str| (n == "x-pulsar-event-time").then(|| "soon".to_string());
+        assert_eq!(
+            parse_binary(Bytes::new(), bad, vec![]).unwrap_err().status,
+            400
+        );
+    }
+
+    #[test]
+    fn responses_have_the_pip_and_broker_shapes() {
+        let id = MessageId::new(3, 4, 1, -1, 0);
+        let outcomes = vec![Ok(id), Err(Error::timeout("send"))];
+        let pip = serde_json::to_value(pip_response(&outcomes)).unwrap();
+        assert_eq!(pip["messageIds"][0]["partition"], 1);
+        assert_eq!(pip["messageIds"][0]["messageId"], id_base64(&id));
+        assert_eq!(pip["messageIds"][1]["error_code"], 2);
+        let broker = serde_json::to_value(broker_response(&outcomes)).unwrap();
+        assert_eq!(broker["messagePublishResults"][0]["messageId"], "3:4:1");
+        assert_eq!(broker["messagePublishResults"][1]["errorCode"], 2);
+    }
+}

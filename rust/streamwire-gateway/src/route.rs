@@ -1,0 +1,211 @@
+//! Which endpoint a request is for (pure, tested).
+//!
+//! PIP-64's paths and the broker's own produce paths share the `/topics/` prefix; the number
+//! of segments tells them apart: `/topics/{tenant}/{ns}/{topic}` (3) is PIP-64, and
+//! `/topics/{persistent|non-persistent}/{tenant}/{ns}/{topic}` (4) is the broker's dialect,
+//! each optionally followed by `/partitions/{n}`.
+
+/// A topic as the path names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicPath {
+    pub persistent: bool,
+    pub tenant: String,
+    pub namespace: String,
+    pub topic: String,
+    pub partition: Option<u32>,
+}
+
+impl TopicPath {
+    /// The full topic name (`persistent://tenant/ns/topic`), without any partition suffix.
+    pub fn name(&self) -> String {
+        let domain = if self.persistent {
+            "persistent"
+        } else {
+            "non-persistent"
+        };
+        format!(
+            "{domain}://{}/{}/{}",
+            self.tenant, self.namespace, self.topic
+        )
+    }
+}
+
+/// What a request asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// `POST /topics/{tenant}/{ns}/{topic}[/partitions/{n}]`.
+    Produce(TopicPath),
+    /// `POST /topics/{persistent|non-persistent}/{tenant}/{ns}/{topic}[/partitions/{n}]`.
+    BrokerProduce(TopicPath),
+    /// `GET /topics/{tenant}/{ns}/{topic}[/partitions/{n}]/messages`.
+    Read(TopicPath),
+    Healthz,
+    Readyz,
+    /// A known path with the wrong method (405).
+    WrongMethod,
+    NotFound,
+}
+
+/// `%XX` decoding of one path segment; `None` for malformed escapes or invalid UTF-8.
+pub fn percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+fn topic(persistent: bool, segs: &[String], partition: Option<&str>) -> Option<TopicPath> {
+    if segs.iter().any(String::is_empty) {
+        return None;
+    }
+    let partition = match partition {
+        Some(p) => Some(p.parse::<u32>().ok()?),
+        None => None,
+    };
+    Some(TopicPath {
+        persistent,
+        tenant: segs[0].clone(),
+        namespace: segs[1].clone(),
+        topic: segs[2].clone(),
+        partition,
+    })
+}
+
+/// Route a request by method and path (the query string already removed).
+pub fn route(method: &str, path: &str) -> Route {
+    match path {
+        "/healthz" => {
+            return if method == "GET" {
+                Route::Healthz
+            } else {
+                Route::WrongMethod
+            }
+        }
+        "/readyz" => {
+            return if method == "GET" {
+                Route::Readyz
+            } else {
+                Route::WrongMethod
+            }
+        }
+        _ => {}
+    }
+    let Some(rest) = path.strip_prefix("/topics/") else {
+        return Route::NotFound;
+    };
+    let Some(segs) = rest
+        .trim_end_matches('/')
+        .split('/')
+        .map(percent_decode)
+        .collect::<Option<Vec<String>>>()
+    else {
+        return Route::NotFound;
+    };
+    let s: Vec<&str> = segs.iter().map(String::as_str).collect();
+    let is_domain = |d: &str| d == "persistent" || d == "non-persistent";
+    let (read, s) = match s.split_last() {
+        Some((&"messages", head)) => (true, head.to_vec()),
+        _ => (false, s),
+    };
+    let parsed = match s.as_slice() {
+        [_, _, _] => topic(true, &segs[..3], None).map(|t| (false, t)),
+        [_, _, _, "partitions", p] => topic(true, &segs[..3], Some(p)).map(|t| (false, t)),
+        [d, _, _, _] if is_domain(d) && !read => {
+            topic(*d == "persistent", &segs[1..4], None).map(|t| (true, t))
+        }
+        [d, _, _, _, "partitions", p] if is_domain(d) && !read => {
+            topic(*d == "persistent", &segs[1..4], Some(p)).map(|t| (true, t))
+        }
+        _ => None,
+    };
+    match (parsed, read, method) {
+        (Some((_, t)), true, "GET") => Route::Read(t),
+        (Some((false, t)), false, "POST") => Route::Produce(t),
+        (Some((true, t)), false, "POST") => Route::BrokerProduce(t),
+        (Some(_), _, _) => Route::WrongMethod,
+        (None, _, _) => Route::NotFound,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tp(persistent: bool, t: &str, p: Option<u32>) -> TopicPath {
+        TopicPath {
+            persistent,
+            tenant: "public".into(),
+            namespace: "default".into(),
+            topic: t.into(),
+            partition: p,
+        }
+    }
+
+    #[test]
+    fn pip64_and_broker_paths() {
+        assert_eq!(
+            route("POST", "/topics/public/default/t"),
+            Route::Produce(tp(true, "t", None))
+        );
+        assert_eq!(
+            route("POST", "/topics/public/default/t/partitions/3"),
+            Route::Produce(tp(true, "t", Some(3)))
+        );
+        assert_eq!(
+            route("POST", "/topics/persistent/public/default/t"),
+            Route::BrokerProduce(tp(true, "t", None))
+        );
+        assert_eq!(
+            route(
+                "POST",
+                "/topics/non-persistent/public/default/t/partitions/1"
+            ),
+            Route::BrokerProduce(tp(false, "t", Some(1)))
+        );
+        assert_eq!(
+            route("GET", "/topics/public/default/t/partitions/2/messages"),
+            Route::Read(tp(true, "t", Some(2)))
+        );
+        assert_eq!(
+            route("GET", "/topics/public/default/a%20b/messages"),
+            Route::Read(tp(true, "a b", None))
+        );
+        assert_eq!(route("GET", "/healthz"), Route::Healthz);
+    }
+
+    #[test]
+    fn the_rest_is_404_or_405() {
+        assert_eq!(route("GET", "/topics/public/default/t"), Route::WrongMethod);
+        assert_eq!(route("DELETE", "/healthz"), Route::WrongMethod);
+        assert_eq!(
+            route("POST", "/topics/public/default/t/partitions/x"),
+            Route::NotFound
+        );
+        assert_eq!(route("POST", "/topics/public//t"), Route::NotFound);
+        assert_eq!(route("POST", "/nope"), Route::NotFound);
+        assert_eq!(route("POST", "/topics/a/b/c/d/e/f/g"), Route::NotFound);
+        assert_eq!(route("GET", "/topics/a/b/%zz/messages"), Route::NotFound);
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(
+            tp(true, "t", Some(1)).name(),
+            "persistent://public/default/t"
+        );
+        assert_eq!(
+            tp(false, "t", None).name(),
+            "non-persistent://public/default/t"
+        );
+    }
+}

@@ -1,0 +1,243 @@
+//! The HTTP side: hyper on the engine's Tokio runtime, one task per connection, keep-alive,
+//! bodies bounded before they are read, every request bounded by the request timeout, one
+//! access-log line per request on stderr (the process's log), and a graceful shutdown that
+//! stops accepting, lets requests in flight finish, then closes the producers.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+
+use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_pulsar::topic::TopicName;
+
+use crate::config::GatewayConfig;
+use crate::error::ApiError;
+use crate::produce;
+use crate::read::{self, ReadParams};
+use crate::route::{route, Route, TopicPath};
+use crate::state::Gateway;
+
+type Answer = Response<Full<Bytes>>;
+
+fn json(status: u16, body: String) -> Answer {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+fn error(e: ApiError) -> Answer {
+    let retry = e.retry_after();
+    let mut r = json(e.status, e.body());
+    if let Some(s) = retry {
+        r.headers_mut().insert(RETRY_AFTER, HeaderValue::from(s));
+    }
+    r
+}
+
+fn topic_name(t: &TopicPath) -> std::result::Result<TopicName, ApiError> {
+    TopicName::parse(&t.name()).map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
+async fn body(req: Request<Incoming>, max: usize) -> std::result::Result<Bytes, ApiError> {
+    match Limited::new(req.into_body(), max).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            Err(ApiError::too_large(format!(
+                "the body is over the limit of {max} bytes"
+            )))
+        }
+        Err(e) => Err(ApiError::bad_request(format!(
+            "could not read the body: {e}"
+        ))),
+    }
+}
+
+async fn handle(gw: Arc<Gateway>, req: Request<Incoming>) -> Answer {
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().unwrap_or("").to_string();
+    let method = req.method().as_str().to_string();
+    match route(&method, &path) {
+        Route::Healthz => json(200, r#"{"status":"ok"}"#.into()),
+        Route::Readyz => match gw.client.service_connection().await {
+            Ok(_) => json(200, r#"{"status":"ready"}"#.into()),
+            Err(e) => error(ApiError::new(
+                503,
+                1,
+                format!("the broker is not reachable: {e}"),
+            )),
+        },
+        Route::WrongMethod => error(ApiError::new(
+            405,
+            1,
+            format!("{method} is not allowed on {path}"),
+        )),
+        Route::NotFound => error(ApiError::new(404, 0, format!("no endpoint at {path}"))),
+        Route::Read(t) => {
+            let params = match ReadParams::parse(&query, gw.config.request_timeout) {
+                Ok(p) => p,
+                Err(e) => return error(e),
+            };
+            let topic = match topic_name(&t) {
+                Ok(n) => match t.partition {
+                    Some(p) => n.partition(p),
+                    None => n,
+                },
+                Err(e) => return error(e),
+            };
+            match read::read(&gw.client, topic, &params).await {
+                Ok(r) => json(200, serde_json::to_string(&r).unwrap_or_default()),
+                Err(e) => error(e.into()),
+            }
+        }
+        Route::Produce(t) | Route::BrokerProduce(t) => {
+            let broker = matches!(route(&method, &path), Route::BrokerProduce(_));
+            match produce_request(&gw, req, &t, broker).await {
+                Ok(a) => a,
+                Err(e) => error(e),
+            }
+        }
+    }
+}
+
+async fn produce_request(
+    gw: &Gateway,
+    req: Request<Incoming>,
+    t: &TopicPath,
+    broker: bool,
+) -> std::result::Result<Answer, ApiError> {
+    let ctype = req
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_ascii_lowercase();
+    let headers = req.headers().clone();
+    let raw = body(req, gw.config.max_body_bytes).await?;
+    let msgs = if ctype.starts_with("application/octet-stream") {
+        let props: Vec<(String, String)> = headers
+            .iter()
+            .filter_map(|(k, v)| {
+                let name = k.as_str().strip_prefix("x-pulsar-property-")?;
+                Some((name.to_string(), v.to_str().ok()?.to_string()))
+            })
+            .collect();
+        let header = |n: &str| {
+            headers
+                .get(n)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        vec![produce::parse_binary(raw, header, props)?]
+    } else if ctype.starts_with("application/json") {
+        if broker {
+            produce::parse_broker(&raw, gw.config.max_messages)?
+        } else {
+            produce::parse_pip(&raw, gw.config.max_messages)?
+        }
+    } else {
+        return Err(ApiError::new(
+            415,
+            1,
+            format!(
+                "Content-Type {ctype} is not accepted (application/json, application/octet-stream)"
+            ),
+        ));
+    };
+    let topic = topic_name(t)?;
+    let producer = gw.producer(&topic).await?;
+    let outcomes = produce::send_all(&producer, t.partition, msgs).await?;
+    let body = if broker {
+        serde_json::to_string(&produce::broker_response(&outcomes))
+    } else {
+        serde_json::to_string(&produce::pip_response(&outcomes))
+    };
+    Ok(json(200, body.unwrap_or_default()))
+}
+
+/// Serve until `shutdown` resolves; then stop accepting, finish the requests in flight (up
+/// to the request timeout) and close the producers.
+pub async fn serve(config: GatewayConfig, shutdown: impl Future<Output = ()>) -> Result<()> {
+    let listener = TcpListener::bind(config.listen).await.map_err(|e| {
+        Error::new(
+            ErrorKind::Config,
+            format!("cannot listen on {}: {e}", config.listen),
+        )
+    })?;
+    serve_on(listener, config, shutdown).await
+}
+
+/// [`serve`] on a listener the caller bound (tests bind port 0).
+pub async fn serve_on(
+    listener: TcpListener,
+    config: GatewayConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<()> {
+    let grace = config.request_timeout;
+    let gw = Gateway::new(config)?;
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let sweeper = {
+        let gw = gw.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(gw.config.producer_idle / 4).await;
+                gw.expire_idle().await;
+            }
+        })
+    };
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, peer)) = accepted else { continue };
+                let _ = stream.set_nodelay(true);
+                let gw = gw.clone();
+                let svc = service_fn(move |req: Request<Incoming>| {
+                    let gw = gw.clone();
+                    async move {
+                        let t0 = Instant::now();
+                        let (m, p) = (req.method().clone(), req.uri().path().to_string());
+                        let timeout = gw.config.request_timeout;
+                        let answer = match tokio::time::timeout(timeout, handle(gw, req)).await {
+                            Ok(a) => a,
+                            Err(_) => error(ApiError::new(504, 1, "the request timed out")),
+                        };
+                        eprintln!(
+                            "streamwire-gateway access peer={peer} method={m} path={p} status={} ms={:.1}",
+                            answer.status().as_u16(),
+                            t0.elapsed().as_secs_f64() * 1000.0
+                        );
+                        Ok::<_, Infallible>(answer)
+                    }
+                });
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .keep_alive(true)
+                    .serve_connection(TokioIo::new(stream), svc);
+                let conn = graceful.watch(conn);
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                });
+            }
+            () = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(grace, graceful.shutdown()).await;
+    sweeper.abort();
+    gw.close().await;
+    Ok(())
+}

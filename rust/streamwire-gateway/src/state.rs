@@ -1,0 +1,116 @@
+//! What every request shares: the one Pulsar client (so every HTTP client reuses its
+//! connections and lookups) and the producers, one per topic, created on first use and closed
+//! after `producer_idle` without use.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::Mutex;
+
+use streamwire_core::budget::MemoryBudget;
+use streamwire_core::error::Result;
+use streamwire_pulsar::client::PulsarClient;
+use streamwire_pulsar::connection::ConnectionConfig;
+use streamwire_pulsar::producer::{ProducerConfig, Routing, TopicProducer};
+use streamwire_pulsar::topic::TopicName;
+
+use crate::config::GatewayConfig;
+
+struct Cached {
+    producer: Arc<TopicProducer>,
+    last_used: Instant,
+}
+
+/// The gateway's shared state.
+pub struct Gateway {
+    pub config: GatewayConfig,
+    pub client: PulsarClient,
+    budget: MemoryBudget,
+    producers: Mutex<HashMap<String, Cached>>,
+}
+
+impl Gateway {
+    pub fn new(config: GatewayConfig) -> Result<Arc<Gateway>> {
+        let conn = ConnectionConfig {
+            operation_timeout: config.request_timeout,
+            ..ConnectionConfig::default()
+        };
+        let client = PulsarClient::new(&config.service_url, conn)?;
+        Ok(Arc::new(Gateway {
+            config,
+            client,
+            budget: MemoryBudget::default(),
+            producers: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// The producer of `topic` (all its partitions), created on first use. Keyed messages go
+    /// by the Java client's key hash, the others round-robin, as the official clients do.
+    pub async fn producer(&self, topic: &TopicName) -> Result<Arc<TopicProducer>> {
+        let key = topic.to_string();
+        let mut map = self.producers.lock().await;
+        if let Some(c) = map.get_mut(&key) {
+            if !c.producer.is_closed() {
+                c.last_used = Instant::now();
+                return Ok(c.producer.clone());
+            }
+        }
+        let config = ProducerConfig {
+            routing: Routing::RoundRobin,
+            block_if_queue_full: false,
+            send_timeout: self.config.request_timeout,
+            ..ProducerConfig::default()
+        };
+        let p = Arc::new(
+            TopicProducer::create(
+                self.client.clone(),
+                topic.clone(),
+                config,
+                self.budget.clone(),
+            )
+            .await?,
+        );
+        map.insert(
+            key,
+            Cached {
+                producer: p.clone(),
+                last_used: Instant::now(),
+            },
+        );
+        Ok(p)
+    }
+
+    /// Close producers idle for longer than `producer_idle`; returns how many.
+    pub async fn expire_idle(&self) -> usize {
+        let idle = self.config.producer_idle;
+        let stale: Vec<Arc<TopicProducer>> = {
+            let mut map = self.producers.lock().await;
+            let keys: Vec<String> = map
+                .iter()
+                .filter(|(_, c)| c.last_used.elapsed() > idle)
+                .map(|(k, _)| k.clone())
+                .collect();
+            keys.iter()
+                .filter_map(|k| map.remove(k))
+                .map(|c| c.producer)
+                .collect()
+        };
+        for p in &stale {
+            let _ = p.close().await;
+        }
+        stale.len()
+    }
+
+    /// Close every producer (graceful shutdown: what they hold is flushed first).
+    pub async fn close(&self) {
+        let all: Vec<Arc<TopicProducer>> = {
+            let mut map = self.producers.lock().await;
+            map.drain().map(|(_, c)| c.producer).collect()
+        };
+        for p in all {
+            let _ = p.close().await;
+        }
+        self.client.close();
+    }
+}
