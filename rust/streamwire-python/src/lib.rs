@@ -8,9 +8,10 @@
 //!
 //! Layout: `common/` holds what every protocol shares (blocking helper, error mapping,
 //! column inputs); one folder per protocol holds its classes (`pulsar/` today's top-level
-//! classes, `tank/` for `streamwire.tank`).
+//! classes, `tank/` for `streamwire.tank`, `gateway/` for `streamwire.gateway`).
 
 mod common;
+mod gateway;
 mod pulsar;
 mod tank;
 
@@ -61,6 +62,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tank::producer::TankSendFuture>()?;
     m.add_class::<tank::consumer::TankConsumer>()?;
     m.add_class::<tank::message::TankMessageObj>()?;
+    m.add_function(wrap_pyfunction!(gateway::_gateway_run, m)?)?;
     m.add_function(wrap_pyfunction!(_shutdown_callbacks, m)?)?;
     m.add_function(wrap_pyfunction!(configure, m)?)?;
     m.add_function(wrap_pyfunction!(_runtime_started, m)?)?;
