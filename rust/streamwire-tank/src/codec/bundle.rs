@@ -49,36 +49,63 @@ pub struct Message {
     pub value: Bytes,
 }
 
+/// One message: flags (with `extra` flags), a sparse seq delta when given, the timestamp
+/// unless it repeats the last explicit one, the key, the content.
+fn put_message(
+    out: &mut impl BufMut,
+    m: &OutMsg<'_>,
+    extra: u8,
+    delta: Option<u32>,
+    last_ts: &mut Option<u64>,
+) -> Result<(), CodecError> {
+    let same_ts = *last_ts == Some(m.ts);
+    let mut flags = extra;
+    if m.key.is_some() {
+        flags |= HAVE_KEY;
+    }
+    if same_ts {
+        flags |= USE_LAST_TS;
+    }
+    out.put_u8(flags);
+    if let Some(d) = delta {
+        put_varint(out, d);
+    }
+    if !same_ts {
+        out.put_u64_le(m.ts);
+        *last_ts = Some(m.ts);
+    }
+    if let Some(k) = m.key {
+        let n = u8::try_from(k.len())
+            .map_err(|_| CodecError::InvalidArgument("a key is at most 255 bytes"))?;
+        out.put_u8(n);
+        out.put_slice(k);
+    }
+    let n = u32::try_from(m.value.len()).map_err(|_| CodecError::TooLarge {
+        what: "message",
+        len: m.value.len() as u64,
+        limit: u64::from(u32::MAX),
+    })?;
+    put_varint(out, n);
+    out.put_slice(m.value);
+    Ok(())
+}
+
 fn write_messages(out: &mut impl BufMut, msgs: &[OutMsg<'_>]) -> Result<(), CodecError> {
     let mut last_ts: Option<u64> = None;
     for m in msgs {
-        let mut flags = 0;
-        if m.key.is_some() {
-            flags |= HAVE_KEY;
-        }
-        let same_ts = last_ts == Some(m.ts);
-        if same_ts {
-            flags |= USE_LAST_TS;
-        }
-        out.put_u8(flags);
-        if !same_ts {
-            out.put_u64_le(m.ts);
-            last_ts = Some(m.ts);
-        }
-        if let Some(k) = m.key {
-            let n = u8::try_from(k.len())
-                .map_err(|_| CodecError::InvalidArgument("a key is at most 255 bytes"))?;
-            out.put_u8(n);
-            out.put_slice(k);
-        }
-        let n = u32::try_from(m.value.len()).map_err(|_| CodecError::TooLarge {
-            what: "message",
-            len: m.value.len() as u64,
-            limit: u64::from(u32::MAX),
-        })?;
-        put_varint(out, n);
-        out.put_slice(m.value);
+        put_message(out, m, 0, None, &mut last_ts)?;
     }
+    Ok(())
+}
+
+/// Append `set` Snappy-compressed (raw block format).
+fn put_snappy(out: &mut BytesMut, set: &[u8]) -> Result<(), CodecError> {
+    let at = out.len();
+    out.resize(at + snap::raw::max_compress_len(set.len()), 0);
+    let n = snap::raw::Encoder::new()
+        .compress(set, &mut out[at..])
+        .map_err(|_| CodecError::InvalidArgument("message set too large for Snappy"))?;
+    out.truncate(at + n);
     Ok(())
 }
 
@@ -115,13 +142,7 @@ fn put_set(
         Compression::Snappy => {
             scratch.clear();
             write_messages(scratch, msgs)?;
-            let at = out.len();
-            out.resize(at + snap::raw::max_compress_len(scratch.len()), 0);
-            let n = snap::raw::Encoder::new()
-                .compress(scratch, &mut out[at..])
-                .map_err(|_| CodecError::InvalidArgument("message set too large for Snappy"))?;
-            out.truncate(at + n);
-            Ok(())
+            put_snappy(out, scratch)
         }
     }
 }
@@ -193,53 +214,27 @@ pub fn encode_sparse_bundle(
         put_varint(out, gap);
     }
     // Messages with their per-message sequence info, then compressed as one set if asked.
-    let mut set = BytesMut::new();
+    scratch.clear();
     let mut last_ts: Option<u64> = None;
     for (i, (seq, m)) in msgs.iter().enumerate() {
         let middle = i != 0 && i != msgs.len() - 1;
         let prev = if i > 0 { msgs[i - 1].0 } else { 0 };
-        let mut flags = 0;
-        if m.key.is_some() {
-            flags |= HAVE_KEY;
-        }
-        let same_ts = last_ts == Some(m.ts);
-        if same_ts {
-            flags |= USE_LAST_TS;
-        }
-        if middle && *seq == prev + 1 {
-            flags |= SEQ_PREV_PLUS_ONE;
-        }
-        set.put_u8(flags);
-        if middle && *seq != prev + 1 {
-            let d = u32::try_from(seq - prev - 1)
-                .map_err(|_| CodecError::InvalidArgument("sparse seq gap too wide"))?;
-            put_varint(&mut set, d);
-        }
-        if !same_ts {
-            set.put_u64_le(m.ts);
-            last_ts = Some(m.ts);
-        }
-        if let Some(k) = m.key {
-            let n = u8::try_from(k.len())
-                .map_err(|_| CodecError::InvalidArgument("a key is at most 255 bytes"))?;
-            set.put_u8(n);
-            set.put_slice(k);
-        }
-        put_varint(&mut set, m.value.len() as u32);
-        set.put_slice(m.value);
+        let (extra, delta) = match (middle, *seq == prev + 1) {
+            (true, true) => (SEQ_PREV_PLUS_ONE, None),
+            (true, false) => (
+                0,
+                Some(
+                    u32::try_from(seq - prev - 1)
+                        .map_err(|_| CodecError::InvalidArgument("sparse seq gap too wide"))?,
+                ),
+            ),
+            (false, _) => (0, None),
+        };
+        put_message(scratch, m, extra, delta, &mut last_ts)?;
     }
     match compression {
-        Compression::None => out.put_slice(&set),
-        Compression::Snappy => {
-            scratch.clear();
-            scratch.extend_from_slice(&set);
-            let at = out.len();
-            out.resize(at + snap::raw::max_compress_len(scratch.len()), 0);
-            let n = snap::raw::Encoder::new()
-                .compress(scratch, &mut out[at..])
-                .map_err(|_| CodecError::InvalidArgument("message set too large for Snappy"))?;
-            out.truncate(at + n);
-        }
+        Compression::None => out.put_slice(scratch),
+        Compression::Snappy => put_snappy(out, scratch)?,
     }
     Ok(())
 }

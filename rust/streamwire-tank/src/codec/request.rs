@@ -57,20 +57,9 @@ pub fn encode_produce_as(
     } else {
         MsgType::Produce
     };
-    let at = begin_frame(out, msg);
-    out.put_u16_le(2);
-    out.put_u32_le(request_id);
-    put_str8(out, client_id, "client id")?;
-    out.put_u8(0); // requiredAcks
-    out.put_u32_le(0); // ackTimeout
-    out.put_u8(count_u8(topics.len(), "at most 255 topics per request")?);
+    let at = begin_produce(out, msg, request_id, client_id, topics.len())?;
     for t in topics {
-        check_topic(t.topic)?;
-        put_str8(out, t.topic, "topic")?;
-        out.put_u8(count_u8(
-            t.partitions.len(),
-            "at most 255 partitions per topic and request",
-        )?);
+        put_topic_header(out, t.topic, t.partitions.len())?;
         for p in &t.partitions {
             out.put_u16_le(p.partition);
             let n = u32::try_from(p.bundle.len()).map_err(|_| CodecError::TooLarge {
@@ -90,7 +79,7 @@ pub fn encode_produce_as(
 
 /// Start a Produce frame: the header up to the topic count. Returns the frame's start for
 /// [`end_frame`](super::frame::end_frame). Producers that encode bundles in place use this
-/// with [`put_produce_topic`] instead of [`encode_produce`].
+/// with [`put_topic_header`] instead of [`encode_produce`].
 pub fn begin_produce(
     out: &mut BytesMut,
     msg: MsgType,
@@ -108,9 +97,9 @@ pub fn begin_produce(
     Ok(at)
 }
 
-/// A topic's name and partition count in a Produce request; each partition then follows as
-/// `partition:u16, bundleLen:varint, bundle`.
-pub fn put_produce_topic(
+/// A topic's name and partition count, as Produce and Consume requests both write them; in a
+/// Produce request each partition then follows as `partition:u16, bundleLen:varint, bundle`.
+pub fn put_topic_header(
     out: &mut BytesMut,
     topic: &[u8],
     partitions: usize,
@@ -159,12 +148,7 @@ pub fn encode_consume(
     }
     out.put_u8(count_u8(topics.len(), "at most 255 topics per request")?);
     for t in topics {
-        check_topic(t.topic)?;
-        put_str8(out, t.topic, "topic")?;
-        out.put_u8(count_u8(
-            t.partitions.len(),
-            "at most 255 partitions per topic and request",
-        )?);
+        put_topic_header(out, t.topic, t.partitions.len())?;
         for p in t.partitions {
             out.put_u16_le(p.partition);
             out.put_u64_le(p.seq);

@@ -239,7 +239,7 @@ impl Batcher {
             1,
         )
         .map_err(Error::from)?;
-        codec::put_produce_topic(&mut frame, &self.topic, used.len()).map_err(Error::from)?;
+        codec::put_topic_header(&mut frame, &self.topic, used.len()).map_err(Error::from)?;
         let mut parts = Vec::with_capacity(used.len());
         let mut since: Option<Instant> = None;
         for p in used {
