@@ -11,6 +11,8 @@ Fixtures (all brokers bind 127.0.0.1 only and are stopped by PID at teardown):
 - ``apache_admin``: a :class:`~tests.peers.admin.PulsarAdmin` for ``apache_broker``.
 - ``official_pulsar``: the imported official ``pulsar`` module (PyPI ``pulsar-client``).
 - ``unique_topic``: ``persistent://public/default/t-<uuid>``.
+- ``pravega`` (session): a :class:`~tests.peers.pravega.PravegaStandalone` (Pravega 0.13.0
+  standalone, the official ``pravega`` client checks it answers).
 - ``tank_broker`` (session): a :class:`~tests.peers.tank.TankBroker` -- the real TANK broker
   when ``STREAMWIRE_TANK_BIN`` names a built ``tank`` binary, else the broker double.
 - ``fault_proxy``: factory ``fault_proxy(target) -> FaultProxy`` where ``target`` is a broker
@@ -41,6 +43,7 @@ from tests.peers.apache import ApachePulsar, ApachePulsarError  # noqa: E402
 from tests.peers.broker import Broker  # noqa: E402
 from tests.peers.faultproxy import FaultProxy  # noqa: E402
 from tests.peers.lite import PulsarLite  # noqa: E402
+from tests.peers.pravega import PravegaError, PravegaStandalone  # noqa: E402
 from tests.peers.tank import TankBroker  # noqa: E402
 
 BROKER_KINDS = ("lite", "apache")
@@ -88,6 +91,21 @@ def fresh_tank() -> Iterator[TankBroker]:
         yield broker
     finally:
         broker.close()
+
+
+@pytest.fixture(scope="session")
+def pravega() -> Iterator[PravegaStandalone]:
+    """Pravega 0.13.0 standalone from Maven Central (first use downloads ~200 MB into ~/.m2).
+    A start failure fails the test with the server's log tail (never skips)."""
+    server = PravegaStandalone()
+    try:
+        try:
+            server.start()
+        except PravegaError as exc:
+            pytest.fail(f"Pravega standalone did not start: {exc}", pytrace=False)
+        yield server
+    finally:
+        server.close()
 
 
 @pytest.fixture(scope="session")

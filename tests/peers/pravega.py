@@ -1,0 +1,161 @@
+"""Pravega 0.13.0 standalone (``io.pravega.local.LocalPravegaEmulator``), assembled from Maven
+Central on first use, on free loopback ports (the recipe and its pitfalls:
+shared/design/PRAVEGA.md; the dependency pins: ``pravega_conf/pom.xml``).
+
+Ready means the controller answers an RPC (a scope created through the official client when
+it is installed, else the controller port accepting): the emulator logs "Sandbox is running"
+even when its controller died. The segment store publishes 127.0.0.1 as its address.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from .apache import (
+    DEPENDENCY_PLUGIN,
+    JAVA,
+    MAVEN,
+    MAVEN_REPO_LOCAL,
+    SETTINGS_XML,
+    _locked,
+    cache_root,
+)
+from .process import ServerProcess
+from .util import LOOPBACK, free_ports, tail, tcp_accepts
+
+__all__ = ["PravegaError", "PravegaStandalone", "resolve_classpath"]
+
+HERE = Path(__file__).resolve().parent / "pravega_conf"
+MAIN_CLASS = "io.pravega.local.LocalPravegaEmulator"
+
+
+class PravegaError(RuntimeError):
+    """Pravega standalone could not be assembled or did not start."""
+
+
+def resolve_classpath() -> str:
+    """The standalone's classpath, computed by Maven once and cached."""
+    import subprocess
+
+    workdir = cache_root() / "pravega-0.13.0"
+    cp_file = workdir / "classpath.txt"
+    with _locked(cache_root() / ".resolve-pravega.lock"):
+        if cp_file.exists():
+            cp = cp_file.read_text().strip()
+            if cp and all(os.path.isfile(j) for j in cp.split(os.pathsep)):
+                return cp
+        workdir.mkdir(parents=True, exist_ok=True)
+        shutil.copy(HERE / "pom.xml", workdir / "pom.xml")
+        (workdir / "settings.xml").write_text(SETTINGS_XML)
+        tmp = workdir / "classpath.txt.tmp"
+        cmd = [
+            MAVEN,
+            "-B",
+            "-q",
+            "-s",
+            str(workdir / "settings.xml"),
+            "-f",
+            str(workdir / "pom.xml"),
+            f"{DEPENDENCY_PLUGIN}:build-classpath",
+            f"-Dmdep.outputFile={tmp}",
+            "-Dmdep.includeScope=runtime",
+        ]
+        if MAVEN_REPO_LOCAL:
+            cmd.append(f"-Dmaven.repo.local={MAVEN_REPO_LOCAL}")
+        log = workdir / "mvn.log"
+        with open(log, "wb") as out:
+            rc = subprocess.call(
+                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+        if rc != 0 or not tmp.exists():
+            raise PravegaError(
+                f"mvn build-classpath for Pravega failed (rc={rc})\n" + tail(log, 30)
+            )
+        cp = tmp.read_text().strip()
+        tmp.replace(cp_file)
+        return cp
+
+
+class PravegaStandalone:
+    """One standalone Pravega (ZooKeeper, controller, segment store in one JVM)."""
+
+    def __init__(self, start_timeout: float = 120.0) -> None:
+        self.zk_port, self.segment_port, self.controller_port, self.rest_port = free_ports(4)
+        self.workdir = Path(tempfile.mkdtemp(prefix="streamwire-pravega-"))
+        self.start_timeout = start_timeout
+        self.process = ServerProcess(
+            "Pravega standalone",
+            self.workdir / "console.log",
+            error=PravegaError,
+            extra_logs=[self.workdir / "standalone.log"],
+        )
+
+    @property
+    def controller_url(self) -> str:
+        return f"tcp://{LOOPBACK}:{self.controller_port}"
+
+    def _ready(self) -> bool:
+        if not tcp_accepts(LOOPBACK, self.controller_port):
+            return False
+        try:
+            import pravega_client
+        except ImportError:
+            return True
+        try:
+            pravega_client.StreamManager(self.controller_url).create_scope("streamwire-probe")
+            return True
+        except Exception:
+            return False
+
+    def start(self) -> PravegaStandalone:
+        classpath = resolve_classpath()
+        conf = self.workdir / "standalone-config.properties"
+        conf.write_text(
+            "\n".join(
+                [
+                    f"singlenode.zk.port={self.zk_port}",
+                    f"singlenode.segmentStore.port={self.segment_port}",
+                    f"singlenode.controller.rpc.port={self.controller_port}",
+                    f"singlenode.controller.rest.port={self.rest_port}",
+                    "singlenode.controller.rest.enable=false",
+                    "singlenode.security.auth.enable=false",
+                    "singlenode.security.tls.enable=false",
+                    "singlenode.metrics.enable=false",
+                    "singlenode.admin.gateway.enable=false",
+                    "",
+                ]
+            )
+        )
+        (self.workdir / "tmp").mkdir(exist_ok=True)
+        argfile = self.workdir / "java.args"
+        argfile.write_text(f'-cp "{classpath}"\n')
+        cmd = [
+            JAVA,
+            "-Xms256m",
+            "-Xmx1g",
+            f"-Djava.io.tmpdir={self.workdir / 'tmp'}",
+            f"-Dsinglenode.configurationFile={conf}",
+            f"-Dlogback.configurationFile={HERE / 'logback.xml'}",
+            f"-Dpravega.log.file={self.workdir / 'standalone.log'}",
+            "-Dpravegaservice.service.published.host.nameOrIp=127.0.0.1",
+            f"-Dpravegaservice.service.published.port={self.segment_port}",
+            f"@{argfile}",
+            MAIN_CLASS,
+        ]
+        self.process.start(
+            cmd, self._ready, timeout=self.start_timeout, cwd=self.workdir, interval=0.5
+        )
+        return self
+
+    def stop(self) -> int | None:
+        return self.process.stop(20.0)
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def log_tail(self) -> str:
+        return self.process.log_tail()
