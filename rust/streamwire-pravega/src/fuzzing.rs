@@ -1,0 +1,22 @@
+//! Fuzz bodies (cargo-fuzz targets in `fuzz/`, a bounded run in `tests/fuzz_pravega.rs`):
+//! arbitrary bytes through the reply decoder and the event decoder never panic and never
+//! allocate beyond what the input holds.
+
+use bytes::{Bytes, BytesMut};
+
+use crate::wire::{decode_frame, EventDecoder, MAX_FRAME};
+
+/// Frames from arbitrary bytes; SEGMENT_READ data then through the event decoder.
+pub fn fuzz_reply(data: &[u8]) {
+    let mut buf = BytesMut::from(data);
+    let mut events = EventDecoder::new();
+    let mut out = Vec::new();
+    while let Ok(Some(reply)) = decode_frame(&mut buf, MAX_FRAME) {
+        if let crate::wire::Reply::SegmentRead { data, .. } = reply {
+            if events.feed(data, &mut out).is_err() {
+                events = EventDecoder::new();
+            }
+        }
+    }
+    let _ = EventDecoder::new().feed(Bytes::copy_from_slice(data), &mut out);
+}

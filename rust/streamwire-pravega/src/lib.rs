@@ -1,0 +1,16 @@
+//! Pravega on the streamwire engine (first layer).
+//!
+//! Layout (this crate uses `streamwire-core`, never another protocol crate):
+//!
+//! - `wire/` — the segment store's wire protocol, pure: frames (`type:i32 length:i32` big
+//!   endian), Java `writeUTF` strings, every command a client sends and every reply it must act
+//!   on, and EVENT framing inside segment data (an event split across two reads).
+//! - `routing` — the official clients' routing-key hash (`HashHelper.hashToRange`, seed
+//!   "EventRouter"), so a key's events land in the segment the official writers pick.
+//!
+//! The controller client (gRPC), the event writer and the stream reader are built on these.
+#![forbid(unsafe_code)]
+
+pub mod fuzzing;
+pub mod routing;
+pub mod wire;
