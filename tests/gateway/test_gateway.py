@@ -213,3 +213,34 @@ def test_unknown_paths_methods_and_partitions(gateway: Gateway) -> None:
     assert (r.status_code, r.json()["code"]) == (404, 40402)
     r = httpx.get(gateway.url + path + "/messages", params={"position": "AAAA"})
     assert (r.status_code, r.json()["code"]) == (400, 40001)
+
+
+def test_streaming_ndjson_produce(
+    gateway: Gateway, broker: Broker, official_pulsar: ModuleType
+) -> None:
+    topic, path = fresh()
+    n = 2000
+
+    def lines() -> Any:
+        for i in range(n):
+            if i == 7:
+                yield b"{not json}\n"
+            yield (json.dumps({"key": f"k{i % 5}", "value": b64(b"s%d" % i)}) + "\n").encode()
+
+    with httpx.stream(
+        "POST",
+        gateway.url + path,
+        content=lines(),
+        headers={"Content-Type": "application/x-ndjson"},
+        timeout=60,
+    ) as r:
+        assert r.status_code == 200
+        assert r.headers["content-type"] == "application/x-ndjson"
+        reports = [json.loads(line) for line in r.iter_lines() if line]
+    assert len(reports) == n + 1
+    assert reports[7]["error_code"] == 1 and "line 8" in reports[7]["error"]
+    ok = [x for i, x in enumerate(reports) if i != 7]
+    assert all("messageId" in x for x in ok)
+    msgs = official_read(official_pulsar, broker.service_url, topic, n)
+    assert [m.data() for m in msgs] == [b"s%d" % i for i in range(n)]
+    assert [b64(m.message_id().serialize()) for m in msgs] == [x["messageId"] for x in ok]

@@ -8,6 +8,7 @@
 //! - `error` — errors as HTTP statuses and PIP-64 codes (pure).
 //! - `produce` — the three produce bodies to engine messages and back (pure), and sending.
 //! - `read` — a stateless reader per `GET …/messages`.
+//! - `stream` — streaming produce: NDJSON lines in, delivery reports out, in order.
 //! - `state` — the shared Pulsar client and the per-topic producers.
 //! - `server` — hyper, keep-alive, limits, access log, graceful shutdown.
 #![forbid(unsafe_code)]
@@ -19,6 +20,7 @@ pub mod read;
 pub mod route;
 pub mod server;
 pub mod state;
+pub mod stream;
 
 pub use config::GatewayConfig;
 pub use server::{serve, serve_on};

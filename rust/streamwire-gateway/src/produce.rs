@@ -218,6 +218,26 @@ fn prepared(
     }
 }
 
+/// One PIP-64 message (as in `messages[i]`) into an engine message.
+pub fn pip_message(
+    m: PipMessage,
+    format: ValueFormat,
+    i: usize,
+) -> std::result::Result<Prepared, ApiError> {
+    Ok(prepared(
+        value_bytes(&m.value, format, i)?,
+        m.key,
+        m.properties,
+        m.event_time,
+        m.sequence_id,
+        m.replication_clusters,
+        m.disable_replication,
+        m.deliver_at,
+        m.deliver_after_ms,
+        m.partition,
+    ))
+}
+
 /// Parse a PIP-64 body into messages (all or nothing: a bad message fails the request).
 pub fn parse_pip(body: &[u8], max_messages: usize) -> std::result::Result<Vec<Prepared>, ApiError> {
     let req: PipRequest = serde_json::from_slice(body).map_err(|e| {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Either, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use hyper::service::service_fn;
@@ -26,11 +26,12 @@ use crate::produce;
 use crate::read::{self, ReadParams};
 use crate::route::{route, Route, TopicPath};
 use crate::state::Gateway;
+use crate::stream;
 
-type Answer = Response<Full<Bytes>>;
+type Answer = Response<Either<Full<Bytes>, stream::Lines>>;
 
 fn json(status: u16, body: String) -> Answer {
-    let mut r = Response::new(Full::new(Bytes::from(body)));
+    let mut r = Response::new(Either::Left(Full::new(Bytes::from(body))));
     *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     r.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -127,6 +128,37 @@ async fn produce_request(
         .unwrap_or("application/json")
         .to_ascii_lowercase();
     let headers = req.headers().clone();
+    if ctype.starts_with("application/x-ndjson") {
+        if broker {
+            return Err(ApiError::new(
+                415,
+                1,
+                "streaming produce is a PIP-64 endpoint: POST to /topics/{tenant}/{namespace}/{topic}",
+            ));
+        }
+        let format = match req.uri().query().unwrap_or("") {
+            q if q.contains("value_format=text") => produce::ValueFormat::Text,
+            q if q.contains("value_format=json") => produce::ValueFormat::Json,
+            _ => produce::ValueFormat::Base64,
+        };
+        let producer = gw.producer(&topic_name(t)?).await?;
+        let (tx, rx) = tokio::sync::mpsc::channel(1024);
+        let max_line = gw.config.max_body_bytes;
+        tokio::spawn(stream::run(
+            producer,
+            format,
+            t.partition,
+            req.into_body(),
+            max_line,
+            tx,
+        ));
+        let mut r = Response::new(Either::Right(stream::Lines(rx)));
+        r.headers_mut().insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/x-ndjson"),
+        );
+        return Ok(r);
+    }
     let raw = body(req, gw.config.max_body_bytes).await?;
     let msgs = if ctype.starts_with("application/octet-stream") {
         let props: Vec<(String, String)> = headers

@@ -1,0 +1,187 @@
+//! Streaming produce (`Content-Type: application/x-ndjson`): one PIP-64 message per line in,
+//! one delivery report per line out, in order, while the request is still being sent. Lines
+//! are sent as they arrive (pipelined); at most `IN_FLIGHT` reports wait, so a fast sender is
+//! held back by TCP rather than by memory. A line that does not parse gets an error report
+//! and the stream goes on.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::{Bytes, BytesMut};
+use http_body_util::BodyExt;
+use hyper::body::{Body, Frame, Incoming};
+use tokio::sync::{mpsc, oneshot};
+
+use streamwire_core::error::{Error, ErrorKind};
+use streamwire_pulsar::producer::{Completion, TopicProducer};
+
+use crate::produce::{id_base64, pip_message, Outcome, PipMessage, ValueFormat};
+
+/// Reports waiting for their receipts before the request body is read further.
+pub const IN_FLIGHT: usize = 10_000;
+
+/// The response body: lines from a channel.
+pub struct Lines(pub mpsc::Receiver<Bytes>);
+
+impl Body for Lines {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        self.0.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b))))
+    }
+}
+
+fn report(o: &Outcome) -> Bytes {
+    let v = match o {
+        Ok(id) => serde_json::json!({"partition": id.partition.max(0), "messageId": id_base64(id)}),
+        Err(e) => serde_json::json!({
+            "error_code": crate::error::message_error_code(e),
+            "error": e.to_string(),
+        }),
+    };
+    let mut line = v.to_string().into_bytes();
+    line.push(b'\n');
+    Bytes::from(line)
+}
+
+enum Pending {
+    Receipt(oneshot::Receiver<Outcome>),
+    Failed(Error),
+}
+
+fn gone() -> Error {
+    Error::new(ErrorKind::Disconnected, "the producer went away")
+}
+
+/// Write the reports of settled messages, oldest first; with `wait` (or a full window) wait
+/// for the oldest instead of stopping at it.
+async fn settle(pending: &mut VecDeque<Pending>, out: &mpsc::Sender<Bytes>, wait: bool) {
+    loop {
+        let must_wait = wait || pending.len() >= IN_FLIGHT;
+        let Some(front) = pending.front_mut() else {
+            return;
+        };
+        let outcome: Outcome = match front {
+            Pending::Failed(e) => Err(e.clone()),
+            Pending::Receipt(rx) => match rx.try_recv() {
+                Ok(o) => o,
+                Err(oneshot::error::TryRecvError::Closed) => Err(gone()),
+                Err(oneshot::error::TryRecvError::Empty) if must_wait => {
+                    rx.await.unwrap_or_else(|_| Err(gone()))
+                }
+                Err(oneshot::error::TryRecvError::Empty) => return,
+            },
+        };
+        pending.pop_front();
+        let _ = out.send(report(&outcome)).await;
+    }
+}
+
+/// Read `body` line by line, produce each message, and write the reports to `out` in order.
+pub async fn run(
+    producer: Arc<TopicProducer>,
+    format: ValueFormat,
+    partition: Option<u32>,
+    mut body: Incoming,
+    max_line: usize,
+    out: mpsc::Sender<Bytes>,
+) {
+    let mut buf = BytesMut::new();
+    let mut pending: VecDeque<Pending> = VecDeque::new();
+    let mut line_no = 0usize;
+    loop {
+        settle(&mut pending, &out, false).await;
+        match body.frame().await {
+            None => {
+                if !buf.is_empty() {
+                    let line = buf.split().freeze();
+                    line_no += 1;
+                    pending
+                        .push_back(send_line(&producer, format, partition, &line, line_no).await);
+                }
+                break;
+            }
+            Some(Err(e)) => {
+                pending.push_back(Pending::Failed(Error::new(
+                    ErrorKind::Disconnected,
+                    format!("the request body broke off: {e}"),
+                )));
+                break;
+            }
+            Some(Ok(frame)) => {
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
+                buf.extend_from_slice(&data);
+                while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
+                    let line = buf.split_to(nl + 1).freeze();
+                    line_no += 1;
+                    pending.push_back(
+                        send_line(&producer, format, partition, &line[..nl], line_no).await,
+                    );
+                }
+                if buf.len() > max_line {
+                    pending.push_back(Pending::Failed(Error::invalid(format!(
+                        "line {} is over {max_line} bytes",
+                        line_no + 1
+                    ))));
+                    break;
+                }
+            }
+        }
+    }
+    settle(&mut pending, &out, true).await;
+}
+
+async fn send_line(
+    producer: &TopicProducer,
+    format: ValueFormat,
+    partition: Option<u32>,
+    line: &[u8],
+    n: usize,
+) -> Pending {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Pending::Failed(Error::invalid(format!("line {n} is empty")));
+    }
+    let msg: PipMessage = match serde_json::from_slice(line) {
+        Ok(m) => m,
+        Err(e) => return Pending::Failed(Error::invalid(format!("line {n}: {e}"))),
+    };
+    let m = match pip_message(msg, format, n - 1) {
+        Ok(m) => m,
+        Err(e) => return Pending::Failed(Error::invalid(format!("line {n}: {}", e.message))),
+    };
+    let parts = producer.partition_producers();
+    let (tx, rx) = oneshot::channel();
+    let target = m.partition.or(partition);
+    let partitioned = parts
+        .first()
+        .is_some_and(|p| p.topic().partition_index().is_some());
+    let sent = match target {
+        Some(p) if partitioned && (p as usize) < parts.len() => {
+            parts[p as usize]
+                .send(m.msg, m.user_sequence_id, m.entry, Completion::Once(tx))
+                .await
+        }
+        Some(p) => Err(Error::new(
+            ErrorKind::PartitionNotFound,
+            format!("line {n}: partition {p} does not exist"),
+        )),
+        None => {
+            producer
+                .send(m.msg, m.user_sequence_id, m.entry, Completion::Once(tx))
+                .await
+        }
+    };
+    match sent {
+        Ok(()) => Pending::Receipt(rx),
+        Err(e) => Pending::Failed(e),
+    }
+}
