@@ -1,0 +1,140 @@
+"""The PIP-64 gateway under load, with the native client's own figures beside it, one run.
+
+    .venv/bin/python benches/gateway_bench.py [--seconds 10] [--broker lite|apache]
+
+Load comes from ``wrk`` (Debian package; 8 connections on 2 threads, keep-alive) and, for the
+streaming endpoint, one chunked upload. Rows: single-message binary POSTs (requests/s and
+latency percentiles), 1,000-message JSON bodies of 100 B (messages/s), NDJSON streaming
+(messages/s); beside them streamwire's native ``send`` latency and ``send_many`` rate on the
+same broker. The broker runs on the same 2 cores as the gateway and the load generator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+import streamwire  # noqa: E402
+
+from tests.peers.apache import ApachePulsar  # noqa: E402
+from tests.peers.gateway import Gateway  # noqa: E402
+from tests.peers.lite import PulsarLite  # noqa: E402
+
+LUA = """
+wrk.method = "POST"
+wrk.body = io.open("{body}", "rb"):read("*a")
+wrk.headers["Content-Type"] = "{ctype}"
+done = function(summary, latency, requests)
+  io.write(string.format("RESULT %d %f %f %f %f\\n", summary.requests, summary.duration / 1e6,
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000, summary.errors.status))
+end
+"""
+
+
+def wrk(url: str, body: bytes, ctype: str, seconds: int) -> tuple[float, float, float, int]:
+    """(requests/s, p50 ms, p99 ms, non-2xx) for POSTs of ``body`` to ``url``."""
+    with tempfile.TemporaryDirectory() as d:
+        bf = Path(d) / "body"
+        bf.write_bytes(body)
+        script = Path(d) / "post.lua"
+        script.write_text(LUA.replace("{body}", str(bf)).replace("{ctype}", ctype))
+        out = subprocess.run(
+            ["wrk", "-t2", "-c8", f"-d{seconds}s", "-s", str(script), url],
+            capture_output=True,
+            text=True,
+            timeout=seconds + 60,
+        ).stdout
+    m = re.search(r"RESULT (\d+) ([\d.]+) ([\d.]+) ([\d.]+) ([\d.]+)", out)
+    if not m:
+        raise RuntimeError(f"wrk said: {out}")
+    n, secs, p50, p99, errors = m.groups()
+    return int(n) / float(secs), float(p50), float(p99), int(float(errors))
+
+
+def ndjson(url: str, n: int) -> float:
+    line = (json.dumps({"value": base64.b64encode(b"x" * 100).decode()}) + "\n").encode()
+    t0 = time.perf_counter()
+    with httpx.stream(
+        "POST",
+        url,
+        content=(line * 1000 for _ in range(n // 1000)),
+        headers={"Content-Type": "application/x-ndjson"},
+        timeout=300,
+    ) as r:
+        got = sum(1 for x in r.iter_lines() if x)
+    assert got == n, got
+    return n / (time.perf_counter() - t0)
+
+
+def native(service_url: str, topic: str) -> tuple[float, float, float]:
+    """streamwire's own send latency p50/p99 (ms) and send_many msg/s."""
+    with streamwire.Client(service_url) as c, c.create_producer(topic) as p:
+        lat = []
+        for _ in range(2000):
+            t0 = time.perf_counter()
+            p.send(b"x" * 100)
+            lat.append((time.perf_counter() - t0) * 1000)
+        lat.sort()
+        vals = [b"x" * 100] * 1000
+        t0 = time.perf_counter()
+        for _ in range(200):
+            p.send_many(vals)
+        rate = 200_000 / (time.perf_counter() - t0)
+    return statistics.median(lat), lat[int(len(lat) * 0.99)], rate
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--broker", choices=["lite", "apache"], default="lite")
+    args = ap.parse_args()
+    if shutil.which("wrk") is None:
+        print("wrk is not installed (apt-get install wrk)", file=sys.stderr)
+        return 2
+    broker = PulsarLite(log_level="warn") if args.broker == "lite" else ApachePulsar()
+    broker.start()
+    gw = Gateway(broker.service_url, "--max-messages", "10000").start()
+    try:
+        t = f"gwb-{uuid.uuid4().hex[:8]}"
+        path = f"{gw.url}/topics/public/default/{t}"
+        httpx.post(path, json={"messages": [{"value": ""}]}, timeout=30)  # warm up
+        single = wrk(path, b"x" * 100, "application/octet-stream", args.seconds)
+        body = json.dumps(
+            {"messages": [{"value": base64.b64encode(b"x" * 100).decode()}] * 1000}
+        ).encode()
+        bulk = wrk(path, body, "application/json", args.seconds)
+        stream = ndjson(path, 500_000)
+        n50, n99, many = native(broker.service_url, f"persistent://public/default/{t}-n")
+    finally:
+        gw.close()
+        broker.close()
+    print(f"\nbroker: {args.broker}; wrk -t2 -c8 -d{args.seconds}s; 100 B messages\n")
+    print("| workload | gateway | native streamwire |\n|---|---:|---:|")
+    print(f"| single-message POST, req/s | {single[0]:,.0f} | — |")
+    print(
+        f"| single-message POST latency p50 / p99, ms | {single[1]:.2f} / {single[2]:.2f} | "
+        f"`send` {n50:.2f} / {n99:.2f} |"
+    )
+    print(f"| 1,000-message JSON bodies, msg/s | {bulk[0] * 1000:,.0f} | `send_many` {many:,.0f} |")
+    print(f"| NDJSON streaming (one upload), msg/s | {stream:,.0f} | — |")
+    print(f"\nnon-2xx answers: single {single[3]}, bulk {bulk[3]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
