@@ -1,8 +1,8 @@
 //! Streaming produce (`Content-Type: application/x-ndjson`): one PIP-64 message per line in,
 //! one delivery report per line out, in order, while the request is still being sent. Lines
-//! are sent as they arrive (pipelined); at most `IN_FLIGHT` reports wait, so a fast sender is
-//! held back by TCP rather than by memory. A line that does not parse gets an error report
-//! and the stream goes on.
+//! are sent as they arrive (pipelined); at most `IN_FLIGHT` messages wait for the broker, so a
+//! fast sender is held back by the broker's pace. A line that does not parse gets an error
+//! report and the stream goes on.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -38,15 +38,21 @@ impl Body for Lines {
 }
 
 fn report(o: &Outcome) -> Bytes {
-    let v = match o {
-        Ok(id) => serde_json::json!({"partition": id.partition.max(0), "messageId": id_base64(id)}),
-        Err(e) => serde_json::json!({
-            "error_code": crate::error::message_error_code(e),
-            "error": e.to_string(),
-        }),
+    // Written by hand: one small line per message, no JSON tree built for it.
+    let line = match o {
+        Ok(id) => format!(
+            "{{\"partition\":{},\"messageId\":\"{}\"}}\n",
+            id.partition.max(0),
+            id_base64(id)
+        ),
+        Err(e) => {
+            let msg = serde_json::to_string(&e.to_string()).unwrap_or_default();
+            format!(
+                "{{\"error_code\":{},\"error\":{msg}}}\n",
+                crate::error::message_error_code(e)
+            )
+        }
     };
-    let mut line = v.to_string().into_bytes();
-    line.push(b'\n');
     Bytes::from(line)
 }
 
@@ -59,9 +65,9 @@ fn gone() -> Error {
     Error::new(ErrorKind::Disconnected, "the producer went away")
 }
 
-/// Write the reports of settled messages, oldest first; with `wait` (or a full window) wait
-/// for the oldest instead of stopping at it.
-async fn settle(pending: &mut VecDeque<Pending>, out: &mpsc::Sender<Bytes>, wait: bool) {
+/// Move the reports of settled messages to `outbox`, oldest first; with `wait` (or a full
+/// window) wait for the oldest instead of stopping at it.
+async fn settle(pending: &mut VecDeque<Pending>, outbox: &mut VecDeque<Bytes>, wait: bool) {
     loop {
         let must_wait = wait || pending.len() >= IN_FLIGHT;
         let Some(front) = pending.front_mut() else {
@@ -79,7 +85,27 @@ async fn settle(pending: &mut VecDeque<Pending>, out: &mpsc::Sender<Bytes>, wait
             },
         };
         pending.pop_front();
-        let _ = out.send(report(&outcome)).await;
+        outbox.push_back(report(&outcome));
+    }
+}
+
+/// Hand reports to the response without waiting. Most HTTP/1.1 clients read the answer only
+/// once their upload is done, so waiting here would stop reading the upload: a deadlock.
+/// Reports wait in `outbox` instead (about 100 bytes each), while the number of messages
+/// waiting for the broker stays bounded by `IN_FLIGHT`.
+fn offer(outbox: &mut VecDeque<Bytes>, out: &mpsc::Sender<Bytes>) {
+    while let Some(line) = outbox.pop_front() {
+        match out.try_send(line) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(line)) => {
+                outbox.push_front(line);
+                return;
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                outbox.clear();
+                return;
+            }
+        }
     }
 }
 
@@ -95,8 +121,10 @@ pub async fn run(
     let mut buf = BytesMut::new();
     let mut pending: VecDeque<Pending> = VecDeque::new();
     let mut line_no = 0usize;
+    let mut outbox: VecDeque<Bytes> = VecDeque::new();
     loop {
-        settle(&mut pending, &out, false).await;
+        settle(&mut pending, &mut outbox, false).await;
+        offer(&mut outbox, &out);
         match body.frame().await {
             None => {
                 if !buf.is_empty() {
@@ -136,7 +164,12 @@ pub async fn run(
             }
         }
     }
-    settle(&mut pending, &out, true).await;
+    settle(&mut pending, &mut outbox, true).await;
+    for line in outbox {
+        if out.send(line).await.is_err() {
+            return;
+        }
+    }
 }
 
 async fn send_line(
