@@ -426,7 +426,14 @@ pub fn decode_chunk(
         let start = c.pos();
         let len = match c.varint() {
             Ok(n) => n as usize,
-            Err(CodecError::Truncated) => break,
+            Err(CodecError::Truncated) => {
+                // Cut inside the length itself: the bundle is at least one byte longer than
+                // what is here, which is all a caller growing its fetch size needs to know.
+                if out.len() == before {
+                    incomplete = Some(chunk.len() - start + 1);
+                }
+                break;
+            }
             Err(e) => return Err(e),
         };
         if c.remaining() < len {
