@@ -5,7 +5,9 @@
 //! (`hashUnencodedChars`, two little-endian bytes each), the hash's first long, its leading
 //! 52 bits made a double in [0, 1). The seed is Java's `String.hashCode` of "EventRouter";
 //! Guava widens it to a long with sign extension. The segment is the one whose key range
-//! `[low, high)` holds that point. Test vectors were computed with the 0.13.0 jars.
+//! `(low, high]` holds that point: Java's `SegmentCollection.getSegmentForKey` takes the
+//! `ceilingEntry` of a map keyed by each segment's upper bound, so a point equal to a boundary
+//! goes to the lower segment. Test vectors were computed with the 0.13.0 jars.
 
 /// Java's `String.hashCode`.
 pub fn java_string_hash(s: &str) -> i32 {
@@ -32,49 +34,82 @@ fn fmix64(mut k: u64) -> u64 {
     k ^ (k >> 33)
 }
 
-/// MurmurHash3 x64 128 as Guava computes it (seed sign-extended); returns (h1, h2).
-pub fn murmur3_128(data: &[u8], seed: i32) -> (u64, u64) {
-    let mut h1 = i64::from(seed) as u64;
-    let mut h2 = h1;
-    let blocks = data.len() / 16;
-    for i in 0..blocks {
-        let b = &data[i * 16..i * 16 + 16];
-        let k1 = u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]));
-        let k2 = u64::from_le_bytes(b[8..].try_into().unwrap_or([0; 8]));
-        h1 ^= mix_k1(k1);
-        h1 = h1
-            .rotate_left(27)
-            .wrapping_add(h2)
-            .wrapping_mul(5)
-            .wrapping_add(0x52dc_e729);
-        h2 ^= mix_k2(k2);
-        h2 = h2
-            .rotate_left(31)
-            .wrapping_add(h1)
-            .wrapping_mul(5)
-            .wrapping_add(0x3849_5ab5);
-    }
-    let tail = &data[blocks * 16..];
-    let (mut k1, mut k2) = (0u64, 0u64);
-    for (i, b) in tail.iter().enumerate() {
-        if i < 8 {
-            k1 |= u64::from(*b) << (8 * i);
-        } else {
-            k2 |= u64::from(*b) << (8 * (i - 8));
+/// MurmurHash3 x64 128 as Guava computes it (seed sign-extended), fed byte by byte so a
+/// key's UTF-16 units need no buffer of their own.
+struct Murmur3 {
+    h1: u64,
+    h2: u64,
+    block: [u8; 16],
+    filled: usize,
+    len: u64,
+}
+
+impl Murmur3 {
+    fn new(seed: i32) -> Self {
+        let h = i64::from(seed) as u64;
+        Murmur3 {
+            h1: h,
+            h2: h,
+            block: [0; 16],
+            filled: 0,
+            len: 0,
         }
     }
-    h1 ^= mix_k1(k1);
-    h2 ^= mix_k2(k2);
-    let len = data.len() as u64;
-    h1 ^= len;
-    h2 ^= len;
-    h1 = h1.wrapping_add(h2);
-    h2 = h2.wrapping_add(h1);
-    h1 = fmix64(h1);
-    h2 = fmix64(h2);
-    h1 = h1.wrapping_add(h2);
-    h2 = h2.wrapping_add(h1);
-    (h1, h2)
+
+    fn push(&mut self, b: u8) {
+        self.block[self.filled] = b;
+        self.filled += 1;
+        self.len += 1;
+        if self.filled == 16 {
+            self.filled = 0;
+            let (k1, k2) = self.words();
+            self.h1 ^= mix_k1(k1);
+            self.h1 = self
+                .h1
+                .rotate_left(27)
+                .wrapping_add(self.h2)
+                .wrapping_mul(5)
+                .wrapping_add(0x52dc_e729);
+            self.h2 ^= mix_k2(k2);
+            self.h2 = self
+                .h2
+                .rotate_left(31)
+                .wrapping_add(self.h1)
+                .wrapping_mul(5)
+                .wrapping_add(0x3849_5ab5);
+        }
+    }
+
+    /// The block's two little-endian words (bytes past `filled` are zeroed in `finish`).
+    fn words(&self) -> (u64, u64) {
+        let mut lo = [0u8; 8];
+        let mut hi = [0u8; 8];
+        lo.copy_from_slice(&self.block[..8]);
+        hi.copy_from_slice(&self.block[8..]);
+        (u64::from_le_bytes(lo), u64::from_le_bytes(hi))
+    }
+
+    fn finish(mut self) -> (u64, u64) {
+        self.block[self.filled..].fill(0);
+        let (k1, k2) = self.words();
+        let (mut h1, mut h2) = (self.h1 ^ mix_k1(k1), self.h2 ^ mix_k2(k2));
+        h1 ^= self.len;
+        h2 ^= self.len;
+        h1 = h1.wrapping_add(h2);
+        h2 = h2.wrapping_add(h1);
+        h1 = fmix64(h1);
+        h2 = fmix64(h2);
+        h1 = h1.wrapping_add(h2);
+        h2 = h2.wrapping_add(h1);
+        (h1, h2)
+    }
+}
+
+/// MurmurHash3 x64 128 as Guava computes it (seed sign-extended); returns (h1, h2).
+pub fn murmur3_128(data: &[u8], seed: i32) -> (u64, u64) {
+    let mut m = Murmur3::new(seed);
+    data.iter().for_each(|&b| m.push(b));
+    m.finish()
 }
 
 /// `HashHelper.longToDoubleFraction`: the leading 52 bits as a double in [0, 1).
@@ -86,11 +121,16 @@ fn long_to_fraction(v: u64) -> f64 {
 /// The point in [0, 1) of a routing key (the official writers' `hashToRange`).
 pub fn key_to_point(key: &str) -> f64 {
     let seed = java_string_hash("EventRouter");
-    let bytes: Vec<u8> = key.encode_utf16().flat_map(u16::to_le_bytes).collect();
-    long_to_fraction(murmur3_128(&bytes, seed).0)
+    let mut m = Murmur3::new(seed);
+    for u in key.encode_utf16() {
+        let [lo, hi] = u.to_le_bytes();
+        m.push(lo);
+        m.push(hi);
+    }
+    long_to_fraction(m.finish().0)
 }
 
-/// A segment of the stream as the controller describes it: `[low, high)` of the key space.
+/// A segment of the stream as the controller describes it: `low..high` of the key space.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct KeyRange {
     pub segment: i64,
@@ -98,22 +138,35 @@ pub struct KeyRange {
     pub high: f64,
 }
 
-/// The segment holding `point` (ranges as the controller gives them: they tile [0, 1)).
+/// The segment for `point` exactly as the official clients pick it: the one with the smallest
+/// upper bound at or above the point (`ceilingEntry`), ranges in any order. `None` when no
+/// range reaches the point (no ranges, or a point above 1) or the point is NaN.
 pub fn segment_for(point: f64, ranges: &[KeyRange]) -> Option<i64> {
+    if point.is_nan() {
+        return None;
+    }
     ranges
         .iter()
-        .find(|r| r.low <= point && point < r.high)
-        .or_else(|| ranges.iter().find(|r| point >= r.low && r.high >= 1.0))
+        .filter(|r| r.high >= point)
+        .min_by(|a, b| a.high.total_cmp(&b.high))
         .map(|r| r.segment)
+}
+
+/// The segment a routing key goes to (`segment_for(key_to_point(key))`).
+pub fn segment_for_key(key: &str, ranges: &[KeyRange]) -> Option<i64> {
+    segment_for(key_to_point(key), ranges)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// `HashHelper.seededWith("EventRouter").hashToRange(key)` from the 0.13.0 jars
-    /// (pravega-common + guava 31.1), as doubles' bits.
-    const VECTORS: [(&str, u64); 7] = [
+    /// `HashHelper.seededWith("EventRouter").hashToRange(key)` run on the 0.13.0 jars
+    /// (pravega-common-0.13.0.jar + guava-31.1-jre.jar, Java 17), printed as
+    /// `Double.doubleToLongBits`. They cover the empty key, keys shorter than one 16-byte
+    /// murmur block, exactly two blocks ("0123456789abcdef": 16 chars = 32 bytes), two blocks
+    /// and a tail, non-ASCII in the BMP, a surrogate pair and a NUL.
+    const VECTORS: [(&str, u64); 10] = [
         ("", 0x3fce_deef_4a33_5178),
         ("a", 0x3fee_3042_e663_131a),
         ("k1", 0x3fdb_ec6f_c770_678c),
@@ -121,6 +174,9 @@ mod tests {
         ("héllo", 0x3fd1_5ada_fa83_1cdc),
         ("😀", 0x3fe8_cd02_77fa_e608),
         ("routing key with spaces", 0x3fd0_475e_df18_973c),
+        ("0123456789abcdef", 0x3fc5_22a1_dd36_5850),
+        ("0123456789abcdefX", 0x3fd5_553a_e0c2_3178),
+        ("a\0b", 0x3fe7_a008_77e0_6922),
     ];
 
     #[test]
@@ -129,6 +185,21 @@ mod tests {
         for (key, bits) in VECTORS {
             assert_eq!(key_to_point(key).to_bits(), bits, "{key:?}");
         }
+    }
+
+    /// Guava 31.1 `Hashing.murmur3_128(seed).hashBytes(..)` (its bytes read as two
+    /// little-endian longs), run on Java 17: "hello" with seed 0 (also the MurmurHash3_x64_128
+    /// reference value), and a 43-byte input with a negative seed (sign extension, a tail).
+    #[test]
+    fn murmur_matches_guava() {
+        assert_eq!(
+            murmur3_128(b"hello", 0),
+            (0xcbd8_a7b3_41bd_9b02, 0x5b1e_906a_48ae_1d19)
+        );
+        assert_eq!(
+            murmur3_128(b"The quick brown fox jumps over the lazy dog", -5),
+            (0xc39a_e995_ba3e_56e8, 0x78de_f137_67f8_a7d3)
+        );
     }
 
     #[test]
@@ -146,8 +217,21 @@ mod tests {
             },
         ];
         assert_eq!(segment_for(0.25, &ranges), Some(0));
-        assert_eq!(segment_for(0.5, &ranges), Some(1));
+        // A boundary goes to the segment it closes (Java's ceilingEntry on upper bounds).
+        assert_eq!(segment_for(0.5, &ranges), Some(0));
+        assert_eq!(segment_for(0.500_000_1, &ranges), Some(1));
+        assert_eq!(segment_for(0.0, &ranges), Some(0));
         assert_eq!(segment_for(0.999, &ranges), Some(1));
+        assert_eq!(segment_for(1.5, &ranges), None);
+        assert_eq!(segment_for(f64::NAN, &ranges), None);
+        assert_eq!(segment_for(0.3, &[]), None);
+        // Order of the ranges does not matter.
+        let reversed = [ranges[1], ranges[0]];
+        assert_eq!(segment_for(0.25, &reversed), Some(0));
+        assert_eq!(segment_for(0.75, &reversed), Some(1));
+        // "a" hashes to ~0.944, "k1" to ~0.436.
+        assert_eq!(segment_for_key("a", &ranges), Some(1));
+        assert_eq!(segment_for_key("k1", &ranges), Some(0));
         for (key, _) in VECTORS {
             let p = key_to_point(key);
             assert!((0.0..1.0).contains(&p));

@@ -194,7 +194,7 @@ impl Reply {
                 deleted: c.bool()?,
                 last_modified: c.i64()?,
                 write_offset: c.i64()?,
-                start_offset: c.i64()?,
+                start_offset: c.opt_i64(0)?,
             },
             ids::SEGMENT_CREATED => Reply::SegmentCreated {
                 request_id: c.i64()?,
@@ -276,7 +276,8 @@ pub fn decode_frame(buf: &mut BytesMut, max_len: usize) -> Result<Option<Reply>,
         });
     }
     if buf.len() < 8 + len {
-        buf.reserve(8 + len - buf.len());
+        // No reserve sized by the header: the caller's reads grow the buffer with the bytes
+        // that actually arrive (a lying length never allocates).
         return Ok(None);
     }
     let frame = buf.split_to(8 + len).freeze();

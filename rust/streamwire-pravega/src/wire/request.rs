@@ -66,9 +66,24 @@ pub fn put_event(out: &mut impl BufMut, data: &[u8]) -> Result<(), WireError> {
     Ok(())
 }
 
+/// `APPEND_BLOCK`: the start of a block of appends, `data` being whole or partial EVENT
+/// frames (the Java writer's way; `APPEND_BLOCK_END` then closes the block). The frame's length
+/// covers the data: there is no separate data length.
+pub fn encode_append_block(
+    out: &mut BytesMut,
+    writer_id: u128,
+    data: &[u8],
+) -> Result<(), WireError> {
+    let at = begin(out, ids::APPEND_BLOCK);
+    put_uuid(out, writer_id);
+    out.put_slice(data);
+    end(out, at)
+}
+
 /// `APPEND_BLOCK_END` carrying the events themselves (as the official Rust/Python client
 /// does): `events` holds whole EVENT frames; `last_event_number` is the writer's number of
-/// the last of them.
+/// the last of them. After an `APPEND_BLOCK`, `events` is what completes the block (often
+/// empty) and `size_of_whole_events` covers the whole block; here both are `events.len()`.
 pub fn encode_append_block_end(
     out: &mut BytesMut,
     writer_id: u128,

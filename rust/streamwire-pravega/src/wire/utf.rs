@@ -6,30 +6,43 @@ use bytes::BufMut;
 
 use super::WireError;
 
+/// Bytes one UTF-16 unit takes in modified UTF-8.
+fn unit_len(u: u16) -> usize {
+    match u {
+        0x0001..=0x007f => 1,
+        0x0000 | 0x0080..=0x07ff => 2,
+        _ => 3,
+    }
+}
+
 /// Append `s` as Java's `writeUTF` does; strings over 65,535 encoded bytes are refused.
+/// Written straight into `out` (no intermediate buffer): names go out on every request.
 pub fn put_utf(out: &mut impl BufMut, s: &str) -> Result<(), WireError> {
-    let mut enc = Vec::with_capacity(s.len());
-    for c in s.chars() {
-        let mut units = [0u16; 2];
-        for &u in c.encode_utf16(&mut units).iter() {
-            match u {
-                0x0001..=0x007f => enc.push(u as u8),
-                0x0000 | 0x0080..=0x07ff => {
-                    enc.push(0xc0 | ((u >> 6) & 0x1f) as u8);
-                    enc.push(0x80 | (u & 0x3f) as u8);
-                }
-                _ => {
-                    enc.push(0xe0 | ((u >> 12) & 0x0f) as u8);
-                    enc.push(0x80 | ((u >> 6) & 0x3f) as u8);
-                    enc.push(0x80 | (u & 0x3f) as u8);
-                }
+    let n = if s.bytes().all(|b| (0x01..=0x7f).contains(&b)) {
+        s.len()
+    } else {
+        s.encode_utf16().map(unit_len).sum()
+    };
+    let n = u16::try_from(n).map_err(|_| WireError::InvalidArgument("string over 65535 bytes"))?;
+    out.put_u16(n);
+    if usize::from(n) == s.len() && s.bytes().all(|b| b != 0) {
+        out.put_slice(s.as_bytes());
+        return Ok(());
+    }
+    for u in s.encode_utf16() {
+        match unit_len(u) {
+            1 => out.put_u8(u as u8),
+            2 => {
+                out.put_u8(0xc0 | ((u >> 6) & 0x1f) as u8);
+                out.put_u8(0x80 | (u & 0x3f) as u8);
+            }
+            _ => {
+                out.put_u8(0xe0 | ((u >> 12) & 0x0f) as u8);
+                out.put_u8(0x80 | ((u >> 6) & 0x3f) as u8);
+                out.put_u8(0x80 | (u & 0x3f) as u8);
             }
         }
     }
-    let n = u16::try_from(enc.len())
-        .map_err(|_| WireError::InvalidArgument("string over 65535 bytes"))?;
-    out.put_u16(n);
-    out.put_slice(&enc);
     Ok(())
 }
 
@@ -92,9 +105,13 @@ mod tests {
 
     proptest! {
         #[test]
-        fn round_trips(s in ".{0,60}") {
+        fn round_trips(s in any::<String>(), nul in any::<bool>()) {
+            let s = if nul { format!("{s}\0") } else { s };
             let mut b = Vec::new();
             put_utf(&mut b, &s).unwrap();
+            prop_assert_eq!(usize::from(u16::from_be_bytes([b[0], b[1]])), b.len() - 2);
+            // Modified UTF-8 never holds a zero byte or a 4-byte sequence.
+            prop_assert!(!b[2..].contains(&0) && !b[2..].iter().any(|&x| x >= 0xf0));
             prop_assert_eq!(decode_utf(&b[2..]).unwrap(), s);
         }
 
