@@ -4,7 +4,7 @@
 
 use bytes::{Bytes, BytesMut};
 
-use crate::wire::{decode_frame, EventDecoder, MAX_FRAME};
+use crate::wire::{decode_frame, decode_request, EventDecoder, MAX_FRAME};
 
 /// Frames from arbitrary bytes; SEGMENT_READ data then through the event decoder.
 pub fn fuzz_reply(data: &[u8]) {
@@ -19,4 +19,7 @@ pub fn fuzz_reply(data: &[u8]) {
         }
     }
     let _ = EventDecoder::new().feed(Bytes::copy_from_slice(data), &mut out);
+    // The same bytes as requests (the server-side decoder tests' fake segment store uses).
+    let mut buf = BytesMut::from(data);
+    while let Ok(Some(_)) = decode_request(&mut buf, MAX_FRAME) {}
 }

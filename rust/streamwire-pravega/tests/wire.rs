@@ -101,6 +101,10 @@ fn captured_replies_decode() {
     assert_eq!(b.len(), 8 + 0x30);
     let r = decode_frame(&mut b, MAX_FRAME).unwrap().unwrap();
     assert_eq!(r.request_id(), Some(2));
+    // The server-side encoder writes the captured bytes back.
+    let mut again = BytesMut::new();
+    r.encode(&mut again).unwrap();
+    assert_eq!(&again[..], &frame(7, &f)[..]);
     assert_eq!(
         r,
         Reply::DataAppended {

@@ -4,13 +4,17 @@
 //! the bytes are there, and ignore what follows the fields they know.
 
 pub mod cursor;
+pub mod errors;
 pub mod events;
+pub mod peer;
 pub mod reply;
 pub mod request;
 pub mod utf;
 
 pub use cursor::Cursor;
+pub use errors::check_hello;
 pub use events::EventDecoder;
+pub use peer::{decode_request, Request};
 pub use reply::{decode_frame, Reply};
 pub use request::*;
 

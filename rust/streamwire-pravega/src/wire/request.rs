@@ -5,14 +5,14 @@ use bytes::{BufMut, BytesMut};
 use super::utf::put_utf;
 use super::{ids, WireError, OLDEST_COMPATIBLE_VERSION, WIRE_VERSION};
 
-fn begin(out: &mut BytesMut, type_id: i32) -> usize {
+pub(crate) fn begin(out: &mut BytesMut, type_id: i32) -> usize {
     let at = out.len();
     out.put_i32(type_id);
     out.put_i32(0);
     at
 }
 
-fn end(out: &mut BytesMut, at: usize) -> Result<(), WireError> {
+pub(crate) fn end(out: &mut BytesMut, at: usize) -> Result<(), WireError> {
     let len = out.len() - at - 8;
     let n = i32::try_from(len).map_err(|_| WireError::TooLarge {
         len: len as u64,
@@ -22,7 +22,7 @@ fn end(out: &mut BytesMut, at: usize) -> Result<(), WireError> {
     Ok(())
 }
 
-fn put_uuid(out: &mut BytesMut, id: u128) {
+pub(crate) fn put_uuid(out: &mut BytesMut, id: u128) {
     out.put_u64((id >> 64) as u64);
     out.put_u64(id as u64);
 }
