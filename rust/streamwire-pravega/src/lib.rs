@@ -1,4 +1,4 @@
-//! Pravega on the streamwire engine (first layer).
+//! Pravega on the streamwire engine (foundations: wire codec, routing, controller).
 //!
 //! Layout (this crate uses `streamwire-core`, never another protocol crate):
 //!
@@ -8,9 +8,15 @@
 //! - `routing` — the official clients' routing-key hash (`HashHelper.hashToRange`, seed
 //!   "EventRouter"), so a key's events land in the segment the official writers pick.
 //!
-//! The controller client (gRPC), the event writer and the stream reader are built on these.
+//! - `controller/` — the controller client over gRPC (tonic; our own `.proto` in
+//!   `proto/pravega_controller.proto`): scopes, streams, current segments with key ranges,
+//!   successors after a scale, segment store URIs, stream cuts. Mapping is pure (`types`),
+//!   I/O in `client`, every call bounded by a timeout.
+//!
+//! The event writer and the stream reader are built on these.
 #![forbid(unsafe_code)]
 
+pub mod controller;
 pub mod fuzzing;
 pub mod routing;
 pub mod wire;

@@ -1,0 +1,277 @@
+//! `Controller`: typed async calls to the controller over one gRPC channel (tonic), each
+//! bounded by a timeout. Messages are built and answers mapped in `types` (pure); this file
+//! only sends them.
+
+use std::future::Future;
+use std::time::Duration;
+
+use streamwire_core::error::{Error, ErrorKind, Result};
+use tonic::transport::{Channel, Endpoint};
+
+use super::proto;
+use super::proto::controller_service_client::ControllerServiceClient;
+use super::types::{self, *};
+
+/// How long one controller call may take unless the caller says otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `tcp://host:port` (the official clients' form) → the gRPC endpoint `http://host:port`.
+pub fn endpoint_of(uri: &str) -> Result<String> {
+    let rest = uri.strip_prefix("tcp://").ok_or_else(|| {
+        Error::new(
+            ErrorKind::Config,
+            format!(
+                "Pravega controller URI {uri:?} must start with tcp:// (TLS is not supported yet)"
+            ),
+        )
+    })?;
+    let (host, port) = rest.rsplit_once(':').ok_or_else(|| {
+        Error::new(
+            ErrorKind::Config,
+            format!("Pravega controller URI {uri:?} has no port"),
+        )
+    })?;
+    let port_ok = port.parse::<u16>().map(|p| p != 0).unwrap_or(false);
+    if host.is_empty() || !port_ok || host.contains('/') {
+        return Err(Error::new(
+            ErrorKind::Config,
+            format!("Pravega controller URI {uri:?} is not tcp://host:port"),
+        ));
+    }
+    Ok(format!("http://{host}:{port}"))
+}
+
+/// A connection to a Pravega controller. Cheap to clone (one shared HTTP/2 channel).
+#[derive(Debug, Clone)]
+pub struct Controller {
+    client: ControllerServiceClient<Channel>,
+    timeout: Duration,
+}
+
+impl Controller {
+    /// Connect to `tcp://host:port`; both the connection and each later call are bounded by
+    /// `timeout`.
+    pub async fn connect(uri: &str, timeout: Duration) -> Result<Controller> {
+        let endpoint = Endpoint::from_shared(endpoint_of(uri)?)
+            .map_err(|e| Error::new(ErrorKind::Config, format!("controller URI {uri:?}: {e}")))?
+            .connect_timeout(timeout)
+            .tcp_nodelay(true);
+        let channel = match tokio::time::timeout(timeout, endpoint.connect()).await {
+            Err(_) => return Err(Error::timeout(format!("connecting to controller {uri}"))),
+            Ok(Err(e)) => {
+                return Err(Error::new(
+                    ErrorKind::Connect,
+                    format!("controller {uri}: {e}"),
+                ))
+            }
+            Ok(Ok(c)) => c,
+        };
+        Ok(Controller {
+            client: ControllerServiceClient::new(channel),
+            timeout,
+        })
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    async fn call<T, F, Fut>(&self, what: &'static str, f: F) -> Result<T>
+    where
+        F: FnOnce(ControllerServiceClient<Channel>) -> Fut,
+        Fut: Future<Output = std::result::Result<tonic::Response<T>, tonic::Status>>,
+    {
+        match tokio::time::timeout(self.timeout, f(self.client.clone())).await {
+            Err(_) => Err(Error::timeout(format!("controller {what}"))),
+            Ok(Err(status)) => Err(status_error(what, &status)),
+            Ok(Ok(r)) => Ok(r.into_inner()),
+        }
+    }
+
+    /// `Ok(true)` when created, `Ok(false)` when it existed already.
+    pub async fn create_scope(&self, scope: &str) -> Result<bool> {
+        let req = proto::ScopeInfo {
+            scope: scope.to_string(),
+        };
+        let r = self
+            .call(
+                "createScope",
+                |mut c| async move { c.create_scope(req).await },
+            )
+            .await?;
+        types::scope_created(r)
+    }
+
+    pub async fn check_scope_exists(&self, scope: &str) -> Result<bool> {
+        let req = proto::ScopeInfo {
+            scope: scope.to_string(),
+        };
+        let r = self
+            .call("checkScopeExists", |mut c| async move {
+                c.check_scope_exists(req).await
+            })
+            .await?;
+        Ok(r.exists)
+    }
+
+    /// `Ok(false)` when there was no such scope.
+    pub async fn delete_scope(&self, scope: &str) -> Result<bool> {
+        let req = proto::ScopeInfo {
+            scope: scope.to_string(),
+        };
+        let r = self
+            .call(
+                "deleteScope",
+                |mut c| async move { c.delete_scope(req).await },
+            )
+            .await?;
+        types::scope_deleted(r)
+    }
+
+    /// `Ok(true)` when created, `Ok(false)` when it existed already.
+    pub async fn create_stream(
+        &self,
+        stream: &ScopedStream,
+        policy: ScalingPolicy,
+    ) -> Result<bool> {
+        let req = stream_config(stream, policy)?;
+        let r = self
+            .call(
+                "createStream",
+                |mut c| async move { c.create_stream(req).await },
+            )
+            .await?;
+        types::stream_created(r)
+    }
+
+    pub async fn check_stream_exists(&self, stream: &ScopedStream) -> Result<bool> {
+        let req = stream.info();
+        let r = self
+            .call("checkStreamExists", |mut c| async move {
+                c.check_stream_exists(req).await
+            })
+            .await?;
+        Ok(r.exists)
+    }
+
+    pub async fn seal_stream(&self, stream: &ScopedStream) -> Result<()> {
+        let req = stream.info();
+        let r = self
+            .call(
+                "sealStream",
+                |mut c| async move { c.seal_stream(req).await },
+            )
+            .await?;
+        types::stream_sealed(r)
+    }
+
+    /// `Ok(false)` when there was no such stream; a stream must be sealed first.
+    pub async fn delete_stream(&self, stream: &ScopedStream) -> Result<bool> {
+        let req = stream.info();
+        let r = self
+            .call(
+                "deleteStream",
+                |mut c| async move { c.delete_stream(req).await },
+            )
+            .await?;
+        types::stream_deleted(r)
+    }
+
+    /// The stream's open segments, in key order.
+    pub async fn get_current_segments(&self, stream: &ScopedStream) -> Result<CurrentSegments> {
+        let req = stream.info();
+        let r = self
+            .call("getCurrentSegments", |mut c| async move {
+                c.get_current_segments(req).await
+            })
+            .await?;
+        types::current_segments(stream, r)
+    }
+
+    /// Each segment's offset at `timestamp` (ms since the epoch; 0 = the stream's head).
+    pub async fn get_segments(&self, stream: &ScopedStream, timestamp: i64) -> Result<StreamCut> {
+        let req = proto::GetSegmentsRequest {
+            stream_info: Some(stream.info()),
+            timestamp,
+        };
+        let r = self
+            .call(
+                "getSegments",
+                |mut c| async move { c.get_segments(req).await },
+            )
+            .await?;
+        Ok(types::stream_cut(r))
+    }
+
+    /// The segments that replaced `segment` after a scale (empty while it is open).
+    pub async fn get_successors(&self, segment: &Segment) -> Result<Vec<Successor>> {
+        let req = segment.id_message();
+        let r = self
+            .call("getSegmentsImmediatelyFollowing", |mut c| async move {
+                c.get_segments_immediately_following(req).await
+            })
+            .await?;
+        Ok(types::successors(&segment.stream, r))
+    }
+
+    /// The segment store that owns segment `id` of `stream`.
+    pub async fn get_uri(&self, stream: &ScopedStream, id: i64) -> Result<NodeUri> {
+        let req = segment_id(stream, id);
+        let r = self
+            .call("getURI", |mut c| async move { c.get_uri(req).await })
+            .await?;
+        types::node_uri(r)
+    }
+
+    pub async fn is_segment_valid(&self, stream: &ScopedStream, id: i64) -> Result<bool> {
+        let req = segment_id(stream, id);
+        let r = self
+            .call("isSegmentValid", |mut c| async move {
+                c.is_segment_valid(req).await
+            })
+            .await?;
+        Ok(r.response)
+    }
+
+    /// The token the segment store wants for `stream` (empty when auth is off).
+    pub async fn get_delegation_token(&self, stream: &ScopedStream) -> Result<String> {
+        let req = stream.info();
+        let r = self
+            .call("getDelegationToken", |mut c| async move {
+                c.get_delegation_token(req).await
+            })
+            .await?;
+        Ok(r.delegation_token)
+    }
+
+    /// Start replacing `sealed` segments by segments over `new_ranges` (`(low, high)`);
+    /// returns the epoch to pass to [`check_scale`](Self::check_scale).
+    pub async fn scale(
+        &self,
+        stream: &ScopedStream,
+        sealed: &[i64],
+        new_ranges: &[(f64, f64)],
+        timestamp_ms: i64,
+    ) -> Result<i32> {
+        let req = scale_request(stream, sealed, new_ranges, timestamp_ms)?;
+        let r = self
+            .call("scale", |mut c| async move { c.scale(req).await })
+            .await?;
+        types::scale_started(r)
+    }
+
+    /// `Ok(true)` once the scale started at `epoch` is done.
+    pub async fn check_scale(&self, stream: &ScopedStream, epoch: i32) -> Result<bool> {
+        let req = proto::ScaleStatusRequest {
+            stream_info: Some(stream.info()),
+            epoch,
+        };
+        let r = self
+            .call(
+                "checkScale",
+                |mut c| async move { c.check_scale(req).await },
+            )
+            .await?;
+        types::scale_done(r)
+    }
+}

@@ -1,0 +1,24 @@
+//! The controller client (gRPC): which segments a stream has, where each one lives, scopes
+//! and streams created and removed.
+//!
+//! Layout: `proto` is generated at build time from `proto/pravega_controller.proto` (our own
+//! description of the RPCs a data client uses); `types` holds our Rust types and every
+//! request/answer mapping, pure and unit-tested; `client` is the only part that does I/O.
+
+pub mod client;
+pub mod types;
+
+#[cfg(test)]
+mod tests;
+
+pub use client::{endpoint_of, Controller, DEFAULT_TIMEOUT};
+pub use types::{
+    scale_request, segment_name, status_error, stream_config, CurrentSegments, NodeUri,
+    ScalingPolicy, ScopedStream, Segment, StreamCut, Successor,
+};
+
+/// Code generated from `proto/pravega_controller.proto`.
+#[allow(clippy::all, clippy::pedantic, missing_docs)]
+pub mod proto {
+    tonic::include_proto!("io.pravega.controller.stream.api.grpc.v1");
+}
