@@ -7,7 +7,6 @@
 //!   on, and EVENT framing inside segment data (an event split across two reads).
 //! - `routing` — the official clients' routing-key hash (`HashHelper.hashToRange`, seed
 //!   "EventRouter"), so a key's events land in the segment the official writers pick.
-//!
 //! - `controller/` — the controller client over gRPC (tonic; our own `.proto` in
 //!   `proto/pravega_controller.proto`): scopes, streams, current segments with key ranges,
 //!   successors after a scale, segment store URIs, stream cuts. Mapping is pure (`types`),
