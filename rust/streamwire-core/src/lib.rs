@@ -13,6 +13,9 @@ pub mod arrow;
 pub mod backoff;
 /// Client-wide byte budget for pending messages (back-pressure).
 pub mod budget;
+/// Completions of writes (one per message, or one shared by a batch).
+#[allow(missing_docs)]
+pub mod completion;
 /// The engine's error type.
 #[allow(missing_docs)]
 pub mod error;

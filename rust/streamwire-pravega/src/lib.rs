@@ -15,7 +15,11 @@
 //! The event writer and the stream reader are built on these.
 #![forbid(unsafe_code)]
 
+pub mod client;
+pub mod connection;
 pub mod controller;
 pub mod fuzzing;
+pub mod reader;
 pub mod routing;
 pub mod wire;
+pub mod writer;

@@ -8,10 +8,11 @@
 //!
 //! Layout: `common/` holds what every protocol shares (blocking helper, error mapping,
 //! column inputs); one folder per protocol holds its classes (`pulsar/` today's top-level
-//! classes, `tank/` for `streamwire.tank`, `gateway/` for `streamwire.gateway`).
+//! classes, `tank/` for `streamwire.tank`, `pravega/` for `streamwire.pravega`, `gateway/` for `streamwire.gateway`).
 
 mod common;
 mod gateway;
+mod pravega;
 mod pulsar;
 mod tank;
 
@@ -57,6 +58,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<message::Message>()?;
     m.add_class::<producer::Producer>()?;
     m.add_class::<producer::SendFuture>()?;
+    m.add_class::<pravega::client::PravegaNativeClient>()?;
+    m.add_class::<pravega::writer::PravegaWriter>()?;
+    m.add_class::<pravega::writer::PravegaWriteFuture>()?;
+    m.add_class::<pravega::reader::PravegaReader>()?;
+    m.add_class::<pravega::reader::PravegaEventObj>()?;
     m.add_class::<tank::client::TankNativeClient>()?;
     m.add_class::<tank::producer::TankProducer>()?;
     m.add_class::<tank::producer::TankSendFuture>()?;

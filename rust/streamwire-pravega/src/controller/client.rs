@@ -128,6 +128,34 @@ impl Controller {
         types::scope_deleted(r)
     }
 
+    /// The names of the streams of `scope` (every page of the listing).
+    pub async fn list_streams(&self, scope: &str) -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        let mut token = String::new();
+        loop {
+            let req = proto::StreamsInScopeRequest {
+                scope: Some(proto::ScopeInfo {
+                    scope: scope.to_string(),
+                }),
+                continuation_token: Some(proto::ContinuationToken {
+                    token: token.clone(),
+                }),
+            };
+            let r = self
+                .call("listStreamsInScope", |mut c| async move {
+                    c.list_streams_in_scope(req).await
+                })
+                .await?;
+            let (page, next) = types::streams_page(scope, r)?;
+            if page.is_empty() || next.is_empty() || next == token {
+                names.extend(page);
+                return Ok(names);
+            }
+            names.extend(page);
+            token = next;
+        }
+    }
+
     /// `Ok(true)` when created, `Ok(false)` when it existed already.
     pub async fn create_stream(
         &self,

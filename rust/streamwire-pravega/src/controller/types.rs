@@ -451,3 +451,31 @@ pub fn status_error(what: &str, s: &tonic::Status) -> Error {
         format!("controller {what}: {:?} {}", s.code(), s.message()),
     )
 }
+
+/// One page of `listStreamsInScope`: the stream names and the token of the next page.
+pub fn streams_page(
+    scope: &str,
+    r: proto::StreamsInScopeResponse,
+) -> Result<(Vec<String>, String)> {
+    use proto::streams_in_scope_response::Status;
+    match Status::try_from(r.status) {
+        // Names starting with '_' are Pravega's own (a stream's `_MARK` twin, reader groups'
+        // state): the official clients leave them out of listings too.
+        Ok(Status::Success) => Ok((
+            r.streams
+                .into_iter()
+                .map(|s| s.stream)
+                .filter(|s| !s.starts_with('_'))
+                .collect(),
+            r.continuation_token.map(|t| t.token).unwrap_or_default(),
+        )),
+        Ok(Status::ScopeNotFound) => Err(Error::new(
+            ErrorKind::TopicNotFound,
+            format!("scope {scope:?} does not exist"),
+        )),
+        _ => Err(Error::new(
+            ErrorKind::Server,
+            format!("controller failed to list the streams of scope {scope:?}"),
+        )),
+    }
+}

@@ -1,0 +1,154 @@
+//! A connection to a segment store: TCP, the HELLO exchange, then the core framed connection.
+//!
+//! Both sides open with HELLO (the versions each speaks); a connection is ready once the
+//! server's HELLO arrived and its version range overlaps ours. Two codecs share the frame
+//! layer: readers match replies to requests by their request id (a `READ_SEGMENT` and its
+//! `SEGMENT_READ`), while an append connection hands every frame to its writer, because
+//! `DATA_APPENDED` acknowledges event numbers, not requests (one reply may cover several
+//! blocks).
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+
+use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::framed::{FrameCodec, FramedConfig, FramedConnection};
+
+use crate::controller::NodeUri;
+use crate::wire::{self, check_hello, decode_frame, Reply, MAX_FRAME};
+
+/// A live connection to a segment store.
+pub type Connection = FramedConnection<Reply>;
+
+/// The frame layer for the core connection; `ROUTE_BY_ID` picks reader or writer use.
+pub struct PravegaCodec<const ROUTE_BY_ID: bool>;
+
+impl<const ROUTE_BY_ID: bool> FrameCodec for PravegaCodec<ROUTE_BY_ID> {
+    type Frame = Reply;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Reply>> {
+        decode_frame(buf, MAX_FRAME).map_err(Error::from)
+    }
+
+    fn request_id(frame: &Reply) -> Option<u64> {
+        if ROUTE_BY_ID {
+            frame.request_id().map(|id| id as u64)
+        } else {
+            None
+        }
+    }
+}
+
+/// How segment store connections are opened.
+#[derive(Debug, Clone)]
+pub struct DialConfig {
+    pub connect_timeout: Duration,
+    /// Idle time after which we send KEEP_ALIVE (the server echoes it and drops connections
+    /// that stay silent).
+    pub keepalive: Duration,
+}
+
+impl Default for DialConfig {
+    fn default() -> Self {
+        DialConfig {
+            connect_timeout: Duration::from_secs(10),
+            keepalive: Duration::from_secs(20),
+        }
+    }
+}
+
+fn keep_alive_frame() -> Bytes {
+    let mut b = BytesMut::with_capacity(8);
+    wire::encode_keep_alive(&mut b);
+    b.freeze()
+}
+
+/// Connect to `node`, exchange HELLO and start the connection's tasks. Frames not matched to
+/// a request (all of them for an append connection) arrive on the receiver.
+pub async fn dial<const ROUTE_BY_ID: bool>(
+    node: &NodeUri,
+    config: &DialConfig,
+) -> Result<(Connection, mpsc::Receiver<Reply>)> {
+    let target = format!("tcp://{}:{}", node.host, node.port);
+    let fut = async {
+        let mut stream = TcpStream::connect((node.host.as_str(), node.port))
+            .await
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Connect,
+                    format!("could not connect to segment store {target}: {e}"),
+                )
+            })?;
+        stream
+            .set_nodelay(true)
+            .map_err(|e| Error::new(ErrorKind::Connect, format!("{target}: set_nodelay: {e}")))?;
+        let mut hello = BytesMut::with_capacity(16);
+        wire::encode_hello(&mut hello);
+        stream
+            .write_all(&hello)
+            .await
+            .map_err(|e| Error::new(ErrorKind::Connect, format!("{target}: {e}")))?;
+        let rest = await_hello(&mut stream, &target).await?;
+        Ok::<_, Error>((stream, rest))
+    };
+    let (stream, rest) = match tokio::time::timeout(config.connect_timeout, fut).await {
+        Ok(r) => r?,
+        Err(_) => {
+            return Err(Error::new(
+                ErrorKind::Connect,
+                format!(
+                    "connecting to segment store {target} timed out after {:?}",
+                    config.connect_timeout
+                ),
+            ))
+        }
+    };
+    let framed = FramedConfig {
+        keepalive: Some((config.keepalive, keep_alive_frame())),
+        unsolicited_queue: 1024,
+        ..FramedConfig::default()
+    };
+    Ok(FramedConnection::start(
+        target,
+        stream,
+        PravegaCodec::<ROUTE_BY_ID>,
+        framed,
+        rest,
+    ))
+}
+
+/// Read until the server's HELLO and check its versions; bytes past it are handed on.
+async fn await_hello(stream: &mut TcpStream, target: &str) -> Result<BytesMut> {
+    let mut buf = BytesMut::with_capacity(4096);
+    loop {
+        match decode_frame(&mut buf, MAX_FRAME).map_err(Error::from)? {
+            Some(Reply::Hello { high, low }) => {
+                check_hello(high, low).map_err(|e| e.context(target))?;
+                return Ok(buf);
+            }
+            Some(Reply::KeepAlive) => continue,
+            Some(other) => {
+                return Err(Error::new(
+                    ErrorKind::Protocol,
+                    format!("{target} answered HELLO with {other:?}"),
+                ))
+            }
+            None => {}
+        }
+        let n = stream.read_buf(&mut buf).await.map_err(|e| {
+            Error::new(
+                ErrorKind::Connect,
+                format!("{target} failed before HELLO: {e}"),
+            )
+        })?;
+        if n == 0 {
+            return Err(Error::new(
+                ErrorKind::Connect,
+                format!("{target} closed the connection before its HELLO"),
+            ));
+        }
+    }
+}

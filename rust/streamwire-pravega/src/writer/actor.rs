@@ -1,0 +1,702 @@
+//! The writer's task: segment writers, their connections, and what happens on a lost
+//! connection or a sealed segment. All state lives here, so routing, re-sends and successor
+//! hand-overs happen in one order; connection set-ups and controller lookups run in tasks of
+//! their own and report back as events, so a slow segment never holds up the others.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::BytesMut;
+use tokio::sync::{mpsc, oneshot};
+
+use streamwire_core::backoff::Backoff;
+use streamwire_core::error::{Error, ErrorKind, Result};
+
+use super::batch::{route, Piece};
+use super::queue::SegmentQueue;
+use super::{Command, WriterConfig};
+use crate::client::PravegaClient;
+use crate::connection::{dial, Connection};
+use crate::controller::{CurrentSegments, ScopedStream, Segment, Successor};
+use crate::routing::KeyRange;
+use crate::wire::{self, Reply};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// No connection and nothing asked for one.
+    Idle,
+    Connecting,
+    Ready,
+    /// Waiting for a retry after a failed set-up.
+    Backoff,
+    /// The store said sealed: successors are being looked up.
+    Sealed,
+}
+
+struct Seg {
+    segment: Segment,
+    name: String,
+    writer_id: u128,
+    queue: SegmentQueue,
+    conn: Option<Connection>,
+    generation: u64,
+    state: State,
+    backoff: Backoff,
+    /// Since when events have waited without a connection.
+    down_since: Option<Instant>,
+    next_request: i64,
+}
+
+enum Event {
+    Setup {
+        seg: i64,
+        generation: u64,
+        result: Result<(Connection, i64)>,
+    },
+    Reply {
+        seg: i64,
+        generation: u64,
+        reply: Reply,
+    },
+    Lost {
+        seg: i64,
+        generation: u64,
+        error: Error,
+    },
+    Retry {
+        seg: i64,
+        generation: u64,
+    },
+    Successors {
+        seg: i64,
+        result: Result<Vec<Successor>>,
+    },
+}
+
+struct Actor {
+    client: PravegaClient,
+    stream: ScopedStream,
+    token: String,
+    config: WriterConfig,
+    segs: HashMap<i64, Seg>,
+    ranges: Vec<KeyRange>,
+    events: mpsc::Sender<Event>,
+    outstanding: usize,
+    pending: Arc<AtomicUsize>,
+    flushers: Vec<oneshot::Sender<Result<()>>>,
+    closing: Option<oneshot::Sender<Result<()>>>,
+    /// The first failure since the last flush.
+    failure: Option<Error>,
+    /// Set when the whole writer can no longer write (stream sealed or deleted).
+    fatal: Option<Error>,
+    rng: u64,
+}
+
+fn random_u64() -> u64 {
+    rand::random::<u64>()
+}
+
+pub(crate) async fn run(
+    client: PravegaClient,
+    stream: ScopedStream,
+    current: CurrentSegments,
+    config: WriterConfig,
+    mut rx: mpsc::Receiver<Command>,
+    pending: Arc<AtomicUsize>,
+) {
+    let (events, mut events_rx) = mpsc::channel(4096);
+    let mut actor = Actor {
+        client,
+        stream,
+        token: current.delegation_token.clone(),
+        config,
+        segs: HashMap::new(),
+        ranges: Vec::new(),
+        events,
+        outstanding: 0,
+        pending,
+        flushers: Vec::new(),
+        closing: None,
+        failure: None,
+        fatal: None,
+        rng: random_u64() | 1,
+    };
+    for s in current.segments {
+        actor.ranges.push(s.key_range());
+        actor.add_segment(s);
+    }
+    let mut commands_open = true;
+    loop {
+        tokio::select! {
+            biased;
+            ev = events_rx.recv() => {
+                if let Some(ev) = ev {
+                    actor.on_event(ev).await;
+                }
+            }
+            cmd = rx.recv(), if commands_open && actor.closing.is_none() => {
+                match cmd {
+                    None => commands_open = false,
+                    Some(cmd) => {
+                        actor.on_command(cmd);
+                        while let Ok(cmd) = rx.try_recv() {
+                            actor.on_command(cmd);
+                            if actor.closing.is_some() { break; }
+                        }
+                    }
+                }
+            }
+        }
+        actor.pump().await;
+        actor.pending.store(actor.outstanding, Ordering::Release);
+        if actor.outstanding == 0 {
+            let failure = actor.failure.take();
+            for f in actor.flushers.drain(..) {
+                let _ = f.send(match &failure {
+                    Some(e) => Err(e.clone()),
+                    None => Ok(()),
+                });
+            }
+            if actor.closing.is_some() || !commands_open {
+                if let Some(tx) = actor.closing.take() {
+                    let _ = tx.send(match failure {
+                        Some(e) => Err(e),
+                        None => Ok(()),
+                    });
+                }
+                break;
+            }
+        }
+    }
+    for seg in actor.segs.values() {
+        if let Some(c) = &seg.conn {
+            c.close();
+        }
+    }
+    // Commands that raced with the close.
+    rx.close();
+    while let Ok(cmd) = rx.try_recv() {
+        super::fail(cmd, super::closed());
+    }
+}
+
+impl Actor {
+    fn add_segment(&mut self, segment: Segment) {
+        let id = segment.id;
+        if self.segs.contains_key(&id) {
+            return;
+        }
+        let name = segment.qualified_name();
+        self.segs.insert(
+            id,
+            Seg {
+                segment,
+                name,
+                writer_id: rand::random::<u128>(),
+                queue: SegmentQueue::default(),
+                conn: None,
+                generation: 0,
+                state: State::Idle,
+                backoff: Backoff::new(self.config.backoff.clone()),
+                down_since: None,
+                next_request: 1,
+            },
+        );
+    }
+
+    fn pick(&mut self) -> usize {
+        // xorshift64: which segment an unkeyed run goes to.
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        (x >> 11) as usize
+    }
+
+    fn settle_failed(&mut self, n: usize, e: &Error) {
+        self.outstanding -= n.min(self.outstanding);
+        if self.failure.is_none() {
+            self.failure = Some(e.clone());
+        }
+    }
+
+    fn on_command(&mut self, cmd: Command) {
+        match cmd {
+            Command::Write {
+                batch,
+                done,
+                reservation,
+            } => {
+                self.outstanding += batch.count;
+                let piece = Piece::new(batch, done, reservation);
+                self.enqueue(piece);
+            }
+            Command::Flush(tx) => self.flushers.push(tx),
+            Command::Close(tx) => self.closing = Some(tx),
+        }
+    }
+
+    /// Route a piece onto segment queues (or fail it).
+    fn enqueue(&mut self, piece: Piece) {
+        if let Some(e) = self.fatal.clone() {
+            let n = piece.count;
+            piece.settle(Err(e.clone()));
+            self.settle_failed(n, &e);
+            return;
+        }
+        let r = self.pick();
+        match route(piece, &self.ranges, || r) {
+            Ok(parts) => {
+                for (seg, p) in parts {
+                    match self.segs.get_mut(&seg) {
+                        Some(s) => s.queue.push(p),
+                        None => {
+                            let e = Error::new(
+                                ErrorKind::Protocol,
+                                format!("routed to unknown segment {seg}"),
+                            );
+                            let k = p.count;
+                            p.settle(Err(e.clone()));
+                            self.settle_failed(k, &e);
+                        }
+                    }
+                }
+            }
+            Err((e, piece)) => {
+                let n = piece.count;
+                piece.settle(Err(e.clone()));
+                self.settle_failed(n, &e);
+            }
+        }
+    }
+
+    /// Connect segments that have events, and send what the windows allow.
+    async fn pump(&mut self) {
+        let ids: Vec<i64> = self.segs.keys().copied().collect();
+        for id in ids {
+            let seg = self.segs.get_mut(&id).expect("listed");
+            if !seg.queue.has_queued() {
+                continue;
+            }
+            match seg.state {
+                State::Idle => self.connect(id),
+                State::Ready => {
+                    let mut lost = None;
+                    let conn = seg.conn.clone().expect("ready has a connection");
+                    while let Some(block) = seg.queue.next_block(
+                        seg.writer_id,
+                        seg.next_request,
+                        self.config.max_block,
+                        self.config.window,
+                    ) {
+                        seg.next_request += 1;
+                        if let Err(e) = conn.send(block.frame.freeze()).await {
+                            lost = Some(e);
+                            break;
+                        }
+                    }
+                    if let Some(e) = lost {
+                        self.on_lost(id, e);
+                    }
+                }
+                State::Connecting | State::Backoff | State::Sealed => {}
+            }
+        }
+    }
+
+    fn connect(&mut self, id: i64) {
+        let seg = self.segs.get_mut(&id).expect("known segment");
+        seg.generation += 1;
+        seg.state = State::Connecting;
+        if seg.down_since.is_none() {
+            seg.down_since = Some(Instant::now());
+        }
+        let generation = seg.generation;
+        let client = self.client.clone();
+        let stream = self.stream.clone();
+        let name = seg.name.clone();
+        let writer_id = seg.writer_id;
+        let token = self.token.clone();
+        let events = self.events.clone();
+        tokio::spawn(async move {
+            match setup(&client, &stream, id, &name, writer_id, &token).await {
+                Ok((conn, mut replies, last)) => {
+                    let c = conn.clone();
+                    if events
+                        .send(Event::Setup {
+                            seg: id,
+                            generation,
+                            result: Ok((conn, last)),
+                        })
+                        .await
+                        .is_err()
+                    {
+                        c.close();
+                        return;
+                    }
+                    while let Some(reply) = replies.recv().await {
+                        if events
+                            .send(Event::Reply {
+                                seg: id,
+                                generation,
+                                reply,
+                            })
+                            .await
+                            .is_err()
+                        {
+                            c.close();
+                            return;
+                        }
+                    }
+                    let error = c.end_reason().unwrap_or_else(|| {
+                        Error::new(ErrorKind::Disconnected, "segment store connection lost")
+                    });
+                    let _ = events
+                        .send(Event::Lost {
+                            seg: id,
+                            generation,
+                            error,
+                        })
+                        .await;
+                }
+                Err(e) => {
+                    let _ = events
+                        .send(Event::Setup {
+                            seg: id,
+                            generation,
+                            result: Err(e),
+                        })
+                        .await;
+                }
+            }
+        });
+    }
+
+    async fn on_event(&mut self, ev: Event) {
+        match ev {
+            Event::Setup {
+                seg,
+                generation,
+                result,
+            } => {
+                let Some(s) = self.segs.get_mut(&seg) else {
+                    if let Ok((c, _)) = result {
+                        c.close();
+                    }
+                    return;
+                };
+                if s.generation != generation {
+                    if let Ok((c, _)) = result {
+                        c.close();
+                    }
+                    return;
+                }
+                match result {
+                    Ok((conn, last)) => {
+                        s.conn = Some(conn);
+                        s.state = State::Ready;
+                        s.down_since = None;
+                        s.backoff.reset();
+                        // Everything up to `last` is in the store: settle it; the rest was
+                        // rewound and goes out again under the same numbers.
+                        let n = s.queue.ack(last);
+                        self.outstanding -= n.min(self.outstanding);
+                    }
+                    Err(e) => self.on_setup_failed(seg, e),
+                }
+            }
+            Event::Reply {
+                seg,
+                generation,
+                reply,
+            } => {
+                let Some(s) = self.segs.get_mut(&seg) else {
+                    return;
+                };
+                if s.generation != generation {
+                    return;
+                }
+                self.on_reply(seg, reply);
+            }
+            Event::Lost {
+                seg,
+                generation,
+                error,
+            } => {
+                if self
+                    .segs
+                    .get(&seg)
+                    .is_some_and(|s| s.generation == generation && s.state == State::Ready)
+                {
+                    self.on_lost(seg, error);
+                }
+            }
+            Event::Retry { seg, generation } => {
+                if let Some(s) = self.segs.get_mut(&seg) {
+                    if s.generation == generation && s.state == State::Backoff {
+                        if s.queue.is_empty() {
+                            s.state = State::Idle;
+                            s.down_since = None;
+                        } else {
+                            self.connect(seg);
+                        }
+                    }
+                }
+            }
+            Event::Successors { seg, result } => self.on_successors(seg, result),
+        }
+    }
+
+    fn on_reply(&mut self, seg: i64, reply: Reply) {
+        match reply {
+            Reply::DataAppended { event_number, .. } => {
+                let s = self.segs.get_mut(&seg).expect("checked");
+                let n = s.queue.ack(event_number);
+                self.outstanding -= n.min(self.outstanding);
+            }
+            Reply::KeepAlive | Reply::ConditionalCheckFailed { .. } | Reply::Other { .. } => {}
+            Reply::SegmentIsSealed { .. } => self.on_sealed(seg),
+            Reply::NoSuchSegment { .. } | Reply::AuthTokenCheckFailed { .. } => {
+                let e = reply.error().expect("an error reply");
+                self.on_fatal(e);
+            }
+            other => {
+                // Wrong host, a refused event number, an error message: set the append up
+                // again (on the owner the controller names now).
+                let e = other.error().unwrap_or_else(|| {
+                    Error::new(
+                        ErrorKind::Protocol,
+                        format!("unexpected reply to an append: {other:?}"),
+                    )
+                });
+                self.on_lost(seg, e);
+            }
+        }
+    }
+
+    fn on_lost(&mut self, seg: i64, error: Error) {
+        let Some(s) = self.segs.get_mut(&seg) else {
+            return;
+        };
+        if let Some(c) = s.conn.take() {
+            c.close();
+        }
+        s.queue.rewind();
+        s.generation += 1;
+        if s.down_since.is_none() {
+            s.down_since = Some(Instant::now());
+        }
+        if s.queue.is_empty() {
+            s.state = State::Idle;
+            s.down_since = None;
+        } else {
+            self.schedule_retry(seg, &error);
+        }
+    }
+
+    fn on_setup_failed(&mut self, seg: i64, e: Error) {
+        match e.kind() {
+            ErrorKind::ReadOnly => self.on_sealed(seg),
+            ErrorKind::PartitionNotFound
+            | ErrorKind::Authentication
+            | ErrorKind::Authorization
+            | ErrorKind::TopicNotFound => self.on_fatal(e),
+            _ => self.schedule_retry(seg, &e),
+        }
+    }
+
+    /// Wait before setting the segment up again; events that waited past the send timeout
+    /// fail with `e`.
+    fn schedule_retry(&mut self, seg: i64, e: &Error) {
+        let timeout = self.config.send_timeout;
+        let s = self.segs.get_mut(&seg).expect("known segment");
+        s.state = State::Backoff;
+        if s.down_since.is_some_and(|t| t.elapsed() >= timeout) {
+            let e = Error::new(
+                e.kind(),
+                format!(
+                    "segment {} unreachable for {:?}: {}",
+                    s.name,
+                    timeout,
+                    e.message()
+                ),
+            )
+            .with_retriable(e.is_retriable());
+            let n = s.queue.fail_all(&e);
+            s.down_since = None;
+            self.settle_failed(n, &e);
+        }
+        let s = self.segs.get_mut(&seg).expect("known segment");
+        let delay = s.backoff.next_delay();
+        let generation = s.generation;
+        let events = self.events.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let _ = events.send(Event::Retry { seg, generation }).await;
+        });
+    }
+
+    fn on_sealed(&mut self, seg: i64) {
+        let Some(s) = self.segs.get_mut(&seg) else {
+            return;
+        };
+        if s.state == State::Sealed {
+            return;
+        }
+        if let Some(c) = s.conn.take() {
+            c.close();
+        }
+        s.generation += 1;
+        s.state = State::Sealed;
+        self.lookup_successors(seg);
+    }
+
+    fn lookup_successors(&mut self, seg: i64) {
+        let segment = self.segs[&seg].segment.clone();
+        let client = self.client.clone();
+        let events = self.events.clone();
+        tokio::spawn(async move {
+            let result = client.controller().get_successors(&segment).await;
+            let _ = events.send(Event::Successors { seg, result }).await;
+        });
+    }
+
+    fn on_successors(&mut self, seg: i64, result: Result<Vec<Successor>>) {
+        let successors = match result {
+            Ok(s) => s,
+            Err(e) if e.kind() == ErrorKind::TopicNotFound => return self.on_fatal(e),
+            Err(_) => {
+                // Ask again shortly (the controller may be restarting).
+                let events = self.events.clone();
+                let client = self.client.clone();
+                let segment = self.segs[&seg].segment.clone();
+                let delay = self.segs.get_mut(&seg).expect("known").backoff.next_delay();
+                tokio::spawn(async move {
+                    tokio::time::sleep(delay).await;
+                    let result = client.controller().get_successors(&segment).await;
+                    let _ = events.send(Event::Successors { seg, result }).await;
+                });
+                return;
+            }
+        };
+        let Some(mut sealed) = self.segs.remove(&seg) else {
+            return;
+        };
+        // The sealed segment's part of the key space goes to its successors; a successor
+        // that also covers another, still open, segment's keys (a merge) takes those only
+        // when that segment is sealed in turn, so per-key order holds.
+        let mut ranges = Vec::with_capacity(self.ranges.len() + successors.len());
+        for r in &self.ranges {
+            if r.segment != seg {
+                ranges.push(*r);
+                continue;
+            }
+            for s in &successors {
+                let low = r.low.max(s.segment.low);
+                let high = r.high.min(s.segment.high);
+                if low < high {
+                    ranges.push(KeyRange {
+                        segment: s.segment.id,
+                        low,
+                        high,
+                    });
+                }
+            }
+        }
+        self.ranges = ranges;
+        for s in successors {
+            self.add_segment(s.segment);
+        }
+        let pieces = sealed.queue.take_all();
+        if self.ranges.is_empty() {
+            let e = Error::new(
+                ErrorKind::ReadOnly,
+                format!(
+                    "stream {}/{} is sealed",
+                    self.stream.scope, self.stream.stream
+                ),
+            );
+            for p in pieces {
+                let n = p.count;
+                p.settle(Err(e.clone()));
+                self.settle_failed(n, &e);
+            }
+            self.fatal = Some(e);
+            return;
+        }
+        for p in pieces {
+            self.enqueue(p);
+        }
+    }
+
+    /// The writer can no longer write: fail everything held and every later write.
+    fn on_fatal(&mut self, e: Error) {
+        let ids: Vec<i64> = self.segs.keys().copied().collect();
+        for id in ids {
+            let s = self.segs.get_mut(&id).expect("listed");
+            if let Some(c) = s.conn.take() {
+                c.close();
+            }
+            s.generation += 1;
+            s.state = State::Idle;
+            let n = s.queue.fail_all(&e);
+            self.settle_failed(n, &e);
+        }
+        self.fatal = Some(e);
+    }
+}
+
+/// Connect to the segment's store and set the append up; the store answers the last event
+/// number it holds for this writer.
+async fn setup(
+    client: &PravegaClient,
+    stream: &ScopedStream,
+    id: i64,
+    name: &str,
+    writer_id: u128,
+    token: &str,
+) -> Result<(Connection, mpsc::Receiver<Reply>, i64)> {
+    let node = client.controller().get_uri(stream, id).await?;
+    let (conn, mut replies) = dial::<false>(&node, &client.config().dial).await?;
+    let request_id = 0;
+    let mut buf = BytesMut::with_capacity(64 + name.len());
+    wire::encode_setup_append(&mut buf, request_id, writer_id, name, token).map_err(Error::from)?;
+    conn.send(buf.freeze()).await?;
+    let timeout = client.config().request_timeout;
+    let answer = tokio::time::timeout(timeout, async {
+        loop {
+            match replies.recv().await {
+                Some(Reply::KeepAlive) => continue,
+                other => return other,
+            }
+        }
+    })
+    .await;
+    match answer {
+        Err(_) => {
+            conn.close();
+            Err(Error::timeout(format!("SETUP_APPEND on {name}")))
+        }
+        Ok(None) => Err(conn.end_reason().unwrap_or_else(|| {
+            Error::new(
+                ErrorKind::Disconnected,
+                format!("segment store closed the connection during SETUP_APPEND on {name}"),
+            )
+        })),
+        Ok(Some(Reply::AppendSetup {
+            last_event_number, ..
+        })) => Ok((conn, replies, last_event_number)),
+        Ok(Some(other)) => {
+            conn.close();
+            Err(other.error().unwrap_or_else(|| {
+                Error::new(
+                    ErrorKind::Protocol,
+                    format!("unexpected answer to SETUP_APPEND on {name}: {other:?}"),
+                )
+            }))
+        }
+    }
+}

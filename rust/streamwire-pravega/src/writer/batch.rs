@@ -1,0 +1,355 @@
+//! Events on their way to a segment (pure): EVENT-framed bytes in one buffer, each event's
+//! routing-key point, and how a run of events is split between segments.
+//!
+//! Why one buffer per run: the bytes a caller hands over are framed once, here, and then
+//! travel as slices of that buffer into append blocks; a run that routes to one segment (a
+//! single-segment stream, or a batch without keys) is never copied again.
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use streamwire_core::budget::Reservation;
+use streamwire_core::completion::Done;
+use streamwire_core::error::{Error, ErrorKind, Result};
+
+use crate::routing::{key_to_point, segment_for, KeyRange};
+use crate::wire::events::MAX_EVENT;
+use crate::wire::put_event;
+
+/// Where each event of a run routes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Points {
+    /// Every event has no routing key: the run may go to any one segment.
+    NoKey,
+    /// Every event has this point (one key, or a single event).
+    Same(f64),
+    /// One point per event, in order.
+    Each(Vec<f64>),
+}
+
+/// Events framed and routed-to-be: what a write hands to the writer's task.
+#[derive(Debug)]
+pub struct EventBatch {
+    pub data: Bytes,
+    pub count: usize,
+    pub points: Points,
+}
+
+/// Builds an [`EventBatch`] event by event.
+#[derive(Debug, Default)]
+pub struct BatchBuilder {
+    data: BytesMut,
+    count: usize,
+    points: Vec<f64>,
+    any_key: bool,
+}
+
+impl BatchBuilder {
+    pub fn with_capacity(events: usize, bytes: usize) -> Self {
+        BatchBuilder {
+            data: BytesMut::with_capacity(bytes + 8 * events),
+            count: 0,
+            points: Vec::new(),
+            any_key: false,
+        }
+    }
+
+    /// Frame one event; `key` is its routing key.
+    pub fn push(&mut self, event: &[u8], key: Option<&str>) -> Result<()> {
+        check_event(event.len())?;
+        if let Some(k) = key {
+            if !self.any_key {
+                self.any_key = true;
+                self.points.reserve(self.count + 1);
+                self.points.resize(self.count, f64::NAN);
+            }
+            self.points.push(key_to_point(k));
+        } else if self.any_key {
+            self.points.push(f64::NAN);
+        }
+        put_event(&mut self.data, event).map_err(Error::from)?;
+        self.count += 1;
+        Ok(())
+    }
+
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.data.len()
+    }
+
+    pub fn finish(self) -> EventBatch {
+        let points = if !self.any_key {
+            Points::NoKey
+        } else if self.count == 1 {
+            Points::Same(self.points[0])
+        } else {
+            Points::Each(self.points)
+        };
+        EventBatch {
+            data: self.data.freeze(),
+            count: self.count,
+            points,
+        }
+    }
+}
+
+/// A single event as a batch (`write`/`write_async`).
+pub fn one_event(event: &[u8], key: Option<&str>) -> Result<EventBatch> {
+    check_event(event.len())?;
+    let mut data = BytesMut::with_capacity(8 + event.len());
+    put_event(&mut data, event).map_err(Error::from)?;
+    Ok(EventBatch {
+        data: data.freeze(),
+        count: 1,
+        points: key.map_or(Points::NoKey, |k| Points::Same(key_to_point(k))),
+    })
+}
+
+pub fn check_event(len: usize) -> Result<()> {
+    if len > MAX_EVENT {
+        return Err(Error::new(
+            ErrorKind::MessageTooBig,
+            format!("a Pravega event is at most {MAX_EVENT} bytes; this one has {len}"),
+        ));
+    }
+    Ok(())
+}
+
+/// A run of events queued for one segment, with what settles them.
+#[derive(Debug)]
+pub struct Piece {
+    pub data: Bytes,
+    pub count: usize,
+    pub points: Points,
+    pub done: Done,
+    pub reservation: Option<Reservation>,
+    /// The segment writer's number of the last event (set when queued on a segment).
+    pub last_number: i64,
+}
+
+impl Piece {
+    pub fn new(batch: EventBatch, done: Done, reservation: Option<Reservation>) -> Self {
+        Piece {
+            data: batch.data,
+            count: batch.count,
+            points: batch.points,
+            done,
+            reservation,
+            last_number: 0,
+        }
+    }
+
+    /// Settle every event of the piece.
+    pub fn settle(self, result: Result<()>) {
+        let n = self.count;
+        self.done.complete(result, n);
+    }
+}
+
+/// Split `piece` between segments by `ranges` (`pick` chooses for events without a key).
+/// Runs keep their order; a piece that routes whole to one segment is returned as is. On
+/// error the piece comes back untouched, for the caller to settle.
+#[allow(clippy::result_large_err)] // the rare error path hands the piece back, unboxed
+pub fn route(
+    piece: Piece,
+    ranges: &[KeyRange],
+    pick: impl FnOnce() -> usize,
+) -> std::result::Result<Vec<(i64, Piece)>, (Error, Piece)> {
+    if ranges.is_empty() {
+        let e = Error::new(ErrorKind::ReadOnly, "the stream has no open segments");
+        return Err((e, piece));
+    }
+    let unroutable = || {
+        Error::new(
+            ErrorKind::Protocol,
+            "no segment of the stream covers the routing key (inconsistent key ranges)",
+        )
+    };
+    let segs: Vec<i64> = match &piece.points {
+        Points::NoKey => return Ok(vec![(ranges[pick() % ranges.len()].segment, piece)]),
+        Points::Same(p) => match segment_for(*p, ranges) {
+            Some(seg) => return Ok(vec![(seg, piece)]),
+            None => return Err((unroutable(), piece)),
+        },
+        Points::Each(ps) => {
+            let mut segs = Vec::with_capacity(ps.len());
+            for p in ps {
+                match segment_for(*p, ranges) {
+                    Some(seg) => segs.push(seg),
+                    None => return Err((unroutable(), piece)),
+                }
+            }
+            segs
+        }
+    };
+    // A per-event completion cannot be split (our calls never build such a piece): it then
+    // stays whole, in order, on its first event's segment.
+    if segs.iter().all(|s| *s == segs[0]) || piece.done.share().is_none() {
+        return Ok(vec![(segs[0], piece)]);
+    }
+    let Points::Each(points) = &piece.points else {
+        unreachable!("only per-event points reach here");
+    };
+    // Per segment: framed bytes and points, in event order.
+    let mut parts: Vec<(i64, BytesMut, Vec<f64>)> = Vec::new();
+    let mut pos = 0usize;
+    for (p, seg) in points.iter().zip(&segs) {
+        let len = match event_len(&piece.data[pos..]) {
+            Ok(n) => n,
+            Err(e) => return Err((e, piece)),
+        };
+        let part = match parts.iter_mut().position(|(s, _, _)| s == seg) {
+            Some(i) => &mut parts[i],
+            None => {
+                parts.push((*seg, BytesMut::new(), Vec::new()));
+                parts.last_mut().expect("just pushed")
+            }
+        };
+        part.1.put_slice(&piece.data[pos..pos + len]);
+        part.2.push(*p);
+        pos += len;
+    }
+    let total = piece.data.len().max(1) as u64;
+    let Piece {
+        done,
+        mut reservation,
+        ..
+    } = piece;
+    let k = parts.len();
+    let mut out = Vec::with_capacity(k);
+    for (i, (seg, data, pts)) in parts.into_iter().enumerate() {
+        let res = if i + 1 == k {
+            reservation.take()
+        } else {
+            reservation.as_mut().and_then(|r| {
+                let share = r.amount().saturating_mul(data.len() as u64) / total;
+                r.split(share)
+            })
+        };
+        let count = pts.len();
+        out.push((
+            seg,
+            Piece {
+                data: data.freeze(),
+                count,
+                points: if count == 1 {
+                    Points::Same(pts[0])
+                } else {
+                    Points::Each(pts)
+                },
+                done: done.share().expect("checked: a group"),
+                reservation: res,
+                last_number: 0,
+            },
+        ));
+    }
+    Ok(out)
+}
+
+/// The size of the EVENT frame at the front of `data`.
+fn event_len(data: &[u8]) -> Result<usize> {
+    if data.len() < 8 {
+        return Err(Error::new(ErrorKind::Protocol, "event data cut short"));
+    }
+    let n = u32::from_be_bytes([data[4], data[5], data[6], data[7]]) as usize;
+    if data.len() < 8 + n {
+        return Err(Error::new(ErrorKind::Protocol, "event data cut short"));
+    }
+    Ok(8 + n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use streamwire_core::completion::Group;
+
+    fn ranges() -> Vec<KeyRange> {
+        vec![
+            KeyRange {
+                segment: 0,
+                low: 0.0,
+                high: 0.5,
+            },
+            KeyRange {
+                segment: 1,
+                low: 0.5,
+                high: 1.0,
+            },
+        ]
+    }
+
+    #[test]
+    fn a_batch_splits_by_key_keeping_order_and_completes_once() {
+        let mut b = BatchBuilder::default();
+        let keys: Vec<String> = (0..50).map(|i| format!("k{i}")).collect();
+        for (i, k) in keys.iter().enumerate() {
+            b.push(format!("e{i}").as_bytes(), Some(k)).unwrap();
+        }
+        let batch = b.finish();
+        let (g, mut rx) = Group::new(50);
+        let parts = route(Piece::new(batch, Done::Group(g), None), &ranges(), || 0)
+            .map_err(|(e, _)| e)
+            .unwrap();
+        assert_eq!(parts.len(), 2);
+        let mut seen = 0;
+        for (seg, p) in &parts {
+            let mut pos = 0;
+            let Points::Each(pts) = &p.points else {
+                panic!()
+            };
+            let mut last_i = -1i64;
+            for pt in pts {
+                let len = event_len(&p.data[pos..]).unwrap();
+                let body = std::str::from_utf8(&p.data[pos + 8..pos + len]).unwrap();
+                let i: i64 = body[1..].parse().unwrap();
+                assert!(i > last_i, "order kept within a segment");
+                last_i = i;
+                assert_eq!(
+                    segment_for(key_to_point(&keys[i as usize]), &ranges()),
+                    Some(*seg)
+                );
+                assert_eq!(*pt, key_to_point(&keys[i as usize]));
+                pos += len;
+            }
+            seen += p.count;
+        }
+        assert_eq!(seen, 50);
+        for (_, p) in parts {
+            assert!(rx.try_recv().is_err());
+            p.settle(Ok(()));
+        }
+        assert!(rx.try_recv().unwrap().is_ok());
+    }
+
+    #[test]
+    fn unkeyed_batches_stay_whole() {
+        let mut b = BatchBuilder::default();
+        for i in 0..10 {
+            b.push(&[i], None).unwrap();
+        }
+        let batch = b.finish();
+        assert_eq!(batch.points, Points::NoKey);
+        let (g, _rx) = Group::new(10);
+        let parts = route(Piece::new(batch, Done::Group(g), None), &ranges(), || 1)
+            .map_err(|(e, _)| e)
+            .unwrap();
+        assert_eq!(parts.len(), 1);
+        assert_eq!(parts[0].0, 1);
+        assert_eq!(parts[0].1.data.len(), 90);
+    }
+
+    #[test]
+    fn oversized_events_are_refused() {
+        let big = vec![0u8; MAX_EVENT + 1];
+        assert_eq!(
+            one_event(&big, None).unwrap_err().kind(),
+            ErrorKind::MessageTooBig
+        );
+    }
+}

@@ -1,0 +1,374 @@
+//! `streamwire.pravega.Client`'s native half: the controller calls and the factories of
+//! writers and readers.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use streamwire_core::budget::MemoryBudget;
+use streamwire_core::error::Error;
+use streamwire_core::runtime;
+use streamwire_pravega::client::{ClientConfig, PravegaClient};
+use streamwire_pravega::controller::{ScalingPolicy, ScopedStream};
+use streamwire_pravega::reader::{ReaderConfig, Start, StreamCut, StreamReader};
+use streamwire_pravega::writer::{EventWriter, WriterConfig};
+
+use crate::common::blocking::{count_arg, positive_secs, timeout_arg, wait};
+use crate::common::errors::{to_py, IntoPyResult};
+use crate::common::pickle::refuse_pickle;
+use crate::pravega::reader::PravegaReader;
+use crate::pravega::writer::PravegaWriter;
+
+const PICKLE_HINT: &str = "pass the controller URI instead and create the client inside the \
+    worker";
+
+/// A connection to a Pravega controller (and the segment stores it names). Thread-safe.
+#[pyclass(frozen, name = "PravegaClient", module = "streamwire._native")]
+pub struct PravegaNativeClient {
+    inner: PravegaClient,
+    pid: u32,
+    closed: AtomicBool,
+    budget: MemoryBudget,
+    timeout: Duration,
+}
+
+/// One open segment for Python: `(segment_id, number, epoch, low, high)`.
+type SegmentRow = (i64, i32, i32, f64, f64);
+
+/// Pravega's rule for scope and stream names.
+pub(crate) fn name_arg(what: &str, name: &str) -> PyResult<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 255
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+        && !name.starts_with('_');
+    if !ok {
+        return Err(to_py(Error::invalid(format!(
+            "a Pravega {what} name is 1 to 255 characters of letters, digits, '-' and '.', \
+             got {name:?}"
+        ))));
+    }
+    Ok(())
+}
+
+impl PravegaNativeClient {
+    fn live(&self) -> PyResult<PravegaClient> {
+        runtime::check_same_process(self.pid, "Pravega client").py_err()?;
+        if self.closed.load(Ordering::Acquire) {
+            return Err(to_py(Error::closed("Pravega client")));
+        }
+        Ok(self.inner.clone())
+    }
+
+    fn stream(&self, scope: &str, stream: &str) -> PyResult<ScopedStream> {
+        name_arg("scope", scope)?;
+        name_arg("stream", stream)?;
+        Ok(ScopedStream::new(scope, stream))
+    }
+}
+
+#[pymethods]
+impl PravegaNativeClient {
+    #[new]
+    #[pyo3(signature = (controller_uri, *, timeout=30.0, connection_timeout=10.0,
+                        memory_limit=67_108_864))]
+    fn new(
+        py: Python<'_>,
+        controller_uri: &str,
+        timeout: f64,
+        connection_timeout: f64,
+        memory_limit: i64,
+    ) -> PyResult<Self> {
+        let timeout = positive_secs("timeout", timeout).py_err()?;
+        let mut config = ClientConfig {
+            controller_timeout: timeout,
+            request_timeout: timeout,
+            ..ClientConfig::default()
+        };
+        config.dial.connect_timeout =
+            positive_secs("connection_timeout", connection_timeout).py_err()?;
+        let limit: u64 = count_arg("memory_limit", memory_limit).py_err()?;
+        streamwire_pravega::controller::endpoint_of(controller_uri).py_err()?;
+        let uri = controller_uri.to_string();
+        let inner = wait(py, "connecting to the controller", None, async move {
+            PravegaClient::connect(&uri, config).await
+        })?;
+        Ok(PravegaNativeClient {
+            inner,
+            pid: runtime::current_pid(),
+            closed: AtomicBool::new(false),
+            budget: MemoryBudget::new(limit),
+            timeout,
+        })
+    }
+
+    #[getter]
+    fn controller_uri(&self) -> &str {
+        self.inner.uri()
+    }
+
+    /// True when created, False when it existed.
+    fn create_scope(&self, py: Python<'_>, scope: &str) -> PyResult<bool> {
+        name_arg("scope", scope)?;
+        let c = self.live()?;
+        let s = scope.to_string();
+        wait(py, "create_scope", None, async move {
+            c.controller().create_scope(&s).await
+        })
+    }
+
+    fn scope_exists(&self, py: Python<'_>, scope: &str) -> PyResult<bool> {
+        name_arg("scope", scope)?;
+        let c = self.live()?;
+        let s = scope.to_string();
+        wait(py, "scope_exists", None, async move {
+            c.controller().check_scope_exists(&s).await
+        })
+    }
+
+    fn delete_scope(&self, py: Python<'_>, scope: &str) -> PyResult<bool> {
+        name_arg("scope", scope)?;
+        let c = self.live()?;
+        let s = scope.to_string();
+        wait(py, "delete_scope", None, async move {
+            c.controller().delete_scope(&s).await
+        })
+    }
+
+    /// Create a stream: `segments` fixed, or auto-scaling when `scaling` is
+    /// `("events" | "kbytes", target_rate, scale_factor)` (then `segments` is the minimum).
+    #[pyo3(signature = (scope, stream, segments=1, scaling=None))]
+    fn create_stream(
+        &self,
+        py: Python<'_>,
+        scope: &str,
+        stream: &str,
+        segments: i64,
+        scaling: Option<(String, i64, i64)>,
+    ) -> PyResult<bool> {
+        let st = self.stream(scope, stream)?;
+        let segs: i32 = count_arg("segments", segments).py_err()?;
+        if segs < 1 {
+            return Err(to_py(Error::invalid("segments must be at least 1")));
+        }
+        let policy = match scaling {
+            None => ScalingPolicy::Fixed { segments: segs },
+            Some((kind, rate, factor)) => {
+                let target_rate: i32 = count_arg("target_rate", rate).py_err()?;
+                let scale_factor: i32 = count_arg("scale_factor", factor).py_err()?;
+                match kind.as_str() {
+                    "events" => ScalingPolicy::ByRateEvents {
+                        target_rate,
+                        scale_factor,
+                        min_segments: segs,
+                    },
+                    "kbytes" => ScalingPolicy::ByRateKbytes {
+                        target_rate,
+                        scale_factor,
+                        min_segments: segs,
+                    },
+                    other => {
+                        return Err(to_py(Error::invalid(format!(
+                            "scaling kind must be 'events' or 'kbytes', got {other:?}"
+                        ))))
+                    }
+                }
+            }
+        };
+        let c = self.live()?;
+        wait(py, "create_stream", None, async move {
+            c.controller().create_stream(&st, policy).await
+        })
+    }
+
+    fn stream_exists(&self, py: Python<'_>, scope: &str, stream: &str) -> PyResult<bool> {
+        let st = self.stream(scope, stream)?;
+        let c = self.live()?;
+        wait(py, "stream_exists", None, async move {
+            c.controller().check_stream_exists(&st).await
+        })
+    }
+
+    fn streams(&self, py: Python<'_>, scope: &str) -> PyResult<Vec<String>> {
+        name_arg("scope", scope)?;
+        let c = self.live()?;
+        let s = scope.to_string();
+        wait(py, "streams", None, async move {
+            c.controller().list_streams(&s).await
+        })
+    }
+
+    fn seal_stream(&self, py: Python<'_>, scope: &str, stream: &str) -> PyResult<()> {
+        let st = self.stream(scope, stream)?;
+        let c = self.live()?;
+        wait(py, "seal_stream", None, async move {
+            c.controller().seal_stream(&st).await
+        })
+    }
+
+    /// Delete a sealed stream; False when there was none.
+    fn delete_stream(&self, py: Python<'_>, scope: &str, stream: &str) -> PyResult<bool> {
+        let st = self.stream(scope, stream)?;
+        let c = self.live()?;
+        wait(py, "delete_stream", None, async move {
+            c.controller().delete_stream(&st).await
+        })
+    }
+
+    /// The open segments in key order: `(segment_id, number, epoch, low, high)`.
+    fn segments(
+        &self,
+        py: Python<'_>,
+        scope: &str,
+        stream: &str,
+    ) -> PyResult<Vec<SegmentRow>> {
+        let st = self.stream(scope, stream)?;
+        let c = self.live()?;
+        let cur = wait(py, "segments", None, async move {
+            c.controller().get_current_segments(&st).await
+        })?;
+        Ok(cur
+            .segments
+            .iter()
+            .map(|s| (s.id, s.number(), s.epoch(), s.low, s.high))
+            .collect())
+    }
+
+    /// Seal `sealed` (segment ids) and open segments over `new_ranges`; waits until the
+    /// controller reports the scale done.
+    #[pyo3(signature = (scope, stream, sealed, new_ranges, timeout=None))]
+    fn scale_stream(
+        &self,
+        py: Python<'_>,
+        scope: &str,
+        stream: &str,
+        sealed: Vec<i64>,
+        new_ranges: Vec<(f64, f64)>,
+        timeout: Option<f64>,
+    ) -> PyResult<()> {
+        let st = self.stream(scope, stream)?;
+        let timeout = timeout_arg("timeout", timeout)
+            .py_err()?
+            .unwrap_or(self.timeout);
+        let c = self.live()?;
+        wait(py, "scale_stream", Some(timeout), async move {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as i64)
+                .unwrap_or(0);
+            let epoch = c.controller().scale(&st, &sealed, &new_ranges, now).await?;
+            let start = Instant::now();
+            loop {
+                if c.controller().check_scale(&st, epoch).await? {
+                    return Ok(());
+                }
+                if start.elapsed() > timeout {
+                    return Err(Error::timeout("scale_stream"));
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    }
+
+    /// A writer to one stream.
+    #[allow(clippy::too_many_arguments)] // Python keyword arguments
+    #[pyo3(signature = (scope, stream, *, block_if_queue_full=true, max_block=1_048_576,
+                        window=8_388_608, send_timeout=60.0))]
+    fn create_writer(
+        &self,
+        py: Python<'_>,
+        scope: &str,
+        stream: &str,
+        block_if_queue_full: bool,
+        max_block: i64,
+        window: i64,
+        send_timeout: f64,
+    ) -> PyResult<PravegaWriter> {
+        let st = self.stream(scope, stream)?;
+        let config = WriterConfig {
+            max_block: count_arg("max_block", max_block).py_err()?,
+            window: count_arg("window", window).py_err()?,
+            send_timeout: positive_secs("send_timeout", send_timeout).py_err()?,
+            ..WriterConfig::default()
+        };
+        if config.max_block == 0 || config.window == 0 {
+            return Err(to_py(Error::invalid(
+                "max_block and window must be positive",
+            )));
+        }
+        let c = self.live()?;
+        let budget = self.budget.clone();
+        let w = wait(py, "create_writer", Some(self.timeout), async move {
+            EventWriter::create(&c, st, config, budget).await
+        })?;
+        Ok(PravegaWriter::new(w, self.pid, block_if_queue_full))
+    }
+
+    /// A reader of one stream from `start`: "head", "tail" or a stream cut's text.
+    #[pyo3(signature = (scope, stream, start="head", *, read_ahead=16, read_length=1_048_576))]
+    fn create_reader(
+        &self,
+        py: Python<'_>,
+        scope: &str,
+        stream: &str,
+        start: &str,
+        read_ahead: i64,
+        read_length: i64,
+    ) -> PyResult<PravegaReader> {
+        let st = self.stream(scope, stream)?;
+        let start = match start {
+            "head" | "earliest" => Start::Head,
+            "tail" | "latest" => Start::Tail,
+            text => Start::Cut(StreamCut::parse(text).py_err()?),
+        };
+        let mut config = ReaderConfig {
+            read_ahead: count_arg("read_ahead", read_ahead).py_err()?,
+            ..ReaderConfig::default()
+        };
+        config.fetch.read_length = count_arg("read_length", read_length).py_err()?;
+        if config.read_ahead == 0 || config.fetch.read_length < 8 {
+            return Err(to_py(Error::invalid(
+                "read_ahead must be at least 1 and read_length at least 8",
+            )));
+        }
+        let c = self.live()?;
+        let r = wait(py, "create_reader", Some(self.timeout), async move {
+            StreamReader::create(&c, st, start, config).await
+        })?;
+        Ok(PravegaReader::new(r, self.pid))
+    }
+
+    fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> bool {
+        self.close();
+        false
+    }
+
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(refuse_pickle("Pravega Client", PICKLE_HINT))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<streamwire.pravega.Client controller={:?}{}>",
+            self.inner.uri(),
+            if self.closed() { " closed" } else { "" }
+        )
+    }
+}

@@ -1,0 +1,270 @@
+//! `streamwire.pravega.Reader` and its events: blocking reads one at a time, in lists, or as
+//! an Arrow record batch, and the position as a stream cut's text.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyTuple};
+use tokio::sync::Mutex;
+
+use streamwire_core::error::Error;
+use streamwire_core::runtime;
+use streamwire_pravega::reader::{ReadEvent, StreamReader};
+
+use crate::common::arrow::{column_list, ArrowBuilder};
+use crate::common::blocking::{timeout_arg, wait};
+use crate::common::errors::{to_py, IntoPyResult};
+use crate::common::pickle::refuse_pickle;
+
+const PICKLE_HINT: &str = "persist reader.position() and create a reader with \
+    start=position inside the worker";
+
+/// The columns of `read_arrow`, in their default order (routing keys are not stored with
+/// Pravega events, so there is no key column).
+pub const ARROW_COLUMNS: [&str; 4] = ["value", "stream", "segment", "offset"];
+
+/// One event read from a stream.
+#[pyclass(frozen, name = "PravegaEvent", module = "streamwire._native")]
+pub struct PravegaEventObj {
+    e: ReadEvent,
+    stream: Arc<str>,
+}
+
+#[pymethods]
+impl PravegaEventObj {
+    #[getter]
+    fn value<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.e.data)
+    }
+
+    /// `scope/stream`.
+    #[getter]
+    fn stream(&self) -> &str {
+        &self.stream
+    }
+
+    /// The segment id (`epoch << 32 | number`).
+    #[getter]
+    fn segment(&self) -> i64 {
+        self.e.segment
+    }
+
+    /// The offset of the event in its segment.
+    #[getter]
+    fn offset(&self) -> i64 {
+        self.e.offset
+    }
+
+    fn __len__(&self) -> usize {
+        self.e.data.len()
+    }
+
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(refuse_pickle(
+            "Pravega Event",
+            "pickle its value, segment and offset instead",
+        ))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<streamwire.pravega.Event stream={:?} segment={} offset={} {} bytes>",
+            &*self.stream,
+            self.e.segment,
+            self.e.offset,
+            self.e.data.len()
+        )
+    }
+}
+
+type Shared = Arc<Mutex<Option<StreamReader>>>;
+
+/// Reads one stream. Thread-safe (calls are serialised).
+#[pyclass(frozen, module = "streamwire._native")]
+pub struct PravegaReader {
+    inner: Shared,
+    pid: u32,
+    stream: Arc<str>,
+}
+
+fn max_arg(max_events: i64) -> PyResult<usize> {
+    if max_events < 1 {
+        return Err(to_py(Error::invalid(format!(
+            "max_events must be at least 1, got {max_events}"
+        ))));
+    }
+    Ok(usize::try_from(max_events).unwrap_or(usize::MAX))
+}
+
+impl PravegaReader {
+    pub fn new(r: StreamReader, pid: u32) -> Self {
+        let s = r.stream();
+        let stream: Arc<str> = Arc::from(format!("{}/{}", s.scope, s.stream));
+        PravegaReader {
+            inner: Arc::new(Mutex::new(Some(r))),
+            pid,
+            stream,
+        }
+    }
+
+    fn take(
+        &self,
+        py: Python<'_>,
+        max: usize,
+        timeout: Option<f64>,
+        what: &str,
+    ) -> PyResult<Vec<ReadEvent>> {
+        runtime::check_same_process(self.pid, "Pravega reader").py_err()?;
+        let timeout = timeout_arg("timeout", timeout)
+            .py_err()?
+            .unwrap_or(Duration::from_secs(365 * 24 * 3600));
+        let shared = self.inner.clone();
+        wait(py, what, None, async move {
+            let mut guard = shared.lock().await;
+            let r = guard
+                .as_mut()
+                .ok_or_else(|| Error::closed("Pravega reader"))?;
+            let mut out = Vec::with_capacity(max.min(65_536));
+            r.read(max, timeout, &mut out).await?;
+            Ok(out)
+        })
+    }
+
+    fn wrap(&self, e: ReadEvent) -> PravegaEventObj {
+        PravegaEventObj {
+            e,
+            stream: self.stream.clone(),
+        }
+    }
+}
+
+#[pymethods]
+impl PravegaReader {
+    #[getter]
+    fn stream(&self) -> &str {
+        &self.stream
+    }
+
+    /// The next event, or None when none arrived within `timeout` seconds (None: wait).
+    #[pyo3(signature = (timeout=None))]
+    fn read(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<PravegaEventObj>> {
+        Ok(self
+            .take(py, 1, timeout, "read")?
+            .pop()
+            .map(|e| self.wrap(e)))
+    }
+
+    /// Up to `max_events` events: waits up to `timeout` for the first, then takes what is
+    /// already fetched.
+    #[pyo3(signature = (max_events=1000, timeout=None))]
+    fn read_many(
+        &self,
+        py: Python<'_>,
+        max_events: i64,
+        timeout: Option<f64>,
+    ) -> PyResult<Vec<PravegaEventObj>> {
+        let got = self.take(py, max_arg(max_events)?, timeout, "read_many")?;
+        Ok(got.into_iter().map(|e| self.wrap(e)).collect())
+    }
+
+    /// Like `read_many`, as a pyarrow RecordBatch (columns value, stream, segment, offset).
+    #[pyo3(signature = (max_events=10_000, timeout=None, columns=None))]
+    fn read_arrow<'py>(
+        &self,
+        py: Python<'py>,
+        max_events: i64,
+        timeout: Option<f64>,
+        columns: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let names = column_list(&ARROW_COLUMNS, columns.as_deref())?;
+        let got = self.take(py, max_arg(max_events)?, timeout, "read_arrow")?;
+        let b = ArrowBuilder::new(py, got.len())?;
+        let mut arrays = Vec::with_capacity(names.len());
+        for name in &names {
+            arrays.push(match *name {
+                "value" => b.var(
+                    &got.iter().map(|e| Some(&e.data[..])).collect::<Vec<_>>(),
+                    false,
+                )?,
+                "stream" => b.var(
+                    &got.iter()
+                        .map(|_| Some(self.stream.as_bytes()))
+                        .collect::<Vec<_>>(),
+                    true,
+                )?,
+                "segment" => b.fixed(
+                    "int64",
+                    got.iter().map(|e| e.segment),
+                    i64::to_le_bytes,
+                    None,
+                )?,
+                "offset" => b.fixed(
+                    "int64",
+                    got.iter().map(|e| e.offset),
+                    i64::to_le_bytes,
+                    None,
+                )?,
+                other => unreachable!("column {other} is listed in ARROW_COLUMNS"),
+            });
+        }
+        b.record_batch(arrays, &names)
+    }
+
+    /// The position after the last event handed out, as a stream cut's text.
+    fn position(&self, py: Python<'_>) -> PyResult<String> {
+        runtime::check_same_process(self.pid, "Pravega reader").py_err()?;
+        let shared = self.inner.clone();
+        wait(py, "position", None, async move {
+            let guard = shared.lock().await;
+            let r = guard
+                .as_ref()
+                .ok_or_else(|| Error::closed("Pravega reader"))?;
+            Ok(r.position().to_text())
+        })
+    }
+
+    /// True once a sealed stream has been read to its end.
+    #[getter]
+    fn at_end(&self, py: Python<'_>) -> PyResult<bool> {
+        let shared = self.inner.clone();
+        wait(py, "at_end", None, async move {
+            let guard = shared.lock().await;
+            Ok(guard.as_ref().is_none_or(|r| r.at_end()))
+        })
+    }
+
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let shared = self.inner.clone();
+        wait(py, "close", None, async move {
+            shared.lock().await.take();
+            Ok(())
+        })
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        match self.inner.try_lock() {
+            Ok(g) => g.is_none(),
+            Err(_) => false,
+        }
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(refuse_pickle("Pravega Reader", PICKLE_HINT))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<streamwire.pravega.Reader stream={:?}>", &*self.stream)
+    }
+}

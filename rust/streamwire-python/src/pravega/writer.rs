@@ -1,0 +1,404 @@
+//! `streamwire.pravega.Writer`: blocking, future-returning and bulk writes.
+//!
+//! Events are framed on the calling thread straight from the Python objects (one copy into
+//! the buffer that later becomes append blocks); `write_async` futures are completed by the
+//! engine directly (no task per event); `write_many` crosses the interpreter once per call.
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
+
+use streamwire_core::budget::Reservation;
+use streamwire_core::completion::{Completion, Done, Group};
+use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::runtime;
+use streamwire_pravega::writer::{one_event, BatchBuilder, EventBatch, EventWriter};
+
+use crate::common::blocking::{timeout_arg, wait};
+use crate::common::columns::{payload_of, payloads};
+use crate::common::errors::{to_py, IntoPyResult};
+use crate::common::pickle::refuse_pickle;
+
+const PICKLE_HINT: &str = "create the writer inside the worker process";
+
+#[derive(Default)]
+struct FutureState {
+    result: Mutex<Option<Result<()>>>,
+    ready: Condvar,
+}
+
+impl Completion for FutureState {
+    fn complete(&self, result: Result<()>) {
+        *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+        self.ready.notify_all();
+    }
+}
+
+/// The outcome of `write_async`: `result()` waits until the segment store holds the event.
+#[pyclass(frozen, module = "streamwire._native")]
+pub struct PravegaWriteFuture {
+    state: Arc<FutureState>,
+}
+
+#[pymethods]
+impl PravegaWriteFuture {
+    fn done(&self) -> bool {
+        self.state
+            .result
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+    }
+
+    /// Wait until the event is written (returns None) or raise its error.
+    #[pyo3(signature = (timeout=None))]
+    fn result(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
+        let timeout = timeout_arg("timeout", timeout).py_err()?;
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            let st = Arc::clone(&self.state);
+            let got = py.detach(move || {
+                let guard = st.result.lock().unwrap_or_else(|p| p.into_inner());
+                let (guard, _) = st
+                    .ready
+                    .wait_timeout_while(guard, Duration::from_millis(200), |r| r.is_none())
+                    .unwrap_or_else(|p| p.into_inner());
+                guard.clone()
+            });
+            if let Some(r) = got {
+                return r.py_err();
+            }
+            py.check_signals()?;
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(to_py(Error::timeout("waiting for the write result")));
+            }
+        }
+    }
+
+    /// The error the write failed with, or None once it succeeded (waits like `result`).
+    #[pyo3(signature = (timeout=None))]
+    fn exception(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Py<PyAny>>> {
+        match self.result(py, timeout) {
+            Ok(()) => Ok(None),
+            Err(e) if !self.done() => Err(e),
+            Err(e) => Ok(Some(e.into_value(py).into_any())),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        let done = if self.done() { "True" } else { "False" };
+        format!("<streamwire.pravega.WriteFuture done={done}>")
+    }
+}
+
+fn key_arg(key: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>> {
+    match key {
+        None => Ok(None),
+        Some(k) if k.is_none() => Ok(None),
+        Some(k) => match k.cast::<PyString>() {
+            Ok(s) => Ok(Some(s.to_str()?.to_string())),
+            Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "a routing key is a str, not {}",
+                k.get_type().name()?
+            ))),
+        },
+    }
+}
+
+/// Writes events to one stream. Thread-safe.
+#[pyclass(frozen, module = "streamwire._native")]
+pub struct PravegaWriter {
+    inner: EventWriter,
+    pid: u32,
+    block_if_queue_full: bool,
+}
+
+impl PravegaWriter {
+    pub fn new(inner: EventWriter, pid: u32, block_if_queue_full: bool) -> Self {
+        PravegaWriter {
+            inner,
+            pid,
+            block_if_queue_full,
+        }
+    }
+
+    fn live(&self) -> PyResult<EventWriter> {
+        runtime::check_same_process(self.pid, "Pravega writer").py_err()?;
+        if self.inner.is_closed() {
+            return Err(to_py(Error::closed("Pravega writer")));
+        }
+        Ok(self.inner.clone())
+    }
+
+    fn reserve(&self, py: Python<'_>, bytes: u64) -> PyResult<Reservation> {
+        let budget = self.inner.budget().clone();
+        if bytes > budget.limit() && budget.limit() > 0 {
+            return Err(to_py(Error::new(
+                ErrorKind::MessageTooBig,
+                format!(
+                    "{bytes} bytes are more than the client's memory_limit ({})",
+                    budget.limit()
+                ),
+            )));
+        }
+        match budget.try_reserve(bytes) {
+            Ok(r) => Ok(r),
+            Err(full) if !self.block_if_queue_full => Err(to_py(Error::new(
+                ErrorKind::QueueFull,
+                format!(
+                    "the client's memory budget is full ({} of {} bytes used)",
+                    full.used, full.limit
+                ),
+            ))),
+            Err(_) => wait(py, "waiting for writer memory", None, async move {
+                Ok(budget.reserve(bytes).await)
+            }),
+        }
+    }
+
+    fn batch(
+        &self,
+        events: &Bound<'_, PyAny>,
+        routing_keys: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<EventBatch> {
+        // One key for all events, or one per event (None entries allowed).
+        let single_key = match routing_keys {
+            Some(k) if k.is_instance_of::<PyString>() => Some(key_arg(Some(k))?),
+            _ => None,
+        };
+        let keys: Option<Vec<Option<String>>> = match routing_keys {
+            None => None,
+            Some(k) if k.is_none() || single_key.is_some() => None,
+            Some(k) => {
+                let mut v = Vec::new();
+                if k.hasattr("to_pylist").unwrap_or(false) {
+                    for item in k.call_method0("to_pylist")?.try_iter()? {
+                        v.push(key_arg(Some(&item?))?);
+                    }
+                } else {
+                    for item in k.try_iter().map_err(|_| {
+                        pyo3::exceptions::PyTypeError::new_err(
+                            "routing_keys is a str, or a sequence of str/None per event",
+                        )
+                    })? {
+                        v.push(key_arg(Some(&item?))?);
+                    }
+                }
+                Some(v)
+            }
+        };
+        let key_of = |i: usize| -> Option<&str> {
+            if let Some(k) = &single_key {
+                return k.as_deref();
+            }
+            keys.as_ref().and_then(|ks| ks[i].as_deref())
+        };
+        let check_len = |n: usize| -> PyResult<()> {
+            if let Some(ks) = &keys {
+                if ks.len() != n {
+                    return Err(to_py(Error::invalid(format!(
+                        "routing_keys has {} entries for {n} events",
+                        ks.len()
+                    ))));
+                }
+            }
+            Ok(())
+        };
+        // Fast path: a list of bytes, framed straight from the objects.
+        if let Ok(list) = events.cast::<PyList>() {
+            let n = list.len();
+            check_len(n)?;
+            let mut total = 0;
+            let mut all_bytes = true;
+            for it in list.iter() {
+                match it.cast::<PyBytes>() {
+                    Ok(b) => total += b.as_bytes().len(),
+                    Err(_) => {
+                        all_bytes = false;
+                        break;
+                    }
+                }
+            }
+            if all_bytes {
+                let mut b = BatchBuilder::with_capacity(n, total);
+                for (i, it) in list.iter().enumerate() {
+                    let bytes = it.cast::<PyBytes>().expect("checked above");
+                    b.push(bytes.as_bytes(), key_of(i)).py_err()?;
+                }
+                return Ok(b.finish());
+            }
+        }
+        if events.is_instance_of::<PyBytes>() || events.is_instance_of::<PyString>() {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "write_many takes a sequence of events (or a pyarrow array), not a single event",
+            ));
+        }
+        let vals = payloads(events)?;
+        check_len(vals.len())?;
+        let total = vals.iter().map(|(v, _)| v.len()).sum();
+        let mut b = BatchBuilder::with_capacity(vals.len(), total);
+        for (i, (v, null)) in vals.iter().enumerate() {
+            if *null {
+                return Err(to_py(Error::invalid(format!(
+                    "events[{i}] is None: a Pravega event always has a value"
+                ))));
+            }
+            b.push(v, key_of(i)).py_err()?;
+        }
+        Ok(b.finish())
+    }
+}
+
+#[pymethods]
+impl PravegaWriter {
+    #[getter]
+    fn scope(&self) -> &str {
+        &self.inner.stream().scope
+    }
+
+    #[getter]
+    fn stream(&self) -> &str {
+        &self.inner.stream().stream
+    }
+
+    /// Events handed over and not yet written or failed.
+    #[getter]
+    fn pending(&self) -> usize {
+        self.inner.pending()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.pending()
+    }
+
+    /// Write one event and wait until the segment store holds it.
+    #[pyo3(signature = (event, routing_key=None, *, timeout=None))]
+    fn write(
+        &self,
+        py: Python<'_>,
+        event: &Bound<'_, PyAny>,
+        routing_key: Option<&Bound<'_, PyAny>>,
+        timeout: Option<f64>,
+    ) -> PyResult<()> {
+        let w = self.live()?;
+        let key = key_arg(routing_key)?;
+        let timeout = timeout_arg("timeout", timeout).py_err()?;
+        let batch = one_event(&payload_of(event)?, key.as_deref()).py_err()?;
+        let reservation = self.reserve(py, batch.data.len() as u64)?;
+        wait(py, "write", timeout, async move {
+            w.write(batch, Some(reservation)).await
+        })
+    }
+
+    /// Hand one event over and return a future of its write.
+    #[pyo3(signature = (event, routing_key=None))]
+    fn write_async(
+        &self,
+        py: Python<'_>,
+        event: &Bound<'_, PyAny>,
+        routing_key: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PravegaWriteFuture> {
+        let w = self.live()?;
+        let key = key_arg(routing_key)?;
+        let batch = match event.cast::<PyBytes>() {
+            Ok(b) => one_event(b.as_bytes(), key.as_deref()),
+            Err(_) => one_event(&payload_of(event)?, key.as_deref()),
+        }
+        .py_err()?;
+        let reservation = self.reserve(py, batch.data.len() as u64)?;
+        let state = Arc::new(FutureState::default());
+        let done = Done::Notify(state.clone());
+        if let Some(rejected) = w.try_write(batch, done, Some(reservation)).py_err()? {
+            wait(
+                py,
+                "write_async",
+                None,
+                async move { w.submit(rejected).await },
+            )?;
+        }
+        Ok(PravegaWriteFuture { state })
+    }
+
+    /// Write many events (a list of bytes/str or a pyarrow binary/string array) and wait
+    /// until all are written. `routing_keys` is one str for all, or one str/None per event.
+    /// Returns the count.
+    #[pyo3(signature = (events, routing_keys=None, *, timeout=None))]
+    fn write_many(
+        &self,
+        py: Python<'_>,
+        events: &Bound<'_, PyAny>,
+        routing_keys: Option<&Bound<'_, PyAny>>,
+        timeout: Option<f64>,
+    ) -> PyResult<usize> {
+        let w = self.live()?;
+        let timeout = timeout_arg("timeout", timeout).py_err()?;
+        let batch = self.batch(events, routing_keys)?;
+        let n = batch.count;
+        if n == 0 {
+            return Ok(0);
+        }
+        let reservation = self.reserve(py, batch.data.len() as u64)?;
+        let (group, rx) = Group::new(n);
+        let rejected = w
+            .try_write(batch, Done::Group(group), Some(reservation))
+            .py_err()?;
+        wait(py, "write_many", timeout, async move {
+            if let Some(r) = rejected {
+                w.submit(r).await?;
+            }
+            rx.await
+                .unwrap_or_else(|_| Err(Error::closed("Pravega writer")))
+        })?;
+        Ok(n)
+    }
+
+    /// Wait until every event handed over is written; raises the first failure since the
+    /// last flush.
+    #[pyo3(signature = (timeout=None))]
+    fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
+        let w = self.live()?;
+        let timeout = timeout_arg("timeout", timeout).py_err()?;
+        wait(py, "flush", timeout, async move { w.flush().await })
+    }
+
+    /// Write what is pending, then close the writer's connections.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        if runtime::check_same_process(self.pid, "Pravega writer").is_err()
+            || self.inner.is_closed()
+        {
+            return Ok(());
+        }
+        let w = self.inner.clone();
+        wait(py, "close", None, async move { w.close().await })
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(refuse_pickle("Pravega Writer", PICKLE_HINT))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<streamwire.pravega.Writer stream={}/{} pending={}>",
+            self.inner.stream().scope,
+            self.inner.stream().stream,
+            self.inner.pending()
+        )
+    }
+}
