@@ -95,9 +95,10 @@ def fresh_tank() -> Iterator[TankBroker]:
 
 @pytest.fixture(scope="session")
 def pravega() -> Iterator[PravegaStandalone]:
-    """Pravega 0.13.0 standalone from Maven Central (first use downloads ~200 MB into ~/.m2).
-    A start failure fails the test with the server's log tail (never skips)."""
-    server = PravegaStandalone()
+    """Pravega 0.13.0 standalone from Maven Central (first use downloads ~200 MB into ~/.m2),
+    its segment store published behind a fault proxy (``pravega.proxy``). A start failure
+    fails the test with the server's log tail (never skips)."""
+    server = PravegaStandalone(proxy=True)
     try:
         try:
             server.start()

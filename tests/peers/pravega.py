@@ -24,6 +24,7 @@ from .apache import (
     cache_root,
 )
 from .process import ServerProcess
+from .proxy_process import ProxyProcess
 from .util import LOOPBACK, free_ports, tail, tcp_accepts
 
 __all__ = ["PravegaError", "PravegaStandalone", "resolve_classpath"]
@@ -82,8 +83,15 @@ def resolve_classpath() -> str:
 class PravegaStandalone:
     """One standalone Pravega (ZooKeeper, controller, segment store in one JVM)."""
 
-    def __init__(self, start_timeout: float = 120.0) -> None:
+    def __init__(self, start_timeout: float = 120.0, *, proxy: bool = False) -> None:
         self.zk_port, self.segment_port, self.controller_port, self.rest_port = free_ports(4)
+        #: With ``proxy``, the segment store is published (what the controller tells clients)
+        #: at a fault proxy in front of it, so tests can cut every client's data connections.
+        #: The proxy runs in a process of its own: the official client blocks holding the
+        #: interpreter lock, which would freeze a proxy thread in this process.
+        self.proxy: ProxyProcess | None = None
+        if proxy:
+            self.proxy = ProxyProcess(LOOPBACK, self.segment_port)
         self.workdir = Path(tempfile.mkdtemp(prefix="streamwire-pravega-"))
         self.start_timeout = start_timeout
         self.process = ServerProcess(
@@ -92,6 +100,11 @@ class PravegaStandalone:
             error=PravegaError,
             extra_logs=[self.workdir / "standalone.log"],
         )
+
+    @property
+    def published_port(self) -> int:
+        """The segment store port clients are told (the proxy's, when there is one)."""
+        return self.proxy.port if self.proxy is not None else self.segment_port
 
     @property
     def controller_url(self) -> str:
@@ -141,7 +154,7 @@ class PravegaStandalone:
             f"-Dlogback.configurationFile={HERE / 'logback.xml'}",
             f"-Dpravega.log.file={self.workdir / 'standalone.log'}",
             "-Dpravegaservice.service.published.host.nameOrIp=127.0.0.1",
-            f"-Dpravegaservice.service.published.port={self.segment_port}",
+            f"-Dpravegaservice.service.published.port={self.published_port}",
             f"@{argfile}",
             MAIN_CLASS,
         ]
@@ -155,6 +168,8 @@ class PravegaStandalone:
 
     def close(self) -> None:
         self.stop()
+        if self.proxy is not None:
+            self.proxy.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def log_tail(self) -> str:

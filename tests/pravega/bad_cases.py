@@ -1,0 +1,279 @@
+"""Bad input to ``streamwire.pravega``: each case raises its documented typed exception and the
+same client keeps working. Rendered into ``docs/bad-input.md`` with the other protocols' rows
+(see ``tests/test_bad_input.py``); run by ``tests/pravega/test_pravega_bad_input.py``."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from streamwire import (
+    AlreadyClosedError,
+    ConfigError,
+    ConnectError,
+    ForkedProcessError,
+    InvalidArgumentError,
+    MessageTooBigError,
+    ProducerQueueFullError,
+    ReadOnlyError,
+    TopicNotFoundError,
+    pravega,
+)
+
+
+@dataclass
+class PravegaCtx:
+    url: str
+    scope: str
+    stream: str
+    sealed: str
+    client: pravega.Client
+    writer: pravega.Writer
+    reader: pravega.Reader
+    closed_client: pravega.Client
+    closed_writer: pravega.Writer
+    closed_reader: pravega.Reader
+    tiny_writer: pravega.Writer  # memory_limit=4 KiB, does not block
+
+
+@dataclass(frozen=True)
+class PravegaCase:
+    call: str
+    input: str
+    expected: type[BaseException]
+    fn: Callable[[PravegaCtx], object]
+    group: str = "input"  # "input" | "closed" | "fork"
+    note: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.call}: {self.input}"
+
+
+INV, CFG, TYP = InvalidArgumentError, ConfigError, TypeError
+C = PravegaCase
+
+PRAVEGA_CASES: list[PravegaCase] = [
+    C(
+        "pravega.Client()",
+        "wrong scheme (pulsar://)",
+        CFG,
+        lambda c: pravega.Client("pulsar://h:1"),
+    ),
+    C("pravega.Client()", "no port (tcp://h)", CFG, lambda c: pravega.Client("tcp://h")),
+    C("pravega.Client()", "not a str (5)", TYP, lambda c: pravega.Client(5)),  # type: ignore[arg-type]
+    C("pravega.Client()", "timeout=0", CFG, lambda c: pravega.Client(c.url, timeout=0)),
+    C("pravega.Client()", "memory_limit=-1", CFG, lambda c: pravega.Client(c.url, memory_limit=-1)),
+    C(
+        "pravega.Client()",
+        "unreachable controller (port 1)",
+        ConnectError,
+        lambda c: pravega.Client("tcp://127.0.0.1:1", timeout=2),
+    ),
+    C("pravega.Client", "pickled", TYP, lambda c: pickle.dumps(c.client)),
+    C("pravega.Client.create_scope()", "empty name", INV, lambda c: c.client.create_scope("")),
+    C(
+        "pravega.Client.create_scope()",
+        "name with a space",
+        INV,
+        lambda c: c.client.create_scope("a b"),
+    ),
+    C(
+        "pravega.Client.create_stream()",
+        "segments=0",
+        INV,
+        lambda c: c.client.create_stream(c.scope, "z", segments=0),
+    ),
+    C(
+        "pravega.Client.create_stream()",
+        "scaling not a Scaling",
+        TYP,
+        lambda c: c.client.create_stream(c.scope, "z", scaling=5),  # type: ignore[arg-type]
+    ),
+    C(
+        "pravega.Client.create_stream()",
+        "scaling target_rate=0",
+        INV,
+        lambda c: c.client.create_stream(c.scope, "z", scaling=pravega.Scaling(target_rate=0)),
+    ),
+    C(
+        "pravega.Client.create_stream()",
+        "unknown scope",
+        TopicNotFoundError,
+        lambda c: c.client.create_stream("sw-no-such-scope", "z"),
+    ),
+    C(
+        "pravega.Client.streams()",
+        "unknown scope",
+        TopicNotFoundError,
+        lambda c: c.client.streams("sw-no-such-scope"),
+    ),
+    C(
+        "pravega.Client.segments()",
+        "unknown stream",
+        TopicNotFoundError,
+        lambda c: c.client.segments(c.scope, "no-such-stream"),
+    ),
+    C(
+        "pravega.Client.scale_stream()",
+        "new ranges outside [0, 1]",
+        INV,
+        lambda c: c.client.scale_stream(c.scope, c.stream, [0], [(0.5, 1.5)]),
+    ),
+    C(
+        "pravega.Client.create_writer()",
+        "unknown stream",
+        TopicNotFoundError,
+        lambda c: c.client.create_writer(c.scope, "no-such-stream"),
+    ),
+    C(
+        "pravega.Client.create_writer()",
+        "sealed stream",
+        ReadOnlyError,
+        lambda c: c.client.create_writer(c.scope, c.sealed),
+    ),
+    C(
+        "pravega.Client.create_writer()",
+        "window=0",
+        INV,
+        lambda c: c.client.create_writer(c.scope, c.stream, window=0),
+    ),
+    C(
+        "pravega.Client.create_reader()",
+        "start='yesterday'",
+        INV,
+        lambda c: c.client.create_reader(c.scope, c.stream, "yesterday"),
+    ),
+    C(
+        "pravega.Client.create_reader()",
+        "a cut of another stream",
+        INV,
+        lambda c: c.client.create_reader(c.scope, c.stream, pravega.StreamCut("a/b:0=0")),
+    ),
+    C(
+        "pravega.Client.create_reader()",
+        "start not str/StreamCut (5)",
+        TYP,
+        lambda c: c.client.create_reader(c.scope, c.stream, 5),  # type: ignore[arg-type]
+    ),
+    C(
+        "pravega.Client.create_reader()",
+        "read_ahead=0",
+        INV,
+        lambda c: c.client.create_reader(c.scope, c.stream, read_ahead=0),
+    ),
+    C(
+        "pravega.Writer.write()",
+        "event over 8 MiB",
+        MessageTooBigError,
+        lambda c: c.writer.write(b"x" * (8 * 1024 * 1024 + 1)),
+    ),
+    C("pravega.Writer.write()", "event not bytes (5)", TYP, lambda c: c.writer.write(5)),  # type: ignore[arg-type]
+    C(
+        "pravega.Writer.write()",
+        "routing_key not a str (5)",
+        TYP,
+        lambda c: c.writer.write(b"x", routing_key=5),  # type: ignore[arg-type]
+    ),
+    C("pravega.Writer.write()", "timeout=-1", INV, lambda c: c.writer.write(b"x", timeout=-1)),
+    C(
+        "pravega.Writer.write_async()",
+        "budget full, block_if_queue_full=False",
+        ProducerQueueFullError,
+        lambda c: [c.tiny_writer.write_async(b"y" * 3000) for _ in range(20)],
+    ),
+    C(
+        "pravega.Writer.write_many()",
+        "a single bytes value",
+        TYP,
+        lambda c: c.writer.write_many(b"abc"),
+    ),
+    C(
+        "pravega.Writer.write_many()",
+        "a None event",
+        INV,
+        lambda c: c.writer.write_many([b"a", None]),
+    ),
+    C(
+        "pravega.Writer.write_many()",
+        "routing_keys of the wrong length",
+        INV,
+        lambda c: c.writer.write_many([b"a", b"b"], routing_keys=["k"]),
+    ),
+    C(
+        "pravega.Writer.write_many()",
+        "routing_keys not str/sequence (5)",
+        TYP,
+        lambda c: c.writer.write_many([b"a"], routing_keys=5),
+    ),
+    C("pravega.Writer", "pickled", TYP, lambda c: pickle.dumps(c.writer)),
+    C("pravega.Reader.read_many()", "max_events=0", INV, lambda c: c.reader.read_many(0)),
+    C("pravega.Reader.read()", "timeout=-1", INV, lambda c: c.reader.read(timeout=-1)),
+    C(
+        "pravega.Reader.read_arrow()",
+        "unknown column",
+        ValueError,
+        lambda c: c.reader.read_arrow(10, timeout=0.1, columns=["key"]),
+    ),
+    C("pravega.Reader", "pickled", TYP, lambda c: pickle.dumps(c.reader)),
+    C("pravega.StreamCut.parse()", "not a cut", INV, lambda c: pravega.StreamCut.parse("x")),
+    # -- closed handles
+    C(
+        "pravega.Client.streams()",
+        "closed client",
+        AlreadyClosedError,
+        lambda c: c.closed_client.streams(c.scope),
+        group="closed",
+    ),
+    C(
+        "pravega.Writer.write()",
+        "closed writer",
+        AlreadyClosedError,
+        lambda c: c.closed_writer.write(b"x"),
+        group="closed",
+    ),
+    C(
+        "pravega.Writer.flush()",
+        "closed writer",
+        AlreadyClosedError,
+        lambda c: c.closed_writer.flush(),
+        group="closed",
+    ),
+    C(
+        "pravega.Reader.read()",
+        "closed reader",
+        AlreadyClosedError,
+        lambda c: c.closed_reader.read(timeout=0.1),
+        group="closed",
+    ),
+    C(
+        "pravega.Reader.position()",
+        "closed reader",
+        AlreadyClosedError,
+        lambda c: c.closed_reader.position(),
+        group="closed",
+    ),
+    # -- after fork (run in a forked child)
+    C(
+        "pravega.Client.streams()",
+        "used in a forked child",
+        ForkedProcessError,
+        lambda c: c.client.streams(c.scope),
+        group="fork",
+    ),
+    C(
+        "pravega.Writer.write()",
+        "used in a forked child",
+        ForkedProcessError,
+        lambda c: c.writer.write(b"x"),
+        group="fork",
+    ),
+    C(
+        "pravega.Reader.read()",
+        "used in a forked child",
+        ForkedProcessError,
+        lambda c: c.reader.read(timeout=0.1),
+        group="fork",
+    ),
+]

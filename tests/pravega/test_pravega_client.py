@@ -1,0 +1,176 @@
+"""streamwire.pravega against a real Pravega 0.13.0 standalone: scopes and streams, every way
+to write and read, positions resumed with no gap and no duplicate, and events routed by key
+to the segment whose key range holds the key's hash."""
+
+from __future__ import annotations
+
+import pickle
+import threading
+import time
+
+import pyarrow as pa
+import pytest
+from streamwire import (
+    MessageTooBigError,
+    ReadOnlyError,
+    StreamwireError,
+    TopicNotFoundError,
+    pravega,
+)
+
+
+def read_n(reader: pravega.Reader, n: int, timeout: float = 20.0) -> list[pravega.Event]:
+    got: list[pravega.Event] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < n and time.monotonic() < deadline:
+        got += reader.read_many(n - len(got), timeout=1.0)
+    return got
+
+
+def test_scopes_and_streams(pv_client: pravega.Client, scope: str) -> None:
+    assert pv_client.scope_exists(scope)
+    assert not pv_client.create_scope(scope), "a second create says it existed"
+    assert pv_client.create_stream(scope, "a", segments=3)
+    assert not pv_client.create_stream(scope, "a", segments=3)
+    assert pv_client.create_stream(scope, "b", scaling=pravega.Scaling(target_rate=1000))
+    assert pv_client.stream_exists(scope, "a")
+    assert not pv_client.stream_exists(scope, "nope")
+    assert sorted(pv_client.streams(scope)) == ["a", "b"]
+    segs = pv_client.segments(scope, "a")
+    assert [s.number for s in segs] == [0, 1, 2]
+    assert segs[0].low == 0.0 and segs[-1].high == 1.0
+    assert all(a.high == pytest.approx(b.low) for a, b in zip(segs, segs[1:]))
+    pv_client.seal_stream(scope, "a")
+    with pytest.raises(ReadOnlyError):
+        pv_client.create_writer(scope, "a")
+    assert pv_client.delete_stream(scope, "a")
+    assert not pv_client.stream_exists(scope, "a")
+    with pytest.raises(TopicNotFoundError):
+        pv_client.create_writer(scope, "a")
+    with pytest.raises(TopicNotFoundError):
+        pv_client.streams("sw-no-such-scope")
+
+
+def test_every_write_and_read_form(pv_client: pravega.Client, scope: str) -> None:
+    pv_client.create_stream(scope, "s", segments=1)
+    with pv_client.create_writer(scope, "s") as w:
+        w.write(b"one")
+        w.write("two")  # str is UTF-8
+        futs = [w.write_async(b"f%d" % i) for i in range(100)]
+        assert w.write_many([b"m%d" % i for i in range(1000)]) == 1000
+        assert w.write_many(pa.array([b"a1", b"a2"], pa.binary())) == 2
+        w.flush()
+        assert all(f.done() and f.result() is None for f in futs)
+        assert w.pending == 0
+    expected = (
+        [b"one", b"two"]
+        + [b"f%d" % i for i in range(100)]
+        + [b"m%d" % i for i in range(1000)]
+        + [b"a1", b"a2"]
+    )
+    with pv_client.create_reader(scope, "s", "head") as r:
+        first = r.read(timeout=10)
+        assert first is not None and first.value == b"one"
+        assert first.stream == f"{scope}/s" and first.segment == 0 and first.offset == 0
+        rest = read_n(r, len(expected) - 1)
+        assert [e.value for e in rest] == expected[1:]
+        offsets = [first.offset] + [e.offset for e in rest]
+        assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
+        assert r.read(timeout=0.2) is None, "nothing more"
+    with pv_client.create_reader(scope, "s", "head") as r:
+        batch = r.read_arrow(10_000, timeout=10)
+        while batch.num_rows < len(expected):
+            more = r.read_arrow(10_000, timeout=5)
+            assert more.num_rows > 0
+            batch = pa.Table.from_batches([batch, more]).combine_chunks().to_batches()[0]
+        assert batch.schema.names == ["value", "stream", "segment", "offset"]
+        assert batch.column("value").to_pylist() == expected
+        only = r.read_arrow(10, timeout=0.2, columns=["offset"])
+        assert only.schema.names == ["offset"] and only.num_rows == 0
+
+
+def test_position_resumes_without_gap_or_duplicate(pv_client: pravega.Client, scope: str) -> None:
+    pv_client.create_stream(scope, "s", segments=3)
+    with pv_client.create_writer(scope, "s") as w:
+        w.write_many(
+            [b"%05d" % i for i in range(3000)], routing_keys=[f"k{i % 50}" for i in range(3000)]
+        )
+    seen: list[bytes] = []
+    cut: pravega.StreamCut | None = None
+    start: str | pravega.StreamCut = "head"
+    while len(seen) < 3000:
+        with pv_client.create_reader(scope, "s", start) as r:
+            got = read_n(r, 700, timeout=10)
+            seen += [e.value for e in got]
+            cut = r.position()
+        cut = pickle.loads(pickle.dumps(cut))
+        assert pravega.StreamCut.parse(str(cut)) == cut
+        start = cut
+    assert sorted(seen) == [b"%05d" % i for i in range(3000)]
+    assert cut is not None and set(cut.positions) == {0, 1, 2}
+    with pv_client.create_reader(scope, "s", cut) as r:
+        assert r.read(timeout=0.5) is None
+
+
+def test_tail_reads_only_new_events_and_long_polls(pv_client: pravega.Client, scope: str) -> None:
+    pv_client.create_stream(scope, "s", segments=2)
+    with pv_client.create_writer(scope, "s") as w:
+        w.write_many([b"old"] * 10)
+        with pv_client.create_reader(scope, "s", "tail") as r:
+            assert r.read(timeout=0.3) is None
+
+            def later() -> None:
+                time.sleep(0.5)
+                w.write(b"new", routing_key="x")
+
+            t = threading.Thread(target=later)
+            t.start()
+            started = time.monotonic()
+            e = r.read(timeout=10)
+            t.join()
+            assert e is not None and e.value == b"new"
+            assert time.monotonic() - started < 5
+
+
+def test_keys_land_in_the_segment_owning_their_hash(pv_client: pravega.Client, scope: str) -> None:
+    pv_client.create_stream(scope, "s", segments=4)
+    keys = [f"user-{i}" for i in range(200)]
+    with pv_client.create_writer(scope, "s") as w:
+        w.write_many(
+            [k.encode() + b":%d" % n for n in range(5) for k in keys],
+            routing_keys=[k for _ in range(5) for k in keys],
+        )
+    with pv_client.create_reader(scope, "s", "head") as r:
+        got = read_n(r, 1000)
+    assert len(got) == 1000
+    by_key: dict[str, set[int]] = {}
+    order: dict[str, list[int]] = {}
+    for e in got:
+        k, n = e.value.decode().split(":")
+        by_key.setdefault(k, set()).add(e.segment)
+        order.setdefault(k, []).append(int(n))
+    assert all(len(s) == 1 for s in by_key.values()), "one segment per key"
+    assert len({next(iter(s)) for s in by_key.values()}) == 4, "keys spread over all segments"
+    assert all(v == [0, 1, 2, 3, 4] for v in order.values()), "per-key order"
+
+
+def test_bad_calls_raise_typed_errors(pv_client: pravega.Client, scope: str) -> None:
+    pv_client.create_stream(scope, "s")
+    w = pv_client.create_writer(scope, "s")
+    with pytest.raises(MessageTooBigError):
+        w.write(b"x" * (8 * 1024 * 1024 + 1))
+    with pytest.raises(TypeError):
+        w.write(b"x", routing_key=5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        w.write_many(b"not a list")
+    with pytest.raises(StreamwireError):
+        w.write_many([b"a", b"b"], routing_keys=["k"])
+    w.close()
+    with pytest.raises(StreamwireError):
+        w.write(b"after close")
+    with pytest.raises(StreamwireError):
+        pv_client.create_reader(scope, "s", "not-a-cut")
+    with pytest.raises(StreamwireError):
+        pv_client.create_stream(scope, "bad name!")
+    with pytest.raises(TypeError):
+        pickle.dumps(pv_client)
