@@ -83,7 +83,11 @@ def resolve_classpath() -> str:
 class PravegaStandalone:
     """One standalone Pravega (ZooKeeper, controller, segment store in one JVM)."""
 
-    def __init__(self, start_timeout: float = 120.0, *, proxy: bool = False) -> None:
+    def __init__(
+        self, start_timeout: float = 120.0, *, proxy: bool = False, heap: str = "1g"
+    ) -> None:
+        #: The JVM's heap: the standalone keeps every segment in memory (benches need more).
+        self.heap = heap
         self.zk_port, self.segment_port, self.controller_port, self.rest_port = free_ports(4)
         #: With ``proxy``, the segment store is published (what the controller tells clients)
         #: at a fault proxy in front of it, so tests can cut every client's data connections.
@@ -148,7 +152,7 @@ class PravegaStandalone:
         cmd = [
             JAVA,
             "-Xms256m",
-            "-Xmx1g",
+            f"-Xmx{self.heap}",
             f"-Djava.io.tmpdir={self.workdir / 'tmp'}",
             f"-Dsinglenode.configurationFile={conf}",
             f"-Dlogback.configurationFile={HERE / 'logback.xml'}",

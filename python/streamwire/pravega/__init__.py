@@ -301,6 +301,21 @@ class Client:
             )
         )
 
+    def head(self, scope: str, stream: str) -> StreamCut:
+        """The stream cut at the oldest events the stream holds."""
+        return StreamCut(self._native.stream_cut(scope, stream, "head"))
+
+    def tail(self, scope: str, stream: str) -> StreamCut:
+        """The stream cut after the newest event now."""
+        return StreamCut(self._native.stream_cut(scope, stream, "tail"))
+
+    def segment_ranges(
+        self, scope: str, stream: str, start: StreamCut, end: StreamCut
+    ) -> list[tuple[int, int, int]]:
+        """Each segment's byte range between two cuts: ``(segment_id, from, to)``, ``to``
+        exclusive, following successors of segments sealed in between."""
+        return self._native.segment_ranges(scope, stream, str(start), str(end))
+
     def close(self) -> None:
         self._native.close()
 

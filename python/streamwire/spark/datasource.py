@@ -50,6 +50,13 @@ from streamwire.spark.offsets import (
     predecessor,
     split_ranges,
 )
+from streamwire.spark.pravega_source import SCHEMA as PRAVEGA_SCHEMA
+from streamwire.spark.pravega_source import (
+    PravegaBatchReader,
+    PravegaStreamReader,
+    PravegaWriter,
+    is_pravega,
+)
 from streamwire.spark.reading import (
     ReadOptions,
     entry_bytes_after,
@@ -143,33 +150,43 @@ class StreamwireDataSource(DataSource):
         return "streamwire"
 
     # The service URL's scheme picks the protocol: pulsar:// and pulsar+ssl:// (this module),
-    # tank:// (streamwire.spark.tank_source).
+    # tank:// (streamwire.spark.tank_source), tcp:// = a Pravega controller
+    # (streamwire.spark.pravega_source).
 
     def schema(self) -> str:
         if is_tank(self.options):
             return TANK_SCHEMA
+        if is_pravega(self.options):
+            return PRAVEGA_SCHEMA
         return spark_schema_ddl(parse_bool(get_option(self.options, "scalaNames"), False))
 
     def reader(self, schema: Any) -> DataSourceReader:
         if is_tank(self.options):
             return TankBatchReader(dict(self.options), schema)
+        if is_pravega(self.options):
+            return PravegaBatchReader(dict(self.options), schema)
         return StreamwireBatchReader(dict(self.options), _columns(schema, self.options))
 
     def writer(self, schema: Any, overwrite: bool) -> DataSourceArrowWriter:
         if is_tank(self.options):
             return TankWriter(dict(self.options))
+        if is_pravega(self.options):
+            return PravegaWriter(dict(self.options))
         return StreamwireWriter(dict(self.options))
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
         if is_tank(self.options):
             return TankStreamReader(dict(self.options), schema)
+        if is_pravega(self.options):
+            return PravegaStreamReader(dict(self.options), schema)
         return StreamwireStreamReader(dict(self.options), _columns(schema, self.options))
 
     def streamWriter(self, schema: Any, overwrite: bool) -> StreamwireStreamWriter:
-        if is_tank(self.options):
+        if is_tank(self.options) or is_pravega(self.options):
             raise ValueError(
-                "streamwire: streaming writes to TANK are not offered; write each micro-batch "
-                "with foreachBatch(lambda df, _: df.write.format('streamwire')...save())"
+                "streamwire: streaming writes to TANK and Pravega are not offered; write each "
+                "micro-batch with foreachBatch("
+                "lambda df, _: df.write.format('streamwire')...save())"
             )
         return StreamwireStreamWriter(dict(self.options))
 

@@ -61,6 +61,80 @@ pub struct ReadEvent {
     pub offset: i64,
 }
 
+/// The stream's head: its oldest segments at their first readable offsets.
+pub async fn head_cut(client: &PravegaClient, stream: &ScopedStream) -> Result<StreamCut> {
+    let positions = client.controller().get_segments(stream, 0).await?.positions;
+    Ok(StreamCut {
+        stream: stream.clone(),
+        positions,
+    })
+}
+
+/// The stream's tail now: its open segments at their write offsets.
+pub async fn tail_cut(client: &PravegaClient, stream: &ScopedStream) -> Result<StreamCut> {
+    let ctl = client.controller();
+    let current = ctl.get_current_segments(stream).await?;
+    let mut positions = BTreeMap::new();
+    for s in &current.segments {
+        let info = client
+            .segment_info(stream, s.id, &current.delegation_token)
+            .await?;
+        positions.insert(s.id, info.write_offset);
+    }
+    Ok(StreamCut {
+        stream: stream.clone(),
+        positions,
+    })
+}
+
+/// Every segment's byte range between two cuts, `(segment, from, to)` (`to` exclusive): the
+/// segments of `start`, and the successors of those sealed before `end`, up to `end`'s
+/// offsets (segments absent from `end` are read to their sealed length).
+pub async fn segments_between(
+    client: &PravegaClient,
+    stream: &ScopedStream,
+    start: &StreamCut,
+    end: &StreamCut,
+) -> Result<Vec<(i64, i64, i64)>> {
+    let token = client.controller().get_delegation_token(stream).await?;
+    let mut todo: std::collections::VecDeque<(i64, i64)> =
+        start.positions.iter().map(|(s, o)| (*s, *o)).collect();
+    let mut seen: HashSet<i64> = start.positions.keys().copied().collect();
+    let mut out = Vec::new();
+    while let Some((seg, from)) = todo.pop_front() {
+        if let Some(to) = end.positions.get(&seg) {
+            if *to > from {
+                out.push((seg, from, *to));
+            }
+            continue;
+        }
+        let info = client.segment_info(stream, seg, &token).await?;
+        if !info.sealed {
+            // Open but not in the end cut: the end cut is older than this segment's data.
+            continue;
+        }
+        if info.write_offset > from {
+            out.push((seg, from.max(info.start_offset), info.write_offset));
+        }
+        let successors = client
+            .controller()
+            .get_successors(&Segment {
+                stream: stream.clone(),
+                id: seg,
+                low: 0.0,
+                high: 0.0,
+            })
+            .await?;
+        for s in successors {
+            if seen.insert(s.segment.id) {
+                todo.push_back((s.segment.id, 0));
+            }
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
 pub struct StreamReader {
     client: PravegaClient,
     stream: ScopedStream,
@@ -98,16 +172,8 @@ impl StreamReader {
         let ctl = client.controller();
         let token = ctl.get_delegation_token(&stream).await?;
         let positions = match start {
-            Start::Head => ctl.get_segments(&stream, 0).await?.positions,
-            Start::Tail => {
-                let current = ctl.get_current_segments(&stream).await?;
-                let mut p = BTreeMap::new();
-                for s in &current.segments {
-                    let info = client.segment_info(&stream, s.id, &token).await?;
-                    p.insert(s.id, info.write_offset);
-                }
-                p
-            }
+            Start::Head => head_cut(client, &stream).await?.positions,
+            Start::Tail => tail_cut(client, &stream).await?.positions,
             Start::Cut(cut) => {
                 if cut.stream != stream {
                     return Err(Error::invalid(format!(

@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, oneshot};
 use streamwire_core::backoff::Backoff;
 use streamwire_core::error::{Error, ErrorKind, Result};
 
-use super::batch::{route, Piece};
+use super::batch::{route, split_large, Piece};
 use super::queue::SegmentQueue;
 use super::{Command, WriterConfig};
 use crate::client::PravegaClient;
@@ -252,7 +252,11 @@ impl Actor {
             Ok(parts) => {
                 for (seg, p) in parts {
                     match self.segs.get_mut(&seg) {
-                        Some(s) => s.queue.push(p),
+                        Some(s) => {
+                            for p in split_large(p, self.config.max_block) {
+                                s.queue.push(p);
+                            }
+                        }
                         None => {
                             let e = Error::new(
                                 ErrorKind::Protocol,
@@ -286,12 +290,15 @@ impl Actor {
                 State::Ready => {
                     let mut lost = None;
                     let conn = seg.conn.clone().expect("ready has a connection");
-                    while let Some(block) = seg.queue.next_block(
-                        seg.writer_id,
-                        seg.next_request,
+                    let limits = (
                         self.config.max_block,
                         self.config.window,
-                    ) {
+                        self.config.max_blocks_in_flight,
+                    );
+                    while let Some(block) =
+                        seg.queue
+                            .next_block(seg.writer_id, seg.next_request, limits)
+                    {
                         seg.next_request += 1;
                         if let Err(e) = conn.send(block.frame.freeze()).await {
                             lost = Some(e);

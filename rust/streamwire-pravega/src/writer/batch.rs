@@ -252,6 +252,62 @@ pub fn route(
     Ok(out)
 }
 
+/// Cut a piece into pieces of at most `max` bytes (at event boundaries; an event larger than
+/// `max` stays whole), so no append block exceeds what the store accepts. A piece with a
+/// per-event completion is a single event and is returned as is.
+pub fn split_large(piece: Piece, max: usize) -> Vec<Piece> {
+    if piece.data.len() <= max || piece.count < 2 || piece.done.share().is_none() {
+        return vec![piece];
+    }
+    let mut cuts = Vec::new(); // (start byte, end byte, first event, end event)
+    let (mut start, mut pos, mut first, mut i) = (0usize, 0usize, 0usize, 0usize);
+    while pos < piece.data.len() {
+        let Ok(len) = event_len(&piece.data[pos..]) else {
+            return vec![piece];
+        };
+        if pos > start && pos + len - start > max {
+            cuts.push((start, pos, first, i));
+            start = pos;
+            first = i;
+        }
+        pos += len;
+        i += 1;
+    }
+    cuts.push((start, pos, first, i));
+    let total = piece.data.len().max(1) as u64;
+    let Piece {
+        data,
+        points,
+        done,
+        mut reservation,
+        ..
+    } = piece;
+    let k = cuts.len();
+    let mut out = Vec::with_capacity(k);
+    for (j, (b0, b1, e0, e1)) in cuts.into_iter().enumerate() {
+        let res = if j + 1 == k {
+            reservation.take()
+        } else {
+            reservation.as_mut().and_then(|r| {
+                let share = r.amount().saturating_mul((b1 - b0) as u64) / total;
+                r.split(share)
+            })
+        };
+        out.push(Piece {
+            data: data.slice(b0..b1),
+            count: e1 - e0,
+            points: match &points {
+                Points::Each(ps) => Points::Each(ps[e0..e1].to_vec()),
+                other => other.clone(),
+            },
+            done: done.share().expect("checked: a group"),
+            reservation: res,
+            last_number: 0,
+        });
+    }
+    out
+}
+
 /// The size of the EVENT frame at the front of `data`.
 fn event_len(data: &[u8]) -> Result<usize> {
     if data.len() < 8 {
@@ -342,6 +398,25 @@ mod tests {
         assert_eq!(parts.len(), 1);
         assert_eq!(parts[0].0, 1);
         assert_eq!(parts[0].1.data.len(), 90);
+    }
+
+    #[test]
+    fn large_pieces_split_at_event_boundaries_and_settle_once() {
+        let mut b = BatchBuilder::default();
+        for i in 0..100u8 {
+            b.push(&[i; 92], Some("k")).unwrap(); // 100-byte frames
+        }
+        let batch = b.finish();
+        let (g, mut rx) = Group::new(100);
+        let parts = split_large(Piece::new(batch, Done::Group(g), None), 1000);
+        assert_eq!(parts.len(), 10);
+        assert!(parts.iter().all(|p| p.data.len() == 1000 && p.count == 10));
+        assert_eq!(parts[3].data[8], 30, "order kept");
+        for p in parts {
+            assert!(rx.try_recv().is_err());
+            p.settle(Ok(()));
+        }
+        assert!(rx.try_recv().unwrap().is_ok());
     }
 
     #[test]

@@ -34,6 +34,8 @@ pub struct WriterConfig {
     pub max_block: usize,
     /// Bytes in flight per segment before the writer waits for acknowledgements.
     pub window: usize,
+    /// Append blocks unacknowledged per segment before new events wait to go out together.
+    pub max_blocks_in_flight: usize,
     /// How long events may wait on a segment that cannot be reached before they fail.
     pub send_timeout: Duration,
     pub backoff: BackoffConfig,
@@ -44,6 +46,7 @@ impl Default for WriterConfig {
         WriterConfig {
             max_block: 1024 * 1024,
             window: 8 * 1024 * 1024,
+            max_blocks_in_flight: 4,
             send_timeout: Duration::from_secs(60),
             backoff: BackoffConfig {
                 initial: Duration::from_millis(50),

@@ -29,6 +29,8 @@ pub struct SegmentQueue {
     queued_bytes: usize,
     next_number: i64,
     acked: i64,
+    /// The last event number of each block in flight.
+    blocks: VecDeque<i64>,
 }
 
 impl Default for SegmentQueue {
@@ -40,6 +42,7 @@ impl Default for SegmentQueue {
             queued_bytes: 0,
             next_number: 1,
             acked: NO_EVENT_NUMBER,
+            blocks: VecDeque::new(),
         }
     }
 }
@@ -75,16 +78,25 @@ impl SegmentQueue {
     }
 
     /// The next APPEND_BLOCK_END for `writer_id`: queued pieces up to `max_block` bytes (at
-    /// least one piece), while in-flight bytes stay under `window`. `None` when nothing is
-    /// queued or the window is full.
+    /// least one piece), while in-flight bytes stay under `window` and fewer than
+    /// `max_blocks` blocks are unacknowledged. `None` when nothing is queued or the window is
+    /// full.
+    ///
+    /// Why a block limit: events arriving while blocks are in flight wait in the queue and go
+    /// out together when an acknowledgement frees a slot, so a steady stream of single-event
+    /// writes becomes large blocks (the store's cost is per block), while a lone event still
+    /// goes out at once.
     pub fn next_block(
         &mut self,
         writer_id: u128,
         request_id: i64,
-        max_block: usize,
-        window: usize,
+        limits: (usize, usize, usize),
     ) -> Option<Block> {
-        if self.queued.is_empty() || self.inflight_bytes >= window {
+        let (max_block, window, max_blocks) = limits;
+        if self.queued.is_empty()
+            || self.inflight_bytes >= window
+            || self.blocks.len() >= max_blocks
+        {
             return None;
         }
         let mut size = 0usize;
@@ -114,6 +126,7 @@ impl SegmentQueue {
             self.inflight_bytes += p.data.len();
             self.inflight.push_back(p);
         }
+        self.blocks.push_back(last);
         frame.put_i32(events as i32);
         frame.put_i64(last);
         frame.put_i64(request_id);
@@ -131,6 +144,9 @@ impl SegmentQueue {
         }
         let mut settled = 0;
         self.acked = number;
+        while self.blocks.front().is_some_and(|b| *b <= number) {
+            self.blocks.pop_front();
+        }
         while self
             .inflight
             .front()
@@ -153,6 +169,7 @@ impl SegmentQueue {
 
     /// The connection is gone: what was in flight goes back to the front, same numbers.
     pub fn rewind(&mut self) {
+        self.blocks.clear();
         while let Some(p) = self.inflight.pop_back() {
             self.inflight_bytes -= p.data.len();
             self.queued_bytes += p.data.len();
@@ -204,7 +221,7 @@ mod tests {
             q.push(p);
             rxs.push(rx);
         }
-        let b = q.next_block(7, 42, 1 << 20, 1 << 20).unwrap();
+        let b = q.next_block(7, 42, (1 << 20, 1 << 20, 8)).unwrap();
         assert_eq!((b.events, b.last_number), (5, 5));
         let mut buf = b.frame;
         let req = decode_request(&mut buf, 1 << 24).unwrap().unwrap();
@@ -231,10 +248,25 @@ mod tests {
         q.rewind();
         assert_eq!(q.inflight_bytes(), 0);
         // Re-sent under the same numbers.
-        let b = q.next_block(7, 43, 1 << 20, 1 << 20).unwrap();
+        let b = q.next_block(7, 43, (1 << 20, 1 << 20, 8)).unwrap();
         assert_eq!((b.events, b.last_number), (2, 5));
         q.ack(5);
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn blocks_in_flight_are_bounded_and_events_gather_meanwhile() {
+        let mut q = SegmentQueue::default();
+        q.push(piece("a").0);
+        let b = q.next_block(1, 1, (1 << 20, 1 << 20, 1)).unwrap();
+        assert_eq!(b.events, 1);
+        for i in 0..5 {
+            q.push(piece(&format!("b{i}")).0);
+        }
+        assert!(q.next_block(1, 2, (1 << 20, 1 << 20, 1)).is_none());
+        q.ack(1);
+        let b = q.next_block(1, 2, (1 << 20, 1 << 20, 1)).unwrap();
+        assert_eq!((b.events, b.last_number), (5, 6));
     }
 
     #[test]
@@ -243,13 +275,13 @@ mod tests {
         for i in 0..10 {
             q.push(piece(&format!("{i:0100}")).0);
         }
-        let b = q.next_block(1, 1, 250, 300).unwrap();
+        let b = q.next_block(1, 1, (250, 300, 8)).unwrap();
         assert_eq!(b.events, 2);
-        let b = q.next_block(1, 2, 250, 300).unwrap();
+        let b = q.next_block(1, 2, (250, 300, 8)).unwrap();
         assert_eq!(b.events, 2);
-        assert!(q.next_block(1, 3, 250, 300).is_none(), "window full");
+        assert!(q.next_block(1, 3, (250, 300, 8)).is_none(), "window full");
         q.ack(2);
-        assert!(q.next_block(1, 3, 250, 300).is_some());
+        assert!(q.next_block(1, 3, (250, 300, 8)).is_some());
         // A reconnect answering a number past what was in flight settles queued pieces too.
         q.rewind();
         q.ack(8);

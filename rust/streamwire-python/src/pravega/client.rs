@@ -12,7 +12,9 @@ use streamwire_core::error::Error;
 use streamwire_core::runtime;
 use streamwire_pravega::client::{ClientConfig, PravegaClient};
 use streamwire_pravega::controller::{ScalingPolicy, ScopedStream};
-use streamwire_pravega::reader::{ReaderConfig, Start, StreamCut, StreamReader};
+use streamwire_pravega::reader::{
+    head_cut, segments_between, tail_cut, ReaderConfig, Start, StreamCut, StreamReader,
+};
 use streamwire_pravega::writer::{EventWriter, WriterConfig};
 
 use crate::common::blocking::{count_arg, positive_secs, timeout_arg, wait};
@@ -219,12 +221,7 @@ impl PravegaNativeClient {
     }
 
     /// The open segments in key order: `(segment_id, number, epoch, low, high)`.
-    fn segments(
-        &self,
-        py: Python<'_>,
-        scope: &str,
-        stream: &str,
-    ) -> PyResult<Vec<SegmentRow>> {
+    fn segments(&self, py: Python<'_>, scope: &str, stream: &str) -> PyResult<Vec<SegmentRow>> {
         let st = self.stream(scope, stream)?;
         let c = self.live()?;
         let cur = wait(py, "segments", None, async move {
@@ -339,6 +336,58 @@ impl PravegaNativeClient {
             StreamReader::create(&c, st, start, config).await
         })?;
         Ok(PravegaReader::new(r, self.pid))
+    }
+
+    /// The stream's `"head"` or `"tail"` as a stream cut's text.
+    fn stream_cut(
+        &self,
+        py: Python<'_>,
+        scope: &str,
+        stream: &str,
+        which: &str,
+    ) -> PyResult<String> {
+        let st = self.stream(scope, stream)?;
+        let head = match which {
+            "head" | "earliest" => true,
+            "tail" | "latest" => false,
+            other => {
+                return Err(to_py(Error::invalid(format!(
+                    "which must be 'head' or 'tail', got {other:?}"
+                ))))
+            }
+        };
+        let c = self.live()?;
+        wait(py, "stream_cut", None, async move {
+            let cut = if head {
+                head_cut(&c, &st).await?
+            } else {
+                tail_cut(&c, &st).await?
+            };
+            Ok(cut.to_text())
+        })
+    }
+
+    /// Each segment's byte range between two stream cuts: `(segment_id, from, to)`.
+    fn segment_ranges(
+        &self,
+        py: Python<'_>,
+        scope: &str,
+        stream: &str,
+        start: &str,
+        end: &str,
+    ) -> PyResult<Vec<(i64, i64, i64)>> {
+        let st = self.stream(scope, stream)?;
+        let (a, b) = (
+            StreamCut::parse(start).py_err()?,
+            StreamCut::parse(end).py_err()?,
+        );
+        if a.stream != st || b.stream != st {
+            return Err(to_py(Error::invalid("both cuts must be of this stream")));
+        }
+        let c = self.live()?;
+        wait(py, "segment_ranges", None, async move {
+            segments_between(&c, &st, &a, &b).await
+        })
     }
 
     fn close(&self) {

@@ -1,0 +1,183 @@
+"""Pravega side by side: streamwire.pravega against the official client (PyPI ``pravega``),
+on one Pravega 0.13.0 standalone, in one run.
+
+    .venv/bin/python benches/pravega_bench.py [--controller tcp://...] [--rounds 3]
+                                              [--events 200000] [--sizes 100,1024]
+
+Each round writes ``--events`` events of each size to a fresh 1-segment stream with each
+writer, then reads them back with each reader; the table shows medians over the rounds.
+
+- theirs, write: ``write_event_bytes`` with ``max_inflight_events=1000``, then ``flush``
+  (the fast way to use it; the default of 0 is one round trip per event).
+- ours, write_async: one ``write_async`` per event, then ``flush``.
+- ours, write_many: lists of 10,000 events.
+- theirs, read: a reader group's reader, ``get_segment_slice_async`` until all are read.
+- ours, read_many / read_arrow: 10,000 events per call.
+
+Without ``--controller`` a standalone is started (and stopped) by the bench.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from streamwire import pravega  # noqa: E402
+
+BATCH = 10_000
+
+
+def timed(fn: Callable[[], int]) -> float:
+    start = time.perf_counter()
+    n = fn()
+    return n / (time.perf_counter() - start)
+
+
+class Bench:
+    def __init__(self, url: str, events: int) -> None:
+        import pravega_client
+
+        self.url = url
+        self.n = events
+        self.ours = pravega.Client(url)
+        self.theirs = pravega_client.StreamManager(url)
+        self.scope = "bench" + uuid.uuid4().hex[:6]
+        self.ours.create_scope(self.scope)
+
+    def stream(self) -> str:
+        name = "s" + uuid.uuid4().hex[:10]
+        self.ours.create_stream(self.scope, name, segments=1)
+        return name
+
+    def drop(self, stream: str) -> None:
+        """The standalone keeps segments in memory: give it back after each run."""
+        self.ours.seal_stream(self.scope, stream)
+        self.ours.delete_stream(self.scope, stream)
+
+    # -- writers
+    def theirs_write(self, stream: str, size: int) -> int:
+        w = self.theirs.create_writer(self.scope, stream, 1000)
+        ev = b"x" * size
+        for _ in range(self.n):
+            w.write_event_bytes(ev)
+        w.flush()
+        return self.n
+
+    def ours_write_async(self, stream: str, size: int) -> int:
+        with self.ours.create_writer(self.scope, stream) as w:
+            ev = b"x" * size
+            wa = w.write_async
+            for _ in range(self.n):
+                wa(ev)
+            w.flush()
+        return self.n
+
+    def ours_write_many(self, stream: str, size: int) -> int:
+        batch = [b"x" * size] * BATCH
+        with self.ours.create_writer(self.scope, stream) as w:
+            for _ in range(self.n // BATCH):
+                w.write_many(batch)
+        return self.n
+
+    # -- readers
+    def theirs_read(self, stream: str) -> int:
+        group = self.theirs.create_reader_group("rg" + uuid.uuid4().hex[:8], self.scope, stream)
+        reader = group.create_reader("r1")
+
+        async def read() -> int:
+            got = 0
+            while got < self.n:
+                sl = await reader.get_segment_slice_async()
+                got += sum(1 for _ in sl)
+                reader.release_segment(sl)
+            return got
+
+        try:
+            return asyncio.run(read())
+        finally:
+            reader.reader_offline()
+
+    def ours_read_many(self, stream: str) -> int:
+        with self.ours.create_reader(self.scope, stream, "head") as r:
+            got = 0
+            while got < self.n:
+                got += len(r.read_many(BATCH, timeout=10))
+        return got
+
+    def ours_read_arrow(self, stream: str) -> int:
+        with self.ours.create_reader(self.scope, stream, "head") as r:
+            got = 0
+            while got < self.n:
+                got += r.read_arrow(BATCH, timeout=10).num_rows
+        return got
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--controller")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--events", type=int, default=200_000)
+    ap.add_argument("--sizes", default="100,1024")
+    args = ap.parse_args()
+    server = None
+    url = args.controller
+    if url is None:
+        from tests.peers.pravega import PravegaStandalone
+
+        server = PravegaStandalone(heap="6g").start()
+        url = server.controller_url
+    try:
+        b = Bench(url, args.events)
+        rows: dict[tuple[str, int], list[float]] = {}
+        for size in [int(s) for s in args.sizes.split(",")]:
+            for _ in range(args.rounds):
+                for name, write in [
+                    ("theirs write (inflight 1000) + flush", b.theirs_write),
+                    ("ours write_async + flush", b.ours_write_async),
+                    ("ours write_many (10k lists)", b.ours_write_many),
+                ]:
+                    s = b.stream()
+                    rows.setdefault((name, size), []).append(timed(lambda: write(s, size)))
+                    print(f"  {name} {size} B: {rows[(name, size)][-1]:,.0f}/s", flush=True)
+                    if name.startswith("ours write_many"):
+                        for rname, read in [
+                            ("theirs read (reader group)", b.theirs_read),
+                            ("ours read_many", b.ours_read_many),
+                            ("ours read_arrow", b.ours_read_arrow),
+                        ]:
+                            rows.setdefault((rname, size), []).append(timed(lambda: read(s)))
+                            print(
+                                f"  {rname} {size} B: {rows[(rname, size)][-1]:,.0f}/s", flush=True
+                            )
+                    b.drop(s)
+        print(
+            f"\nPravega 0.13.0 standalone, {args.events:,} events per run, median of {args.rounds}\n"
+        )
+        print(f"| {'path':40} | {'size':>6} | {'events/s':>12} | {'vs theirs':>9} |")
+        print(f"|{'-' * 42}|{'-' * 8}|{'-' * 14}|{'-' * 11}|")
+        for (name, size), vals in rows.items():
+            med = statistics.median(vals)
+            base_name = (
+                "theirs read (reader group)"
+                if "read" in name
+                else "theirs write (inflight 1000) + flush"
+            )
+            base = statistics.median(rows[(base_name, size)])
+            print(f"| {name:40} | {size:>6} | {med:>12,.0f} | {med / base:>8.2f}x |")
+    finally:
+        if server is not None:
+            server.close()
+
+
+if __name__ == "__main__":
+    main()
