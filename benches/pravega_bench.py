@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import statistics
 import sys
 import time
@@ -147,7 +148,9 @@ def main() -> None:
                     ("ours write_many (10k lists)", b.ours_write_many),
                 ]:
                     s = b.stream()
-                    rows.setdefault((name, size), []).append(timed(lambda: write(s, size)))
+                    rows.setdefault((name, size), []).append(
+                        timed(functools.partial(write, s, size))
+                    )
                     print(f"  {name} {size} B: {rows[(name, size)][-1]:,.0f}/s", flush=True)
                     if name.startswith("ours write_many"):
                         for rname, read in [
@@ -155,14 +158,15 @@ def main() -> None:
                             ("ours read_many", b.ours_read_many),
                             ("ours read_arrow", b.ours_read_arrow),
                         ]:
-                            rows.setdefault((rname, size), []).append(timed(lambda: read(s)))
+                            rows.setdefault((rname, size), []).append(
+                                timed(functools.partial(read, s))
+                            )
                             print(
                                 f"  {rname} {size} B: {rows[(rname, size)][-1]:,.0f}/s", flush=True
                             )
                     b.drop(s)
-        print(
-            f"\nPravega 0.13.0 standalone, {args.events:,} events per run, median of {args.rounds}\n"
-        )
+        head = f"Pravega 0.13.0 standalone, {args.events:,} events per run"
+        print(f"\n{head}, median of {args.rounds}\n")
         print(f"| {'path':40} | {'size':>6} | {'events/s':>12} | {'vs theirs':>9} |")
         print(f"|{'-' * 42}|{'-' * 8}|{'-' * 14}|{'-' * 11}|")
         for (name, size), vals in rows.items():
