@@ -10,9 +10,15 @@ writer, then reads them back with each reader; the table shows medians over the 
 - theirs, write: ``write_event_bytes`` with ``max_inflight_events=1000``, then ``flush``
   (the fast way to use it; the default of 0 is one round trip per event).
 - ours, write_async: one ``write_async`` per event, then ``flush``.
-- ours, write_many: lists of 10,000 events.
+- ours, write_many: lists of 10,000 events, each call waiting for its events' acks.
+- ours, write_many_async: the same lists handed over without waiting (calls pipeline), then
+  ``flush``.
 - theirs, read: a reader group's reader, ``get_segment_slice_async`` until all are read.
 - ours, read_many / read_arrow: 10,000 events per call.
+- raw write / raw read: the segment store's own ceiling on the same server (pre-built frames
+  on one socket, no client; ``benches/pravega_raw.py``), so every table shows ours, theirs
+  and what the server can take and give, in one run. Needs the segment store's address
+  (``--segment-store host:port`` with ``--controller``; known when the bench starts it).
 
 Without ``--controller`` a standalone is started (and stopped) by the bench.
 """
@@ -35,6 +41,8 @@ if str(ROOT) not in sys.path:
 
 from streamwire import pravega  # noqa: E402
 
+from benches.pravega_raw import raw_read, raw_write  # noqa: E402
+
 BATCH = 10_000
 
 
@@ -45,10 +53,11 @@ def timed(fn: Callable[[], int]) -> float:
 
 
 class Bench:
-    def __init__(self, url: str, events: int) -> None:
+    def __init__(self, url: str, events: int, store: tuple[str, int] | None) -> None:
         import pravega_client
 
         self.url = url
+        self.store = store
         self.n = events
         self.ours = pravega.Client(url)
         self.theirs = pravega_client.StreamManager(url)
@@ -90,7 +99,26 @@ class Bench:
                 w.write_many(batch)
         return self.n
 
+    def segment(self, stream: str) -> str:
+        return f"{self.scope}/{stream}/0.#epoch.0"
+
+    def raw_write(self, stream: str, size: int) -> int:
+        assert self.store is not None
+        return raw_write(*self.store, self.segment(stream), size, self.n)
+
+    def ours_write_many_async(self, stream: str, size: int) -> int:
+        batch = [b"x" * size] * BATCH
+        with self.ours.create_writer(self.scope, stream) as w:
+            for _ in range(self.n // BATCH):
+                w.write_many_async(batch)
+            w.flush()
+        return self.n
+
     # -- readers
+    def raw_read(self, stream: str, size: int) -> int:
+        assert self.store is not None
+        return raw_read(*self.store, self.segment(stream), size, self.n)
+
     def theirs_read(self, stream: str) -> int:
         group = self.theirs.create_reader_group("rg" + uuid.uuid4().hex[:8], self.scope, stream)
         reader = group.create_reader("r1")
@@ -126,6 +154,7 @@ class Bench:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--controller")
+    ap.add_argument("--segment-store", help="host:port of the segment store (raw rows)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--events", type=int, default=200_000)
     ap.add_argument("--sizes", default="100,1024")
@@ -137,27 +166,46 @@ def main() -> None:
 
         server = PravegaStandalone(heap="6g").start()
         url = server.controller_url
+    store: tuple[str, int] | None = None
+    if args.segment_store:
+        host, port = args.segment_store.rsplit(":", 1)
+        store = (host, int(port))
+    elif server is not None:
+        store = ("127.0.0.1", server.segment_port)
     try:
-        b = Bench(url, args.events)
+        b = Bench(url, args.events, store)
         rows: dict[tuple[str, int], list[float]] = {}
         for size in [int(s) for s in args.sizes.split(",")]:
             for _ in range(args.rounds):
-                for name, write in [
+                writers = [
                     ("theirs write (inflight 1000) + flush", b.theirs_write),
                     ("ours write_async + flush", b.ours_write_async),
                     ("ours write_many (10k lists)", b.ours_write_many),
-                ]:
+                    ("ours write_many_async (10k lists) + flush", b.ours_write_many_async),
+                ]
+                if store is not None:
+                    writers.insert(0, ("raw write (server ceiling)", b.raw_write))
+                for name, write in writers:
                     s = b.stream()
                     rows.setdefault((name, size), []).append(
                         timed(functools.partial(write, s, size))
                     )
                     print(f"  {name} {size} B: {rows[(name, size)][-1]:,.0f}/s", flush=True)
-                    if name.startswith("ours write_many"):
-                        for rname, read in [
+                    if name.startswith("ours write_many_async"):
+                        readers: list[tuple[str, Callable[[str], int]]] = [
                             ("theirs read (reader group)", b.theirs_read),
                             ("ours read_many", b.ours_read_many),
                             ("ours read_arrow", b.ours_read_arrow),
-                        ]:
+                        ]
+                        if store is not None:
+                            readers.insert(
+                                0,
+                                (
+                                    "raw read (server ceiling)",
+                                    functools.partial(b.raw_read, size=size),
+                                ),
+                            )
+                        for rname, read in readers:
                             rows.setdefault((rname, size), []).append(
                                 timed(functools.partial(read, s))
                             )
@@ -167,17 +215,21 @@ def main() -> None:
                     b.drop(s)
         head = f"Pravega 0.13.0 standalone, {args.events:,} events per run"
         print(f"\n{head}, median of {args.rounds}\n")
-        print(f"| {'path':40} | {'size':>6} | {'events/s':>12} | {'vs theirs':>9} |")
-        print(f"|{'-' * 42}|{'-' * 8}|{'-' * 14}|{'-' * 11}|")
+        print(
+            f"| {'path':40} | {'size':>6} | {'events/s':>12} | {'vs theirs':>9} | {'of raw':>6} |"
+        )
+        print(f"|{'-' * 42}|{'-' * 8}|{'-' * 14}|{'-' * 11}|{'-' * 8}|")
         for (name, size), vals in rows.items():
             med = statistics.median(vals)
+            reading = "read" in name
             base_name = (
-                "theirs read (reader group)"
-                if "read" in name
-                else "theirs write (inflight 1000) + flush"
+                "theirs read (reader group)" if reading else "theirs write (inflight 1000) + flush"
             )
             base = statistics.median(rows[(base_name, size)])
-            print(f"| {name:40} | {size:>6} | {med:>12,.0f} | {med / base:>8.2f}x |")
+            raw_name = "raw read (server ceiling)" if reading else "raw write (server ceiling)"
+            raw = rows.get((raw_name, size))
+            of_raw = f"{med / statistics.median(raw):>5.0%}" if raw else "-"
+            print(f"| {name:40} | {size:>6} | {med:>12,.0f} | {med / base:>8.2f}x | {of_raw:>6} |")
     finally:
         if server is not None:
             server.close()

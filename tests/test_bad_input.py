@@ -29,6 +29,7 @@ from streamwire import (
     MessageTooBigError,
 )
 
+from tests.cli.bad_cases import CLI_CASES
 from tests.peers.lite import PulsarLite
 from tests.pravega.bad_cases import PRAVEGA_CASES, PravegaCase
 from tests.tank.bad_cases import TANK_CASES, TankCase
@@ -578,6 +579,16 @@ def render_table(cases: list[Case] | None = None) -> str:
     out += ["## Pravega (`streamwire.pravega`)", ""]
     for group, title in GROUP_TITLES.items():
         out += [f"### {title}", "", *_rows(PRAVEGA_CASES, group)]
+    out += [
+        "## Command line (`streamwire`)",
+        "",
+        "| Command | Input | Exit status and message |",
+        "| --- | --- | --- |",
+    ]
+    for cli in CLI_CASES:
+        cmd = " ".join(cli.args).replace("|", "\\|")
+        out.append(f"| `streamwire {cmd}` | {cli.input} | {cli.code}: `{cli.says}` |")
+    out.append("")
     return "\n".join(out)
 
 

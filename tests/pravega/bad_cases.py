@@ -207,6 +207,24 @@ PRAVEGA_CASES: list[PravegaCase] = [
         TYP,
         lambda c: c.writer.write_many([b"a"], routing_keys=5),
     ),
+    C(
+        "pravega.Writer.write_many_async()",
+        "a single bytes value",
+        TYP,
+        lambda c: c.writer.write_many_async(b"abc"),
+    ),
+    C(
+        "pravega.Writer.write_many_async()",
+        "a None event",
+        INV,
+        lambda c: c.writer.write_many_async([b"a", None]),
+    ),
+    C(
+        "pravega.Writer.write_many_async()",
+        "routing_keys of the wrong length",
+        INV,
+        lambda c: c.writer.write_many_async([b"a", b"b"], routing_keys=["k"]),
+    ),
     C("pravega.Writer", "pickled", TYP, lambda c: pickle.dumps(c.writer)),
     C("pravega.Reader.read_many()", "max_events=0", INV, lambda c: c.reader.read_many(0)),
     C("pravega.Reader.read()", "timeout=-1", INV, lambda c: c.reader.read(timeout=-1)),
@@ -231,6 +249,13 @@ PRAVEGA_CASES: list[PravegaCase] = [
         "closed writer",
         AlreadyClosedError,
         lambda c: c.closed_writer.write(b"x"),
+        group="closed",
+    ),
+    C(
+        "pravega.Writer.write_many_async()",
+        "closed writer",
+        AlreadyClosedError,
+        lambda c: c.closed_writer.write_many_async([b"x"]),
         group="closed",
     ),
     C(

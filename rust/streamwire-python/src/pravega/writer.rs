@@ -359,6 +359,46 @@ impl PravegaWriter {
         Ok(n)
     }
 
+    /// Like `write_many`, without waiting for the segment store: returns one future for the
+    /// whole call (`result()` returns None once every event is written, or raises the first
+    /// failure). Successive calls pipeline; only handing over waits, when the memory budget
+    /// is full (or raises `ProducerQueueFullError` with `block_if_queue_full=False`).
+    #[pyo3(signature = (events, routing_keys=None))]
+    fn write_many_async(
+        &self,
+        py: Python<'_>,
+        events: &Bound<'_, PyAny>,
+        routing_keys: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PravegaWriteFuture> {
+        let w = self.live()?;
+        let batch = self.batch(events, routing_keys)?;
+        let state = Arc::new(FutureState::default());
+        let n = batch.count;
+        if n == 0 {
+            state.complete(Ok(()));
+            return Ok(PravegaWriteFuture { state });
+        }
+        let reservation = self.reserve(py, batch.data.len() as u64)?;
+        let (group, rx) = Group::new(n);
+        if let Some(rejected) = w
+            .try_write(batch, Done::Group(group), Some(reservation))
+            .py_err()?
+        {
+            wait(py, "write_many_async", None, async move {
+                w.submit(rejected).await
+            })?;
+        }
+        // One task per call (never per event) turns the group's settlement into the future.
+        let st = state.clone();
+        runtime::handle().py_err()?.spawn(async move {
+            st.complete(
+                rx.await
+                    .unwrap_or_else(|_| Err(Error::closed("Pravega writer"))),
+            );
+        });
+        Ok(PravegaWriteFuture { state })
+    }
+
     /// Wait until every event handed over is written; raises the first failure since the
     /// last flush.
     #[pyo3(signature = (timeout=None))]

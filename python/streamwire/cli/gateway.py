@@ -1,8 +1,5 @@
-"""The ``streamwire`` command.
-
-    streamwire gateway [--service-url URL] [--listen ADDR:PORT] [...]   the PIP-64 REST gateway
-
-``streamwire gateway --help`` lists the gateway's flags and environment variables.
+"""``streamwire gateway``: the PIP-64 REST gateway in this process (the engine's own flag
+parser reads the arguments, so the console script and the plain binary take the same ones).
 """
 
 from __future__ import annotations
@@ -21,15 +18,7 @@ def _stop_on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
     raise KeyboardInterrupt
 
 
-def main(argv: Optional[list[str]] = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help"):
-        print(USAGE)
-        return 0 if args else 2
-    command, rest = args[0], args[1:]
-    if command != "gateway":
-        print(f"streamwire: unknown command {command!r}\n{USAGE}", file=sys.stderr)
-        return 2
+def run(rest: list[str]) -> int:
     from streamwire._native import _gateway_run
 
     if any(a in ("-h", "--help") for a in rest):
@@ -47,7 +36,3 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"streamwire gateway: {e}", file=sys.stderr)
         return 2 if type(e).__name__ == "ConfigError" else 1
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,135 @@
+"""The segment store's own ceiling: pre-built frames on one raw socket, no client at all.
+
+The bench's "raw" rows. Writing: one SETUP_APPEND, then APPEND_BLOCK_END blocks built before
+the clock starts (the same 1 MiB of events each, only the event number and request id differ)
+pipelined with at most ``window`` blocks unanswered. Reading: READ_SEGMENT requests of 8 MiB, one
+after another, counting the events by their 8-byte EVENT headers without decoding payloads.
+So the figures are what the server takes and gives on these cores, the cost of Python's socket
+calls aside (a few per MiB).
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import uuid
+
+WIRE_VERSION = 16
+OLDEST = 5
+HELLO = -127
+SETUP_APPEND = 1
+APPEND_SETUP = 2
+APPEND_BLOCK_END = 4
+DATA_APPENDED = 7
+READ_SEGMENT = 9
+SEGMENT_READ = 10
+EVENT = 0
+BLOCK_BYTES = 1 << 20
+NO_EVENT = -(1 << 63)
+
+
+def _utf(s: str) -> bytes:
+    b = s.encode()
+    return struct.pack(">H", len(b)) + b
+
+
+def _frame(kind: int, payload: bytes) -> bytes:
+    return struct.pack(">ii", kind, len(payload)) + payload
+
+
+class _Conn:
+    def __init__(self, host: str, port: int) -> None:
+        self.sock = socket.create_connection((host, port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = bytearray()
+        self.sock.sendall(_frame(HELLO, struct.pack(">ii", WIRE_VERSION, OLDEST)))
+        kind, _ = self.reply()
+        if kind != HELLO:
+            raise RuntimeError(f"expected HELLO, got type {kind}")
+
+    def reply(self) -> tuple[int, bytes]:
+        while True:
+            if len(self.buf) >= 8:
+                kind, length = struct.unpack_from(">ii", self.buf)
+                if len(self.buf) >= 8 + length:
+                    body = bytes(self.buf[8 : 8 + length])
+                    del self.buf[: 8 + length]
+                    return kind, body
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                raise ConnectionError("segment store closed the connection")
+            self.buf += chunk
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def raw_write(host: str, port: int, segment: str, size: int, events: int, window: int = 4) -> int:
+    """Append ``events`` events of ``size`` bytes to ``segment``; returns the count."""
+    conn = _Conn(host, port)
+    try:
+        writer = uuid.uuid4().bytes
+        conn.sock.sendall(
+            _frame(SETUP_APPEND, struct.pack(">q", 1) + writer + _utf(segment) + _utf(""))
+        )
+        kind, _ = conn.reply()
+        if kind != APPEND_SETUP:
+            raise RuntimeError(f"expected APPEND_SETUP, got type {kind}")
+        per_block = max(1, BLOCK_BYTES // (size + 8))
+        event = struct.pack(">ii", EVENT, size) + b"x" * size
+        blocks = []
+        sent = 0
+        while sent < events:
+            k = min(per_block, events - sent)
+            data = event * k
+            sent += k
+            tail = struct.pack(">iqq", k, sent, len(blocks) + 2)
+            body = writer + struct.pack(">i", len(data)) + struct.pack(">i", len(data)) + data
+            blocks.append(_frame(APPEND_BLOCK_END, body + tail))
+        unanswered = 0
+        for block in blocks:
+            if unanswered >= window:
+                kind, body = conn.reply()
+                if kind != DATA_APPENDED:
+                    raise RuntimeError(f"append failed: reply type {kind}")
+                unanswered -= 1
+            conn.sock.sendall(block)
+            unanswered += 1
+        while unanswered:
+            kind, body = conn.reply()
+            if kind != DATA_APPENDED:
+                raise RuntimeError(f"append failed: reply type {kind}")
+            unanswered -= 1
+        return events
+    finally:
+        conn.close()
+
+
+def raw_read(host: str, port: int, segment: str, size: int, events: int) -> int:
+    """Read ``segment`` (events of ``size`` bytes) from offset 0 until ``events`` came back.
+
+    Every event has the same size, so the count is the bytes over the framed event size: no
+    per-event work in Python to bias the ceiling."""
+    conn = _Conn(host, port)
+    try:
+        offset = 0
+        want = events * (size + 8)
+        req = 1
+        while offset < want:
+            payload = (
+                _utf(segment)
+                + struct.pack(">qi", offset, 8 << 20)
+                + _utf("")
+                + struct.pack(">q", req)
+            )
+            conn.sock.sendall(_frame(READ_SEGMENT, payload))
+            req += 1
+            kind, body = conn.reply()
+            if kind != SEGMENT_READ:
+                raise RuntimeError(f"read failed: reply type {kind}")
+            name_len = struct.unpack_from(">H", body)[0]
+            (data_len,) = struct.unpack_from(">i", body, 2 + name_len + 8 + 2)
+            offset += data_len
+        return offset // (size + 8)
+    finally:
+        conn.close()

@@ -1,0 +1,341 @@
+"""One adapter per protocol, chosen by the service URL's scheme, so every command of the CLI
+works the same way on Pulsar (``pulsar://``, ``pulsar+ssl://``), TANK (``tank://``) and
+Pravega (``tcp://`` — the controller; a topic is ``scope/stream``).
+
+Each adapter speaks only the public Python API, as a user's script would.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Optional, Protocol
+
+from streamwire.exceptions import InvalidArgumentError
+
+
+@dataclass
+class Record:
+    """One message or event as the CLI prints it."""
+
+    value: bytes
+    position: str
+    key: Optional[str] = None
+    partition: Optional[int] = None
+    time_ms: Optional[int] = None
+    properties: dict[str, str] = field(default_factory=dict)
+    #: Acknowledges it (Pulsar subscriptions): called once the record is handled, so a
+    #: record the command never got to is not acknowledged.
+    ack: Optional[Callable[[], None]] = None
+
+    def handled(self) -> None:
+        if self.ack is not None:
+            self.ack()
+
+
+class Sender(Protocol):
+    """What ``perf produce`` drives: hand one value over, get something to wait on."""
+
+    def send(self, value: bytes) -> Callable[[], object]: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class Backend(Protocol):
+    name: str
+
+    def produce(
+        self, topic: str, values: Iterable[bytes], key: Optional[str], props: dict[str, str]
+    ) -> int: ...
+    def records(
+        self,
+        topic: str,
+        start: str,
+        subscription: Optional[str],
+        subscription_type: str,
+        idle: Optional[float],
+    ) -> Iterator[Record]: ...
+    def lookup(self, topic: str) -> list[dict[str, Any]]: ...
+    def topics(self, where: Optional[str]) -> list[str]: ...
+    def sender(self, topic: str) -> Sender: ...
+    def close(self) -> None: ...
+
+
+def _text(b: Optional[bytes]) -> Optional[str]:
+    return None if b is None else b.decode("utf-8", "backslashreplace")
+
+
+def _idle_ended(idle: Optional[float], last: float) -> bool:
+    return idle is not None and time.monotonic() - last >= idle
+
+
+# -- Pulsar -------------------------------------------------------------------------------
+
+
+class _PulsarSender:
+    def __init__(self, producer: Any) -> None:
+        self.p = producer
+
+    def send(self, value: bytes) -> Callable[[], object]:
+        return self.p.send_async(value).result  # type: ignore[no-any-return]
+
+    def flush(self) -> None:
+        self.p.flush()
+
+    def close(self) -> None:
+        self.p.close()
+
+
+class PulsarBackend:
+    name = "pulsar"
+
+    def __init__(self, url: str) -> None:
+        import streamwire
+
+        self.client = streamwire.Client(url)
+
+    def produce(
+        self, topic: str, values: Iterable[bytes], key: Optional[str], props: dict[str, str]
+    ) -> int:
+        n = 0
+        with self.client.create_producer(topic) as p:
+            futures = [p.send_async(v, key=key, properties=props or None) for v in values]
+            p.flush()
+            for f in futures:
+                f.result()
+                n += 1
+        return n
+
+    def records(
+        self,
+        topic: str,
+        start: str,
+        subscription: Optional[str],
+        subscription_type: str,
+        idle: Optional[float],
+    ) -> Iterator[Record]:
+        if subscription is None:
+            source: Any = self.client.create_reader(topic, start)
+            take = source.read_many
+        else:
+            source = self.client.subscribe(
+                topic,
+                subscription,
+                subscription_type=subscription_type,
+                initial_position=start,
+            )
+            take = source.receive_many
+        last = time.monotonic()
+        with source:
+            while not _idle_ended(idle, last):
+                msgs = take(1000, 0.2)
+                if msgs:
+                    last = time.monotonic()
+                for m in msgs:
+                    mid = m.message_id
+                    yield Record(
+                        value=m.value,
+                        position=(
+                            f"{mid.ledger_id}:{mid.entry_id}:{mid.partition}:{mid.batch_index}"
+                        ),
+                        key=m.key,
+                        partition=mid.partition,
+                        time_ms=m.publish_time,
+                        properties=m.properties,
+                        ack=None
+                        if subscription is None
+                        else functools.partial(source.acknowledge, m),
+                    )
+
+    def lookup(self, topic: str) -> list[dict[str, Any]]:
+        lk = self.client.lookup()
+        names = lk.topic_partitions(topic) if lk.partitions(topic) else [topic]
+        return [{"topic": t, "broker": lk.broker_url(t)} for t in names]
+
+    def topics(self, where: Optional[str]) -> list[str]:
+        return sorted(self.client.lookup().topics_of_namespace(where or "public/default"))
+
+    def sender(self, topic: str) -> Sender:
+        return _PulsarSender(self.client.create_producer(topic))
+
+    def close(self) -> None:
+        self.client.close()
+
+
+# -- TANK ---------------------------------------------------------------------------------
+
+
+class _TankSender:
+    def __init__(self, producer: Any) -> None:
+        self.p = producer
+
+    def send(self, value: bytes) -> Callable[[], object]:
+        return self.p.send_async(value).result  # type: ignore[no-any-return]
+
+    def flush(self) -> None:
+        self.p.flush()
+
+    def close(self) -> None:
+        self.p.close()
+
+
+class TankBackend:
+    name = "tank"
+
+    def __init__(self, url: str) -> None:
+        from streamwire import tank
+
+        self.client = tank.Client(url)
+
+    def produce(
+        self, topic: str, values: Iterable[bytes], key: Optional[str], props: dict[str, str]
+    ) -> int:
+        if props:
+            raise InvalidArgumentError("TANK messages have no properties")
+        vals = list(values)
+        keys = None if key is None else [key.encode()] * len(vals)
+        p = self.client.create_producer(topic)
+        try:
+            return int(p.send_many(vals, keys=keys))
+        finally:
+            p.close()
+
+    def records(
+        self,
+        topic: str,
+        start: str,
+        subscription: Optional[str],
+        subscription_type: str,
+        idle: Optional[float],
+    ) -> Iterator[Record]:
+        if subscription is not None:
+            raise InvalidArgumentError(
+                "TANK has no subscriptions: read from --start and keep the printed positions"
+            )
+        if start not in ("earliest", "latest"):
+            raise InvalidArgumentError(f"--start is earliest or latest, not {start!r}")
+        where: Literal["earliest", "latest"] = "earliest" if start == "earliest" else "latest"
+        last = time.monotonic()
+        with self.client.create_consumer(topic, start=where, max_wait=0.2) as c:
+            while not _idle_ended(idle, last):
+                msgs = c.receive_many(1000, 0.2)
+                if msgs:
+                    last = time.monotonic()
+                for m in msgs:
+                    yield Record(
+                        value=m.value,
+                        position=f"{m.partition}:{m.seq}",
+                        key=_text(m.key),
+                        partition=m.partition,
+                        time_ms=m.timestamp,
+                    )
+
+    def lookup(self, topic: str) -> list[dict[str, Any]]:
+        return [p._asdict() for p in self.client.partitions(topic)]
+
+    def topics(self, where: Optional[str]) -> list[str]:
+        return sorted(t.name for t in self.client.topics())
+
+    def sender(self, topic: str) -> Sender:
+        return _TankSender(self.client.create_producer(topic))
+
+    def close(self) -> None:
+        self.client.close()
+
+
+# -- Pravega ------------------------------------------------------------------------------
+
+
+def _scoped(topic: str) -> tuple[str, str]:
+    scope, sep, stream = topic.partition("/")
+    if not sep or not scope or not stream or "/" in stream:
+        raise InvalidArgumentError(f"a Pravega topic is scope/stream, not {topic!r}")
+    return scope, stream
+
+
+class _PravegaSender:
+    def __init__(self, writer: Any) -> None:
+        self.w = writer
+
+    def send(self, value: bytes) -> Callable[[], object]:
+        return self.w.write_async(value).result  # type: ignore[no-any-return]
+
+    def flush(self) -> None:
+        self.w.flush()
+
+    def close(self) -> None:
+        self.w.close()
+
+
+class PravegaBackend:
+    name = "pravega"
+
+    def __init__(self, url: str) -> None:
+        from streamwire import pravega
+
+        self.client = pravega.Client(url)
+
+    def produce(
+        self, topic: str, values: Iterable[bytes], key: Optional[str], props: dict[str, str]
+    ) -> int:
+        if props:
+            raise InvalidArgumentError("Pravega events have no properties")
+        w = self.client.create_writer(*_scoped(topic))
+        try:
+            return int(w.write_many(list(values), routing_keys=key))
+        finally:
+            w.close()
+
+    def records(
+        self,
+        topic: str,
+        start: str,
+        subscription: Optional[str],
+        subscription_type: str,
+        idle: Optional[float],
+    ) -> Iterator[Record]:
+        if subscription is not None:
+            raise InvalidArgumentError(
+                "streamwire reads Pravega without reader groups: keep the printed stream cut"
+            )
+        where = {"earliest": "head", "latest": "tail"}.get(start, start)
+        last = time.monotonic()
+        with self.client.create_reader(*_scoped(topic), where) as r:
+            while not _idle_ended(idle, last) and not r.at_end:
+                events = r.read_many(1000, 0.2)
+                if events:
+                    last = time.monotonic()
+                for e in events:
+                    yield Record(value=e.value, position=f"{e.segment}:{e.offset}")
+
+    def lookup(self, topic: str) -> list[dict[str, Any]]:
+        return [s._asdict() for s in self.client.segments(*_scoped(topic))]
+
+    def topics(self, where: Optional[str]) -> list[str]:
+        if not where:
+            raise InvalidArgumentError("name the Pravega scope whose streams to list")
+        return sorted(f"{where}/{s}" for s in self.client.streams(where))
+
+    def sender(self, topic: str) -> Sender:
+        return _PravegaSender(self.client.create_writer(*_scoped(topic)))
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def open_backend(url: str, topic: Optional[str] = None) -> Backend:
+    """The adapter for ``url``'s scheme; ``topic`` is checked before anything connects."""
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    if scheme == "tcp" and topic is not None:
+        _scoped(topic)
+    if scheme in ("pulsar", "pulsar+ssl"):
+        return PulsarBackend(url)
+    if scheme == "tank":
+        return TankBackend(url)
+    if scheme == "tcp":
+        return PravegaBackend(url)
+    raise InvalidArgumentError(
+        f"unknown service URL {url!r}: use pulsar://, pulsar+ssl://, tank:// or tcp:// (Pravega)"
+    )
