@@ -89,6 +89,31 @@ def test_every_write_and_read_form(pv_client: pravega.Client, scope: str) -> Non
         assert only.schema.names == ["offset"] and only.num_rows == 0
 
 
+def test_write_many_async_pipelines_calls_in_order(pv_client: pravega.Client, scope: str) -> None:
+    pv_client.create_stream(scope, "wma", segments=3)
+    keys = [f"k{i % 7}" for i in range(500)]
+    with pv_client.create_writer(scope, "wma") as w:
+        futs = [
+            w.write_many_async([b"%d:%d" % (c, i) for i in range(500)], routing_keys=keys)
+            for c in range(20)
+        ]
+        empty = w.write_many_async([])
+        assert empty.done() and empty.result() is None
+        w.flush()
+        assert all(f.done() and f.result(timeout=1) is None for f in futs)
+        assert w.pending == 0
+    with pv_client.create_reader(scope, "wma", "head") as r:
+        got = read_n(r, 20 * 500)
+        assert r.read(timeout=0.2) is None, "nothing more, nothing twice"
+    # Per key, the calls' events arrive in the order they were handed over.
+    per_key: dict[int, list[tuple[int, int]]] = {}
+    for e in got:
+        c, i = (int(x) for x in e.value.split(b":"))
+        per_key.setdefault(i % 7, []).append((c, i))
+    assert sum(len(v) for v in per_key.values()) == 10_000
+    assert all(v == sorted(v) for v in per_key.values())
+
+
 def test_position_resumes_without_gap_or_duplicate(pv_client: pravega.Client, scope: str) -> None:
     pv_client.create_stream(scope, "s", segments=3)
     with pv_client.create_writer(scope, "s") as w:
