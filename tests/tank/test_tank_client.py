@@ -218,3 +218,14 @@ def test_typed_errors(tank_client: tank.Client, tank_broker: object) -> None:
         with pytest.raises(ConnectError):
             dead.topics()
         assert time.monotonic() - t0 < 5
+
+
+def test_message_repr_is_python_spelled(tank_client: tank.Client) -> None:
+    topic = fresh(tank_client)
+    with tank_client.create_producer(topic) as p:
+        p.send(b"abc", b"k\x00")
+    with tank_client.create_consumer(topic, start="earliest") as c:
+        (m,) = drain(c, 1)
+    text = repr(m)
+    assert f"topic='{topic}'" in text and "key=b'k\\x00'" in text, text
+    assert "3 bytes" in text and "Some(" not in text

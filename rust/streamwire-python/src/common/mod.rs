@@ -7,3 +7,4 @@ pub mod blocking;
 pub mod columns;
 pub mod errors;
 pub mod pickle;
+pub mod repr;

@@ -16,6 +16,7 @@ use crate::common::arrow::{column_list, ArrowBuilder};
 use crate::common::blocking::{timeout_arg, wait};
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::pickle::refuse_pickle;
+use crate::common::repr::str_repr;
 
 const PICKLE_HINT: &str = "persist reader.position() and create a reader with \
     start=position inside the worker";
@@ -67,10 +68,10 @@ impl PravegaEventObj {
         ))
     }
 
-    fn __repr__(&self) -> String {
+    fn __repr__(&self, py: Python<'_>) -> String {
         format!(
-            "<streamwire.pravega.Event stream={:?} segment={} offset={} {} bytes>",
-            &*self.stream,
+            "<streamwire.pravega.Event stream={} segment={} offset={} {} bytes>",
+            str_repr(py, Some(&self.stream)),
             self.e.segment,
             self.e.offset,
             self.e.data.len()
@@ -264,7 +265,10 @@ impl PravegaReader {
         Err(refuse_pickle("Pravega Reader", PICKLE_HINT))
     }
 
-    fn __repr__(&self) -> String {
-        format!("<streamwire.pravega.Reader stream={:?}>", &*self.stream)
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "<streamwire.pravega.Reader stream={}>",
+            str_repr(py, Some(&self.stream))
+        )
     }
 }

@@ -12,6 +12,7 @@ use streamwire_pulsar::consumer::ReceivedMessage;
 
 use crate::common::arrow::ArrowBuilder;
 use crate::common::pickle::refuse_pickle;
+use crate::common::repr::str_repr;
 use crate::pulsar::message_id::PyMessageId;
 
 /// A message received by a `Consumer` or a `Reader`. Immutable and thread-safe.
@@ -110,13 +111,13 @@ impl Message {
         ))
     }
 
-    fn __repr__(&self) -> String {
+    fn __repr__(&self, py: Python<'_>) -> String {
         format!(
-            "<streamwire.Message {} topic={:?} {} bytes key={:?}>",
+            "<streamwire.Message {} topic={} {} bytes key={}>",
             self.m.id,
-            &**self.m.topic(),
+            str_repr(py, Some(&self.m.topic())),
             self.m.payload.len(),
-            self.m.key()
+            str_repr(py, self.m.key())
         )
     }
 }

@@ -12,6 +12,7 @@ use streamwire_tank::consumer::TankMessage;
 
 use crate::common::arrow::ArrowBuilder;
 use crate::common::pickle::refuse_pickle;
+use crate::common::repr::{bytes_repr, str_repr};
 
 /// The columns of `receive_arrow`, in their default order.
 pub const ARROW_COLUMNS: [&str; 6] = ["value", "key", "timestamp", "topic", "partition", "seq"];
@@ -68,14 +69,11 @@ impl TankMessageObj {
         ))
     }
 
-    fn __repr__(&self) -> String {
-        let key = match &self.m.key {
-            Some(k) => format!("{:?}", String::from_utf8_lossy(k)),
-            None => "None".into(),
-        };
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let key = bytes_repr(py, self.m.key.as_deref());
         format!(
-            "<streamwire.tank.Message topic={:?} partition={} seq={} {} bytes key={key}>",
-            &*self.topic,
+            "<streamwire.tank.Message topic={} partition={} seq={} {} bytes key={key}>",
+            str_repr(py, Some(&self.topic)),
             self.m.partition,
             self.m.seq,
             self.m.value.len()
