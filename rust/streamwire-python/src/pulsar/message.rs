@@ -115,7 +115,7 @@ impl Message {
         format!(
             "<streamwire.Message {} topic={} {} bytes key={}>",
             self.m.id,
-            str_repr(py, Some(&self.m.topic())),
+            str_repr(py, Some(self.m.topic())),
             self.m.payload.len(),
             str_repr(py, self.m.key())
         )
