@@ -41,6 +41,8 @@ class _Conn:
     def __init__(self, host: str, port: int) -> None:
         self.sock = socket.create_connection((host, port))
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # A stalled server fails the row (socket.timeout) instead of hanging the bench.
+        self.sock.settimeout(60.0)
         self.buf = bytearray()
         self.sock.sendall(_frame(HELLO, struct.pack(">ii", WIRE_VERSION, OLDEST)))
         kind, _ = self.reply()
