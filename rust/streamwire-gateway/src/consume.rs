@@ -284,50 +284,69 @@ impl AckParams {
     }
 }
 
-/// One message of a fetch answer (PIP-64's fields, plus what Pulsar adds).
+/// One message of a fetch answer (PIP-64's fields, plus what Pulsar adds), borrowing from
+/// the received message (a fetch answers up to thousands: no copies but the base64).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ConsumedMessage {
+pub struct ConsumedMessage<'a> {
     pub message_id: String,
-    pub key: Option<String>,
-    pub value: Value,
+    pub key: Option<&'a str>,
+    pub value: ConsumedValue<'a>,
     /// Present (`"base64"`) only when the instance's schema is STRING or JSON and this value
     /// is not that: it is then given as base64 rather than altered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub value_encoding: Option<&'static str>,
-    pub properties: BTreeMap<String, String>,
+    pub properties: BTreeMap<&'a str, &'a str>,
     pub event_time: Option<u64>,
     pub publish_time: u64,
     pub partition: i32,
     pub sequence_id: u64,
-    pub producer_name: String,
+    pub producer_name: &'a str,
     pub redelivery_count: u32,
 }
 
-pub fn consumed(m: &ReceivedMessage, format: ValueFormat) -> ConsumedMessage {
-    let b64 = || Value::String(B64.encode(&m.payload));
+/// A value as the instance's schema writes it.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum ConsumedValue<'a> {
+    Base64(String),
+    Text(&'a str),
+    Json(Value),
+}
+
+#[derive(Serialize)]
+struct FetchAnswer<'a> {
+    messages: Vec<ConsumedMessage<'a>>,
+}
+
+pub fn consumed(m: &ReceivedMessage, format: ValueFormat) -> ConsumedMessage<'_> {
+    let b64 = || ConsumedValue::Base64(B64.encode(&m.payload));
     let (value, value_encoding) = match format {
         ValueFormat::Base64 => (b64(), None),
         ValueFormat::Text => match std::str::from_utf8(&m.payload) {
-            Ok(s) => (Value::String(s.to_string()), None),
+            Ok(s) => (ConsumedValue::Text(s), None),
             Err(_) => (b64(), Some("base64")),
         },
         ValueFormat::Json => match serde_json::from_slice::<Value>(&m.payload) {
-            Ok(v) => (v, None),
+            Ok(v) => (ConsumedValue::Json(v), None),
             Err(_) => (b64(), Some("base64")),
         },
     };
     ConsumedMessage {
         message_id: id_base64(&m.id),
-        key: m.key().map(str::to_string),
+        key: m.key(),
         value,
         value_encoding,
-        properties: m.properties().iter().cloned().collect(),
+        properties: m
+            .properties()
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect(),
         event_time: m.event_time(),
         publish_time: m.publish_time(),
         partition: m.id.partition.max(0),
         sequence_id: m.sequence_id,
-        producer_name: m.producer_name().to_string(),
+        producer_name: m.producer_name(),
         redelivery_count: m.redelivery_count(),
     }
 }
@@ -505,13 +524,13 @@ pub async fn fetch(gw: &Gateway, sub: &SubPath, id: &str, query: &str, pq: &str)
             break;
         }
         bytes += size(m);
-        out.push(consumed(m, inst.format));
-        held.pop_front();
+        out.extend(held.pop_front());
     }
     drop(held);
     inst.delivered
         .fetch_add(out.len() as u64, Ordering::Relaxed);
-    ok(&json!({ "messages": out }))
+    let messages = out.iter().map(|m| consumed(m, inst.format)).collect();
+    ok(&FetchAnswer { messages })
 }
 
 /// `DELETE …/consumers/{id}`: close the instance (what it was given and did not acknowledge
