@@ -302,10 +302,74 @@ def test_an_instance_of_another_node_is_redirected_there(
         follow_redirects=True,
     )
     assert r.status_code == 200 and r.json()["acknowledged"] == 2, r.text
+    # Creating again with that id: redirected to its node, where the name is taken.
+    r = httpx.post(f"{lite_gateway.url}{path}/subscription/r", json={"id": inst["id"]})
+    assert (r.status_code, r.headers["location"]) == (307, f"{node_b.url}{path}/subscription/r")
+    r = httpx.post(
+        f"{lite_gateway.url}{path}/subscription/r", json={"id": inst["id"]}, follow_redirects=True
+    )
+    assert (r.status_code, r.json()["code"]) == (409, 40901)
     r = httpx.delete(f"{lite_gateway.url}{path}/subscription/r/consumers/{inst['id']}")
     assert r.status_code == 307
     r = httpx.delete(r.headers["location"])
     assert r.status_code == 204
+
+
+def test_string_and_json_schemas_write_values_as_such(
+    lite_gateway: Gateway, lite_broker: PulsarLite, official_pulsar: ModuleType
+) -> None:
+    topic, path = fresh()
+    client = official_pulsar.Client(lite_broker.service_url)
+    try:
+        p = client.create_producer(topic, batching_enabled=False)
+        for v in ["héllo".encode(), b'{"a": [1, 2]}', b"\xff\xfe"]:
+            p.send(v)
+    finally:
+        client.close()
+    got = {}
+    for schema in ["STRING", "JSON"]:
+        inst = create(
+            lite_gateway.url,
+            path,
+            schema,
+            subscriptionInitialPosition="earliest",
+            value_schema={"type": schema},
+        ).json()
+        got[schema] = [(m["value"], m.get("valueEncoding")) for m in fetch_n(inst["base_uri"], 3)]
+        assert httpx.delete(inst["base_uri"]).status_code == 204
+    # A value the schema cannot write is given as base64, marked, never altered.
+    assert got["STRING"] == [("héllo", None), ('{"a": [1, 2]}', None), (b64(b"\xff\xfe"), "base64")]
+    assert got["JSON"] == [
+        (b64("héllo".encode()), "base64"),
+        ({"a": [1, 2]}, None),
+        (b64(b"\xff\xfe"), "base64"),
+    ]
+
+
+def test_shutdown_is_prompt_and_acks_made_before_it_hold(
+    lite_broker: PulsarLite, official_pulsar: ModuleType
+) -> None:
+    topic, path = fresh()
+    ids = produce(official_pulsar, lite_broker.service_url, topic, 4)
+    g = Gateway(lite_broker.service_url).start()
+    try:
+        body = {"subscriptionType": "Shared", "subscriptionInitialPosition": "earliest"}
+        inst = create(g.url, path, "sd", **body).json()
+        assert len(fetch_n(inst["base_uri"], 4)) == 4
+        assert ack(g.url, path, "sd", ids[:3]).status_code == 200
+        t0 = time.monotonic()
+        assert g.stop() == 0
+        assert time.monotonic() - t0 < 5
+    finally:
+        g.close()
+    g = Gateway(lite_broker.service_url).start()
+    try:
+        inst = create(g.url, path, "sd", **body).json()
+        assert [m["messageId"] for m in fetch_n(inst["base_uri"], 1)] == [ids[3]]
+        r = httpx.get(f"{inst['base_uri']}/messages", params={"timeout": 300}, timeout=30)
+        assert r.json() == {"messages": []}
+    finally:
+        g.close()
 
 
 BAD: list[tuple[str, str, Any, int, int]] = [
