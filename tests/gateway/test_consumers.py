@@ -174,6 +174,15 @@ def test_duplicate_names_and_unknown_instances(gateway: Gateway) -> None:
         assert httpx.delete(i["base_uri"]).status_code == 204
 
 
+def test_a_missing_namespace_is_40401(gateway: Gateway, broker_kind: str) -> None:
+    r = create(gateway.url, f"/topics/nosuchtenant/nons/{uuid.uuid4().hex[:8]}", "s")
+    if broker_kind == "apache":
+        assert (r.status_code, r.json()["code"]) == (404, 40401), r.text
+    else:  # pulsar-lite creates tenants, namespaces and topics on first use
+        assert r.status_code == 200, r.text
+        assert httpx.delete(r.json()["base_uri"]).status_code == 204
+
+
 def test_long_poll_waits_for_a_message_then_answers_empty_after_its_timeout(
     gateway: Gateway, broker: Broker, official_pulsar: ModuleType
 ) -> None:
