@@ -127,6 +127,38 @@ def test_acks_through_the_cursor_survive_the_instance(
     assert httpx.delete(again["base_uri"]).status_code == 204
 
 
+def test_acks_without_a_named_instance_go_through_any_on_the_subscription(
+    gateway: Gateway, broker: Broker, official_pulsar: ModuleType
+) -> None:
+    topic, path = fresh()
+    body = {
+        "subscriptionType": "Shared",
+        "subscriptionInitialPosition": "earliest",
+        "receiverQueueSize": 2,
+    }
+    a = create(gateway.url, path, "two", name="a", **body).json()
+    b = create(gateway.url, path, "two", name="b", **body).json()
+    ids = produce(official_pulsar, broker.service_url, topic, 8)
+    got_a: list[str] = []
+    got_b: list[str] = []
+    end = time.monotonic() + 15
+    while len(got_a) + len(got_b) < 8 and time.monotonic() < end:
+        for inst, got in ((a, got_a), (b, got_b)):
+            r = httpx.get(f"{inst['base_uri']}/messages", params={"timeout": 200}, timeout=30)
+            got.extend(m["messageId"] for m in r.json()["messages"])
+    assert sorted(got_a + got_b) == sorted(ids)
+    assert got_a and got_b, "the broker gave one instance everything"
+    # Every id through the cursor with no instance named: b's too go through a.
+    r = ack(gateway.url, path, "two", ids)
+    assert r.status_code == 200 and r.json()["consumer"] == a["id"], r.text
+    for inst in (a, b):
+        assert httpx.delete(inst["base_uri"]).status_code == 204
+    c = create(gateway.url, path, "two", **body).json()
+    r = httpx.get(f"{c['base_uri']}/messages", params={"timeout": 500}, timeout=30)
+    assert r.json() == {"messages": []}, f"a got {len(got_a)}, b got {len(got_b)}"
+    assert httpx.delete(c["base_uri"]).status_code == 204
+
+
 def test_cumulative_acks_on_a_failover_subscription(
     gateway: Gateway, broker: Broker, official_pulsar: ModuleType
 ) -> None:
