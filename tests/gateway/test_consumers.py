@@ -236,6 +236,25 @@ def test_long_poll_waits_for_a_message_then_answers_empty_after_its_timeout(
     assert httpx.delete(inst["base_uri"]).status_code == 204
 
 
+def test_deleting_an_instance_ends_its_long_poll(lite_gateway: Gateway) -> None:
+    _, path = fresh()
+    inst = create(lite_gateway.url, path, "del", subscriptionType="Shared").json()
+    answer: list[httpx.Response] = []
+
+    def poll() -> None:
+        url = f"{inst['base_uri']}/messages"
+        answer.append(httpx.get(url, params={"timeout": 10_000}, timeout=30))
+
+    t = threading.Thread(target=poll)
+    t0 = time.monotonic()
+    t.start()
+    time.sleep(0.5)
+    assert httpx.delete(inst["base_uri"], timeout=30).status_code == 204
+    t.join(30)
+    assert time.monotonic() - t0 < 5
+    assert (answer[0].status_code, answer[0].json()["code"]) == (404, 40403)
+
+
 def test_max_messages_and_max_bytes_keep_the_rest_for_the_next_fetch(
     gateway: Gateway, broker: Broker, official_pulsar: ModuleType
 ) -> None:
