@@ -413,11 +413,13 @@ fn rand_u64() -> u64 {
     h.finish()
 }
 
-fn busy_or(e: streamwire_core::error::Error) -> ApiError {
-    if e.kind() == ErrorKind::ConsumerBusy {
-        ApiError::new(409, 2, e.to_string())
-    } else {
-        e.into()
+/// A consumer's error as an answer: a subscription held by another consumer is 409 40902,
+/// an instance closed meanwhile (deleted, expired) 404 40403, the rest as any engine error.
+fn consumer_error(e: streamwire_core::error::Error) -> ApiError {
+    match e.kind() {
+        ErrorKind::ConsumerBusy => ApiError::new(409, 2, e.to_string()),
+        ErrorKind::Closed => unknown_consumer(format!("the consumer instance was closed: {e}")),
+        _ => e.into(),
     }
 }
 
@@ -457,7 +459,7 @@ pub async fn create(gw: &Gateway, sub: &SubPath, body: &[u8], path_and_query: &s
     };
     let consumer = Consumer::subscribe(&gw.client, &[topic], cfg)
         .await
-        .map_err(busy_or)?;
+        .map_err(consumer_error)?;
     let id = InstanceId {
         name,
         node: gw.node_id.clone(),
@@ -508,7 +510,7 @@ pub async fn fetch(gw: &Gateway, sub: &SubPath, id: &str, query: &str, pq: &str)
                     "consumer instance {id:?} was closed: {e}"
                 )))
             }
-            Ok(Err(e)) => return Err(e.into()),
+            Ok(Err(e)) => return Err(consumer_error(e)),
             Err(_) => {}
         }
     } else if held.len() < p.max_messages {
@@ -556,7 +558,9 @@ pub async fn nack(gw: &Gateway, sub: &SubPath, id: &str, body: &[u8], pq: &str) 
         Err(r) => return Ok(r),
     };
     for m in &p.ids {
-        inst.consumer.negative_acknowledge(None, *m)?;
+        inst.consumer
+            .negative_acknowledge(None, *m)
+            .map_err(consumer_error)?;
     }
     inst.ack_log().negative += p.ids.len() as u64;
     ok(&json!({ "negativelyAcknowledged": p.ids.len() }))
@@ -594,12 +598,16 @@ pub async fn ack(gw: &Gateway, sub: &SubPath, body: &[u8], query: &str, pq: &str
     };
     if p.cumulative {
         for m in &p.ids {
-            inst.consumer.acknowledge_cumulative(None, *m)?;
+            inst.consumer
+                .acknowledge_cumulative(None, *m)
+                .map_err(consumer_error)?;
             inst.ack_log().cumulative(*m);
         }
     } else {
         let ids: Vec<(Option<u32>, MessageId)> = p.ids.iter().map(|m| (None, *m)).collect();
-        inst.consumer.acknowledge_many(&ids)?;
+        inst.consumer
+            .acknowledge_many(&ids)
+            .map_err(consumer_error)?;
         inst.ack_log().individual(&p.ids);
     }
     ok(&json!({ "acknowledged": p.ids.len(), "consumer": inst.id }))
@@ -666,6 +674,16 @@ fn describe(i: &Instance) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn consumer_errors_become_answers() {
+        use streamwire_core::error::Error;
+        let e = consumer_error(Error::new(ErrorKind::ConsumerBusy, "exclusive"));
+        assert_eq!((e.status, e.code), (409, 40902));
+        assert_eq!(consumer_error(Error::closed("consumer")).code, 40403);
+        assert_eq!(consumer_error(Error::timeout("subscribe")).code, 50401);
+        assert_eq!(consumer_error(Error::invalid("cumulative")).code, 40001);
+    }
 
     #[test]
     fn creation_requests() {
