@@ -116,9 +116,10 @@ def test_acks_through_the_cursor_survive_the_instance(
     )
     r = httpx.delete(inst["base_uri"])
     assert (r.status_code, r.json()["code"]) == (404, 40403)
-    r = create(gateway.url, path, "s1", name="first", subscriptionType="Shared")
+    r = create(gateway.url, path, "s1", id=inst["id"], subscriptionType="Shared")
     assert r.status_code == 200, r.text
     again = r.json()
+    assert again == inst, "re-created by its id: the same id and base_uri"
     got = fetch_n(again["base_uri"], 5)
     assert sorted(m["messageId"] for m in got) == sorted(kept)
     r = httpx.get(f"{again['base_uri']}/messages", params={"timeout": 300}, timeout=30)
@@ -183,6 +184,8 @@ def test_duplicate_names_and_unknown_instances(gateway: Gateway) -> None:
     assert r.status_code == 200, r.text
     inst = r.json()
     r = create(gateway.url, path, "d", name="dup", subscriptionType="Shared")
+    assert (r.status_code, r.json()["code"]) == (409, 40901)
+    r = create(gateway.url, path, "d", id=inst["id"])
     assert (r.status_code, r.json()["code"]) == (409, 40901)
     # The same name on another subscription is another instance.
     other = create(gateway.url, path, "d2", name="dup")
