@@ -1,12 +1,16 @@
 """The PIP-64 gateway under load, with the native client's own figures beside it, one run.
 
     .venv/bin/python benches/gateway_bench.py [--seconds 10] [--broker lite|apache]
+        [--consumer-only]
 
 Load comes from ``wrk`` (Debian package; 8 connections on 2 threads, keep-alive) and, for the
 streaming endpoint, one chunked upload. Rows: single-message binary POSTs (requests/s and
 latency percentiles), 1,000-message JSON bodies of 100 B (messages/s), NDJSON streaming
-(messages/s); beside them streamwire's native ``send`` latency and ``send_many`` rate on the
-same broker. The broker runs on the same 2 cores as the gateway and the load generator.
+(messages/s), consumer-instance fetches of up to 1,000 messages (messages/s: answers counted
+undecoded, decoded, decoded and acknowledged through the cursor; one httpx client,
+keep-alive); beside them
+streamwire's native ``send`` latency and ``send_many`` rate on the same broker. The broker
+runs on the same 2 cores as the gateway and the load generator.
 """
 
 from __future__ import annotations
@@ -81,6 +85,48 @@ def ndjson(url: str, n: int) -> float:
     return n / (time.perf_counter() - t0)
 
 
+def consumer_fetch(gw_url: str, service_url: str, n: int, mode: str) -> float:
+    """msg/s fetched through one consumer instance (``n`` 100 B messages written first).
+
+    ``mode``: ``raw`` counts the messages of each answer without decoding it (what the gateway
+    serves), ``decode`` also decodes each answer with ``json.loads`` (what a Python client
+    gets), ``ack`` also acknowledges each answer's ids through the cursor.
+    """
+    name = f"gwc-{uuid.uuid4().hex[:8]}"
+    with (
+        streamwire.Client(service_url) as c,
+        c.create_producer(f"persistent://public/default/{name}") as p,
+    ):
+        for _ in range(n // 1000):
+            p.send_many([b"x" * 100] * 1000)
+    base = f"{gw_url}/topics/public/default/{name}/subscription/bench"
+    with httpx.Client(timeout=60) as h:
+        inst = h.post(
+            base, json={"subscriptionInitialPosition": "earliest", "receiverQueueSize": 5000}
+        ).json()
+        got = 0
+        t0 = time.perf_counter()
+        while got < n:
+            body = h.get(
+                f"{inst['base_uri']}/messages", params={"max_messages": 1000, "timeout": 5000}
+            ).content
+            if mode == "raw":
+                k = body.count(b'"messageId"')
+            else:
+                msgs = json.loads(body)["messages"]
+                k = len(msgs)
+                if mode == "ack":
+                    ids = [m["messageId"] for m in msgs]
+                    r = h.post(f"{base}/cursor", json={"messageIds": ids, "consumer": inst["id"]})
+                    r.raise_for_status()
+            if not k:
+                raise RuntimeError(f"fetched {got} of {n}, then nothing")
+            got += k
+        rate = got / (time.perf_counter() - t0)
+        h.delete(inst["base_uri"])
+    return rate
+
+
 def native(service_url: str, topic: str) -> tuple[float, float, float]:
     """streamwire's own send latency p50/p99 (ms) and send_many msg/s."""
     with streamwire.Client(service_url) as c, c.create_producer(topic) as p:
@@ -98,18 +144,40 @@ def native(service_url: str, topic: str) -> tuple[float, float, float]:
     return statistics.median(lat), lat[int(len(lat) * 0.99)], rate
 
 
+def consumer_rows(gw_url: str, service_url: str) -> list[str]:
+    raw, decode, ack = (consumer_fetch(gw_url, service_url, 200_000, m) for m in MODES)
+    return [
+        f"| consumer-instance fetch, 1,000 per answer (answers not decoded), msg/s | {raw:,.0f} "
+        "| — |",
+        f"| the same, each answer decoded by `json.loads`, msg/s | {decode:,.0f} | — |",
+        f"| the same, decoded + cursor ack of each answer, msg/s | {ack:,.0f} | — |",
+    ]
+
+
+MODES = ("raw", "decode", "ack")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--broker", choices=["lite", "apache"], default="lite")
+    ap.add_argument(
+        "--consumer-only", action="store_true", help="only the consumer-instance rows (no wrk)"
+    )
     args = ap.parse_args()
-    if shutil.which("wrk") is None:
+    if not args.consumer_only and shutil.which("wrk") is None:
         print("wrk is not installed (apt-get install wrk)", file=sys.stderr)
         return 2
     broker = PulsarLite(log_level="warn") if args.broker == "lite" else ApachePulsar()
     broker.start()
     gw = Gateway(broker.service_url, "--max-messages", "10000").start()
     try:
+        if args.consumer_only:
+            rows = consumer_rows(gw.url, broker.service_url)
+            print(f"\nbroker: {args.broker}; 100 B messages\n")
+            print("| workload | gateway | native streamwire |\n|---|---:|---:|")
+            print("\n".join(rows))
+            return 0
         t = f"gwb-{uuid.uuid4().hex[:8]}"
         path = f"{gw.url}/topics/public/default/{t}"
         httpx.post(path, json={"messages": [{"value": ""}]}, timeout=30)  # warm up
@@ -119,6 +187,7 @@ def main() -> int:
         ).encode()
         bulk = wrk(path, body, "application/json", args.seconds)
         stream = ndjson(path, 500_000)
+        rows = consumer_rows(gw.url, broker.service_url)
         n50, n99, many = native(broker.service_url, f"persistent://public/default/{t}-n")
     finally:
         gw.close()
@@ -132,6 +201,7 @@ def main() -> int:
     )
     print(f"| 1,000-message JSON bodies, msg/s | {bulk[0] * 1000:,.0f} | `send_many` {many:,.0f} |")
     print(f"| NDJSON streaming (one upload), msg/s | {stream:,.0f} | — |")
+    print("\n".join(rows))
     print(f"\nnon-2xx answers: single {single[3]}, bulk {bulk[3]}")
     return 0
 

@@ -20,6 +20,12 @@ pub struct GatewayConfig {
     pub request_timeout: Duration,
     /// Producers unused this long are closed.
     pub producer_idle: Duration,
+    /// Consumer instances unused this long are closed.
+    pub consumer_idle: Duration,
+    /// This node's name inside consumer instance ids (`None`: derived from the advertised URL).
+    pub node_id: Option<String>,
+    /// The URL clients reach this node at, for `base_uri` (`None`: `http://<listen address>`).
+    pub advertised_url: Option<String>,
 }
 
 impl Default for GatewayConfig {
@@ -31,24 +37,32 @@ impl Default for GatewayConfig {
             max_messages: 10_000,
             request_timeout: Duration::from_secs(30),
             producer_idle: Duration::from_secs(300),
+            consumer_idle: Duration::from_secs(300),
+            node_id: None,
+            advertised_url: None,
         }
     }
 }
 
 /// The flags and their environment variables.
 pub const USAGE: &str = "streamwire-gateway [--service-url URL] [--listen ADDR:PORT] \
-[--max-body-bytes N] [--max-messages N] [--request-timeout SECS] [--producer-idle SECS]
+[--max-body-bytes N] [--max-messages N] [--request-timeout SECS] [--producer-idle SECS] \
+[--consumer-idle SECS] [--node-id ID] [--advertised-url URL]
 environment: STREAMWIRE_GATEWAY_SERVICE_URL, STREAMWIRE_GATEWAY_LISTEN, \
 STREAMWIRE_GATEWAY_MAX_BODY_BYTES, STREAMWIRE_GATEWAY_MAX_MESSAGES, \
-STREAMWIRE_GATEWAY_REQUEST_TIMEOUT, STREAMWIRE_GATEWAY_PRODUCER_IDLE";
+STREAMWIRE_GATEWAY_REQUEST_TIMEOUT, STREAMWIRE_GATEWAY_PRODUCER_IDLE, \
+STREAMWIRE_GATEWAY_CONSUMER_IDLE, STREAMWIRE_GATEWAY_NODE_ID, STREAMWIRE_GATEWAY_ADVERTISED_URL";
 
-const KEYS: [(&str, &str); 6] = [
+const KEYS: [(&str, &str); 9] = [
     ("--service-url", "STREAMWIRE_GATEWAY_SERVICE_URL"),
     ("--listen", "STREAMWIRE_GATEWAY_LISTEN"),
     ("--max-body-bytes", "STREAMWIRE_GATEWAY_MAX_BODY_BYTES"),
     ("--max-messages", "STREAMWIRE_GATEWAY_MAX_MESSAGES"),
     ("--request-timeout", "STREAMWIRE_GATEWAY_REQUEST_TIMEOUT"),
     ("--producer-idle", "STREAMWIRE_GATEWAY_PRODUCER_IDLE"),
+    ("--consumer-idle", "STREAMWIRE_GATEWAY_CONSUMER_IDLE"),
+    ("--node-id", "STREAMWIRE_GATEWAY_NODE_ID"),
+    ("--advertised-url", "STREAMWIRE_GATEWAY_ADVERTISED_URL"),
 ];
 
 fn bad(msg: String) -> Error {
@@ -119,6 +133,27 @@ impl GatewayConfig {
         if let Some(v) = &values[5] {
             c.producer_idle = secs("--producer-idle", v)?;
         }
+        if let Some(v) = &values[6] {
+            c.consumer_idle = secs("--consumer-idle", v)?;
+        }
+        if let Some(v) = &values[7] {
+            if !crate::consumers::valid_node_id(v) {
+                return Err(bad(format!(
+                    "--node-id must be 1 to 64 of A-Z a-z 0-9 - _, got {v:?}"
+                )));
+            }
+            c.node_id = Some(v.clone());
+        }
+        if let Some(v) = &values[8] {
+            let ok = (v.starts_with("http://") || v.starts_with("https://"))
+                && !v.contains(['?', '#', ' ']);
+            if !ok {
+                return Err(bad(format!(
+                    "--advertised-url must be an http:// or https:// URL, got {v:?}"
+                )));
+            }
+            c.advertised_url = Some(v.trim_end_matches('/').to_string());
+        }
         Ok(c)
     }
 }
@@ -151,6 +186,20 @@ mod tests {
             (c.max_messages, c.request_timeout),
             (7, Duration::from_millis(2500))
         );
+        let c = GatewayConfig::parse(
+            &args(&[
+                "--consumer-idle=1.5",
+                "--node-id",
+                "gw-1",
+                "--advertised-url",
+                "http://lb.example:80/",
+            ]),
+            |k| (k == "STREAMWIRE_GATEWAY_NODE_ID").then(|| "env".to_string()),
+        )
+        .unwrap();
+        assert_eq!(c.consumer_idle, Duration::from_millis(1500));
+        assert_eq!(c.node_id.as_deref(), Some("gw-1"));
+        assert_eq!(c.advertised_url.as_deref(), Some("http://lb.example:80"));
     }
 
     #[test]
@@ -162,6 +211,10 @@ mod tests {
             vec!["--request-timeout", "-1"],
             vec!["--what"],
             vec!["--listen"],
+            vec!["--consumer-idle", "0"],
+            vec!["--node-id", "a.b"],
+            vec!["--node-id", ""],
+            vec!["--advertised-url", "ftp://x"],
         ] {
             let e = GatewayConfig::parse(&args(&a), |_| None).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::Config, "{a:?}");

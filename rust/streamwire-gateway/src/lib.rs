@@ -9,11 +9,15 @@
 //! - `produce` — the three produce bodies to engine messages and back (pure), and sending.
 //! - `read` — a stateless reader per `GET …/messages`.
 //! - `stream` — streaming produce: NDJSON lines in, delivery reports out, in order.
-//! - `state` — the shared Pulsar client and the per-topic producers.
+//! - `consumers` — consumer instances: ids naming their node, the registry, idle expiry.
+//! - `consume` — the consumer-instance and cursor endpoints.
+//! - `state` — the shared Pulsar client, the per-topic producers and the instances.
 //! - `server` — hyper, keep-alive, limits, access log, graceful shutdown.
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod consume;
+pub mod consumers;
 pub mod error;
 pub mod produce;
 pub mod read;

@@ -30,6 +30,13 @@ impl TopicPath {
     }
 }
 
+/// A subscription of a topic, as the consumer paths name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubPath {
+    pub topic: TopicPath,
+    pub subscription: String,
+}
+
 /// What a request asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
@@ -39,6 +46,18 @@ pub enum Route {
     BrokerProduce(TopicPath),
     /// `GET /topics/{tenant}/{ns}/{topic}[/partitions/{n}]/messages`.
     Read(TopicPath),
+    /// `POST /topics/{tenant}/{ns}/{topic}/subscription/{sub}`: a consumer instance.
+    CreateConsumer(SubPath),
+    /// `GET …/subscription/{sub}/consumer/{id}/messages` (`consumers` accepted too).
+    Fetch(SubPath, String),
+    /// `DELETE …/subscription/{sub}/consumers/{id}` (`consumer` accepted too).
+    DeleteConsumer(SubPath, String),
+    /// `POST …/subscription/{sub}/consumer/{id}/nack`.
+    Nack(SubPath, String),
+    /// `GET …/subscription/{sub}/cursor`.
+    GetCursor(SubPath),
+    /// `POST …/subscription/{sub}/cursor`.
+    Ack(SubPath),
     Healthz,
     Readyz,
     /// A known path with the wrong method (405).
@@ -112,6 +131,9 @@ pub fn route(method: &str, path: &str) -> Route {
         return Route::NotFound;
     };
     let s: Vec<&str> = segs.iter().map(String::as_str).collect();
+    if let Some(r) = subscription_route(method, &segs, &s) {
+        return r;
+    }
     let is_domain = |d: &str| d == "persistent" || d == "non-persistent";
     let (read, s) = match s.split_last() {
         Some((&"messages", head)) => (true, head.to_vec()),
@@ -135,6 +157,38 @@ pub fn route(method: &str, path: &str) -> Route {
         (Some(_), _, _) => Route::WrongMethod,
         (None, _, _) => Route::NotFound,
     }
+}
+
+/// The consumer and cursor paths (`None`: not one of them).
+fn subscription_route(method: &str, segs: &[String], s: &[&str]) -> Option<Route> {
+    let (head, tail) = match s {
+        [_, _, _, "subscription", sub, tail @ ..] if !sub.is_empty() => (&segs[..3], tail),
+        _ => return None,
+    };
+    let sub = SubPath {
+        topic: topic(true, head, None)?,
+        subscription: segs[4].clone(),
+    };
+    let is_consumer = |c: &str| c == "consumer" || c == "consumers";
+    Some(match (tail, method) {
+        ([], "POST") => Route::CreateConsumer(sub),
+        (["cursor"], "GET") => Route::GetCursor(sub),
+        (["cursor"], "POST") => Route::Ack(sub),
+        ([c, id], "DELETE") if is_consumer(c) && !id.is_empty() => {
+            Route::DeleteConsumer(sub, id.to_string())
+        }
+        ([c, id, "messages"], "GET") if is_consumer(c) && !id.is_empty() => {
+            Route::Fetch(sub, id.to_string())
+        }
+        ([c, id, "nack"], "POST") if is_consumer(c) && !id.is_empty() => {
+            Route::Nack(sub, id.to_string())
+        }
+        ([] | ["cursor"], _) => Route::WrongMethod,
+        ([c, id], _) | ([c, id, "messages" | "nack"], _) if is_consumer(c) && !id.is_empty() => {
+            Route::WrongMethod
+        }
+        _ => Route::NotFound,
+    })
 }
 
 #[cfg(test)]
@@ -195,6 +249,69 @@ mod tests {
         assert_eq!(route("POST", "/nope"), Route::NotFound);
         assert_eq!(route("POST", "/topics/a/b/c/d/e/f/g"), Route::NotFound);
         assert_eq!(route("GET", "/topics/a/b/%zz/messages"), Route::NotFound);
+    }
+
+    #[test]
+    fn consumer_and_cursor_paths() {
+        let sub = SubPath {
+            topic: tp(true, "t", None),
+            subscription: "s 1".into(),
+        };
+        let base = "/topics/public/default/t/subscription/s%201";
+        assert_eq!(route("POST", base), Route::CreateConsumer(sub.clone()));
+        assert_eq!(
+            route("POST", &format!("{base}/")),
+            Route::CreateConsumer(sub.clone())
+        );
+        assert_eq!(
+            route("GET", &format!("{base}/cursor")),
+            Route::GetCursor(sub.clone())
+        );
+        assert_eq!(
+            route("POST", &format!("{base}/cursor")),
+            Route::Ack(sub.clone())
+        );
+        for c in ["consumer", "consumers"] {
+            assert_eq!(
+                route("GET", &format!("{base}/{c}/a~b~c/messages")),
+                Route::Fetch(sub.clone(), "a~b~c".into())
+            );
+            assert_eq!(
+                route("DELETE", &format!("{base}/{c}/x")),
+                Route::DeleteConsumer(sub.clone(), "x".into())
+            );
+            assert_eq!(
+                route("POST", &format!("{base}/{c}/x/nack")),
+                Route::Nack(sub.clone(), "x".into())
+            );
+        }
+        assert_eq!(route("GET", base), Route::WrongMethod);
+        assert_eq!(
+            route("DELETE", &format!("{base}/cursor")),
+            Route::WrongMethod
+        );
+        assert_eq!(
+            route("POST", &format!("{base}/consumer/x/messages")),
+            Route::WrongMethod
+        );
+        assert_eq!(
+            route("GET", &format!("{base}/consumer/x")),
+            Route::WrongMethod
+        );
+        assert_eq!(route("GET", &format!("{base}/other")), Route::NotFound);
+        assert_eq!(
+            route("DELETE", &format!("{base}/consumer//")),
+            Route::NotFound
+        );
+        assert_eq!(
+            route("POST", "/topics/public/default/t/subscription"),
+            Route::NotFound
+        );
+        // A topic named "subscription" still produces.
+        assert_eq!(
+            route("POST", "/topics/public/default/subscription"),
+            Route::Produce(tp(true, "subscription", None))
+        );
     }
 
     #[test]

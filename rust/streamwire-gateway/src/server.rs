@@ -1,7 +1,8 @@
 //! The HTTP side: hyper on the engine's Tokio runtime, one task per connection, keep-alive,
 //! bodies bounded before they are read, every request bounded by the request timeout, one
 //! access-log line per request on stderr (the process's log), and a graceful shutdown that
-//! stops accepting, lets requests in flight finish, then closes the producers.
+//! stops accepting, lets requests in flight finish, then closes the producers and the
+//! consumer instances.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -11,7 +12,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Either, Full, Limited};
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use hyper::header::{HeaderValue, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -21,6 +22,7 @@ use streamwire_core::error::{Error, ErrorKind, Result};
 use streamwire_pulsar::topic::TopicName;
 
 use crate::config::GatewayConfig;
+use crate::consume::{self, Reply};
 use crate::error::ApiError;
 use crate::produce;
 use crate::read::{self, ReadParams};
@@ -68,11 +70,45 @@ async fn body(req: Request<Incoming>, max: usize) -> std::result::Result<Bytes, 
     }
 }
 
+fn reply(r: std::result::Result<Reply, ApiError>) -> Answer {
+    match r {
+        Ok(Reply::Json(status, body)) => json(status, body),
+        Ok(Reply::Redirect(to, e)) => {
+            let mut r = error(e);
+            if let Ok(v) = HeaderValue::from_str(&to) {
+                r.headers_mut().insert(LOCATION, v);
+            }
+            r
+        }
+        Err(e) => error(e),
+    }
+}
+
 async fn handle(gw: Arc<Gateway>, req: Request<Incoming>) -> Answer {
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or("").to_string();
+    let pq = req
+        .uri()
+        .path_and_query()
+        .map_or(path.clone(), |p| p.as_str().to_string());
     let method = req.method().as_str().to_string();
+    let max = gw.config.max_body_bytes;
     match route(&method, &path) {
+        Route::CreateConsumer(sub) => match body(req, max).await {
+            Ok(b) => reply(consume::create(&gw, &sub, &b, &pq).await),
+            Err(e) => error(e),
+        },
+        Route::Fetch(sub, id) => reply(consume::fetch(&gw, &sub, &id, &query, &pq).await),
+        Route::DeleteConsumer(sub, id) => reply(consume::delete(&gw, &sub, &id, &pq).await),
+        Route::Nack(sub, id) => match body(req, max).await {
+            Ok(b) => reply(consume::nack(&gw, &sub, &id, &b, &pq).await),
+            Err(e) => error(e),
+        },
+        Route::GetCursor(sub) => reply(consume::cursor(&gw, &sub, &query, &pq).await),
+        Route::Ack(sub) => match body(req, max).await {
+            Ok(b) => reply(consume::ack(&gw, &sub, &b, &query, &pq).await),
+            Err(e) => error(e),
+        },
         Route::Healthz => json(200, r#"{"status":"ok"}"#.into()),
         Route::Readyz => match gw.client.service_connection().await {
             Ok(_) => json(200, r#"{"status":"ready"}"#.into()),
@@ -216,10 +252,15 @@ pub async fn serve(config: GatewayConfig, shutdown: impl Future<Output = ()>) ->
 /// [`serve`] on a listener the caller bound (tests bind port 0).
 pub async fn serve_on(
     listener: TcpListener,
-    config: GatewayConfig,
+    mut config: GatewayConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
     let grace = config.request_timeout;
+    if config.advertised_url.is_none() {
+        if let Ok(a) = listener.local_addr() {
+            config.advertised_url = Some(format!("http://{a}"));
+        }
+    }
     let gw = Gateway::new(config)?;
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let sweeper = {
@@ -228,6 +269,16 @@ pub async fn serve_on(
             loop {
                 tokio::time::sleep(gw.config.producer_idle / 4).await;
                 gw.expire_idle().await;
+            }
+        })
+    };
+    let consumer_sweeper = {
+        let gw = gw.clone();
+        tokio::spawn(async move {
+            let every = (gw.config.consumer_idle / 4).max(std::time::Duration::from_millis(50));
+            loop {
+                tokio::time::sleep(every).await;
+                gw.expire_idle_consumers().await;
             }
         })
     };
@@ -270,6 +321,7 @@ pub async fn serve_on(
     drop(listener);
     let _ = tokio::time::timeout(grace, graceful.shutdown()).await;
     sweeper.abort();
+    consumer_sweeper.abort();
     gw.close().await;
     Ok(())
 }

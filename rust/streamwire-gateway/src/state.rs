@@ -1,6 +1,6 @@
 //! What every request shares: the one Pulsar client (so every HTTP client reuses its
 //! connections and lookups) and the producers, one per topic, created on first use and closed
-//! after `producer_idle` without use.
+//! after `producer_idle` without use; and the consumer instances of this node.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,6 +16,7 @@ use streamwire_pulsar::producer::{ProducerConfig, Routing, TopicProducer};
 use streamwire_pulsar::topic::TopicName;
 
 use crate::config::GatewayConfig;
+use crate::consumers::{default_node_id, Registry};
 
 struct Cached {
     producer: Arc<TopicProducer>,
@@ -28,6 +29,11 @@ pub struct Gateway {
     pub client: PulsarClient,
     budget: MemoryBudget,
     producers: Mutex<HashMap<String, Cached>>,
+    pub consumers: Registry,
+    /// This node's id inside instance ids.
+    pub node_id: String,
+    /// Where clients reach this node (`base_uri`s and redirects start with it).
+    pub advertised_url: String,
 }
 
 impl Gateway {
@@ -37,11 +43,22 @@ impl Gateway {
             ..ConnectionConfig::default()
         };
         let client = PulsarClient::new(&config.service_url, conn)?;
+        let advertised_url = config
+            .advertised_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", config.listen));
+        let node_id = config
+            .node_id
+            .clone()
+            .unwrap_or_else(|| default_node_id(&advertised_url));
         Ok(Arc::new(Gateway {
             config,
             client,
             budget: MemoryBudget::default(),
             producers: Mutex::new(HashMap::new()),
+            consumers: Registry::default(),
+            node_id,
+            advertised_url,
         }))
     }
 
@@ -102,8 +119,23 @@ impl Gateway {
         stale.len()
     }
 
-    /// Close every producer (graceful shutdown: what they hold is flushed first).
+    /// Close consumer instances idle for longer than `consumer_idle`; returns how many.
+    pub async fn expire_idle_consumers(&self) -> usize {
+        let stale = self
+            .consumers
+            .take_idle(Instant::now(), self.config.consumer_idle);
+        for i in &stale {
+            let _ = i.consumer.close().await;
+        }
+        stale.len()
+    }
+
+    /// Close every producer (graceful shutdown: what they hold is flushed first) and every
+    /// consumer instance (their acknowledgements are flushed first).
     pub async fn close(&self) {
+        for i in self.consumers.take_all() {
+            let _ = i.consumer.close().await;
+        }
         let all: Vec<Arc<TopicProducer>> = {
             let mut map = self.producers.lock().await;
             map.drain().map(|(_, c)| c.producer).collect()
