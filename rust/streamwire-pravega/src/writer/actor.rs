@@ -94,6 +94,9 @@ struct Actor {
     rng: u64,
 }
 
+/// Large batches are cut into pieces of at most a block over this, at event boundaries.
+const PIECES_PER_BLOCK: usize = 4;
+
 fn random_u64() -> u64 {
     rand::random::<u64>()
 }
@@ -253,7 +256,11 @@ impl Actor {
                 for (seg, p) in parts {
                     match self.segs.get_mut(&seg) {
                         Some(s) => {
-                            for p in split_large(p, self.config.max_block) {
+                            // Quarter-block pieces: a block is filled from several
+                            // pieces, so a batch just over a block does not leave a
+                            // sliver block taking one of the few in-flight slots.
+                            let cut = (self.config.max_block / PIECES_PER_BLOCK).max(1);
+                            for p in split_large(p, cut) {
                                 s.queue.push(p);
                             }
                         }
