@@ -50,3 +50,27 @@ pub fn fuzz_bundle(data: &[u8]) {
     let _ = codec::decode_bundle(&bytes, 1, &mut out);
     let _ = codec::bundle::decode_bundle_header(data);
 }
+
+/// Arbitrary bytes as every admin response a client decodes (the first byte picks which, so
+/// the fuzzer can steer; the rest is the payload), and each admin request decoder.
+pub fn fuzz_admin(data: &[u8]) {
+    let Some((&which, payload)) = data.split_first() else {
+        return;
+    };
+    match which % 7 {
+        0 => drop(codec::decode_discover_partitions_response(payload)),
+        1 => drop(codec::decode_create_topic_response(payload)),
+        2 => drop(codec::decode_reload_conf_response(payload)),
+        3 => drop(codec::decode_status_response(payload)),
+        4 => drop(codec::decode_discover_topics_response(payload)),
+        5 => drop(codec::decode_discover_topology_response(payload)),
+        _ => {
+            let _ = codec::decode_discover_partitions_request(payload);
+            let _ = codec::decode_create_topic_request(payload);
+            let _ = codec::decode_reload_conf_request(payload);
+        }
+    }
+    for t in [6u8, 7, 12, 13, 14, 15] {
+        let _ = codec::response_request_id(t, payload);
+    }
+}

@@ -296,3 +296,127 @@ fn encoders_refuse_what_tank_cannot_carry() {
     )
     .is_err());
 }
+
+/// The payload of the one frame in `buf`, after checking its message type.
+fn payload_of(buf: &mut BytesMut, msg: MsgType) -> Bytes {
+    let f = decode_frame(buf, 1 << 24).unwrap().expect("a whole frame");
+    assert_eq!(f.msg_type, msg as u8);
+    assert!(buf.is_empty(), "one frame, nothing after it");
+    f.payload
+}
+
+fn topic_name() -> impl Strategy<Value = Vec<u8>> {
+    proptest::collection::vec(prop_oneof![b'a'..=b'z', b'0'..=b'9', Just(b'_')], 1..40)
+}
+
+fn create_status() -> impl Strategy<Value = CreateTopicStatus> {
+    prop_oneof![
+        Just(CreateTopicStatus::Ok),
+        Just(CreateTopicStatus::AlreadyExists),
+        Just(CreateTopicStatus::SystemError),
+        Just(CreateTopicStatus::InvalidConfig),
+        Just(CreateTopicStatus::ReadOnly),
+        Just(CreateTopicStatus::InvalidRequest),
+        Just(CreateTopicStatus::NotSupported),
+        prop_oneof![Just(3u8), 6u8..10, 12u8..=255].prop_map(CreateTopicStatus::Other),
+    ]
+}
+
+fn reload_status() -> impl Strategy<Value = ReloadConfStatus> {
+    prop_oneof![
+        Just(ReloadConfStatus::Ok),
+        Just(ReloadConfStatus::Io),
+        Just(ReloadConfStatus::BadConfig),
+        Just(ReloadConfStatus::UnknownPartition),
+        Just(ReloadConfStatus::UnknownTopic),
+        Just(ReloadConfStatus::ClusterAware),
+        prop_oneof![Just(1u8), 4u8..10, 13u8..=255].prop_map(ReloadConfStatus::Other),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn admin_requests_round_trip(id in any::<u32>(), topic in topic_name(), parts in proptest::collection::vec(any::<u16>(), 0..20), n in any::<u16>(), config in proptest::collection::vec(any::<u8>(), 0..300)) {
+        let mut b = BytesMut::new();
+        encode_discover_partitions(&mut b, id, &topic, &parts).unwrap();
+        let r = decode_discover_partitions_request(&payload_of(&mut b, MsgType::DiscoverPartitions)).unwrap();
+        prop_assert_eq!(r, DiscoverPartitionsRequest { request_id: id, topic: topic.clone(), partitions: parts.clone() });
+
+        encode_create_topic(&mut b, id, &topic, n, &config).unwrap();
+        let r = decode_create_topic_request(&payload_of(&mut b, MsgType::CreateTopic)).unwrap();
+        prop_assert_eq!(r, CreateTopicRequest { request_id: id, topic: topic.clone(), partitions: n, config: config.clone() });
+
+        encode_reload_conf(&mut b, id, &topic, n).unwrap();
+        let r = decode_reload_conf_request(&payload_of(&mut b, MsgType::ReloadConf)).unwrap();
+        prop_assert_eq!(r, (id, topic.clone(), n));
+
+        encode_status(&mut b, id);
+        prop_assert_eq!(decode_id_request(&payload_of(&mut b, MsgType::Status), false).unwrap(), id);
+        encode_discover_topics(&mut b, id);
+        prop_assert_eq!(decode_id_request(&payload_of(&mut b, MsgType::DiscoverTopics), true).unwrap(), id);
+        encode_discover_topology(&mut b, id);
+        prop_assert_eq!(decode_id_request(&payload_of(&mut b, MsgType::DiscoverTopology), true).unwrap(), id);
+    }
+
+    #[test]
+    fn admin_responses_round_trip(id in any::<u32>(), topic in topic_name(), part in any::<u16>(), cs in create_status(), rs in reload_status(), nums in proptest::array::uniform8(any::<u32>()), flags in any::<u8>(), cluster in proptest::option::of((topic_name(), any::<u32>()))) {
+        let mut b = BytesMut::new();
+        let ct = CreateTopicResponse { request_id: id, topic: topic.clone(), status: cs };
+        encode_create_topic_response(&mut b, &ct);
+        prop_assert_eq!(decode_create_topic_response(&payload_of(&mut b, MsgType::CreateTopic)).unwrap(), ct);
+
+        let rc = ReloadConfResponse { request_id: id, topic: topic.clone(), partition: part, status: rs };
+        encode_reload_conf_response(&mut b, &rc);
+        prop_assert_eq!(decode_reload_conf_response(&payload_of(&mut b, MsgType::ReloadConf)).unwrap(), rc);
+
+        let st = StatusResponse {
+            request_id: id,
+            global_flags: flags,
+            cluster_aware: cluster.is_some(),
+            topics: nums[0],
+            partitions: nums[1],
+            cluster_name: cluster.as_ref().map(|c| c.0.clone()),
+            available_nodes: cluster.as_ref().map(|c| c.1),
+            open_partitions: nums[2],
+            open_partitions_time: nums[3],
+            startup_ts: nums[4],
+            version: nums[5],
+        };
+        encode_status_response(&mut b, &st);
+        prop_assert_eq!(decode_status_response(&payload_of(&mut b, MsgType::Status)).unwrap(), st);
+    }
+
+    #[test]
+    fn discover_topics_and_topology_responses_round_trip(id in any::<u32>(), aware in any::<bool>(), topics in proptest::collection::vec((topic_name(), any::<bool>(), any::<u16>(), any::<u8>()), 0..12), nodes in 0u16..0xffff, name in topic_name(), raw in proptest::collection::vec(any::<u8>(), 0..40)) {
+        let mut b = BytesMut::new();
+        let dt = DiscoverTopicsResponse {
+            request_id: id,
+            cluster_aware: aware,
+            topics: topics.iter().map(|(name, enabled, partitions, rf)| TopicInfo {
+                name: name.clone(),
+                enabled: *enabled,
+                partitions: *partitions,
+                repl_factor: aware.then_some(*rf),
+            }).collect(),
+        };
+        encode_discover_topics_response(&mut b, &dt);
+        prop_assert_eq!(decode_discover_topics_response(&payload_of(&mut b, MsgType::DiscoverTopics)).unwrap(), dt);
+
+        encode_discover_topology_response(&mut b, id, &Topology::Standalone);
+        prop_assert_eq!(decode_discover_topology_response(&payload_of(&mut b, MsgType::DiscoverTopology)).unwrap(), (id, Topology::Standalone));
+        let cl = Topology::Cluster { name, nodes, raw: Bytes::from(raw) };
+        encode_discover_topology_response(&mut b, id, &cl);
+        prop_assert_eq!(decode_discover_topology_response(&payload_of(&mut b, MsgType::DiscoverTopology)).unwrap(), (id, cl));
+    }
+
+    #[test]
+    fn admin_request_decoders_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+        let _ = decode_discover_partitions_request(&bytes);
+        let _ = decode_create_topic_request(&bytes);
+        let _ = decode_reload_conf_request(&bytes);
+        let _ = decode_id_request(&bytes, true);
+        let _ = decode_status_response(&bytes);
+        let _ = decode_discover_topics_response(&bytes);
+        let _ = decode_discover_topology_response(&bytes);
+    }
+}

@@ -6,7 +6,7 @@ use bytes::{BufMut, BytesMut};
 
 use streamwire_tank::codec::wire::put_varint;
 use streamwire_tank::codec::*;
-use streamwire_tank::fuzzing::{fuzz_bundle, fuzz_consume_response};
+use streamwire_tank::fuzzing::{fuzz_admin, fuzz_bundle, fuzz_consume_response};
 
 struct Rng(u64);
 
@@ -98,4 +98,100 @@ fn bounded_fuzz_run_of_the_tank_decoders() {
         fuzz_consume_response(&data);
         fuzz_bundle(&data);
     }
+    // The admin decoders, from every admin response the broker side encodes (mutated).
+    let admin = admin_seeds();
+    for _ in 0..iters {
+        let mut data = admin[rng.below(admin.len())].clone();
+        for _ in 0..=rng.below(6) {
+            if data.len() < 2 {
+                break;
+            }
+            let at = 1 + rng.below(data.len() - 1);
+            match rng.below(3) {
+                0 => data[at] = rng.next() as u8,
+                1 => data.truncate(at),
+                _ => data.insert(at, rng.next() as u8),
+            }
+        }
+        fuzz_admin(&data);
+    }
+}
+
+/// `[which decoder] ++ payload` for each admin response (see `fuzz_admin`).
+fn admin_seeds() -> Vec<Vec<u8>> {
+    let with = |which: u8, b: BytesMut| {
+        let mut v = vec![which];
+        v.extend_from_slice(&b[5..]);
+        v
+    };
+    let mut out = Vec::new();
+    let mut b = BytesMut::new();
+    encode_discover_partitions_response(
+        &mut b,
+        &DiscoverPartitionsResponse {
+            request_id: 1,
+            topic: b"t".to_vec(),
+            partitions: Some(vec![DiscoveredPartition {
+                first_available: 1,
+                high_water: 9,
+                reason: None,
+            }]),
+        },
+    );
+    out.push(with(0, b.split()));
+    encode_create_topic_response(
+        &mut b,
+        &CreateTopicResponse {
+            request_id: 2,
+            topic: b"t".to_vec(),
+            status: CreateTopicStatus::Ok,
+        },
+    );
+    out.push(with(1, b.split()));
+    encode_reload_conf_response(
+        &mut b,
+        &ReloadConfResponse {
+            request_id: 3,
+            topic: b"t".to_vec(),
+            partition: 0,
+            status: ReloadConfStatus::Ok,
+        },
+    );
+    out.push(with(2, b.split()));
+    encode_status_response(
+        &mut b,
+        &StatusResponse {
+            request_id: 4,
+            global_flags: 0,
+            cluster_aware: true,
+            topics: 1,
+            partitions: 2,
+            cluster_name: Some(b"c".to_vec()),
+            available_nodes: Some(1),
+            open_partitions: 1,
+            open_partitions_time: 1,
+            startup_ts: 1,
+            version: 400,
+        },
+    );
+    out.push(with(3, b.split()));
+    encode_discover_topics_response(
+        &mut b,
+        &DiscoverTopicsResponse {
+            request_id: 5,
+            cluster_aware: false,
+            topics: vec![TopicInfo {
+                name: b"t".to_vec(),
+                enabled: true,
+                partitions: 3,
+                repl_factor: None,
+            }],
+        },
+    );
+    out.push(with(4, b.split()));
+    encode_discover_topology_response(&mut b, 6, &Topology::Standalone);
+    out.push(with(5, b.split()));
+    encode_create_topic(&mut b, 7, b"t", 2, b"retention=1").unwrap();
+    out.push(with(6, b.split()));
+    out
 }

@@ -48,6 +48,22 @@ fn create_topic() {
         decode_create_topic_response(&again.payload).unwrap().status,
         CreateTopicStatus::AlreadyExists
     );
+    // The broker's side (admin.rs) writes the captured answers back byte for byte.
+    let mut b = BytesMut::new();
+    encode_create_topic_response(&mut b, &r);
+    assert_eq!(&b[..], &hex("07080000000100000002743100")[..]);
+    let mut b = BytesMut::new();
+    encode_create_topic_response(
+        &mut b,
+        &decode_create_topic_response(&again.payload).unwrap(),
+    );
+    assert_eq!(&b[..], &hex("07080000000700000002743101")[..]);
+    let req = decode_create_topic_request(&frame(&hex("070a00000001000000027431010000")).payload)
+        .unwrap();
+    assert_eq!(
+        (req.request_id, &req.topic[..], req.partitions),
+        (1, &b"t1"[..], 1)
+    );
 }
 
 #[test]

@@ -6,17 +6,21 @@
 //! - `request`: encoders of every request a client sends (and decoders, for tests and the
 //!   broker double's cross-checks).
 //! - `response`: decoders of every response (and encoders, for tests).
+//! - `admin`: the broker's side of the admin calls (request decoders, response encoders),
+//!   so every admin pair round-trips under proptest.
 //! - `bundle`: message bundles (plain, Snappy, sparse) and consume chunks.
 //!
 //! Decoders return typed errors instead of panicking, and never let a count or length off
 //! the wire size an allocation beyond the bytes actually present.
 
+pub mod admin;
 pub mod bundle;
 pub mod frame;
 pub mod request;
 pub mod response;
 pub mod wire;
 
+pub use admin::*;
 pub use bundle::{
     decode_bundle, decode_chunk, encode_bundle, encode_sparse_bundle, plain_bundle_len,
     ChunkDecode, Compression, Message, OutMsg,
