@@ -270,6 +270,12 @@ def test_message_repr_is_python_spelled(broker: Any, unique_topic: str) -> None:
         text = repr(m)
         assert "key='k0'" in text and f"topic='{unique_topic}'" in text, text
         assert "Some(" not in text and "3 bytes" in text
+        # The official client's method spellings beside the properties.
+        assert m.data() == m.value == b"abc"
+        assert m.partition_key() == m.key == "k0"
+        assert m.publish_timestamp() == m.publish_time > 0
+        assert m.event_timestamp() == 0 and m.event_time is None
+        assert m.topic_name() == m.topic == unique_topic
         c.close()
 
 

@@ -29,12 +29,33 @@ impl Message {
 
 #[pymethods]
 impl Message {
-    /// The payload as `bytes` (copied once from the network buffer).
+    /// The payload as `bytes`: the official client's spelling of the `value` property.
     fn data<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.m.payload)
     }
 
-    /// The payload as `bytes` (same as `data()`).
+    /// The key, or None: the official client's spelling of the `key` property.
+    fn partition_key(&self) -> Option<&str> {
+        self.m.key()
+    }
+
+    /// The official client's spelling of `publish_time` (milliseconds since the epoch).
+    fn publish_timestamp(&self) -> u64 {
+        self.m.publish_time()
+    }
+
+    /// The official client's spelling of `event_time`: 0 when the producer set none, as the
+    /// official client answers.
+    fn event_timestamp(&self) -> u64 {
+        self.m.event_time().unwrap_or(0)
+    }
+
+    /// The official client's spelling of the `topic` property.
+    fn topic_name(&self) -> &str {
+        self.m.topic()
+    }
+
+    /// The payload as `bytes` (copied once from the network buffer).
     #[getter]
     fn value<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.m.payload)
