@@ -103,13 +103,14 @@ def client_loop(
                 work.settle([], idx, f"http {r.status_code}")
                 time.sleep(0.2)
                 continue
-            acked, again = [], []
+            acked, again, why = [], [], ""
             for i, slot in zip(idx, r.json()["messageIds"]):
-                if "messageId" in slot:
+                if slot.get("messageId"):
                     acked.append((i, slot["messageId"]))
-                else:
+                else:  # {"messageId": null, "error_code": 1|2, "error": ...}
                     again.append(i)
-            work.settle(acked, again, "error_code in a slot")
+                    why = f"error_code {slot.get('error_code')}: {str(slot.get('error'))[:60]}"
+            work.settle(acked, again, why)
 
 
 def read_back(service_url: str, topic: str) -> dict[int, list[str]]:
@@ -120,13 +121,13 @@ def read_back(service_url: str, topic: str) -> dict[int, list[str]]:
     seen: dict[int, list[str]] = {}
     try:
         reader = client.create_reader(topic, pulsar.MessageId.earliest)
-        while True:
-            try:
-                m = reader.read_next(5000)
-            except pulsar.Timeout:
-                return seen
+        # Until the broker says nothing more is there (a timeout alone could stop early at a
+        # slow ledger after the restart and count messages as lost that are stored).
+        while reader.has_message_available():
+            m = reader.read_next(60_000)
             i = int.from_bytes(m.data()[:8], "big")
             seen.setdefault(i, []).append(base64.b64encode(m.message_id().serialize()).decode())
+        return seen
     finally:
         client.close()
 
