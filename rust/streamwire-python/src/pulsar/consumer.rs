@@ -130,10 +130,10 @@ fn topics_arg(py: Python<'_>, topic: &Bound<'_, PyAny>) -> PyResult<Topics> {
 }
 
 /// What `Consumer` and `Reader` share.
-struct Handle {
-    engine: Engine,
-    pid: u32,
-    op_timeout: Duration,
+pub(crate) struct Handle {
+    pub(crate) engine: Engine,
+    pub(crate) pid: u32,
+    pub(crate) op_timeout: Duration,
 }
 
 enum Target {
@@ -141,7 +141,7 @@ enum Target {
 }
 
 impl Handle {
-    fn live(&self, what: &str) -> PyResult<&Engine> {
+    pub(crate) fn live(&self, what: &str) -> PyResult<&Engine> {
         runtime::check_same_process(self.pid, what).py_err()?;
         if self.engine.is_closed() {
             return Err(to_py(Error::closed(what)));
@@ -212,7 +212,10 @@ impl Handle {
 
     /// A Message, a MessageId, or a list/tuple of them -> their (slot, id) pairs. Every item
     /// is resolved before any is acted on, so a bad item fails the call having changed nothing.
-    fn targets(&self, obj: &Bound<'_, PyAny>) -> PyResult<Vec<(Option<u32>, MessageId)>> {
+    pub(crate) fn targets(
+        &self,
+        obj: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<(Option<u32>, MessageId)>> {
         if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
             let mut out = Vec::with_capacity(obj.len().unwrap_or(0));
             for item in obj.try_iter()? {
@@ -461,80 +464,29 @@ impl Client {
         expire_time_of_incomplete_chunked_message: f64,
         key_shared_policy: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Consumer> {
-        let client = self.live()?.clone();
-        if subscription_name.is_empty() {
-            return Err(config_err("subscription_name must not be empty".into()));
-        }
-        let initial_position = match initial_position {
-            "latest" => InitialPosition::Latest,
-            "earliest" => InitialPosition::Earliest,
-            other => {
-                return Err(config_err(format!(
-                    "initial_position must be \"latest\" or \"earliest\", got {other:?}"
-                )))
-            }
-        };
-        let ack_timeout = match ack_timeout {
-            None => None,
-            Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
-            Some(t) => {
-                return Err(config_err(format!(
-                    "ack_timeout must be None or a positive number of seconds, got {t}"
-                )))
-            }
-        };
-        let period = non_negative(
-            "pattern_auto_discovery_period",
-            pattern_auto_discovery_period,
-        )?;
-        let cfg = ConsumerConfig {
-            subscription: subscription_name.to_owned(),
-            sub_type: sub_type(subscription_type)?,
+        let plan = consumer_plan(
+            self,
+            py,
+            topic,
+            subscription_name,
+            subscription_type,
             initial_position,
+            receiver_queue_size,
             consumer_name,
-            receiver_queue_size: queue_size(receiver_queue_size)?,
-            ack_group_time: non_negative("ack_grouping_time", ack_grouping_time)?,
-            nack_delay: non_negative(
-                "negative_ack_redelivery_delay",
-                negative_ack_redelivery_delay,
-            )?,
+            ack_grouping_time,
+            negative_ack_redelivery_delay,
             ack_timeout,
             batch_index_ack,
             read_compacted,
             replicate_subscription_state,
+            pattern_auto_discovery_period,
+            dead_letter_policy,
             max_pending_chunked_messages,
-            expire_incomplete_chunked: non_negative(
-                "expire_time_of_incomplete_chunked_message",
-                expire_time_of_incomplete_chunked_message,
-            )?,
-            dead_letter: dead_letter_policy.map(dead_letter_arg).transpose()?,
-            key_shared: key_shared_policy
-                .filter(|o| !o.is_none())
-                .map(key_shared_arg)
-                .transpose()?,
-            ..ConsumerConfig::default()
-        };
-        let timeout = self.operation_timeout * 2;
-        let topics = topics_arg(py, topic)?;
-        let engine = wait(py, "subscribe", Some(timeout), async move {
-            match topics {
-                Topics::Names(t) => Engine::subscribe(&client, &t, cfg).await,
-                Topics::Pattern {
-                    namespace,
-                    label,
-                    filter,
-                } => {
-                    Engine::subscribe_pattern(&client, &namespace, label, filter, period, cfg).await
-                }
-            }
-        })?;
-        Ok(Consumer {
-            h: Handle {
-                engine,
-                pid: runtime::current_pid(),
-                op_timeout: self.operation_timeout,
-            },
-        })
+            expire_time_of_incomplete_chunked_message,
+            key_shared_policy,
+        )?;
+        let timeout = plan.timeout;
+        wait(py, "subscribe", Some(timeout), plan.open())
     }
 
     /// Read a topic from a position, without a durable subscription.
@@ -549,15 +501,124 @@ impl Client {
         receiver_queue_size: i64,
         reader_name: Option<String>,
     ) -> PyResult<Reader> {
-        let client = self.live()?.clone();
-        let t = TopicName::parse(topic).py_err()?;
-        let start = match start_message_id {
-            None => MessageId::EARLIEST,
-            Some(o) => {
-                if let Ok(id) = o.extract::<PyMessageId>() {
-                    id.id
-                } else if let Ok(s) = o.extract::<String>() {
-                    match s.as_str() {
+        let plan = reader_plan(
+            self,
+            topic,
+            start_message_id,
+            inclusive,
+            receiver_queue_size,
+            reader_name,
+        )?;
+        let timeout = plan.timeout;
+        wait(py, "create reader", Some(timeout), plan.open())
+    }
+}
+
+/// Check every `subscribe` option (shared by the blocking and the asyncio API).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn consumer_plan(
+    this: &Client,
+    py: Python<'_>,
+    topic: &Bound<'_, PyAny>,
+    subscription_name: &str,
+    subscription_type: &str,
+    initial_position: &str,
+    receiver_queue_size: i64,
+    consumer_name: Option<String>,
+    ack_grouping_time: f64,
+    negative_ack_redelivery_delay: f64,
+    ack_timeout: Option<f64>,
+    batch_index_ack: bool,
+    read_compacted: bool,
+    replicate_subscription_state: bool,
+    pattern_auto_discovery_period: f64,
+    dead_letter_policy: Option<&Bound<'_, PyAny>>,
+    max_pending_chunked_messages: usize,
+    expire_time_of_incomplete_chunked_message: f64,
+    key_shared_policy: Option<&Bound<'_, PyAny>>,
+) -> PyResult<ConsumerPlan> {
+    let client = this.live()?.clone();
+    if subscription_name.is_empty() {
+        return Err(config_err("subscription_name must not be empty".into()));
+    }
+    let initial_position = match initial_position {
+        "latest" => InitialPosition::Latest,
+        "earliest" => InitialPosition::Earliest,
+        other => {
+            return Err(config_err(format!(
+                "initial_position must be \"latest\" or \"earliest\", got {other:?}"
+            )))
+        }
+    };
+    let ack_timeout = match ack_timeout {
+        None => None,
+        Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
+        Some(t) => {
+            return Err(config_err(format!(
+                "ack_timeout must be None or a positive number of seconds, got {t}"
+            )))
+        }
+    };
+    let period = non_negative(
+        "pattern_auto_discovery_period",
+        pattern_auto_discovery_period,
+    )?;
+    let cfg = ConsumerConfig {
+        subscription: subscription_name.to_owned(),
+        sub_type: sub_type(subscription_type)?,
+        initial_position,
+        consumer_name,
+        receiver_queue_size: queue_size(receiver_queue_size)?,
+        ack_group_time: non_negative("ack_grouping_time", ack_grouping_time)?,
+        nack_delay: non_negative(
+            "negative_ack_redelivery_delay",
+            negative_ack_redelivery_delay,
+        )?,
+        ack_timeout,
+        batch_index_ack,
+        read_compacted,
+        replicate_subscription_state,
+        max_pending_chunked_messages,
+        expire_incomplete_chunked: non_negative(
+            "expire_time_of_incomplete_chunked_message",
+            expire_time_of_incomplete_chunked_message,
+        )?,
+        dead_letter: dead_letter_policy.map(dead_letter_arg).transpose()?,
+        key_shared: key_shared_policy
+            .filter(|o| !o.is_none())
+            .map(key_shared_arg)
+            .transpose()?,
+        ..ConsumerConfig::default()
+    };
+    Ok(ConsumerPlan {
+        client,
+        topics: topics_arg(py, topic)?,
+        period,
+        cfg,
+        timeout: this.operation_timeout * 2,
+        op_timeout: this.operation_timeout,
+    })
+}
+
+/// Check every `create_reader` option (shared by the blocking and the asyncio API).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn reader_plan(
+    this: &Client,
+    topic: &str,
+    start_message_id: Option<&Bound<'_, PyAny>>,
+    inclusive: bool,
+    receiver_queue_size: i64,
+    reader_name: Option<String>,
+) -> PyResult<ReaderPlan> {
+    let client = this.live()?.clone();
+    let t = TopicName::parse(topic).py_err()?;
+    let start = match start_message_id {
+        None => MessageId::EARLIEST,
+        Some(o) => {
+            if let Ok(id) = o.extract::<PyMessageId>() {
+                id.id
+            } else if let Ok(s) = o.extract::<String>() {
+                match s.as_str() {
                         "earliest" => MessageId::EARLIEST,
                         "latest" => MessageId::LATEST,
                         _ => {
@@ -566,40 +627,92 @@ impl Client {
                             )))
                         }
                     }
-                } else {
-                    return Err(PyTypeError::new_err(
-                        "start_message_id must be \"earliest\", \"latest\" or a MessageId",
-                    ));
-                }
+            } else {
+                return Err(PyTypeError::new_err(
+                    "start_message_id must be \"earliest\", \"latest\" or a MessageId",
+                ));
+            }
+        }
+    };
+    let n: u64 = rand_suffix();
+    let cfg = ConsumerConfig {
+        subscription: format!("reader-{n:010x}"),
+        sub_type: SubType::Exclusive,
+        initial_position: if start == MessageId::LATEST {
+            InitialPosition::Latest
+        } else {
+            InitialPosition::Earliest
+        },
+        consumer_name: reader_name,
+        receiver_queue_size: queue_size(receiver_queue_size)?,
+        durable: false,
+        start: Some(StartFilter {
+            id: start,
+            inclusive,
+        }),
+        ..ConsumerConfig::default()
+    };
+    Ok(ReaderPlan {
+        client,
+        topic: t,
+        cfg,
+        timeout: this.operation_timeout * 2,
+        op_timeout: this.operation_timeout,
+    })
+}
+
+/// A consumer's validated settings; subscribing is the only part that waits.
+pub(crate) struct ConsumerPlan {
+    client: streamwire_pulsar::client::PulsarClient,
+    topics: Topics,
+    period: Duration,
+    cfg: ConsumerConfig,
+    pub(crate) timeout: Duration,
+    op_timeout: Duration,
+}
+
+impl ConsumerPlan {
+    pub(crate) async fn open(self) -> EResult<Consumer> {
+        let client = self.client;
+        let cfg = self.cfg;
+        let engine = match self.topics {
+            Topics::Names(t) => Engine::subscribe(&client, &t, cfg).await?,
+            Topics::Pattern {
+                namespace,
+                label,
+                filter,
+            } => {
+                Engine::subscribe_pattern(&client, &namespace, label, filter, self.period, cfg)
+                    .await?
             }
         };
-        let n: u64 = rand_suffix();
-        let cfg = ConsumerConfig {
-            subscription: format!("reader-{n:010x}"),
-            sub_type: SubType::Exclusive,
-            initial_position: if start == MessageId::LATEST {
-                InitialPosition::Latest
-            } else {
-                InitialPosition::Earliest
+        Ok(Consumer {
+            h: Handle {
+                engine,
+                pid: runtime::current_pid(),
+                op_timeout: self.op_timeout,
             },
-            consumer_name: reader_name,
-            receiver_queue_size: queue_size(receiver_queue_size)?,
-            durable: false,
-            start: Some(StartFilter {
-                id: start,
-                inclusive,
-            }),
-            ..ConsumerConfig::default()
-        };
-        let timeout = self.operation_timeout * 2;
-        let engine = wait(py, "create reader", Some(timeout), async move {
-            Engine::subscribe(&client, &[t], cfg).await
-        })?;
+        })
+    }
+}
+
+/// A reader's validated settings.
+pub(crate) struct ReaderPlan {
+    client: streamwire_pulsar::client::PulsarClient,
+    topic: TopicName,
+    cfg: ConsumerConfig,
+    pub(crate) timeout: Duration,
+    op_timeout: Duration,
+}
+
+impl ReaderPlan {
+    pub(crate) async fn open(self) -> EResult<Reader> {
+        let engine = Engine::subscribe(&self.client, &[self.topic], self.cfg).await?;
         Ok(Reader {
             h: Handle {
                 engine,
                 pid: runtime::current_pid(),
-                op_timeout: self.operation_timeout,
+                op_timeout: self.op_timeout,
             },
         })
     }
@@ -620,7 +733,7 @@ fn rand_suffix() -> u64 {
 /// A subscription's consumer. Thread-safe.
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct Consumer {
-    h: Handle,
+    pub(crate) h: Handle,
 }
 
 #[pymethods]
@@ -792,7 +905,7 @@ impl Consumer {
 /// A reader: reads a topic from a position without a durable subscription.
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct Reader {
-    h: Handle,
+    pub(crate) h: Handle,
 }
 
 #[pymethods]
