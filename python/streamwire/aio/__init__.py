@@ -13,17 +13,18 @@ for it is handed to the next receive.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Optional, Union
 
 from streamwire import _native
-from streamwire._native import Message, MessageId
+from streamwire._native import Message, MessageId, Received
 from streamwire.exceptions import StreamwireError
 
 __all__ = ["Client", "Consumer", "Producer", "Reader"]
 
-_AckTarget = Union[Message, MessageId, Sequence[Union[Message, MessageId]]]
+_AckTarget = Union[
+    Message, MessageId, list[Union[Message, MessageId]], tuple[Union[Message, MessageId], ...]
+]
 
 _ONE, _MANY, _ARROW = 0, 1, 2
 
@@ -43,9 +44,7 @@ class Client:
         native: _native.Producer = await self._native._acreate_producer(topic, **options)
         return Producer(native)
 
-    async def subscribe(
-        self, topic: Any, subscription_name: str, **options: Any
-    ) -> Consumer:
+    async def subscribe(self, topic: Any, subscription_name: str, **options: Any) -> Consumer:
         """Subscribe (options as ``streamwire.Client.subscribe``)."""
         native: _native.Consumer = await self._native._asubscribe(
             topic, subscription_name, **options
@@ -162,7 +161,7 @@ class _Receiving:
         finally:
             self._waiters.remove(waiter)
 
-    def _orphaned(self, received: _native.Received) -> None:
+    def _orphaned(self, received: Received) -> None:
         """A cancelled receive's messages: to the oldest receive still waiting, else held."""
         received.move_into(self._held)
         for fut, kind, max_messages, columns in self._waiters:

@@ -30,12 +30,15 @@ use streamwire_pulsar::message_id::MessageId;
 use crate::common::errors::to_py;
 use crate::pulsar::message_id::PyMessageId;
 
+/// Builds a Python value on the dispatcher thread.
+pub type Builder = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
+
 /// A value to resolve a future with, built on the dispatcher thread (interpreter attached).
 pub enum Value {
     None,
     Id(MessageId),
     Ids(Vec<MessageId>),
-    Build(Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>),
+    Build(Builder),
 }
 
 impl Value {

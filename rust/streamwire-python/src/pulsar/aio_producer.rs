@@ -76,9 +76,13 @@ impl Room {
             *tx = Some(t);
         }
         self.busy.fetch_add(1, Ordering::AcqRel);
-        if let Some(Err(e)) = tx.as_ref().map(|t| t.send(w)) {
+        let failed = match tx.as_ref() {
+            Some(t) => t.send(w).err().map(|e| e.0),
+            None => Some(w),
+        };
+        if let Some(w) = failed {
             self.busy.fetch_sub(1, Ordering::AcqRel);
-            fail(e.0, Error::closed("producer"));
+            fail(w, Error::closed("producer"));
         }
         Ok(())
     }
