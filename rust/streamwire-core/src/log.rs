@@ -105,7 +105,11 @@ mod tests {
         set_threshold(Some(30));
         assert!(!enabled(Level::Info) && enabled(Level::Warning) && enabled(Level::Error));
         event(Level::Info, "x", build);
-        assert_eq!(BUILT.load(Ordering::Relaxed), 0, "built below the threshold");
+        assert_eq!(
+            BUILT.load(Ordering::Relaxed),
+            0,
+            "built below the threshold"
+        );
         event(Level::Warning, "pulsar.consumer", build);
         assert_eq!(BUILT.load(Ordering::Relaxed), 1);
         let seen = SEEN.lock().unwrap();
