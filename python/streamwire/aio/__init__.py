@@ -28,6 +28,9 @@ _AckTarget = Union[
 
 _ONE, _MANY, _ARROW = 0, 1, 2
 
+# Set on a waiting receive's future when held messages are there to take.
+_RETRY = object()
+
 
 class Client:
     """A connection to a Pulsar cluster for coroutines; options as ``streamwire.Client``."""
@@ -140,8 +143,8 @@ class _Receiving:
 
     def __init__(self) -> None:
         self._held = _native.Held()
-        # Receives waiting for the engine, oldest first: (future, kind, max, columns).
-        self._waiters: list[tuple[asyncio.Future[Any], int, int, Optional[list[str]]]] = []
+        # Receives waiting for the engine, oldest first.
+        self._waiters: list[asyncio.Future[Any]] = []
 
     def _start(
         self, kind: int, max_messages: int, timeout: Optional[float], columns: Optional[list[str]]
@@ -151,24 +154,33 @@ class _Receiving:
     async def _get(
         self, kind: int, max_messages: int, timeout: Optional[float], columns: Optional[list[str]]
     ) -> Any:
-        fut = self._start(kind, max_messages, timeout, columns)
-        if fut.done():
-            return fut.result()
-        waiter = (fut, kind, max_messages, columns)
-        self._waiters.append(waiter)
-        try:
-            return await fut
-        finally:
-            self._waiters.remove(waiter)
+        while True:
+            fut = self._start(kind, max_messages, timeout, columns)
+            if fut.done():
+                return fut.result()  # taken at once: no await, nothing to cancel
+            self._waiters.append(fut)
+            try:
+                got = await fut
+            except asyncio.CancelledError:
+                # Cancelled after the engine's messages arrived: hand them back.
+                if fut.done() and not fut.cancelled() and type(fut.result()) is Received:
+                    fut.result().orphan()
+                raise
+            finally:
+                self._waiters.remove(fut)
+            if got is _RETRY:
+                continue  # messages were handed back meanwhile: take them
+            received: Received = got
+            return received.value()
 
     def _orphaned(self, received: Received) -> None:
-        """A cancelled receive's messages: to the oldest receive still waiting, else held."""
+        """A cancelled receive's messages: held for the next receive, and the oldest receive
+        still waiting is woken to take them."""
         received.move_into(self._held)
-        for fut, kind, max_messages, columns in self._waiters:
-            if not len(self._held):
-                return
+        for fut in self._waiters:
             if not fut.done():
-                fut.set_result(self._held.take_as(kind, max_messages, columns))
+                fut.set_result(_RETRY)
+                return
 
     def _end(self) -> bool:
         return self._native.has_reached_end_of_topic() and not len(self._held)

@@ -3,7 +3,9 @@
 The engine's dispatcher thread hands each loop one batch of ``(future, exception, value)``
 items through ``loop.call_soon_threadsafe(_resolve_many, items)``. Running here, on the loop,
 makes "was this future cancelled?" a question with a stable answer: a cancelled receive's
-messages go back to their consumer (``Received.orphan``) instead of being dropped.
+messages go back to their consumer (``Received.orphan``) instead of being dropped. A live
+receive's future gets the ``Received`` itself; the awaiting coroutine builds its value, so a
+cancellation that lands after resolution also hands the messages back (see ``aio._Receiving``).
 """
 
 from __future__ import annotations
@@ -22,10 +24,5 @@ def _resolve_many(items: list[tuple[asyncio.Future[Any], BaseException | None, A
             continue
         if exc is not None:
             fut.set_exception(exc)
-        elif type(value) is Received:
-            try:
-                fut.set_result(value.value())
-            except Exception as e:  # building the value failed (e.g. pyarrow missing)
-                fut.set_exception(e)
         else:
             fut.set_result(value)
