@@ -4,6 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use streamwire_core::log::{event, Level};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use tokio::sync::{mpsc, oneshot};
@@ -723,10 +724,16 @@ impl Actor {
         self.reconnect_at = Some(Instant::now());
     }
 
-    fn on_disconnect(&mut self, _why: Error) {
+    fn on_disconnect(&mut self, why: Error) {
         if let Some(live) = self.live.take() {
             live.conn.unregister_handler(live.producer_id);
         }
+        event(Level::Warning, "pulsar.producer", || {
+            (
+                format!("producer disconnected, reconnecting: {why}"),
+                vec![("topic", self.shared.topic.to_string())],
+            )
+        });
         self.shared.stats.on_reconnect();
         if self.reconnect_at.is_none() {
             self.reconnect_at = Some(Instant::now() + self.backoff.next_delay());
@@ -756,6 +763,12 @@ impl Actor {
                     Err(err) => return self.on_disconnect(err),
                 };
                 let conn = live.conn.clone();
+                event(Level::Info, "pulsar.producer", || {
+                    (
+                        format!("producer reconnected; re-sending {} entries", frames.len()),
+                        vec![("topic", self.shared.topic.to_string())],
+                    )
+                });
                 for f in frames {
                     if let Err(err) = conn.send_encoded(f).await {
                         return self.on_disconnect(err);

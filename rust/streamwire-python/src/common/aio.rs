@@ -184,6 +184,11 @@ pub fn exception(py: Python<'_>, e: Error) -> Py<PyAny> {
     to_py(e).into_value(py).into_any()
 }
 
+/// Whether the interpreter is finalizing (nothing may attach any more).
+pub fn stopped() -> bool {
+    STOPPED.load(Ordering::Acquire)
+}
+
 /// Stop resolving futures (at interpreter exit, when attaching is no longer safe).
 pub fn stop() {
     STOPPED.store(true, Ordering::Release);

@@ -7,4 +7,5 @@ pub mod arrow;
 pub mod blocking;
 pub mod columns;
 pub mod errors;
+pub mod logging;
 pub mod pickle;

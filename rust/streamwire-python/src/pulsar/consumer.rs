@@ -686,6 +686,15 @@ impl ConsumerPlan {
                     .await?
             }
         };
+        streamwire_core::log::event(streamwire_core::log::Level::Info, "pulsar.consumer", || {
+            (
+                "consumer opened".to_owned(),
+                vec![
+                    ("topic", engine.topic().to_owned()),
+                    ("subscription", engine.subscription().to_owned()),
+                ],
+            )
+        });
         Ok(Consumer {
             h: Handle {
                 engine,

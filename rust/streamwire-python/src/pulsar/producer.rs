@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::log;
 use streamwire_core::runtime;
 use streamwire_pulsar::engine::batcher::BatchConfig;
 use streamwire_pulsar::engine::compression::Codec;
@@ -98,6 +99,12 @@ impl ProducerPlan {
         let topic = self.topic.to_string();
         let block = self.config.block_if_queue_full;
         let tp = TopicProducer::create(self.client, self.topic, self.config, self.budget).await?;
+        log::event(log::Level::Info, "pulsar.producer", || {
+            (
+                "producer opened".to_owned(),
+                vec![("topic", topic.clone()), ("producer", tp.name())],
+            )
+        });
         Ok(Producer {
             topic,
             block_if_queue_full: block,
