@@ -1,4 +1,5 @@
-"""Awaited sends (streamwire.aio, gathered in windows) vs blocking send_async + flush.
+"""Awaited sends (streamwire.aio, gathered in windows) vs blocking send_async + flush, and
+asyncio's own floor (the same number of futures created, resolved and gathered).
 
 Usage: .venv/bin/python benches/aio_bench.py [N]   (starts its own pulsar-lite)
 """
@@ -42,6 +43,22 @@ async def awaited(url: str, n: int, payload: bytes) -> float:
         return time.perf_counter() - t0
 
 
+async def asyncio_floor(n: int) -> float:
+    """asyncio's own cost: create, resolve and gather n futures (no engine at all)."""
+    loop = asyncio.get_running_loop()
+    t0 = time.perf_counter()
+    for start in range(0, n, WINDOW):
+        futs = [loop.create_future() for _ in range(min(WINDOW, n - start))]
+
+        def resolve(futs: list[asyncio.Future[None]] = futs) -> None:
+            for f in futs:
+                f.set_result(None)
+
+        loop.call_soon(resolve)
+        await asyncio.gather(*futs)
+    return time.perf_counter() - t0
+
+
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
     payload = b"x" * 100
@@ -61,6 +78,11 @@ def main() -> None:
         rows.sort(key=lambda r: r[1] / r[0])
         b, a = rows[1]
         print(f"median ratio (aio / blocking time): {a / b:.2f}x")
+        floor = asyncio.run(asyncio_floor(n))
+        print(
+            f"asyncio floor (futures gathered, no engine): {n / floor:,.0f}/s = "
+            f"{floor / b:.2f}x the blocking time"
+        )
     finally:
         broker.stop()
 
