@@ -176,6 +176,15 @@ impl Actor {
     }
 
     fn fail(&mut self, e: Error) {
+        event(Level::Error, "pulsar.consumer", || {
+            (
+                format!("consumer failed for good: {e}"),
+                vec![
+                    ("topic", self.slot.topic.to_string()),
+                    ("subscription", self.cfg.subscription.clone()),
+                ],
+            )
+        });
         *self.slot.fatal.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
         self.slot.app_notify.notify_waiters();
         self.slot.app_notify.notify_one();

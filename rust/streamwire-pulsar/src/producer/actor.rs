@@ -662,6 +662,7 @@ impl Actor {
                 let err = server_error(e.error, &e.message);
                 if e.error == code::TOPIC_TERMINATED_ERROR || e.error == code::NOT_ALLOWED_ERROR {
                     self.terminal = Some(err.clone());
+                    self.log_terminal(&err);
                     self.fail_all(&err);
                 } else {
                     self.recreate(err).await;
@@ -787,6 +788,7 @@ impl Actor {
                         .closed
                         .store(e.kind() == ErrorKind::Closed, Ordering::Release);
                     self.terminal = Some(e.clone());
+                    self.log_terminal(&e);
                     self.fail_all(&e);
                     return;
                 }
@@ -816,6 +818,16 @@ impl Actor {
             e.fail(&err);
         }
         self.check_flush_waiters();
+    }
+
+    /// The producer cannot go on (fenced, terminated, refused...): said once, as an error.
+    fn log_terminal(&self, err: &Error) {
+        event(Level::Error, "pulsar.producer", || {
+            (
+                format!("producer failed for good: {err}"),
+                vec![("topic", self.shared.topic.to_string())],
+            )
+        });
     }
 
     fn fail_all(&mut self, err: &Error) {
