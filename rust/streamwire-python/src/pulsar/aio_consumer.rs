@@ -24,7 +24,8 @@ use crate::common::aio::{self, Value};
 use crate::common::blocking::timeout_arg;
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::pulsar::client::Client;
-use crate::pulsar::consumer::{consumer_plan, reader_plan, Consumer, Handle, Reader};
+use crate::pulsar::consumer::{Consumer, Handle, Reader};
+use crate::pulsar::consumer_options::{consumer_plan, reader_plan};
 use crate::pulsar::message::{column_list, to_record_batch, Message};
 
 /// What a receive call asked for.

@@ -6,6 +6,7 @@ pub mod aio_producer;
 pub mod auth;
 pub mod client;
 pub mod consumer;
+pub mod consumer_options;
 pub mod dispatch;
 pub mod lookup_ext;
 pub mod message;
