@@ -9,7 +9,11 @@ from __future__ import annotations
 import atexit
 import os
 
-from streamwire import _native, exceptions
+from streamwire import (
+    _logging,  # noqa: F401  (NullHandler; engine log level follows logging)
+    _native,
+    exceptions,
+)
 from streamwire._native import (
     Client,
     Consumer,

@@ -10,6 +10,7 @@ __version__: str
 def configure(io_threads: int) -> None: ...
 def _runtime_started() -> bool: ...
 def _shutdown_callbacks() -> None: ...
+def _set_log_level(level: Optional[int]) -> None: ...
 
 @final
 class Client:
@@ -85,6 +86,56 @@ class Client:
         chunking: bool = False,
         properties: Optional[Mapping[str, str]] = None,
     ) -> Producer: ...
+    # streamwire.aio: the same options, returning asyncio futures.
+    def _acreate_producer(
+        self,
+        topic: str,
+        *,
+        producer_name: Optional[str] = None,
+        batching: bool = True,
+        batching_max_messages: int = 1000,
+        batching_max_bytes: int = 131_072,
+        batching_max_delay: float = 0.001,
+        compression: Optional[str] = None,
+        max_pending_messages: int = 10_000,
+        block_if_queue_full: bool = True,
+        send_timeout: float = 30.0,
+        initial_sequence_id: Optional[int] = None,
+        access_mode: str = "shared",
+        routing: str = "round_robin",
+        chunking: bool = False,
+        properties: Optional[Mapping[str, str]] = None,
+    ) -> Any: ...
+    def _asubscribe(
+        self,
+        topic: Union[str, list[str], re.Pattern[str]],
+        subscription_name: str,
+        *,
+        subscription_type: str = "exclusive",
+        initial_position: str = "latest",
+        receiver_queue_size: int = 1000,
+        consumer_name: Optional[str] = None,
+        ack_grouping_time: float = 0.1,
+        negative_ack_redelivery_delay: float = 60.0,
+        ack_timeout: Optional[float] = None,
+        batch_index_ack: bool = False,
+        read_compacted: bool = False,
+        replicate_subscription_state: bool = False,
+        pattern_auto_discovery_period: float = 60.0,
+        dead_letter_policy: Optional[Mapping[str, Union[int, str, None]]] = None,
+        max_pending_chunked_messages: int = 10,
+        expire_time_of_incomplete_chunked_message: float = 60.0,
+        key_shared_policy: Union[str, Mapping[str, Sequence[tuple[int, int]]], None] = None,
+    ) -> Any: ...
+    def _acreate_reader(
+        self,
+        topic: str,
+        start_message_id: Union[str, MessageId, None] = None,
+        *,
+        inclusive: bool = False,
+        receiver_queue_size: int = 1000,
+        reader_name: Optional[str] = None,
+    ) -> Any: ...
     def __enter__(self) -> Client: ...
     def __exit__(
         self,
@@ -199,6 +250,17 @@ class Consumer:
     @property
     def consumer_name(self) -> Optional[str]: ...
     def is_connected(self) -> bool: ...
+    def _areceive(
+        self,
+        held: Held,
+        orphan: Callable[[Received], None],
+        kind: int,
+        max_messages: int,
+        timeout: Optional[float] = None,
+        columns: Optional[list[str]] = None,
+    ) -> Any: ...
+    def _aclose(self) -> Any: ...
+    def _aunsubscribe(self) -> Any: ...
     def __iter__(self) -> Consumer: ...
     def __next__(self) -> Message: ...
     def __enter__(self) -> Consumer: ...
@@ -223,6 +285,17 @@ class Reader:
     def close(self) -> None: ...
     @property
     def topic(self) -> str: ...
+    def _aread(
+        self,
+        held: Held,
+        orphan: Callable[[Received], None],
+        kind: int,
+        max_messages: int,
+        timeout: Optional[float] = None,
+        columns: Optional[list[str]] = None,
+    ) -> Any: ...
+    def _aclose(self) -> Any: ...
+    def _ahas_message_available(self) -> Any: ...
     def __iter__(self) -> Reader: ...
     def __next__(self) -> Message: ...
     def __enter__(self) -> Reader: ...
@@ -293,6 +366,33 @@ class Producer:
     def last_sequence_id(self) -> int: ...
     @property
     def num_partitions(self) -> int: ...
+    def _asend(
+        self,
+        value: _Payload,
+        *,
+        key: Optional[str] = None,
+        ordering_key: Optional[bytes] = None,
+        properties: Optional[Mapping[str, str]] = None,
+        event_time: Optional[int] = None,
+        sequence_id: Optional[int] = None,
+        deliver_after: Optional[float] = None,
+        deliver_at: Optional[int] = None,
+        replication_clusters: Optional[list[str]] = None,
+        disable_replication: bool = False,
+    ) -> Any: ...
+    def _asend_many(
+        self,
+        values: Union[Sequence[Optional[_Payload]], Any],
+        *,
+        keys: Union[Sequence[Optional[str]], Any, None] = None,
+        properties: Union[
+            Mapping[str, str], Sequence[Optional[Mapping[str, str]]], Any, None
+        ] = None,
+        event_times: Union[Sequence[Optional[int]], Any, None] = None,
+        sequence_ids: Union[Sequence[int], Any, None] = None,
+    ) -> Any: ...
+    def _aflush(self) -> Any: ...
+    def _aclose(self) -> Any: ...
     def __len__(self) -> int: ...
     def __enter__(self) -> Producer: ...
     def __exit__(self, *_args: object) -> bool: ...
@@ -594,3 +694,20 @@ class PravegaReader:
 # --- the PIP-64 gateway (wrapped by streamwire.gateway and the `streamwire` command) ---
 
 def _gateway_run(args: list[str]) -> None: ...
+
+# asyncio bridge (streamwire.aio): receives handed back by cancelled awaits.
+@final
+class Held:
+    def __new__(cls) -> Held: ...
+    def __len__(self) -> int: ...
+    def take_as(self, kind: int, max_messages: int, columns: Optional[list[str]] = None) -> Any: ...
+
+@final
+class Received:
+    def value(self) -> Any: ...
+    def orphan(self) -> None: ...
+    def move_into(self, held: Held) -> None: ...
+
+@final
+class AbortOnCancel:
+    def __call__(self, fut: Any) -> None: ...

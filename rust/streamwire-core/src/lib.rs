@@ -21,6 +21,8 @@ pub mod completion;
 pub mod error;
 /// A framed request/response connection (reader and writer tasks, request ids, deadlines).
 pub mod framed;
+/// Engine events for the embedding's log (an atomic level check when disabled).
+pub mod log;
 /// One logical connection that re-dials with backoff after it is lost.
 pub mod redial;
 /// One Tokio runtime per process, lazily built and rebuilt after fork.

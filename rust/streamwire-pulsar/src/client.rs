@@ -7,6 +7,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use streamwire_core::log::{event, Level};
 
 use streamwire_core::error::{Error, ErrorKind, Result};
 
@@ -118,6 +119,15 @@ impl PulsarClient {
                         return Ok(TopicOwner { logical, physical });
                     }
                     authoritative = resp.authoritative.unwrap_or(false);
+                    event(Level::Debug, "pulsar.lookup", || {
+                        (
+                            format!("lookup of {topic_str} redirected to {logical}"),
+                            vec![
+                                ("topic", topic_str.clone()),
+                                ("broker", logical.to_string()),
+                            ],
+                        )
+                    });
                     conn = self.inner.pool.get(&logical, &physical).await?;
                 }
             }

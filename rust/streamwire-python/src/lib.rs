@@ -45,6 +45,7 @@ fn _runtime_started() -> bool {
 #[pyfunction]
 fn _shutdown_callbacks() {
     dispatch::stop();
+    common::aio::stop();
 }
 
 #[pymodule]
@@ -58,6 +59,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<message::Message>()?;
     m.add_class::<producer::Producer>()?;
     m.add_class::<producer::SendFuture>()?;
+    m.add_class::<common::aio::AbortOnCancel>()?;
+    m.add_class::<pulsar::aio_consumer::Held>()?;
+    m.add_class::<pulsar::aio_consumer::Received>()?;
     m.add_class::<pravega::client::PravegaNativeClient>()?;
     m.add_class::<pravega::writer::PravegaWriter>()?;
     m.add_class::<pravega::writer::PravegaWriteFuture>()?;
@@ -71,6 +75,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gateway::_gateway_run, m)?)?;
     m.add_function(wrap_pyfunction!(_shutdown_callbacks, m)?)?;
     m.add_function(wrap_pyfunction!(configure, m)?)?;
+    m.add_function(wrap_pyfunction!(common::logging::_set_log_level, m)?)?;
     m.add_function(wrap_pyfunction!(_runtime_started, m)?)?;
     Ok(())
 }

@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use streamwire_core::log::{event, Level};
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -173,7 +174,7 @@ impl Connection {
                 ))
             }
         };
-        tokio::time::timeout(config.connect_timeout, connect)
+        let res = tokio::time::timeout(config.connect_timeout, connect)
             .await
             .map_err(|_| {
                 Error::new(
@@ -183,7 +184,23 @@ impl Connection {
                         config.connect_timeout.as_secs_f64()
                     ),
                 )
-            })?
+            })
+            .and_then(|r| r);
+        match &res {
+            Ok(_) => event(Level::Info, "pulsar.connection", || {
+                (
+                    format!("connected to {physical}"),
+                    vec![("broker", physical.to_string())],
+                )
+            }),
+            Err(e) => event(Level::Warning, "pulsar.connection", || {
+                (
+                    format!("cannot connect to {physical}: {e}"),
+                    vec![("broker", physical.to_string())],
+                )
+            }),
+        }
+        res
     }
 
     fn start<S>(

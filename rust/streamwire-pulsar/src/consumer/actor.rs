@@ -4,6 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use streamwire_core::log::{event, Level};
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -97,6 +98,15 @@ impl Actor {
                         Ordering::Relaxed,
                     );
                     self.slot.stats.reconnects.fetch_add(1, Ordering::Relaxed);
+                    event(Level::Warning, "pulsar.consumer", || {
+                        (
+                            "consumer disconnected, reconnecting".to_owned(),
+                            vec![
+                                ("topic", self.slot.topic.to_string()),
+                                ("subscription", self.cfg.subscription.clone()),
+                            ],
+                        )
+                    });
                     match self.reconnect().await {
                         Some(l) => live = l,
                         None => return,
@@ -114,6 +124,15 @@ impl Actor {
             match self.connect().await {
                 Ok(l) => {
                     *self.reconnect_error() = None;
+                    event(Level::Info, "pulsar.consumer", || {
+                        (
+                            "consumer reconnected".to_owned(),
+                            vec![
+                                ("topic", self.slot.topic.to_string()),
+                                ("subscription", self.cfg.subscription.clone()),
+                            ],
+                        )
+                    });
                     return Some(l);
                 }
                 Err(e) if !e.is_retriable() && e.kind() != ErrorKind::Connect => {
@@ -157,6 +176,15 @@ impl Actor {
     }
 
     fn fail(&mut self, e: Error) {
+        event(Level::Error, "pulsar.consumer", || {
+            (
+                format!("consumer failed for good: {e}"),
+                vec![
+                    ("topic", self.slot.topic.to_string()),
+                    ("subscription", self.cfg.subscription.clone()),
+                ],
+            )
+        });
         *self.slot.fatal.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
         self.slot.app_notify.notify_waiters();
         self.slot.app_notify.notify_one();

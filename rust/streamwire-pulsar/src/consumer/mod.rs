@@ -941,6 +941,15 @@ impl Consumer {
                 dl.close().await;
             }
         }
+        streamwire_core::log::event(streamwire_core::log::Level::Info, "pulsar.consumer", || {
+            (
+                "consumer closed".to_owned(),
+                vec![
+                    ("topic", self.topic().to_owned()),
+                    ("subscription", self.subscription().to_owned()),
+                ],
+            )
+        });
         Ok(())
     }
 

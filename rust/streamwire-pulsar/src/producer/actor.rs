@@ -4,6 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use streamwire_core::log::{event, Level};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use tokio::sync::{mpsc, oneshot};
@@ -661,6 +662,7 @@ impl Actor {
                 let err = server_error(e.error, &e.message);
                 if e.error == code::TOPIC_TERMINATED_ERROR || e.error == code::NOT_ALLOWED_ERROR {
                     self.terminal = Some(err.clone());
+                    self.log_terminal(&err);
                     self.fail_all(&err);
                 } else {
                     self.recreate(err).await;
@@ -723,10 +725,16 @@ impl Actor {
         self.reconnect_at = Some(Instant::now());
     }
 
-    fn on_disconnect(&mut self, _why: Error) {
+    fn on_disconnect(&mut self, why: Error) {
         if let Some(live) = self.live.take() {
             live.conn.unregister_handler(live.producer_id);
         }
+        event(Level::Warning, "pulsar.producer", || {
+            (
+                format!("producer disconnected, reconnecting: {why}"),
+                vec![("topic", self.shared.topic.to_string())],
+            )
+        });
         self.shared.stats.on_reconnect();
         if self.reconnect_at.is_none() {
             self.reconnect_at = Some(Instant::now() + self.backoff.next_delay());
@@ -756,6 +764,12 @@ impl Actor {
                     Err(err) => return self.on_disconnect(err),
                 };
                 let conn = live.conn.clone();
+                event(Level::Info, "pulsar.producer", || {
+                    (
+                        format!("producer reconnected; re-sending {} entries", frames.len()),
+                        vec![("topic", self.shared.topic.to_string())],
+                    )
+                });
                 for f in frames {
                     if let Err(err) = conn.send_encoded(f).await {
                         return self.on_disconnect(err);
@@ -774,6 +788,7 @@ impl Actor {
                         .closed
                         .store(e.kind() == ErrorKind::Closed, Ordering::Release);
                     self.terminal = Some(e.clone());
+                    self.log_terminal(&e);
                     self.fail_all(&e);
                     return;
                 }
@@ -803,6 +818,16 @@ impl Actor {
             e.fail(&err);
         }
         self.check_flush_waiters();
+    }
+
+    /// The producer cannot go on (fenced, terminated, refused...): said once, as an error.
+    fn log_terminal(&self, err: &Error) {
+        event(Level::Error, "pulsar.producer", || {
+            (
+                format!("producer failed for good: {err}"),
+                vec![("topic", self.shared.topic.to_string())],
+            )
+        });
     }
 
     fn fail_all(&mut self, err: &Error) {

@@ -212,6 +212,15 @@ impl TopicProducer {
                 first.get_or_insert(e);
             }
         }
+        streamwire_core::log::event(streamwire_core::log::Level::Info, "pulsar.producer", || {
+            (
+                "producer closed".to_owned(),
+                vec![
+                    ("topic", self.topic().to_string()),
+                    ("producer", self.name()),
+                ],
+            )
+        });
         first.map_or(Ok(()), Err)
     }
 

@@ -2,9 +2,11 @@
 //! Ctrl-C checked), the one mapping of engine errors to exceptions, column-shaped inputs
 //! (sequences and pyarrow arrays) and the pickling refusal of live handles.
 
+pub mod aio;
 pub mod arrow;
 pub mod blocking;
 pub mod columns;
 pub mod errors;
+pub mod logging;
 pub mod pickle;
 pub mod repr;

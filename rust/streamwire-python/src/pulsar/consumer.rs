@@ -4,136 +4,33 @@
 //! lock without detaching from the interpreter or touching the runtime. Only when the queue
 //! is empty does the call detach and wait (through `blocking::wait`, so Ctrl-C works).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::exceptions::{PyStopIteration, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use streamwire_core::error::{Error, ErrorKind, Result as EResult};
+use streamwire_core::error::{Error, Result as EResult};
 use streamwire_core::runtime;
-use streamwire_pulsar::consumer::dlq::DeadLetterPolicy;
-use streamwire_pulsar::consumer::pattern::{namespace_of, TopicFilter};
-use streamwire_pulsar::consumer::{
-    Consumer as Engine, ConsumerConfig, InitialPosition, KeySharedPolicy, ReceivedMessage,
-    StartFilter, SubType,
-};
+use streamwire_pulsar::consumer::{Consumer as Engine, ReceivedMessage};
 use streamwire_pulsar::message_id::MessageId;
 use streamwire_pulsar::protocol::commands::SeekTarget;
-use streamwire_pulsar::topic::TopicName;
 
 use crate::common::blocking::{timeout_arg, wait};
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::pickle::refuse_pickle;
 use crate::pulsar::client::Client;
+use crate::pulsar::consumer_options::{consumer_plan, reader_plan};
 use crate::pulsar::message::{column_list, to_record_batch, Message};
 use crate::pulsar::message_id::PyMessageId;
 
 const PICKLE_HINT: &str = "create the consumer inside the worker process from a client made there";
 
-fn config_err(msg: String) -> PyErr {
-    to_py(Error::new(ErrorKind::Config, msg))
-}
-
-fn non_negative(name: &str, secs: f64) -> PyResult<Duration> {
-    if secs.is_finite() && secs >= 0.0 {
-        Ok(Duration::from_secs_f64(secs))
-    } else {
-        Err(config_err(format!(
-            "{name} must be a non-negative number of seconds, got {secs}"
-        )))
-    }
-}
-
-fn queue_size(n: i64) -> PyResult<u32> {
-    if (1..=1_000_000).contains(&n) {
-        Ok(n as u32)
-    } else {
-        Err(config_err(format!(
-            "receiver_queue_size must be between 1 and 1000000, got {n}"
-        )))
-    }
-}
-
-/// What `subscribe` was given: topics by name, or a compiled regex.
-enum Topics {
-    Names(Vec<TopicName>),
-    Pattern {
-        namespace: String,
-        label: String,
-        filter: TopicFilter,
-    },
-}
-
-/// A filter asking the caller's compiled pattern, as Java's `TopicList.filterTopics`: the
-/// domain (`persistent://`) is taken off both the pattern and the names, and a pattern with
-/// no `/` is matched against the bare topic name.
-fn pattern_filter(py: Python<'_>, topic: &Bound<'_, PyAny>) -> PyResult<TopicFilter> {
-    let re = py.import("re")?;
-    let pattern: String = topic.getattr("pattern")?.extract()?;
-    let short: String = re
-        .call_method1("sub", (r"^\^?(non-)?persistent:(\\?/){2}", "", &pattern))?
-        .extract()?;
-    let local_only = !short.replace('\\', "").contains('/');
-    let compiled: Py<PyAny> = re
-        .call_method1("compile", (&short, topic.getattr("flags")?))?
-        .unbind();
-    Ok(Arc::new(move |names: &[String]| {
-        Python::try_attach(|py| -> PyResult<Vec<bool>> {
-            let c = compiled.bind(py);
-            names
-                .iter()
-                .map(|n| {
-                    let rest = n.split_once("://").map_or(n.as_str(), |(_, r)| r);
-                    let subject = if local_only {
-                        rest.rsplit('/').next().unwrap_or(rest)
-                    } else {
-                        rest
-                    };
-                    Ok(!c.call_method1("fullmatch", (subject,))?.is_none())
-                })
-                .collect()
-        })
-        .and_then(Result::ok)
-    }))
-}
-
-/// Topics named by a str, a list of str, or a compiled regex.
-fn topics_arg(py: Python<'_>, topic: &Bound<'_, PyAny>) -> PyResult<Topics> {
-    if let Ok(s) = topic.extract::<String>() {
-        return Ok(Topics::Names(vec![TopicName::parse(&s).py_err()?]));
-    }
-    let re = py.import("re")?.getattr("Pattern")?;
-    if topic.is_instance(&re)? {
-        let pattern: String = topic.getattr("pattern")?.extract()?;
-        return Ok(Topics::Pattern {
-            namespace: namespace_of(&pattern).py_err()?,
-            filter: pattern_filter(py, topic)?,
-            label: pattern,
-        });
-    }
-    if topic.is_instance_of::<PyList>() || topic.is_instance_of::<PyTuple>() {
-        let names: Vec<String> = topic.extract()?;
-        if names.is_empty() {
-            return Err(to_py(Error::invalid("the list of topics is empty")));
-        }
-        return names
-            .iter()
-            .map(|n| TopicName::parse(n).py_err())
-            .collect::<PyResult<_>>()
-            .map(Topics::Names);
-    }
-    Err(PyTypeError::new_err(
-        "topic must be a str, a list of str, or a compiled re.Pattern",
-    ))
-}
-
 /// What `Consumer` and `Reader` share.
-struct Handle {
-    engine: Engine,
-    pid: u32,
-    op_timeout: Duration,
+pub(crate) struct Handle {
+    pub(crate) engine: Engine,
+    pub(crate) pid: u32,
+    pub(crate) op_timeout: Duration,
 }
 
 enum Target {
@@ -141,7 +38,7 @@ enum Target {
 }
 
 impl Handle {
-    fn live(&self, what: &str) -> PyResult<&Engine> {
+    pub(crate) fn live(&self, what: &str) -> PyResult<&Engine> {
         runtime::check_same_process(self.pid, what).py_err()?;
         if self.engine.is_closed() {
             return Err(to_py(Error::closed(what)));
@@ -212,7 +109,10 @@ impl Handle {
 
     /// A Message, a MessageId, or a list/tuple of them -> their (slot, id) pairs. Every item
     /// is resolved before any is acted on, so a bad item fails the call having changed nothing.
-    fn targets(&self, obj: &Bound<'_, PyAny>) -> PyResult<Vec<(Option<u32>, MessageId)>> {
+    pub(crate) fn targets(
+        &self,
+        obj: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<(Option<u32>, MessageId)>> {
         if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
             let mut out = Vec::with_capacity(obj.len().unwrap_or(0));
             for item in obj.try_iter()? {
@@ -342,93 +242,6 @@ impl Handle {
     }
 }
 
-/// `dead_letter_policy`: a mapping with `max_redeliver_count` (required, >= 1) and
-/// optionally `dead_letter_topic`.
-fn dead_letter_arg(obj: &Bound<'_, PyAny>) -> PyResult<DeadLetterPolicy> {
-    let items = obj.call_method0("items").map_err(|_| {
-        PyTypeError::new_err("dead_letter_policy must be a mapping with max_redeliver_count")
-    })?;
-    let mut policy = DeadLetterPolicy {
-        max_redeliver_count: 0,
-        dead_letter_topic: None,
-    };
-    let mut have_max = false;
-    for item in items.try_iter()? {
-        let (k, v): (String, Bound<'_, PyAny>) = item?.extract()?;
-        match k.as_str() {
-            "max_redeliver_count" => {
-                let n: i64 = v.extract()?;
-                if !(1..=i64::from(i32::MAX)).contains(&n) {
-                    return Err(config_err(format!(
-                        "dead_letter_policy max_redeliver_count must be at least 1, got {n}"
-                    )));
-                }
-                policy.max_redeliver_count = n as u32;
-                have_max = true;
-            }
-            "dead_letter_topic" => {
-                let t: Option<String> = v.extract()?;
-                if let Some(t) = &t {
-                    TopicName::parse(t).py_err()?;
-                }
-                policy.dead_letter_topic = t;
-            }
-            other => {
-                return Err(config_err(format!(
-                    "unknown dead_letter_policy key {other:?}; use max_redeliver_count and \
-                     dead_letter_topic"
-                )))
-            }
-        }
-    }
-    if !have_max {
-        return Err(config_err(
-            "dead_letter_policy needs max_redeliver_count".into(),
-        ));
-    }
-    Ok(policy)
-}
-
-/// `None`, `"auto_split"` or `{"sticky": [(start, end), ...]}` (inclusive hash ranges).
-fn key_shared_arg(obj: &Bound<'_, PyAny>) -> PyResult<KeySharedPolicy> {
-    const HINT: &str =
-        "key_shared_policy must be None, \"auto_split\" or {\"sticky\": [(start, end), ...]}";
-    if let Ok(s) = obj.extract::<String>() {
-        return match s.as_str() {
-            "auto_split" => Ok(KeySharedPolicy::AutoSplit),
-            _ => Err(config_err(format!("{HINT}, got {s:?}"))),
-        };
-    }
-    let d = obj
-        .cast::<PyDict>()
-        .map_err(|_| config_err(HINT.to_owned()))?;
-    if d.len() != 1 {
-        return Err(config_err(HINT.to_owned()));
-    }
-    let ranges = d
-        .get_item("sticky")?
-        .ok_or_else(|| config_err(HINT.to_owned()))?
-        .extract::<Vec<(i32, i32)>>()
-        .map_err(|_| config_err(HINT.to_owned()))?;
-    let p = KeySharedPolicy::Sticky(ranges);
-    p.validate().py_err()?;
-    Ok(p)
-}
-
-fn sub_type(s: &str) -> PyResult<SubType> {
-    Ok(match s {
-        "exclusive" => SubType::Exclusive,
-        "shared" => SubType::Shared,
-        "failover" => SubType::Failover,
-        "key_shared" => SubType::KeyShared,
-        _ => {
-            return Err(config_err(format!(
-            "subscription_type must be one of exclusive, shared, failover, key_shared; got {s:?}"
-        )))
-        }
-    })
-}
-
 #[pymethods]
 impl Client {
     /// Subscribe to a topic, a list of topics or a regex pattern (see the stub for details).
@@ -461,80 +274,29 @@ impl Client {
         expire_time_of_incomplete_chunked_message: f64,
         key_shared_policy: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Consumer> {
-        let client = self.live()?.clone();
-        if subscription_name.is_empty() {
-            return Err(config_err("subscription_name must not be empty".into()));
-        }
-        let initial_position = match initial_position {
-            "latest" => InitialPosition::Latest,
-            "earliest" => InitialPosition::Earliest,
-            other => {
-                return Err(config_err(format!(
-                    "initial_position must be \"latest\" or \"earliest\", got {other:?}"
-                )))
-            }
-        };
-        let ack_timeout = match ack_timeout {
-            None => None,
-            Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
-            Some(t) => {
-                return Err(config_err(format!(
-                    "ack_timeout must be None or a positive number of seconds, got {t}"
-                )))
-            }
-        };
-        let period = non_negative(
-            "pattern_auto_discovery_period",
-            pattern_auto_discovery_period,
-        )?;
-        let cfg = ConsumerConfig {
-            subscription: subscription_name.to_owned(),
-            sub_type: sub_type(subscription_type)?,
+        let plan = consumer_plan(
+            self,
+            py,
+            topic,
+            subscription_name,
+            subscription_type,
             initial_position,
+            receiver_queue_size,
             consumer_name,
-            receiver_queue_size: queue_size(receiver_queue_size)?,
-            ack_group_time: non_negative("ack_grouping_time", ack_grouping_time)?,
-            nack_delay: non_negative(
-                "negative_ack_redelivery_delay",
-                negative_ack_redelivery_delay,
-            )?,
+            ack_grouping_time,
+            negative_ack_redelivery_delay,
             ack_timeout,
             batch_index_ack,
             read_compacted,
             replicate_subscription_state,
+            pattern_auto_discovery_period,
+            dead_letter_policy,
             max_pending_chunked_messages,
-            expire_incomplete_chunked: non_negative(
-                "expire_time_of_incomplete_chunked_message",
-                expire_time_of_incomplete_chunked_message,
-            )?,
-            dead_letter: dead_letter_policy.map(dead_letter_arg).transpose()?,
-            key_shared: key_shared_policy
-                .filter(|o| !o.is_none())
-                .map(key_shared_arg)
-                .transpose()?,
-            ..ConsumerConfig::default()
-        };
-        let timeout = self.operation_timeout * 2;
-        let topics = topics_arg(py, topic)?;
-        let engine = wait(py, "subscribe", Some(timeout), async move {
-            match topics {
-                Topics::Names(t) => Engine::subscribe(&client, &t, cfg).await,
-                Topics::Pattern {
-                    namespace,
-                    label,
-                    filter,
-                } => {
-                    Engine::subscribe_pattern(&client, &namespace, label, filter, period, cfg).await
-                }
-            }
-        })?;
-        Ok(Consumer {
-            h: Handle {
-                engine,
-                pid: runtime::current_pid(),
-                op_timeout: self.operation_timeout,
-            },
-        })
+            expire_time_of_incomplete_chunked_message,
+            key_shared_policy,
+        )?;
+        let timeout = plan.timeout;
+        wait(py, "subscribe", Some(timeout), plan.open())
     }
 
     /// Read a topic from a position, without a durable subscription.
@@ -549,78 +311,23 @@ impl Client {
         receiver_queue_size: i64,
         reader_name: Option<String>,
     ) -> PyResult<Reader> {
-        let client = self.live()?.clone();
-        let t = TopicName::parse(topic).py_err()?;
-        let start = match start_message_id {
-            None => MessageId::EARLIEST,
-            Some(o) => {
-                if let Ok(id) = o.extract::<PyMessageId>() {
-                    id.id
-                } else if let Ok(s) = o.extract::<String>() {
-                    match s.as_str() {
-                        "earliest" => MessageId::EARLIEST,
-                        "latest" => MessageId::LATEST,
-                        _ => {
-                            return Err(config_err(format!(
-                                "start_message_id must be \"earliest\", \"latest\" or a MessageId, got {s:?}"
-                            )))
-                        }
-                    }
-                } else {
-                    return Err(PyTypeError::new_err(
-                        "start_message_id must be \"earliest\", \"latest\" or a MessageId",
-                    ));
-                }
-            }
-        };
-        let n: u64 = rand_suffix();
-        let cfg = ConsumerConfig {
-            subscription: format!("reader-{n:010x}"),
-            sub_type: SubType::Exclusive,
-            initial_position: if start == MessageId::LATEST {
-                InitialPosition::Latest
-            } else {
-                InitialPosition::Earliest
-            },
-            consumer_name: reader_name,
-            receiver_queue_size: queue_size(receiver_queue_size)?,
-            durable: false,
-            start: Some(StartFilter {
-                id: start,
-                inclusive,
-            }),
-            ..ConsumerConfig::default()
-        };
-        let timeout = self.operation_timeout * 2;
-        let engine = wait(py, "create reader", Some(timeout), async move {
-            Engine::subscribe(&client, &[t], cfg).await
-        })?;
-        Ok(Reader {
-            h: Handle {
-                engine,
-                pid: runtime::current_pid(),
-                op_timeout: self.operation_timeout,
-            },
-        })
+        let plan = reader_plan(
+            self,
+            topic,
+            start_message_id,
+            inclusive,
+            receiver_queue_size,
+            reader_name,
+        )?;
+        let timeout = plan.timeout;
+        wait(py, "create reader", Some(timeout), plan.open())
     }
-}
-
-fn rand_suffix() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    );
-    h.finish() & 0xff_ffff_ffff
 }
 
 /// A subscription's consumer. Thread-safe.
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct Consumer {
-    h: Handle,
+    pub(crate) h: Handle,
 }
 
 #[pymethods]
@@ -792,7 +499,7 @@ impl Consumer {
 /// A reader: reads a topic from a position without a durable subscription.
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct Reader {
-    h: Handle,
+    pub(crate) h: Handle,
 }
 
 #[pymethods]

@@ -1,9 +1,12 @@
 //! The Pulsar classes (`streamwire.Client`, `Producer`, `Consumer`, `Reader`, `Message`,
 //! `MessageId`), exported at the top of the `streamwire` package.
 
+pub mod aio_consumer;
+pub mod aio_producer;
 pub mod auth;
 pub mod client;
 pub mod consumer;
+pub mod consumer_options;
 pub mod dispatch;
 pub mod lookup_ext;
 pub mod message;

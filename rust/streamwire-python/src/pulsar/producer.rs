@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::log;
 use streamwire_core::runtime;
 use streamwire_pulsar::engine::batcher::BatchConfig;
 use streamwire_pulsar::engine::compression::Codec;
@@ -60,103 +61,170 @@ impl Client {
         chunking: bool,
         properties: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Producer> {
-        let client = self.live()?.clone();
-        let topic = TopicName::parse(topic).py_err()?;
-        let batching_max_messages: u32 =
-            count_arg("batching_max_messages", batching_max_messages).py_err()?;
-        let batching_max_bytes: usize =
-            count_arg("batching_max_bytes", batching_max_bytes).py_err()?;
-        let max_pending_messages: usize =
-            count_arg("max_pending_messages", max_pending_messages).py_err()?;
-        if batching_max_messages == 0 || batching_max_bytes == 0 {
-            return Err(config_err("batching limits must be positive".into()));
-        }
-        if max_pending_messages == 0 {
-            return Err(config_err("max_pending_messages must be at least 1".into()));
-        }
-        if producer_name.as_deref() == Some("") {
-            return Err(config_err("producer_name must not be empty".into()));
-        }
-        let compression = match compression.map(str::to_ascii_lowercase).as_deref() {
-            None | Some("none") => Codec::None,
-            Some("lz4") => Codec::Lz4,
-            Some("zlib") => Codec::Zlib,
-            Some("zstd") => Codec::Zstd,
-            Some("snappy") => Codec::Snappy,
-            Some(other) => {
-                return Err(config_err(format!(
-                    "unknown compression {other:?}; use None, 'lz4', 'zlib', 'zstd' or 'snappy'"
-                )))
-            }
-        };
-        let access_mode = match access_mode {
-            "shared" => pb::ProducerAccessMode::Shared,
-            "exclusive" => pb::ProducerAccessMode::Exclusive,
-            "exclusive_with_fencing" => pb::ProducerAccessMode::ExclusiveWithFencing,
-            "wait_for_exclusive" => pb::ProducerAccessMode::WaitForExclusive,
-            other => {
-                return Err(config_err(format!(
-                    "unknown access_mode {other:?}; use 'shared', 'exclusive', \
-                     'exclusive_with_fencing' or 'wait_for_exclusive'"
-                )))
-            }
-        };
-        let routing = match routing {
-            "round_robin" => Routing::RoundRobin,
-            "single" => Routing::Single,
-            "key_hash" => Routing::KeyHash,
-            other => {
-                return Err(config_err(format!(
-                    "unknown routing {other:?}; use 'round_robin', 'single' or 'key_hash'"
-                )))
-            }
-        };
-        let send_timeout = if send_timeout == 0.0 {
-            Duration::ZERO
-        } else {
-            positive_secs("send_timeout", send_timeout).py_err()?
-        };
-        let max_delay = if batching_max_delay == 0.0 {
-            Duration::ZERO
-        } else {
-            positive_secs("batching_max_delay", batching_max_delay).py_err()?
-        };
-        let config = ProducerConfig {
+        let plan = producer_plan(
+            self,
+            topic,
             producer_name,
             batching,
-            batch: BatchConfig {
-                max_messages: batching_max_messages,
-                max_bytes: batching_max_bytes,
-                max_delay,
-            },
+            batching_max_messages,
+            batching_max_bytes,
+            batching_max_delay,
             compression,
             max_pending_messages,
             block_if_queue_full,
             send_timeout,
             initial_sequence_id,
             access_mode,
-            properties: match properties {
-                Some(p) => crate::common::columns::one_props(p)?,
-                None => Vec::new(),
-            },
             routing,
             chunking,
-        };
-        let budget = self.budget.clone();
-        let topic_name = topic.to_string();
-        let timeout = self.operation_timeout * 2;
-        let tp = wait(py, "create producer", Some(timeout), async move {
-            TopicProducer::create(client, topic, config, budget).await
-        })?;
+            properties,
+        )?;
+        let timeout = plan.timeout;
+        wait(py, "create producer", Some(timeout), plan.open())
+    }
+}
+
+/// A producer's validated settings; opening it is the only part that waits.
+pub(crate) struct ProducerPlan {
+    client: streamwire_pulsar::client::PulsarClient,
+    topic: TopicName,
+    config: ProducerConfig,
+    budget: streamwire_core::budget::MemoryBudget,
+    pub(crate) timeout: Duration,
+}
+
+impl ProducerPlan {
+    /// Open the producer on the broker.
+    pub(crate) async fn open(self) -> Result<Producer> {
+        let topic = self.topic.to_string();
+        let block = self.config.block_if_queue_full;
+        let tp = TopicProducer::create(self.client, self.topic, self.config, self.budget).await?;
+        log::event(log::Level::Info, "pulsar.producer", || {
+            (
+                "producer opened".to_owned(),
+                vec![("topic", topic.clone()), ("producer", tp.name())],
+            )
+        });
         Ok(Producer {
+            topic,
+            block_if_queue_full: block,
             inner: Arc::new(tp),
             pid: runtime::current_pid(),
             closed: AtomicBool::new(false),
-            topic: topic_name,
-            block_if_queue_full,
             callback_errors: Arc::new(Mutex::new(None)),
+            room: Default::default(),
         })
     }
+}
+
+/// Check every `create_producer` option (shared by the blocking and the asyncio API).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn producer_plan(
+    this: &Client,
+    topic: &str,
+    producer_name: Option<String>,
+    batching: bool,
+    batching_max_messages: i64,
+    batching_max_bytes: i64,
+    batching_max_delay: f64,
+    compression: Option<&str>,
+    max_pending_messages: i64,
+    block_if_queue_full: bool,
+    send_timeout: f64,
+    initial_sequence_id: Option<i64>,
+    access_mode: &str,
+    routing: &str,
+    chunking: bool,
+    properties: Option<&Bound<'_, PyAny>>,
+) -> PyResult<ProducerPlan> {
+    let client = this.live()?.clone();
+    let topic = TopicName::parse(topic).py_err()?;
+    let batching_max_messages: u32 =
+        count_arg("batching_max_messages", batching_max_messages).py_err()?;
+    let batching_max_bytes: usize = count_arg("batching_max_bytes", batching_max_bytes).py_err()?;
+    let max_pending_messages: usize =
+        count_arg("max_pending_messages", max_pending_messages).py_err()?;
+    if batching_max_messages == 0 || batching_max_bytes == 0 {
+        return Err(config_err("batching limits must be positive".into()));
+    }
+    if max_pending_messages == 0 {
+        return Err(config_err("max_pending_messages must be at least 1".into()));
+    }
+    if producer_name.as_deref() == Some("") {
+        return Err(config_err("producer_name must not be empty".into()));
+    }
+    let compression = match compression.map(str::to_ascii_lowercase).as_deref() {
+        None | Some("none") => Codec::None,
+        Some("lz4") => Codec::Lz4,
+        Some("zlib") => Codec::Zlib,
+        Some("zstd") => Codec::Zstd,
+        Some("snappy") => Codec::Snappy,
+        Some(other) => {
+            return Err(config_err(format!(
+                "unknown compression {other:?}; use None, 'lz4', 'zlib', 'zstd' or 'snappy'"
+            )))
+        }
+    };
+    let access_mode = match access_mode {
+        "shared" => pb::ProducerAccessMode::Shared,
+        "exclusive" => pb::ProducerAccessMode::Exclusive,
+        "exclusive_with_fencing" => pb::ProducerAccessMode::ExclusiveWithFencing,
+        "wait_for_exclusive" => pb::ProducerAccessMode::WaitForExclusive,
+        other => {
+            return Err(config_err(format!(
+                "unknown access_mode {other:?}; use 'shared', 'exclusive', \
+                     'exclusive_with_fencing' or 'wait_for_exclusive'"
+            )))
+        }
+    };
+    let routing = match routing {
+        "round_robin" => Routing::RoundRobin,
+        "single" => Routing::Single,
+        "key_hash" => Routing::KeyHash,
+        other => {
+            return Err(config_err(format!(
+                "unknown routing {other:?}; use 'round_robin', 'single' or 'key_hash'"
+            )))
+        }
+    };
+    let send_timeout = if send_timeout == 0.0 {
+        Duration::ZERO
+    } else {
+        positive_secs("send_timeout", send_timeout).py_err()?
+    };
+    let max_delay = if batching_max_delay == 0.0 {
+        Duration::ZERO
+    } else {
+        positive_secs("batching_max_delay", batching_max_delay).py_err()?
+    };
+    let config = ProducerConfig {
+        producer_name,
+        batching,
+        batch: BatchConfig {
+            max_messages: batching_max_messages,
+            max_bytes: batching_max_bytes,
+            max_delay,
+        },
+        compression,
+        max_pending_messages,
+        block_if_queue_full,
+        send_timeout,
+        initial_sequence_id,
+        access_mode,
+        properties: match properties {
+            Some(p) => crate::common::columns::one_props(p)?,
+            None => Vec::new(),
+        },
+        routing,
+        chunking,
+    };
+    Ok(ProducerPlan {
+        client,
+        topic,
+        config,
+        budget: this.budget.clone(),
+        timeout: this.operation_timeout * 2,
+    })
 }
 
 fn secs_to_ms(name: &str, v: f64) -> PyResult<i64> {
@@ -177,7 +245,7 @@ fn unix_ms() -> i64 {
 
 /// Everything `send`/`send_async` accept besides the value.
 #[allow(clippy::too_many_arguments)]
-fn build_message(
+pub(crate) fn build_message(
     value: &Bound<'_, PyAny>,
     key: Option<String>,
     ordering_key: Option<Vec<u8>>,
@@ -231,19 +299,64 @@ fn build_message(
     Ok((msg, user_seq, entry))
 }
 
+/// The messages of a `send_many` call, and whether they carry caller-given sequence ids.
+pub(crate) fn many_messages(
+    values: &Bound<'_, PyAny>,
+    keys: Option<&Bound<'_, PyAny>>,
+    properties: Option<&Bound<'_, PyAny>>,
+    event_times: Option<&Bound<'_, PyAny>>,
+    sequence_ids: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(Vec<OutgoingMessage>, bool)> {
+    let payloads = crate::common::columns::payloads(values)?;
+    let n = payloads.len();
+    let keys = crate::common::columns::opt_strings(keys, n, "keys")?;
+    let event_times = crate::common::columns::opt_u64s(event_times, n, "event_times")?;
+    let sequence_ids = crate::common::columns::opt_u64s(sequence_ids, n, "sequence_ids")?;
+    if let Some(s) = &sequence_ids {
+        if s.iter().any(Option::is_none) {
+            return Err(to_py(Error::invalid("sequence_ids must not contain None")));
+        }
+    }
+    let user_seq = sequence_ids.is_some();
+    let props = crate::common::columns::properties(properties, n)?;
+    let mut msgs = Vec::with_capacity(n);
+    for (i, (payload, null)) in payloads.into_iter().enumerate() {
+        let mut m = OutgoingMessage::new(payload, 0);
+        m.null_value = null;
+        if let Some(k) = &keys {
+            m.key = k[i].clone();
+        }
+        if let Some(t) = &event_times {
+            m.event_time = t[i];
+        }
+        if let Some(s) = &sequence_ids {
+            m.sequence_id = s[i].unwrap_or(0);
+        }
+        match &props {
+            crate::common::columns::Props::None => {}
+            crate::common::columns::Props::Same(p) => m.properties = p.clone(),
+            crate::common::columns::Props::Each(v) => m.properties = v[i].clone(),
+        }
+        msgs.push(m);
+    }
+    Ok((msgs, user_seq))
+}
+
 /// A producer. Thread-safe; `close()` (or the context manager) flushes.
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct Producer {
-    inner: Arc<TopicProducer>,
-    pid: u32,
-    closed: AtomicBool,
+    pub(crate) inner: Arc<TopicProducer>,
+    pub(crate) pid: u32,
+    pub(crate) closed: AtomicBool,
     topic: String,
-    block_if_queue_full: bool,
+    pub(crate) block_if_queue_full: bool,
     callback_errors: ErrorSlot,
+    /// Awaitable sends waiting for room, in order (`streamwire.aio`).
+    pub(crate) room: crate::pulsar::aio_producer::Room,
 }
 
 impl Producer {
-    fn live(&self) -> PyResult<Arc<TopicProducer>> {
+    pub(crate) fn live(&self) -> PyResult<Arc<TopicProducer>> {
         runtime::check_same_process(self.pid, "producer").py_err()?;
         if self.closed.load(Ordering::Acquire) || self.inner.is_closed() {
             return Err(to_py(Error::closed("producer")));
@@ -251,7 +364,7 @@ impl Producer {
         Ok(Arc::clone(&self.inner))
     }
 
-    fn raise_callback_error(&self) -> PyResult<()> {
+    pub(crate) fn raise_callback_error(&self) -> PyResult<()> {
         let e = self
             .callback_errors
             .lock()
@@ -399,38 +512,8 @@ impl Producer {
         sequence_ids: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<PyMessageId>> {
         let tp = self.live()?;
-        let payloads = crate::common::columns::payloads(values)?;
-        let n = payloads.len();
-        let keys = crate::common::columns::opt_strings(keys, n, "keys")?;
-        let event_times = crate::common::columns::opt_u64s(event_times, n, "event_times")?;
-        let sequence_ids = crate::common::columns::opt_u64s(sequence_ids, n, "sequence_ids")?;
-        if let Some(s) = &sequence_ids {
-            if s.iter().any(Option::is_none) {
-                return Err(to_py(Error::invalid("sequence_ids must not contain None")));
-            }
-        }
-        let user_seq = sequence_ids.is_some();
-        let props = crate::common::columns::properties(properties, n)?;
-        let mut msgs = Vec::with_capacity(n);
-        for (i, (payload, null)) in payloads.into_iter().enumerate() {
-            let mut m = OutgoingMessage::new(payload, 0);
-            m.null_value = null;
-            if let Some(k) = &keys {
-                m.key = k[i].clone();
-            }
-            if let Some(t) = &event_times {
-                m.event_time = t[i];
-            }
-            if let Some(s) = &sequence_ids {
-                m.sequence_id = s[i].unwrap_or(0);
-            }
-            match &props {
-                crate::common::columns::Props::None => {}
-                crate::common::columns::Props::Same(p) => m.properties = p.clone(),
-                crate::common::columns::Props::Each(v) => m.properties = v[i].clone(),
-            }
-            msgs.push(m);
-        }
+        let (msgs, user_seq) = many_messages(values, keys, properties, event_times, sequence_ids)?;
+        let n = msgs.len();
         let results = wait(py, "send_many", None, async move {
             let group = Group::new(n);
             if let Err(e) = tp.send_many(msgs, &group, user_seq).await {

@@ -1,0 +1,91 @@
+"""Awaited sends (streamwire.aio, gathered in windows) vs blocking send_async + flush, and
+asyncio's own floor (the same number of futures created, resolved and gathered).
+
+Usage: .venv/bin/python benches/aio_bench.py [N]   (starts its own pulsar-lite)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import streamwire
+from streamwire import aio
+
+from tests.peers.lite import PulsarLite
+
+WINDOW = 5000
+
+
+def topic() -> str:
+    return f"persistent://public/default/bench-{uuid.uuid4().hex}"
+
+
+def blocking(url: str, n: int, payload: bytes) -> float:
+    with streamwire.Client(url) as c, c.create_producer(topic()) as p:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            p.send_async(payload)
+        p.flush()
+        return time.perf_counter() - t0
+
+
+async def awaited(url: str, n: int, payload: bytes) -> float:
+    async with aio.Client(url) as c, await c.create_producer(topic()) as p:
+        t0 = time.perf_counter()
+        for start in range(0, n, WINDOW):
+            await asyncio.gather(*(p.send(payload) for _ in range(min(WINDOW, n - start))))
+        return time.perf_counter() - t0
+
+
+async def asyncio_floor(n: int) -> float:
+    """asyncio's own cost: create, resolve and gather n futures (no engine at all)."""
+    loop = asyncio.get_running_loop()
+    t0 = time.perf_counter()
+    for start in range(0, n, WINDOW):
+        futs = [loop.create_future() for _ in range(min(WINDOW, n - start))]
+
+        def resolve(futs: list[asyncio.Future[None]] = futs) -> None:
+            for f in futs:
+                f.set_result(None)
+
+        loop.call_soon(resolve)
+        await asyncio.gather(*futs)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    payload = b"x" * 100
+    broker = PulsarLite().start()
+    try:
+        url = broker.service_url
+        rows = []
+        for _ in range(3):
+            b = blocking(url, n, payload)
+            a = asyncio.run(awaited(url, n, payload))
+            rows.append((b, a))
+            print(
+                f"blocking send_async+flush {n / b:>10,.0f} msg/s   "
+                f"aio gather {n / a:>10,.0f} msg/s   ratio {a / b:.2f}x",
+                flush=True,
+            )
+        rows.sort(key=lambda r: r[1] / r[0])
+        b, a = rows[1]
+        print(f"median ratio (aio / blocking time): {a / b:.2f}x")
+        floor = asyncio.run(asyncio_floor(n))
+        print(
+            f"asyncio floor (futures gathered, no engine): {n / floor:,.0f}/s = "
+            f"{floor / b:.2f}x the blocking time"
+        )
+    finally:
+        broker.stop()
+
+
+if __name__ == "__main__":
+    main()

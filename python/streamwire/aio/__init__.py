@@ -1,0 +1,352 @@
+"""asyncio face of the Pulsar client: ``Client``, ``Producer``, ``Consumer``, ``Reader``.
+
+Every wait is an ``asyncio.Future`` that the engine resolves straight into the running loop
+(no thread per call, no polling): the engine work runs on its own runtime and completions
+reach the loop in batches through one ``call_soon_threadsafe`` per batch.
+
+The classes take the same options as the blocking ones (the checks are shared). A send is
+queued when ``send()`` is called, so sends keep their call order per producer (also when
+gathered); cancelling a pending receive loses no message: whatever the engine already took
+for it is handed to the next receive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+from typing import Any, Optional, Union
+
+from streamwire import _native
+from streamwire._native import Message, MessageId, Received
+from streamwire.exceptions import StreamwireError
+
+__all__ = ["Client", "Consumer", "Producer", "Reader"]
+
+_AckTarget = Union[
+    Message, MessageId, list[Union[Message, MessageId]], tuple[Union[Message, MessageId], ...]
+]
+
+_ONE, _MANY, _ARROW = 0, 1, 2
+
+# Set on a waiting receive's future when held messages are there to take.
+_RETRY = object()
+
+
+class Client:
+    """A connection to a Pulsar cluster for coroutines; options as ``streamwire.Client``."""
+
+    def __init__(self, service_url: str, **options: Any) -> None:
+        self._native = _native.Client(service_url, **options)
+
+    @property
+    def service_url(self) -> str:
+        return self._native.service_url
+
+    async def create_producer(self, topic: str, **options: Any) -> Producer:
+        """Create a producer (options as ``streamwire.Client.create_producer``)."""
+        native: _native.Producer = await self._native._acreate_producer(topic, **options)
+        return Producer(native)
+
+    async def subscribe(self, topic: Any, subscription_name: str, **options: Any) -> Consumer:
+        """Subscribe (options as ``streamwire.Client.subscribe``)."""
+        native: _native.Consumer = await self._native._asubscribe(
+            topic, subscription_name, **options
+        )
+        return Consumer(native)
+
+    async def create_reader(
+        self, topic: str, start_message_id: Union[MessageId, str, None] = None, **options: Any
+    ) -> Reader:
+        """Create a reader (options as ``streamwire.Client.create_reader``)."""
+        native: _native.Reader = await self._native._acreate_reader(
+            topic, start_message_id, **options
+        )
+        return Reader(native)
+
+    async def close(self) -> None:
+        """Close every connection; later calls raise ``AlreadyClosedError``. Idempotent."""
+        self._native.close()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return "<streamwire.aio" + repr(self._native)[len("<streamwire") :]
+
+
+class Producer:
+    """A producer for coroutines. ``send`` queues at once and returns a future."""
+
+    def __init__(self, native: _native.Producer) -> None:
+        self._native = native
+
+    @property
+    def topic(self) -> str:
+        return self._native.topic
+
+    @property
+    def name(self) -> str:
+        return self._native.name
+
+    def send(self, value: Any, **options: Any) -> asyncio.Future[MessageId]:
+        """Queue one message now; the future resolves to its ``MessageId`` (options as
+        ``streamwire.Producer.send``). Cancelling the future does not unsend the message."""
+        fut: asyncio.Future[MessageId] = self._native._asend(value, **options)
+        return fut
+
+    def send_many(self, values: Any, **options: Any) -> asyncio.Future[list[MessageId]]:
+        """Queue many messages (after every earlier send); resolves to their ids in order."""
+        fut: asyncio.Future[list[MessageId]] = self._native._asend_many(values, **options)
+        return fut
+
+    async def flush(self) -> None:
+        """Wait until every message sent so far is acknowledged or failed."""
+        await self._native._aflush()
+
+    async def close(self) -> None:
+        """Flush and close. Idempotent."""
+        await self._native._aclose()
+
+    def stats(self) -> dict[str, Any]:
+        return self._native.stats()
+
+    def __len__(self) -> int:
+        return len(self._native)
+
+    async def __aenter__(self) -> Producer:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"<streamwire.aio.Producer topic={self.topic!r}>"
+
+
+class _Receiving:
+    """What Consumer and Reader share: receives that hand back what a cancelled one took."""
+
+    _native: Union[_native.Consumer, _native.Reader]
+
+    def __init__(self) -> None:
+        self._held = _native.Held()
+        # Receives waiting for the engine, oldest first.
+        self._waiters: list[asyncio.Future[Any]] = []
+
+    def _start(
+        self, kind: int, max_messages: int, timeout: Optional[float], columns: Optional[list[str]]
+    ) -> asyncio.Future[Any]:
+        raise NotImplementedError
+
+    async def _get(
+        self, kind: int, max_messages: int, timeout: Optional[float], columns: Optional[list[str]]
+    ) -> Any:
+        while True:
+            fut = self._start(kind, max_messages, timeout, columns)
+            if fut.done():
+                return fut.result()  # taken at once: no await, nothing to cancel
+            self._waiters.append(fut)
+            try:
+                got = await fut
+            except asyncio.CancelledError:
+                # Cancelled after the engine's messages arrived: hand them back.
+                if fut.done() and not fut.cancelled() and type(fut.result()) is Received:
+                    fut.result().orphan()
+                raise
+            finally:
+                self._waiters.remove(fut)
+            if got is _RETRY:
+                continue  # messages were handed back meanwhile: take them
+            received: Received = got
+            return received.value()
+
+    def _orphaned(self, received: Received) -> None:
+        """A cancelled receive's messages: held for the next receive, and the oldest receive
+        still waiting is woken to take them."""
+        received.move_into(self._held)
+        for fut in self._waiters:
+            if not fut.done():
+                fut.set_result(_RETRY)
+                return
+
+    def _end(self) -> bool:
+        return self._native.has_reached_end_of_topic() and not len(self._held)
+
+
+class Consumer(_Receiving):
+    """A subscription's consumer for coroutines; ``async for`` yields messages."""
+
+    def __init__(self, native: _native.Consumer) -> None:
+        super().__init__()
+        self._native: _native.Consumer = native
+
+    def _start(
+        self, kind: int, max_messages: int, timeout: Optional[float], columns: Optional[list[str]]
+    ) -> asyncio.Future[Any]:
+        fut: asyncio.Future[Any] = self._native._areceive(
+            self._held, self._orphaned, kind, max_messages, timeout, columns
+        )
+        return fut
+
+    @property
+    def topic(self) -> str:
+        return self._native.topic
+
+    @property
+    def subscription_name(self) -> str:
+        return self._native.subscription_name
+
+    async def receive(self, timeout: Optional[float] = None) -> Message:
+        """The next message; ``OperationTimeoutError`` after ``timeout`` seconds."""
+        msg: Message = await self._get(_ONE, 1, timeout, None)
+        return msg
+
+    async def receive_many(
+        self, max_messages: int, timeout: Optional[float] = None
+    ) -> list[Message]:
+        """Up to ``max_messages`` once at least one is there (``[]`` after ``timeout``)."""
+        msgs: list[Message] = await self._get(_MANY, max_messages, timeout, None)
+        return msgs
+
+    async def receive_arrow(
+        self,
+        max_messages: int,
+        timeout: Optional[float] = None,
+        *,
+        columns: Optional[list[str]] = None,
+    ) -> Any:
+        """Like ``receive_many``, as a ``pyarrow.RecordBatch``."""
+        return await self._get(_ARROW, max_messages, timeout, columns)
+
+    async def acknowledge(self, message: _AckTarget) -> None:
+        """Acknowledge a Message, a MessageId, or a list of them (never waits)."""
+        self._native.acknowledge(message)
+
+    async def acknowledge_cumulative(self, message: Union[Message, MessageId]) -> None:
+        self._native.acknowledge_cumulative(message)
+
+    async def negative_acknowledge(self, message: _AckTarget) -> None:
+        self._native.negative_acknowledge(message)
+
+    async def unsubscribe(self) -> None:
+        await self._native._aunsubscribe()
+
+    async def close(self) -> None:
+        """Flush pending acknowledgements and close. Idempotent."""
+        await self._native._aclose()
+
+    def has_reached_end_of_topic(self) -> bool:
+        return self._native.has_reached_end_of_topic()
+
+    def stats(self) -> dict[str, Any]:
+        return self._native.stats()
+
+    def __aiter__(self) -> Consumer:
+        return self
+
+    async def __anext__(self) -> Message:
+        try:
+            return await self.receive()
+        except StreamwireError:
+            if self._end():
+                raise StopAsyncIteration from None
+            raise
+
+    async def __aenter__(self) -> Consumer:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return "<streamwire.aio" + repr(self._native)[len("<streamwire") :]
+
+
+class Reader(_Receiving):
+    """A reader for coroutines; ``async for`` yields messages."""
+
+    def __init__(self, native: _native.Reader) -> None:
+        super().__init__()
+        self._native: _native.Reader = native
+
+    def _start(
+        self, kind: int, max_messages: int, timeout: Optional[float], columns: Optional[list[str]]
+    ) -> asyncio.Future[Any]:
+        fut: asyncio.Future[Any] = self._native._aread(
+            self._held, self._orphaned, kind, max_messages, timeout, columns
+        )
+        return fut
+
+    @property
+    def topic(self) -> str:
+        return self._native.topic
+
+    async def read_next(self, timeout: Optional[float] = None) -> Message:
+        msg: Message = await self._get(_ONE, 1, timeout, None)
+        return msg
+
+    async def read_many(self, max_messages: int, timeout: Optional[float] = None) -> list[Message]:
+        msgs: list[Message] = await self._get(_MANY, max_messages, timeout, None)
+        return msgs
+
+    async def read_arrow(
+        self,
+        max_messages: int,
+        timeout: Optional[float] = None,
+        *,
+        columns: Optional[list[str]] = None,
+    ) -> Any:
+        return await self._get(_ARROW, max_messages, timeout, columns)
+
+    async def has_message_available(self) -> bool:
+        got: bool = await self._native._ahas_message_available()
+        return got
+
+    def has_reached_end_of_topic(self) -> bool:
+        return self._native.has_reached_end_of_topic()
+
+    async def close(self) -> None:
+        await self._native._aclose()
+
+    def __aiter__(self) -> Reader:
+        return self
+
+    async def __anext__(self) -> Message:
+        try:
+            return await self.read_next()
+        except StreamwireError:
+            if self._end():
+                raise StopAsyncIteration from None
+            raise
+
+    async def __aenter__(self) -> Reader:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return "<streamwire.aio" + repr(self._native)[len("<streamwire") :]

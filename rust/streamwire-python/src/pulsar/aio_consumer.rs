@@ -1,0 +1,409 @@
+//! The awaitable side of `Consumer` and `Reader` (used by `streamwire.aio`), and the rule
+//! that a cancelled receive loses nothing.
+//!
+//! A receive takes queued messages at once when there are any (an already-resolved future,
+//! no runtime hop). Otherwise an engine task waits for messages; its messages travel to the
+//! loop as a `Received`, still plain engine values. On the loop's thread the bridge either
+//! builds the requested value (`Message`, list, or RecordBatch) for a live future, or, when
+//! the future was cancelled meanwhile, moves the messages into the consumer's `Held` queue
+//! (through the `orphan` callback the Python class passes), from which the next receive (or
+//! a receive already waiting) takes them first. The engine's own `receive_many` takes nothing
+//! unless it completes, so aborting the task of a cancelled receive loses nothing either.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+
+use streamwire_core::error::{Error, Result as EResult};
+use streamwire_pulsar::consumer::ReceivedMessage;
+
+use crate::common::aio::{self, Value};
+use crate::common::blocking::timeout_arg;
+use crate::common::errors::{to_py, IntoPyResult};
+use crate::pulsar::client::Client;
+use crate::pulsar::consumer::{Consumer, Handle, Reader};
+use crate::pulsar::consumer_options::{consumer_plan, reader_plan};
+use crate::pulsar::message::{column_list, to_record_batch, Message};
+
+/// What a receive call asked for.
+#[derive(Clone)]
+enum Want {
+    One,
+    Many(usize),
+    Arrow(usize, Vec<&'static str>),
+}
+
+impl Want {
+    fn parse(kind: u8, max: i64, columns: Option<Vec<String>>) -> PyResult<Want> {
+        if kind != 0 && max < 1 {
+            return Err(to_py(Error::invalid(format!(
+                "max_messages must be at least 1, got {max}"
+            ))));
+        }
+        Ok(match kind {
+            0 => Want::One,
+            1 => Want::Many(max as usize),
+            _ => Want::Arrow(max as usize, column_list(columns.as_deref())?),
+        })
+    }
+
+    fn max(&self) -> usize {
+        match self {
+            Want::One => 1,
+            Want::Many(n) | Want::Arrow(n, _) => *n,
+        }
+    }
+
+    /// The value for these messages (`One` needs exactly one).
+    fn build(&self, py: Python<'_>, msgs: Vec<ReceivedMessage>) -> PyResult<Py<PyAny>> {
+        match self {
+            Want::One => {
+                let m = msgs
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| to_py(Error::timeout("receive")))?;
+                Ok(Py::new(py, Message::new(m))?.into_any())
+            }
+            Want::Many(_) => {
+                let objs = msgs
+                    .into_iter()
+                    .map(|m| Py::new(py, Message::new(m)))
+                    .collect::<PyResult<Vec<_>>>()?;
+                Ok(PyList::new(py, objs)?.into_any().unbind())
+            }
+            Want::Arrow(_, names) => Ok(to_record_batch(py, &msgs, names)?.unbind()),
+        }
+    }
+}
+
+/// Messages handed back by cancelled receives, taken first by the next receive.
+#[pyclass(frozen, module = "streamwire._native")]
+#[derive(Default)]
+pub struct Held {
+    q: Mutex<VecDeque<ReceivedMessage>>,
+}
+
+impl Held {
+    fn take(&self, max: usize) -> Vec<ReceivedMessage> {
+        let mut q = self.q.lock().unwrap_or_else(|p| p.into_inner());
+        let n = max.min(q.len());
+        q.drain(..n).collect()
+    }
+}
+
+#[pymethods]
+impl Held {
+    #[new]
+    fn new() -> Self {
+        Held::default()
+    }
+
+    fn __len__(&self) -> usize {
+        self.q.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Take held messages as `kind` (0 one, 1 list, 2 RecordBatch) wants; None if empty.
+    #[pyo3(signature = (kind, max_messages, columns=None))]
+    fn take_as(
+        &self,
+        py: Python<'_>,
+        kind: u8,
+        max_messages: i64,
+        columns: Option<Vec<String>>,
+    ) -> PyResult<Option<Py<PyAny>>> {
+        let want = Want::parse(kind, max_messages, columns)?;
+        let got = self.take(want.max());
+        if got.is_empty() {
+            return Ok(None);
+        }
+        want.build(py, got).map(Some)
+    }
+}
+
+/// Messages an engine task took for one receive, not yet turned into Python values.
+#[pyclass(frozen, module = "streamwire._native")]
+pub struct Received {
+    msgs: Mutex<Option<Vec<ReceivedMessage>>>,
+    want: Want,
+    orphan: Py<PyAny>,
+}
+
+#[pymethods]
+impl Received {
+    /// The value for the receive's (live) future.
+    fn value(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let msgs = self
+            .msgs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .unwrap_or_default();
+        self.want.build(py, msgs)
+    }
+
+    /// The receive was cancelled: give the messages to the consumer's `orphan` callback.
+    fn orphan(slf: Bound<'_, Self>) -> PyResult<()> {
+        let cb = slf.get().orphan.clone_ref(slf.py());
+        cb.call1(slf.py(), (slf,))?;
+        Ok(())
+    }
+
+    /// Move the messages (in order) to the back of `held`.
+    fn move_into(&self, held: &Held) {
+        let msgs = self
+            .msgs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .unwrap_or_default();
+        held.q
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(msgs);
+    }
+}
+
+impl Handle {
+    #[allow(clippy::too_many_arguments)]
+    fn areceive<'py>(
+        &self,
+        py: Python<'py>,
+        what: &str,
+        held: &Held,
+        want: Want,
+        timeout: Option<f64>,
+        orphan: Py<PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let t = timeout_arg("timeout", timeout).py_err()?;
+        let engine = self.live(what)?;
+        let max = want.max();
+        let mut got = held.take(max);
+        if got.is_empty() {
+            got = engine.try_receive_many(max).py_err()?;
+        }
+        let one = matches!(want, Want::One);
+        if !got.is_empty() || (t == Some(Duration::ZERO) && !one) {
+            return aio::ready(py, want.build(py, got)?.into_bound(py));
+        }
+        let e = engine.clone();
+        let fut = async move {
+            match t {
+                None => e.receive_many(max).await,
+                Some(t) => match tokio::time::timeout(t, e.receive_many(max)).await {
+                    Ok(r) => r,
+                    Err(_) if one => Err(Error::timeout("receive")),
+                    Err(_) => Ok(Vec::new()),
+                },
+            }
+        };
+        let (pyfut, target) = aio::new_future(py)?;
+        let handle = streamwire_core::runtime::handle().map_err(to_py)?;
+        let task = handle.spawn(async move {
+            let res: EResult<Vec<ReceivedMessage>> = fut.await;
+            // No await after this point: once messages are taken, they reach the loop.
+            aio::complete(
+                target,
+                res.map(|msgs| {
+                    Value::Build(Box::new(move |py| {
+                        Ok(Py::new(
+                            py,
+                            Received {
+                                msgs: Mutex::new(Some(msgs)),
+                                want,
+                                orphan,
+                            },
+                        )?
+                        .into_any())
+                    }))
+                }),
+            );
+        });
+        aio::abort_on_cancel(&pyfut, task.abort_handle())?;
+        Ok(pyfut)
+    }
+
+    fn aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if self.engine.is_closed() || self.pid != streamwire_core::runtime::current_pid() {
+            return aio::ready(py, py.None().into_bound(py));
+        }
+        let e = self.engine.clone();
+        let (fut, _) = aio::spawn(
+            py,
+            "close",
+            Some(self.op_timeout * 2),
+            async move { e.close().await },
+            |()| Value::None,
+        )?;
+        Ok(fut)
+    }
+}
+
+#[pymethods]
+impl Consumer {
+    /// A receive as an awaitable: `kind` 0 one Message, 1 a list, 2 a RecordBatch.
+    #[pyo3(signature = (held, orphan, kind, max_messages, timeout=None, columns=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn _areceive<'py>(
+        &self,
+        py: Python<'py>,
+        held: &Held,
+        orphan: Py<PyAny>,
+        kind: u8,
+        max_messages: i64,
+        timeout: Option<f64>,
+        columns: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let want = Want::parse(kind, max_messages, columns)?;
+        self.h.areceive(py, "consumer", held, want, timeout, orphan)
+    }
+
+    fn _aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.h.aclose(py)
+    }
+
+    fn _aunsubscribe<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let e = self.h.live("consumer")?.clone();
+        let (fut, _) = aio::spawn(
+            py,
+            "unsubscribe",
+            Some(self.h.op_timeout * 2),
+            async move { e.unsubscribe().await },
+            |()| Value::None,
+        )?;
+        Ok(fut)
+    }
+}
+
+#[pymethods]
+impl Reader {
+    /// A read as an awaitable (see `Consumer._areceive`).
+    #[pyo3(signature = (held, orphan, kind, max_messages, timeout=None, columns=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn _aread<'py>(
+        &self,
+        py: Python<'py>,
+        held: &Held,
+        orphan: Py<PyAny>,
+        kind: u8,
+        max_messages: i64,
+        timeout: Option<f64>,
+        columns: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let want = Want::parse(kind, max_messages, columns)?;
+        self.h.areceive(py, "reader", held, want, timeout, orphan)
+    }
+
+    fn _aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.h.aclose(py)
+    }
+
+    fn _ahas_message_available<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let e = self.h.live("reader")?.clone();
+        let (fut, _) = aio::spawn(
+            py,
+            "has_message_available",
+            Some(self.h.op_timeout * 2),
+            async move { e.has_message_available().await },
+            |b: bool| {
+                Value::Build(Box::new(move |py| {
+                    Ok(pyo3::types::PyBool::new(py, b)
+                        .to_owned()
+                        .into_any()
+                        .unbind())
+                }))
+            },
+        )?;
+        Ok(fut)
+    }
+}
+
+#[pymethods]
+impl Client {
+    /// `subscribe` as an awaitable: the same options, checked the same way.
+    #[pyo3(signature = (topic, subscription_name, *, subscription_type="exclusive",
+        initial_position="latest", receiver_queue_size=1000, consumer_name=None,
+        ack_grouping_time=0.1, negative_ack_redelivery_delay=60.0, ack_timeout=None,
+        batch_index_ack=false, read_compacted=false, replicate_subscription_state=false,
+        pattern_auto_discovery_period=60.0, dead_letter_policy=None,
+        max_pending_chunked_messages=10, expire_time_of_incomplete_chunked_message=60.0,
+        key_shared_policy=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn _asubscribe<'py>(
+        &self,
+        py: Python<'py>,
+        topic: &Bound<'py, PyAny>,
+        subscription_name: &str,
+        subscription_type: &str,
+        initial_position: &str,
+        receiver_queue_size: i64,
+        consumer_name: Option<String>,
+        ack_grouping_time: f64,
+        negative_ack_redelivery_delay: f64,
+        ack_timeout: Option<f64>,
+        batch_index_ack: bool,
+        read_compacted: bool,
+        replicate_subscription_state: bool,
+        pattern_auto_discovery_period: f64,
+        dead_letter_policy: Option<&Bound<'py, PyAny>>,
+        max_pending_chunked_messages: usize,
+        expire_time_of_incomplete_chunked_message: f64,
+        key_shared_policy: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let plan = consumer_plan(
+            self,
+            py,
+            topic,
+            subscription_name,
+            subscription_type,
+            initial_position,
+            receiver_queue_size,
+            consumer_name,
+            ack_grouping_time,
+            negative_ack_redelivery_delay,
+            ack_timeout,
+            batch_index_ack,
+            read_compacted,
+            replicate_subscription_state,
+            pattern_auto_discovery_period,
+            dead_letter_policy,
+            max_pending_chunked_messages,
+            expire_time_of_incomplete_chunked_message,
+            key_shared_policy,
+        )?;
+        let timeout = plan.timeout;
+        let (fut, _) = aio::spawn(py, "subscribe", Some(timeout), plan.open(), |c| {
+            Value::Build(Box::new(move |py| Ok(Py::new(py, c)?.into_any())))
+        })?;
+        Ok(fut)
+    }
+
+    /// `create_reader` as an awaitable.
+    #[pyo3(signature = (topic, start_message_id=None, *, inclusive=false,
+        receiver_queue_size=1000, reader_name=None))]
+    fn _acreate_reader<'py>(
+        &self,
+        py: Python<'py>,
+        topic: &str,
+        start_message_id: Option<&Bound<'py, PyAny>>,
+        inclusive: bool,
+        receiver_queue_size: i64,
+        reader_name: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let plan = reader_plan(
+            self,
+            topic,
+            start_message_id,
+            inclusive,
+            receiver_queue_size,
+            reader_name,
+        )?;
+        let timeout = plan.timeout;
+        let (fut, _) = aio::spawn(py, "create reader", Some(timeout), plan.open(), |r| {
+            Value::Build(Box::new(move |py| Ok(Py::new(py, r)?.into_any())))
+        })?;
+        Ok(fut)
+    }
+}

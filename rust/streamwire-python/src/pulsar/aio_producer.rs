@@ -1,0 +1,374 @@
+//! The awaitable side of `Producer` (used by `streamwire.aio.Producer`).
+//!
+//! A send is queued synchronously in call order and returns an `asyncio.Future` that the
+//! broker's receipt resolves through the bridge in `common::aio` (receipts that arrive
+//! together resolve together). When the producer is full, the send goes to this producer's
+//! `Room`: one engine task that queues waiting sends strictly in order, and every later send
+//! (and every `send_many`) queues behind it while it is busy, so sends gathered from many
+//! coroutines keep their call order per producer even under back-pressure.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use pyo3::prelude::*;
+
+use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::runtime;
+use streamwire_pulsar::engine::message::OutgoingMessage;
+use streamwire_pulsar::message_id::MessageId;
+use streamwire_pulsar::producer::{
+    Completion, EntryOptions, Group, Producer as PartitionProducer, Rejected, TopicProducer,
+};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+
+use crate::common::aio::{self, Target, Value};
+use crate::common::errors::to_py;
+use crate::pulsar::client::Client;
+use crate::pulsar::producer::{build_message, many_messages, producer_plan, Producer};
+
+/// Work that must wait its turn behind earlier sends.
+enum Waiting {
+    One {
+        p: PartitionProducer,
+        msg: OutgoingMessage,
+        user_seq: bool,
+        entry: EntryOptions,
+        target: Target,
+    },
+    Many {
+        tp: Arc<TopicProducer>,
+        msgs: Vec<OutgoingMessage>,
+        user_seq: bool,
+        target: Target,
+    },
+    /// `flush`/`close`: started once everything before it is queued.
+    Then {
+        tp: Arc<TopicProducer>,
+        close: bool,
+        target: Target,
+    },
+}
+
+/// The in-order queue of sends waiting for room (created on first use).
+#[derive(Default)]
+pub struct Room {
+    busy: Arc<AtomicUsize>,
+    tx: Mutex<Option<UnboundedSender<Waiting>>>,
+}
+
+impl Room {
+    fn is_busy(&self) -> bool {
+        self.busy.load(Ordering::Acquire) > 0
+    }
+
+    fn push(&self, w: Waiting) -> Result<()> {
+        let mut tx = self.tx.lock().unwrap_or_else(|p| p.into_inner());
+        if tx.is_none() {
+            let (t, mut rx) = unbounded_channel::<Waiting>();
+            let busy = Arc::clone(&self.busy);
+            runtime::handle()?.spawn(async move {
+                while let Some(w) = rx.recv().await {
+                    run_waiting(w).await;
+                    // Only after the send is queued: a send made now comes after it.
+                    busy.fetch_sub(1, Ordering::AcqRel);
+                }
+            });
+            *tx = Some(t);
+        }
+        self.busy.fetch_add(1, Ordering::AcqRel);
+        let failed = match tx.as_ref() {
+            Some(t) => t.send(w).err().map(|e| e.0),
+            None => Some(w),
+        };
+        if let Some(w) = failed {
+            self.busy.fetch_sub(1, Ordering::AcqRel);
+            fail(w, Error::closed("producer"));
+        }
+        Ok(())
+    }
+}
+
+fn fail(w: Waiting, e: Error) {
+    match w {
+        Waiting::One { target, .. }
+        | Waiting::Many { target, .. }
+        | Waiting::Then { target, .. } => aio::complete(target, Err(e)),
+    }
+}
+
+/// A send completion that resolves `target`, and a way to fail it if the send never queued.
+fn completion_for(target: Target) -> (Completion, Arc<Mutex<Option<Target>>>) {
+    let slot = Arc::new(Mutex::new(Some(target)));
+    let s = Arc::clone(&slot);
+    let completion = Completion::Callback(Box::new(move |res: Result<MessageId>| {
+        if let Some(t) = s.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            aio::complete(t, res.map(Value::Id));
+        }
+    }));
+    (completion, slot)
+}
+
+async fn run_waiting(w: Waiting) {
+    match w {
+        Waiting::One {
+            p,
+            msg,
+            user_seq,
+            entry,
+            target,
+        } => {
+            let (completion, slot) = completion_for(target);
+            if let Err(e) = p.send(msg, user_seq, entry, completion).await {
+                if let Some(t) = slot.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                    aio::complete(t, Err(e));
+                }
+            }
+        }
+        Waiting::Many {
+            tp,
+            msgs,
+            user_seq,
+            target,
+        } => {
+            let n = msgs.len();
+            let group = Group::new(n);
+            if let Err(e) = tp.send_many(msgs, &group, user_seq).await {
+                group.fail_unfilled(&e);
+            }
+            let Ok(handle) = runtime::handle() else {
+                return;
+            };
+            handle.spawn(async move {
+                let results = group.wait().await;
+                aio::complete(target, many_outcome(results, n));
+            });
+        }
+        Waiting::Then { tp, close, target } => {
+            let Ok(handle) = runtime::handle() else {
+                return;
+            };
+            handle.spawn(async move {
+                let res = if close {
+                    tp.close().await
+                } else {
+                    tp.flush().await
+                };
+                aio::complete(target, res.map(|()| Value::None));
+            });
+        }
+    }
+}
+
+/// All ids in input order, or the first error (naming how many failed), as sync `send_many`.
+fn many_outcome(results: Vec<Result<MessageId>>, n: usize) -> Result<Value> {
+    let mut ids = Vec::with_capacity(n);
+    let mut failed = 0usize;
+    let mut first_err: Option<Error> = None;
+    for r in results {
+        match r {
+            Ok(id) => ids.push(id),
+            Err(e) => {
+                failed += 1;
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e.context(format!("{failed} of {n} messages were not sent"))),
+        None => Ok(Value::Ids(ids)),
+    }
+}
+
+#[pymethods]
+impl Producer {
+    /// `send` as an awaitable (see `streamwire.aio.Producer.send`).
+    #[pyo3(signature = (value, *, key=None, ordering_key=None, properties=None, event_time=None,
+        sequence_id=None, deliver_after=None, deliver_at=None, replication_clusters=None,
+        disable_replication=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn _asend<'py>(
+        &self,
+        py: Python<'py>,
+        value: &Bound<'py, PyAny>,
+        key: Option<String>,
+        ordering_key: Option<Vec<u8>>,
+        properties: Option<&Bound<'py, PyAny>>,
+        event_time: Option<i64>,
+        sequence_id: Option<i64>,
+        deliver_after: Option<f64>,
+        deliver_at: Option<i64>,
+        replication_clusters: Option<Vec<String>>,
+        disable_replication: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let tp = self.live()?;
+        let (msg, user_seq, entry) = build_message(
+            value,
+            key,
+            ordering_key,
+            properties,
+            event_time,
+            sequence_id,
+            deliver_after,
+            deliver_at,
+            replication_clusters,
+            disable_replication,
+        )?;
+        let (fut, target) = aio::new_future(py)?;
+        let p = tp.producer_for(msg.key.as_deref()).clone();
+        if self.room.is_busy() {
+            self.room
+                .push(Waiting::One {
+                    p,
+                    msg,
+                    user_seq,
+                    entry,
+                    target,
+                })
+                .map_err(to_py)?;
+            return Ok(fut);
+        }
+        let (completion, slot) = completion_for(target);
+        if let Err(rejected) = p.try_send(msg, user_seq, entry.clone(), completion) {
+            let Rejected {
+                error: e,
+                completion,
+                msg,
+            } = *rejected;
+            if e.kind() == ErrorKind::QueueFull && self.block_if_queue_full {
+                // The completion was never armed: take its target back for the room.
+                drop(completion);
+                let target = slot
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take()
+                    .ok_or_else(|| to_py(Error::closed("producer")))?;
+                self.room
+                    .push(Waiting::One {
+                        p,
+                        msg,
+                        user_seq,
+                        entry,
+                        target,
+                    })
+                    .map_err(to_py)?;
+            } else {
+                // Raised at once (as the sync `send_async` does), the future is dropped.
+                drop(completion);
+                slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+                return Err(to_py(e));
+            }
+        }
+        Ok(fut)
+    }
+
+    /// `send_many` as an awaitable: the ids in input order.
+    #[pyo3(signature = (values, *, keys=None, properties=None, event_times=None,
+        sequence_ids=None))]
+    fn _asend_many<'py>(
+        &self,
+        py: Python<'py>,
+        values: &Bound<'py, PyAny>,
+        keys: Option<&Bound<'py, PyAny>>,
+        properties: Option<&Bound<'py, PyAny>>,
+        event_times: Option<&Bound<'py, PyAny>>,
+        sequence_ids: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let tp = self.live()?;
+        let (msgs, user_seq) = many_messages(values, keys, properties, event_times, sequence_ids)?;
+        let (fut, target) = aio::new_future(py)?;
+        self.room
+            .push(Waiting::Many {
+                tp,
+                msgs,
+                user_seq,
+                target,
+            })
+            .map_err(to_py)?;
+        Ok(fut)
+    }
+
+    /// `flush` as an awaitable (after every send made so far has been queued).
+    fn _aflush<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let tp = self.live()?;
+        self.raise_callback_error()?;
+        self.then(py, tp, false)
+    }
+
+    /// `close` as an awaitable. Idempotent.
+    fn _aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if self.closed.swap(true, Ordering::AcqRel) || self.pid != runtime::current_pid() {
+            return aio::ready(py, py.None().into_bound(py));
+        }
+        self.then(py, Arc::clone(&self.inner), true)
+    }
+}
+
+impl Producer {
+    /// Flush or close after every send made so far has been queued.
+    fn then<'py>(
+        &self,
+        py: Python<'py>,
+        tp: Arc<TopicProducer>,
+        close: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (fut, target) = aio::new_future(py)?;
+        self.room
+            .push(Waiting::Then { tp, close, target })
+            .map_err(to_py)?;
+        Ok(fut)
+    }
+}
+
+#[pymethods]
+impl Client {
+    /// `create_producer` as an awaitable: the same options, checked the same way.
+    #[pyo3(signature = (topic, *, producer_name=None, batching=true, batching_max_messages=1000,
+        batching_max_bytes=131_072, batching_max_delay=0.001, compression=None,
+        max_pending_messages=10_000, block_if_queue_full=true, send_timeout=30.0,
+        initial_sequence_id=None, access_mode="shared", routing="round_robin", chunking=false,
+        properties=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn _acreate_producer<'py>(
+        &self,
+        py: Python<'py>,
+        topic: &str,
+        producer_name: Option<String>,
+        batching: bool,
+        batching_max_messages: i64,
+        batching_max_bytes: i64,
+        batching_max_delay: f64,
+        compression: Option<&str>,
+        max_pending_messages: i64,
+        block_if_queue_full: bool,
+        send_timeout: f64,
+        initial_sequence_id: Option<i64>,
+        access_mode: &str,
+        routing: &str,
+        chunking: bool,
+        properties: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let plan = producer_plan(
+            self,
+            topic,
+            producer_name,
+            batching,
+            batching_max_messages,
+            batching_max_bytes,
+            batching_max_delay,
+            compression,
+            max_pending_messages,
+            block_if_queue_full,
+            send_timeout,
+            initial_sequence_id,
+            access_mode,
+            routing,
+            chunking,
+            properties,
+        )?;
+        let timeout = plan.timeout;
+        let (fut, _) = aio::spawn(py, "create producer", Some(timeout), plan.open(), |p| {
+            Value::Build(Box::new(move |py| Ok(Py::new(py, p)?.into_any())))
+        })?;
+        Ok(fut)
+    }
+}

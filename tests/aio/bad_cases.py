@@ -1,0 +1,199 @@
+"""Bad input to ``streamwire.aio``: each case raises its documented typed exception, and the
+same client keeps working. Rendered into ``docs/bad-input.md`` with the other rows (see
+``tests/test_bad_input.py``); run by ``tests/aio/test_aio_bad_input.py``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from streamwire import AlreadyClosedError, ConfigError, InvalidArgumentError, aio
+
+
+@dataclass
+class AioCtx:
+    url: str
+    topic: str
+    client: aio.Client
+    producer: aio.Producer
+    consumer: aio.Consumer
+    reader: aio.Reader
+    closed_client: aio.Client
+    closed_producer: aio.Producer
+    closed_consumer: aio.Consumer
+    closed_reader: aio.Reader
+
+
+@dataclass(frozen=True)
+class AioCase:
+    call: str
+    input: str
+    expected: type[BaseException]
+    fn: Callable[[AioCtx], Awaitable[Any]]
+    group: str = "input"  # "input" | "closed"
+    note: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.call}: {self.input}"
+
+
+INV, CFG, TYP = InvalidArgumentError, ConfigError, TypeError
+
+
+async def _client(*args: Any, **kwargs: Any) -> aio.Client:
+    return aio.Client(*args, **kwargs)
+
+
+async def _cancelled_receive(c: AioCtx) -> None:
+    task = asyncio.ensure_future(c.consumer.receive())
+    await asyncio.sleep(0.01)
+    task.cancel()
+    await task
+
+
+AIO_CASES: list[AioCase] = [
+    AioCase("aio.Client()", "service_url not a str (123)", TYP, lambda c: _client(123)),
+    AioCase(
+        "aio.Client()", "operation_timeout=-1", CFG, lambda c: _client(c.url, operation_timeout=-1)
+    ),
+    AioCase(
+        "aio.Client.create_producer",
+        "batching_max_messages=-1",
+        CFG,
+        lambda c: c.client.create_producer(c.topic, batching_max_messages=-1),
+    ),
+    AioCase(
+        "aio.Client.create_producer",
+        "unknown compression",
+        CFG,
+        lambda c: c.client.create_producer(c.topic, compression="bogus"),
+    ),
+    AioCase(
+        "aio.Client.create_producer",
+        "topic not a str (5)",
+        TYP,
+        lambda c: c.client.create_producer(5),  # type: ignore[arg-type]
+    ),
+    AioCase(
+        "aio.Client.subscribe",
+        "unknown subscription_type",
+        CFG,
+        lambda c: c.client.subscribe(c.topic, "s", subscription_type="bogus"),
+    ),
+    AioCase(
+        "aio.Client.subscribe",
+        "empty subscription_name",
+        CFG,
+        lambda c: c.client.subscribe(c.topic, ""),
+    ),
+    AioCase(
+        "aio.Client.create_reader",
+        "start_message_id='middle'",
+        CFG,
+        lambda c: c.client.create_reader(c.topic, "middle"),
+    ),
+    AioCase("aio.Producer.send", "value is an int", TYP, lambda c: _aw(c.producer.send, 5)),
+    AioCase(
+        "aio.Producer.send",
+        "event_time=-1",
+        INV,
+        lambda c: _aw(c.producer.send, b"x", event_time=-1),
+    ),
+    AioCase(
+        "aio.Producer.send_many",
+        "a single bytes value",
+        TYP,
+        lambda c: _aw(c.producer.send_many, b"abc"),
+    ),
+    AioCase(
+        "aio.Producer.send_many",
+        "keys shorter than values",
+        INV,
+        lambda c: _aw(c.producer.send_many, [b"a", b"b"], keys=["k"]),
+    ),
+    AioCase("aio.Consumer.receive", "timeout=-1", INV, lambda c: c.consumer.receive(timeout=-1)),
+    AioCase(
+        "aio.Consumer.receive_many",
+        "max_messages=0",
+        INV,
+        lambda c: c.consumer.receive_many(0),
+    ),
+    AioCase(
+        "aio.Consumer.receive_arrow",
+        "unknown column",
+        ValueError,
+        lambda c: c.consumer.receive_arrow(10, columns=["nope"]),
+        note="built-in",
+    ),
+    AioCase(
+        "aio.Consumer.acknowledge",
+        "a str",
+        TYP,
+        lambda c: c.consumer.acknowledge("x"),  # type: ignore[arg-type]
+    ),
+    AioCase(
+        "aio.Consumer.receive",
+        "the await is cancelled",
+        asyncio.CancelledError,
+        _cancelled_receive,
+        note="built-in; no message is lost: one taken meanwhile goes to the next receive",
+    ),
+    AioCase("aio.Reader.read_many", "max_messages=0", INV, lambda c: c.reader.read_many(0)),
+    # -- closed handles ---------------------------------------------------------------------
+    AioCase(
+        "aio.Client.create_producer",
+        "closed client",
+        AlreadyClosedError,
+        lambda c: c.closed_client.create_producer(c.topic),
+        group="closed",
+    ),
+    AioCase(
+        "aio.Client.subscribe",
+        "closed client",
+        AlreadyClosedError,
+        lambda c: c.closed_client.subscribe(c.topic, "s"),
+        group="closed",
+    ),
+    AioCase(
+        "aio.Producer.send",
+        "closed producer",
+        AlreadyClosedError,
+        lambda c: _aw(c.closed_producer.send, b"x"),
+        group="closed",
+    ),
+    AioCase(
+        "aio.Producer.flush",
+        "closed producer",
+        AlreadyClosedError,
+        lambda c: c.closed_producer.flush(),
+        group="closed",
+    ),
+    AioCase(
+        "aio.Consumer.receive",
+        "closed consumer",
+        AlreadyClosedError,
+        lambda c: c.closed_consumer.receive(timeout=1),
+        group="closed",
+    ),
+    AioCase(
+        "aio.Consumer.acknowledge",
+        "closed consumer",
+        AlreadyClosedError,
+        lambda c: c.closed_consumer.acknowledge([]),
+        group="closed",
+    ),
+    AioCase(
+        "aio.Reader.read_next",
+        "closed reader",
+        AlreadyClosedError,
+        lambda c: c.closed_reader.read_next(timeout=1),
+        group="closed",
+    ),
+]
+
+
+async def _aw(call: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
+    return await call(*args, **kwargs)
