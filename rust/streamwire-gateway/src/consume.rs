@@ -531,6 +531,7 @@ pub async fn fetch(gw: &Gateway, sub: &SubPath, id: &str, query: &str, pq: &str)
     drop(held);
     inst.delivered
         .fetch_add(out.len() as u64, Ordering::Relaxed);
+    crate::metrics::Metrics::add(&gw.metrics.delivered, out.len());
     let messages = out.iter().map(|m| consumed(m, inst.format)).collect();
     ok(&FetchAnswer { messages })
 }

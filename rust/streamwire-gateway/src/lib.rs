@@ -11,6 +11,8 @@
 //! - `stream` — streaming produce: NDJSON lines in, delivery reports out, in order.
 //! - `consumers` — consumer instances: ids naming their node, the registry, idle expiry.
 //! - `consume` — the consumer-instance and cursor endpoints.
+//! - `metrics` — the counters (atomics) and their Prometheus text (pure).
+//! - `openapi` — the static OpenAPI document (`openapi.json`), tested against the router.
 //! - `state` — the shared Pulsar client, the per-topic producers and the instances.
 //! - `server` — hyper, keep-alive, limits, access log, graceful shutdown.
 #![forbid(unsafe_code)]
@@ -19,6 +21,8 @@ pub mod config;
 pub mod consume;
 pub mod consumers;
 pub mod error;
+pub mod metrics;
+pub mod openapi;
 pub mod produce;
 pub mod read;
 pub mod route;

@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Either, Full, Limited};
+use hyper::body::Body as _;
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use hyper::service::service_fn;
@@ -24,6 +25,7 @@ use streamwire_pulsar::topic::TopicName;
 use crate::config::GatewayConfig;
 use crate::consume::{self, Reply};
 use crate::error::ApiError;
+use crate::metrics::Metrics;
 use crate::produce;
 use crate::read::{self, ReadParams};
 use crate::route::{route, Route, TopicPath};
@@ -53,9 +55,17 @@ fn topic_name(t: &TopicPath) -> std::result::Result<TopicName, ApiError> {
     TopicName::parse(&t.name()).map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
-async fn body(req: Request<Incoming>, max: usize) -> std::result::Result<Bytes, ApiError> {
+async fn body(
+    req: Request<Incoming>,
+    max: usize,
+    metrics: &Metrics,
+) -> std::result::Result<Bytes, ApiError> {
     match Limited::new(req.into_body(), max).collect().await {
-        Ok(c) => Ok(c.to_bytes()),
+        Ok(c) => {
+            let b = c.to_bytes();
+            Metrics::add(&metrics.bytes_in, b.len());
+            Ok(b)
+        }
         Err(e)
             if e.downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some() =>
@@ -84,7 +94,7 @@ fn reply(r: std::result::Result<Reply, ApiError>) -> Answer {
     }
 }
 
-async fn handle(gw: Arc<Gateway>, req: Request<Incoming>) -> Answer {
+async fn handle(gw: Arc<Gateway>, req: Request<Incoming>, r: Route) -> Answer {
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or("").to_string();
     let pq = req
@@ -93,23 +103,32 @@ async fn handle(gw: Arc<Gateway>, req: Request<Incoming>) -> Answer {
         .map_or(path.clone(), |p| p.as_str().to_string());
     let method = req.method().as_str().to_string();
     let max = gw.config.max_body_bytes;
-    match route(&method, &path) {
-        Route::CreateConsumer(sub) => match body(req, max).await {
+    match r {
+        Route::CreateConsumer(sub) => match body(req, max, &gw.metrics).await {
             Ok(b) => reply(consume::create(&gw, &sub, &b, &pq).await),
             Err(e) => error(e),
         },
         Route::Fetch(sub, id) => reply(consume::fetch(&gw, &sub, &id, &query, &pq).await),
         Route::DeleteConsumer(sub, id) => reply(consume::delete(&gw, &sub, &id, &pq).await),
-        Route::Nack(sub, id) => match body(req, max).await {
+        Route::Nack(sub, id) => match body(req, max, &gw.metrics).await {
             Ok(b) => reply(consume::nack(&gw, &sub, &id, &b, &pq).await),
             Err(e) => error(e),
         },
         Route::GetCursor(sub) => reply(consume::cursor(&gw, &sub, &query, &pq).await),
-        Route::Ack(sub) => match body(req, max).await {
+        Route::Ack(sub) => match body(req, max, &gw.metrics).await {
             Ok(b) => reply(consume::ack(&gw, &sub, &b, &query, &pq).await),
             Err(e) => error(e),
         },
         Route::Healthz => json(200, r#"{"status":"ok"}"#.into()),
+        Route::Metrics => {
+            let mut r = json(200, gw.render_metrics().await);
+            r.headers_mut().insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+            );
+            r
+        }
+        Route::OpenApi => json(200, crate::openapi::DOCUMENT.to_string()),
         Route::Readyz => match gw.client.service_connection().await {
             Ok(_) => json(200, r#"{"status":"ready"}"#.into()),
             Err(e) => error(ApiError::new(
@@ -141,13 +160,14 @@ async fn handle(gw: Arc<Gateway>, req: Request<Incoming>) -> Answer {
                 Err(e) => error(e.into()),
             }
         }
-        Route::Produce(t) | Route::BrokerProduce(t) => {
-            let broker = matches!(route(&method, &path), Route::BrokerProduce(_));
-            match produce_request(&gw, req, &t, broker).await {
-                Ok(a) => a,
-                Err(e) => error(e),
-            }
-        }
+        Route::Produce(t) => match produce_request(&gw, req, &t, false).await {
+            Ok(a) => a,
+            Err(e) => error(e),
+        },
+        Route::BrokerProduce(t) => match produce_request(&gw, req, &t, true).await {
+            Ok(a) => a,
+            Err(e) => error(e),
+        },
     }
 }
 
@@ -187,15 +207,16 @@ async fn produce_request(
             req.into_body(),
             max_line,
             tx,
+            gw.metrics.clone(),
         ));
-        let mut r = Response::new(Either::Right(stream::Lines(rx)));
+        let mut r = Response::new(Either::Right(stream::Lines(rx, gw.metrics.clone())));
         r.headers_mut().insert(
             CONTENT_TYPE,
             HeaderValue::from_static("application/x-ndjson"),
         );
         return Ok(r);
     }
-    let raw = body(req, gw.config.max_body_bytes).await?;
+    let raw = body(req, gw.config.max_body_bytes, &gw.metrics).await?;
     let msgs = if ctype.starts_with("application/octet-stream") {
         let props: Vec<(String, String)> = headers
             .iter()
@@ -229,6 +250,9 @@ async fn produce_request(
     let topic = topic_name(t)?;
     let producer = gw.producer(&topic).await?;
     let outcomes = produce::send_all(&producer, t.partition, msgs).await?;
+    let ok = outcomes.iter().filter(|o| o.is_ok()).count();
+    Metrics::add(&gw.metrics.produced, ok);
+    Metrics::add(&gw.metrics.produce_failed, outcomes.len() - ok);
     let body = if broker {
         serde_json::to_string(&produce::broker_response(&outcomes))
     } else {
@@ -294,11 +318,19 @@ pub async fn serve_on(
                     async move {
                         let t0 = Instant::now();
                         let (m, p) = (req.method().clone(), req.uri().path().to_string());
+                        let r = route(m.as_str(), &p);
+                        let label = r.label_index();
                         let timeout = gw.config.request_timeout;
-                        let answer = match tokio::time::timeout(timeout, handle(gw, req)).await {
+                        let metrics = gw.metrics.clone();
+                        let answer = match tokio::time::timeout(timeout, handle(gw, req, r)).await {
                             Ok(a) => a,
                             Err(_) => error(ApiError::new(504, 1, "the request timed out")),
                         };
+                        let status = answer.status().as_u16();
+                        metrics.request(label, status, t0.elapsed());
+                        if let Some(n) = answer.body().size_hint().exact() {
+                            Metrics::add(&metrics.bytes_out, n as usize);
+                        }
                         eprintln!(
                             "streamwire-gateway access peer={peer} method={m} path={p} status={} ms={:.1}",
                             answer.status().as_u16(),

@@ -17,6 +17,7 @@ use streamwire_pulsar::topic::TopicName;
 
 use crate::config::GatewayConfig;
 use crate::consumers::{default_node_id, Registry};
+use crate::metrics::{Gauges, Metrics};
 
 struct Cached {
     producer: Arc<TopicProducer>,
@@ -34,6 +35,8 @@ pub struct Gateway {
     pub node_id: String,
     /// Where clients reach this node (`base_uri`s and redirects start with it).
     pub advertised_url: String,
+    /// The counters `/metrics` shows.
+    pub metrics: Arc<Metrics>,
 }
 
 impl Gateway {
@@ -59,6 +62,7 @@ impl Gateway {
             consumers: Registry::default(),
             node_id,
             advertised_url,
+            metrics: Arc::new(Metrics::default()),
         }))
     }
 
@@ -96,6 +100,15 @@ impl Gateway {
             },
         );
         Ok(p)
+    }
+
+    /// The `/metrics` exposition, with the live producers and consumer instances counted now.
+    pub async fn render_metrics(&self) -> String {
+        let producers = self.producers.lock().await.len();
+        self.metrics.render(Gauges {
+            producers,
+            consumer_instances: self.consumers.len(),
+        })
     }
 
     /// Close producers idle for longer than `producer_idle`; returns how many.
