@@ -3,6 +3,7 @@
 //! Layout (arrows point down: this crate uses the Pulsar crate and the core, nothing uses
 //! it but the binding and its own binary):
 //!
+//! - `callers` — `Authorization: Bearer` parsing and the bounded LRU of callers' clients (pure).
 //! - `config` — flags and environment (pure).
 //! - `route` — which endpoint a method and path are (pure).
 //! - `error` — errors as HTTP statuses and PIP-64 codes (pure).
@@ -17,6 +18,7 @@
 //! - `server` — hyper, keep-alive, limits, access log, graceful shutdown.
 #![forbid(unsafe_code)]
 
+pub mod callers;
 pub mod config;
 pub mod consume;
 pub mod consumers;

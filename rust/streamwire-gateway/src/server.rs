@@ -13,7 +13,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Either, Full, Limited};
 use hyper::body::Body as _;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CONTENT_TYPE, LOCATION, RETRY_AFTER};
+use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -103,6 +103,18 @@ async fn handle(gw: Arc<Gateway>, req: Request<Incoming>, r: Route) -> Answer {
         .map_or(path.clone(), |p| p.as_str().to_string());
     let method = req.method().as_str().to_string();
     let max = gw.config.max_body_bytes;
+    let token = match crate::callers::bearer(req.headers().get(AUTHORIZATION).map(|v| v.as_bytes()))
+    {
+        Ok(t) => t,
+        Err(e) => return error(e),
+    };
+    if token.is_some() && matches!(r, Route::CreateConsumer(_)) {
+        return error(ApiError::new(
+            501,
+            2,
+            "consumer instances do not take Authorization: Bearer yet (they run as the gateway)",
+        ));
+    }
     match r {
         Route::CreateConsumer(sub) => match body(req, max, &gw.metrics).await {
             Ok(b) => reply(consume::create(&gw, &sub, &b, &pq).await),
@@ -155,19 +167,25 @@ async fn handle(gw: Arc<Gateway>, req: Request<Incoming>, r: Route) -> Answer {
                 },
                 Err(e) => return error(e),
             };
-            match read::read(&gw.client, topic, &params).await {
+            let client = match gw.client_for(token.as_deref()).await {
+                Ok(c) => c,
+                Err(e) => return error(e.into()),
+            };
+            match read::read(&client, topic, &params).await {
                 Ok(r) => json(200, serde_json::to_string(&r).unwrap_or_default()),
                 Err(e) => error(e.into()),
             }
         }
-        Route::Produce(t) => match produce_request(&gw, req, &t, false).await {
+        Route::Produce(t) => match produce_request(&gw, req, &t, false, token.as_deref()).await {
             Ok(a) => a,
             Err(e) => error(e),
         },
-        Route::BrokerProduce(t) => match produce_request(&gw, req, &t, true).await {
-            Ok(a) => a,
-            Err(e) => error(e),
-        },
+        Route::BrokerProduce(t) => {
+            match produce_request(&gw, req, &t, true, token.as_deref()).await {
+                Ok(a) => a,
+                Err(e) => error(e),
+            }
+        }
     }
 }
 
@@ -176,6 +194,7 @@ async fn produce_request(
     req: Request<Incoming>,
     t: &TopicPath,
     broker: bool,
+    token: Option<&str>,
 ) -> std::result::Result<Answer, ApiError> {
     let ctype = req
         .headers()
@@ -197,7 +216,7 @@ async fn produce_request(
             q if q.contains("value_format=json") => produce::ValueFormat::Json,
             _ => produce::ValueFormat::Base64,
         };
-        let producer = gw.producer(&topic_name(t)?).await?;
+        let producer = gw.producer_as(token, &topic_name(t)?).await?;
         let (tx, rx) = tokio::sync::mpsc::channel(1024);
         let max_line = gw.config.max_body_bytes;
         tokio::spawn(stream::run(
@@ -248,7 +267,7 @@ async fn produce_request(
         ));
     };
     let topic = topic_name(t)?;
-    let producer = gw.producer(&topic).await?;
+    let producer = gw.producer_as(token, &topic).await?;
     let outcomes = produce::send_all(&producer, t.partition, msgs).await?;
     let ok = outcomes.iter().filter(|o| o.is_ok()).count();
     Metrics::add(&gw.metrics.produced, ok);
@@ -293,6 +312,7 @@ pub async fn serve_on(
             loop {
                 tokio::time::sleep(gw.config.producer_idle / 4).await;
                 gw.expire_idle().await;
+                gw.expire_idle_callers().await;
             }
         })
     };
