@@ -15,6 +15,7 @@
 //! - `metrics` — the counters (atomics) and their Prometheus text (pure).
 //! - `openapi` — the static OpenAPI document (`openapi.json`), tested against the router.
 //! - `state` — the shared Pulsar client, the per-topic producers and the instances.
+//! - `tls` — the rustls acceptor for `--tls-cert`/`--tls-key`.
 //! - `server` — hyper, keep-alive, limits, access log, graceful shutdown.
 #![forbid(unsafe_code)]
 
@@ -31,6 +32,7 @@ pub mod route;
 pub mod server;
 pub mod state;
 pub mod stream;
+pub mod tls;
 
 pub use config::GatewayConfig;
 pub use server::{serve, serve_on};

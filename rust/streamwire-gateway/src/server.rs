@@ -32,6 +32,9 @@ use crate::route::{route, Route, TopicPath};
 use crate::state::Gateway;
 use crate::stream;
 
+/// How long a client has to finish the TLS handshake.
+const HANDSHAKE: std::time::Duration = std::time::Duration::from_secs(10);
+
 type Answer = Response<Either<Full<Bytes>, stream::Lines>>;
 
 fn json(status: u16, body: String) -> Answer {
@@ -299,9 +302,14 @@ pub async fn serve_on(
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
     let grace = config.request_timeout;
+    let tls = match (&config.tls_cert, &config.tls_key) {
+        (Some(cert), Some(key)) => Some(crate::tls::acceptor(cert, key)?),
+        _ => None,
+    };
     if config.advertised_url.is_none() {
         if let Ok(a) = listener.local_addr() {
-            config.advertised_url = Some(format!("http://{a}"));
+            let scheme = if tls.is_some() { "https" } else { "http" };
+            config.advertised_url = Some(format!("{scheme}://{a}"));
         }
     }
     let gw = Gateway::new(config)?;
@@ -359,12 +367,24 @@ pub async fn serve_on(
                         Ok::<_, Infallible>(answer)
                     }
                 });
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .keep_alive(true)
-                    .serve_connection(TokioIo::new(stream), svc);
-                let conn = graceful.watch(conn);
+                let watcher = graceful.watcher();
+                let tls = tls.clone();
                 tokio::spawn(async move {
-                    let _ = conn.await;
+                    let mut http = hyper::server::conn::http1::Builder::new();
+                    http.keep_alive(true);
+                    match tls {
+                        None => {
+                            let conn = http.serve_connection(TokioIo::new(stream), svc);
+                            let _ = watcher.watch(conn).await;
+                        }
+                        Some(acceptor) => {
+                            // A client that never finishes the handshake holds only this task.
+                            let hs = tokio::time::timeout(HANDSHAKE, acceptor.accept(stream)).await;
+                            let Ok(Ok(stream)) = hs else { return };
+                            let conn = http.serve_connection(TokioIo::new(stream), svc);
+                            let _ = watcher.watch(conn).await;
+                        }
+                    }
                 });
             }
             () = &mut shutdown => break,
