@@ -1,7 +1,8 @@
 """``Authorization: Bearer`` through the PIP-64 gateway, in front of the secure Apache Pulsar
 (token authentication and authorization on; see tests/peers/secure.py): a request with a good
 token produces and reads as that role, a bad token is 401 and a role without permission 403,
-with typed JSON bodies, and nothing was written for the failures."""
+with typed JSON bodies, and nothing was written for the failures; consumer instances run as
+their creator's role and answer only requests with the same credential."""
 
 from __future__ import annotations
 
@@ -84,6 +85,38 @@ def test_bearer_tokens_act_as_their_role(gw: Gateway, secure: SecurePulsar) -> N
     r = read_all(gw, path, forged)
     assert (r.status_code, r.json()["code"]) == (401, 40101)
 
-    # Consumer instances run as the gateway, so a token there is refused, not ignored.
-    r = httpx.post(f"{gw.url}{path}/subscription/s", json={}, headers=bearer(writer), timeout=30)
-    assert (r.status_code, r.json()["code"]) == (501, 50102)
+    # Consumer instances run as their creator, and only their creator may use them.
+    sub = f"{gw.url}{path}/subscription/s"
+    r = httpx.post(
+        sub, json={"subscriptionInitialPosition": "earliest"}, headers=bearer(forged), timeout=30
+    )
+    assert (r.status_code, r.json()["code"]) == (401, 40101), r.text
+    nobody = secure.token("gw-no-grants")
+    r = httpx.post(sub, json={}, headers=bearer(nobody), timeout=30)
+    assert (r.status_code, r.json()["code"]) == (403, 40301), r.text
+    r = httpx.post(
+        sub,
+        json={"subscriptionInitialPosition": "earliest"},
+        headers=bearer(reader),
+        timeout=30,
+    )
+    assert r.status_code == 200, r.text
+    base_uri = r.json()["base_uri"]
+    for other in (bearer(writer), {}):
+        f = httpx.get(f"{base_uri}/messages", headers=other, timeout=30)
+        assert (f.status_code, f.json()["code"]) == (403, 40302), f.text
+        assert httpx.delete(base_uri, headers=other, timeout=30).status_code == 403
+    f = httpx.get(
+        f"{base_uri}/messages", params={"timeout": 5000}, headers=bearer(reader), timeout=30
+    )
+    assert f.status_code == 200, f.text
+    msgs = f.json()["messages"]
+    assert [base64.b64decode(m["value"]) for m in msgs] == [b"m0", b"m1", b"m2"]
+    ids = [m["messageId"] for m in msgs]
+    cursor = f"{sub}/cursor"
+    # Without naming the instance, another credential finds none of its own.
+    r = httpx.post(cursor, json={"messageIds": ids}, headers=bearer(writer), timeout=30)
+    assert (r.status_code, r.json()["code"]) == (404, 40403), r.text
+    r = httpx.post(cursor, json={"messageIds": ids}, headers=bearer(reader), timeout=30)
+    assert r.status_code == 200 and r.json()["acknowledged"] == 3, r.text
+    assert httpx.delete(base_uri, headers=bearer(reader), timeout=30).status_code == 204

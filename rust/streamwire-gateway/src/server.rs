@@ -111,27 +111,26 @@ async fn handle(gw: Arc<Gateway>, req: Request<Incoming>, r: Route) -> Answer {
         Ok(t) => t,
         Err(e) => return error(e),
     };
-    if token.is_some() && matches!(r, Route::CreateConsumer(_)) {
-        return error(ApiError::new(
-            501,
-            2,
-            "consumer instances do not take Authorization: Bearer yet (they run as the gateway)",
-        ));
-    }
     match r {
         Route::CreateConsumer(sub) => match body(req, max, &gw.metrics).await {
-            Ok(b) => reply(consume::create(&gw, &sub, &b, &pq).await),
+            Ok(b) => reply(consume::create(&gw, &sub, &b, &pq, token.as_deref()).await),
             Err(e) => error(e),
         },
-        Route::Fetch(sub, id) => reply(consume::fetch(&gw, &sub, &id, &query, &pq).await),
-        Route::DeleteConsumer(sub, id) => reply(consume::delete(&gw, &sub, &id, &pq).await),
+        Route::Fetch(sub, id) => {
+            reply(consume::fetch(&gw, &sub, &id, &query, &pq, token.as_deref()).await)
+        }
+        Route::DeleteConsumer(sub, id) => {
+            reply(consume::delete(&gw, &sub, &id, &pq, token.as_deref()).await)
+        }
         Route::Nack(sub, id) => match body(req, max, &gw.metrics).await {
-            Ok(b) => reply(consume::nack(&gw, &sub, &id, &b, &pq).await),
+            Ok(b) => reply(consume::nack(&gw, &sub, &id, &b, &pq, token.as_deref()).await),
             Err(e) => error(e),
         },
-        Route::GetCursor(sub) => reply(consume::cursor(&gw, &sub, &query, &pq).await),
+        Route::GetCursor(sub) => {
+            reply(consume::cursor(&gw, &sub, &query, &pq, token.as_deref()).await)
+        }
         Route::Ack(sub) => match body(req, max, &gw.metrics).await {
-            Ok(b) => reply(consume::ack(&gw, &sub, &b, &query, &pq).await),
+            Ok(b) => reply(consume::ack(&gw, &sub, &b, &query, &pq, token.as_deref()).await),
             Err(e) => error(e),
         },
         Route::Healthz => json(200, r#"{"status":"ok"}"#.into()),

@@ -81,19 +81,22 @@ impl Gateway {
         let Some(token) = token else {
             return Ok(self.client.clone());
         };
-        let make = || {
-            let conn = ConnectionConfig {
-                operation_timeout: self.config.request_timeout,
-                auth: Some(Auth::token(token)?),
-                ..ConnectionConfig::default()
-            };
-            PulsarClient::new(&self.config.service_url, conn)
-        };
+        let make = || self.make_client(token);
         let (client, evicted) = self.callers.get_or_make(token, Instant::now(), make)?;
         if let Some((t, c)) = evicted {
             self.retire(t, c).await;
         }
         Ok(client)
+    }
+
+    /// A new client that authenticates with `token` (not pooled: the caller closes it).
+    pub fn make_client(&self, token: &str) -> Result<PulsarClient> {
+        let conn = ConnectionConfig {
+            operation_timeout: self.config.request_timeout,
+            auth: Some(Auth::token(token)?),
+            ..ConnectionConfig::default()
+        };
+        PulsarClient::new(&self.config.service_url, conn)
     }
 
     /// Close a caller's producers, then its client.
@@ -206,7 +209,7 @@ impl Gateway {
             .consumers
             .take_idle(Instant::now(), self.config.consumer_idle);
         for i in &stale {
-            let _ = i.consumer.close().await;
+            i.close().await;
         }
         stale.len()
     }
@@ -215,7 +218,7 @@ impl Gateway {
     /// consumer instance (their acknowledgements are flushed first).
     pub async fn close(&self) {
         for i in self.consumers.take_all() {
-            let _ = i.consumer.close().await;
+            i.close().await;
         }
         let all: Vec<Arc<TopicProducer>> = {
             let mut map = self.producers.lock().await;
