@@ -357,7 +357,7 @@ fn size(m: &ReceivedMessage) -> usize {
 
 /// The instance an id names on `sub`: here, or a redirect to its node, or 404 40403.
 /// A request whose credential is not the instance's is 403 40302.
-fn find(
+pub(crate) fn find(
     gw: &Gateway,
     sub: &SubPath,
     id: &str,
@@ -427,7 +427,7 @@ fn rand_u64() -> u64 {
 
 /// A consumer's error as an answer: a subscription held by another consumer is 409 40902,
 /// an instance closed meanwhile (deleted, expired) 404 40403, the rest as any engine error.
-fn consumer_error(e: streamwire_core::error::Error) -> ApiError {
+pub(crate) fn consumer_error(e: streamwire_core::error::Error) -> ApiError {
     match e.kind() {
         ErrorKind::ConsumerBusy => ApiError::new(409, 2, e.to_string()),
         ErrorKind::Closed => unknown_consumer(format!("the consumer instance was closed: {e}")),

@@ -14,6 +14,7 @@
 //! - `consume` — the consumer-instance and cursor endpoints.
 //! - `metrics` — the counters (atomics) and their Prometheus text (pure).
 //! - `openapi` — the static OpenAPI document (`openapi.json`), tested against the router.
+//! - `fetch_stream` — a consumer instance's messages as an NDJSON stream.
 //! - `state` — the shared Pulsar client, the per-topic producers and the instances.
 //! - `tls` — the rustls acceptor for `--tls-cert`/`--tls-key`.
 //! - `server` — hyper, keep-alive, limits, access log, graceful shutdown.
@@ -24,6 +25,7 @@ pub mod config;
 pub mod consume;
 pub mod consumers;
 pub mod error;
+pub mod fetch_stream;
 pub mod metrics;
 pub mod openapi;
 pub mod produce;

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Either, Full, Limited};
 use hyper::body::Body as _;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, LOCATION, RETRY_AFTER};
+use hyper::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -25,6 +25,7 @@ use streamwire_pulsar::topic::TopicName;
 use crate::config::GatewayConfig;
 use crate::consume::{self, Reply};
 use crate::error::ApiError;
+use crate::fetch_stream;
 use crate::metrics::Metrics;
 use crate::produce;
 use crate::read::{self, ReadParams};
@@ -117,7 +118,23 @@ async fn handle(gw: Arc<Gateway>, req: Request<Incoming>, r: Route) -> Answer {
             Err(e) => error(e),
         },
         Route::Fetch(sub, id) => {
-            reply(consume::fetch(&gw, &sub, &id, &query, &pq, token.as_deref()).await)
+            let accept = req.headers().get(ACCEPT).and_then(|v| v.to_str().ok());
+            if !fetch_stream::wanted(&query, accept) {
+                return reply(consume::fetch(&gw, &sub, &id, &query, &pq, token.as_deref()).await);
+            }
+            let metrics = gw.metrics.clone();
+            match fetch_stream::start(gw, &sub, &id, &query, &pq, token.as_deref()).await {
+                Ok(Ok(rx)) => {
+                    let mut r = Response::new(Either::Right(stream::Lines(rx, metrics)));
+                    r.headers_mut().insert(
+                        CONTENT_TYPE,
+                        HeaderValue::from_static("application/x-ndjson"),
+                    );
+                    r
+                }
+                Ok(Err(answer)) => reply(Ok(answer)),
+                Err(e) => error(e),
+            }
         }
         Route::DeleteConsumer(sub, id) => {
             reply(consume::delete(&gw, &sub, &id, &pq, token.as_deref()).await)
