@@ -428,6 +428,31 @@ mod tests {
     }
 
     #[test]
+    fn labels_name_their_routes() {
+        let label = |m: &str, p: &str| ROUTE_LABELS[route(m, p).label_index()];
+        let sub = "/topics/a/b/c/subscription/s";
+        for (m, p, want) in [
+            ("POST", "/topics/a/b/c", "produce"),
+            ("POST", "/topics/persistent/a/b/c", "broker_produce"),
+            ("GET", "/topics/a/b/c/messages", "read"),
+            ("POST", sub, "create_consumer"),
+            ("GET", &format!("{sub}/consumer/x/messages"), "fetch"),
+            ("DELETE", &format!("{sub}/consumers/x"), "delete_consumer"),
+            ("POST", &format!("{sub}/consumer/x/nack"), "nack"),
+            ("GET", &format!("{sub}/cursor"), "get_cursor"),
+            ("POST", &format!("{sub}/cursor"), "ack"),
+            ("GET", "/healthz", "healthz"),
+            ("GET", "/readyz", "readyz"),
+            ("GET", "/metrics", "metrics"),
+            ("GET", "/openapi.json", "openapi"),
+            ("POST", "/metrics", "wrong_method"),
+            ("GET", "/nope", "not_found"),
+        ] {
+            assert_eq!(label(m, p), want, "{m} {p}");
+        }
+    }
+
+    #[test]
     fn names() {
         assert_eq!(
             tp(true, "t", Some(1)).name(),
