@@ -2,6 +2,7 @@
 //! environment, which wins over the defaults.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use streamwire_core::error::{Error, ErrorKind, Result};
@@ -26,6 +27,10 @@ pub struct GatewayConfig {
     pub node_id: Option<String>,
     /// The URL clients reach this node at, for `base_uri` (`None`: `http://<listen address>`).
     pub advertised_url: Option<String>,
+    /// With `tls_key`: serve HTTPS with this PEM certificate chain.
+    pub tls_cert: Option<PathBuf>,
+    /// With `tls_cert`: the PEM private key.
+    pub tls_key: Option<PathBuf>,
 }
 
 impl Default for GatewayConfig {
@@ -40,6 +45,8 @@ impl Default for GatewayConfig {
             consumer_idle: Duration::from_secs(300),
             node_id: None,
             advertised_url: None,
+            tls_cert: None,
+            tls_key: None,
         }
     }
 }
@@ -47,13 +54,17 @@ impl Default for GatewayConfig {
 /// The flags and their environment variables.
 pub const USAGE: &str = "streamwire-gateway [--service-url URL] [--listen ADDR:PORT] \
 [--max-body-bytes N] [--max-messages N] [--request-timeout SECS] [--producer-idle SECS] \
-[--consumer-idle SECS] [--node-id ID] [--advertised-url URL]
+[--consumer-idle SECS] [--node-id ID] [--advertised-url URL] [--tls-cert PEM --tls-key PEM]
+endpoints besides PIP-64: GET /healthz, /readyz, /metrics (Prometheus text), /openapi.json; \
+Authorization: Bearer <token> acts at the broker as that token's role; \
+--tls-cert and --tls-key (both) serve HTTPS
 environment: STREAMWIRE_GATEWAY_SERVICE_URL, STREAMWIRE_GATEWAY_LISTEN, \
 STREAMWIRE_GATEWAY_MAX_BODY_BYTES, STREAMWIRE_GATEWAY_MAX_MESSAGES, \
 STREAMWIRE_GATEWAY_REQUEST_TIMEOUT, STREAMWIRE_GATEWAY_PRODUCER_IDLE, \
-STREAMWIRE_GATEWAY_CONSUMER_IDLE, STREAMWIRE_GATEWAY_NODE_ID, STREAMWIRE_GATEWAY_ADVERTISED_URL";
+STREAMWIRE_GATEWAY_CONSUMER_IDLE, STREAMWIRE_GATEWAY_NODE_ID, STREAMWIRE_GATEWAY_ADVERTISED_URL, \
+STREAMWIRE_GATEWAY_TLS_CERT, STREAMWIRE_GATEWAY_TLS_KEY";
 
-const KEYS: [(&str, &str); 9] = [
+const KEYS: [(&str, &str); 11] = [
     ("--service-url", "STREAMWIRE_GATEWAY_SERVICE_URL"),
     ("--listen", "STREAMWIRE_GATEWAY_LISTEN"),
     ("--max-body-bytes", "STREAMWIRE_GATEWAY_MAX_BODY_BYTES"),
@@ -63,6 +74,8 @@ const KEYS: [(&str, &str); 9] = [
     ("--consumer-idle", "STREAMWIRE_GATEWAY_CONSUMER_IDLE"),
     ("--node-id", "STREAMWIRE_GATEWAY_NODE_ID"),
     ("--advertised-url", "STREAMWIRE_GATEWAY_ADVERTISED_URL"),
+    ("--tls-cert", "STREAMWIRE_GATEWAY_TLS_CERT"),
+    ("--tls-key", "STREAMWIRE_GATEWAY_TLS_KEY"),
 ];
 
 fn bad(msg: String) -> Error {
@@ -154,6 +167,18 @@ impl GatewayConfig {
             }
             c.advertised_url = Some(v.trim_end_matches('/').to_string());
         }
+        match (&values[9], &values[10]) {
+            (Some(cert), Some(key)) if !cert.is_empty() && !key.is_empty() => {
+                c.tls_cert = Some(PathBuf::from(cert));
+                c.tls_key = Some(PathBuf::from(key));
+            }
+            (None, None) => {}
+            _ => {
+                return Err(bad(
+                    "--tls-cert and --tls-key go together (both non-empty, or neither)".into(),
+                ))
+            }
+        }
         Ok(c)
     }
 }
@@ -200,6 +225,17 @@ mod tests {
         assert_eq!(c.consumer_idle, Duration::from_millis(1500));
         assert_eq!(c.node_id.as_deref(), Some("gw-1"));
         assert_eq!(c.advertised_url.as_deref(), Some("http://lb.example:80"));
+        let c = GatewayConfig::parse(&args(&["--tls-cert", "c.pem"]), |k| {
+            (k == "STREAMWIRE_GATEWAY_TLS_KEY").then(|| "k.pem".to_string())
+        })
+        .unwrap();
+        assert_eq!(
+            (c.tls_cert.as_deref(), c.tls_key.as_deref()),
+            (
+                Some(std::path::Path::new("c.pem")),
+                Some(std::path::Path::new("k.pem"))
+            )
+        );
     }
 
     #[test]
@@ -215,6 +251,9 @@ mod tests {
             vec!["--node-id", "a.b"],
             vec!["--node-id", ""],
             vec!["--advertised-url", "ftp://x"],
+            vec!["--tls-cert", "c.pem"],
+            vec!["--tls-key", "k.pem"],
+            vec!["--tls-cert", "", "--tls-key", "k.pem"],
         ] {
             let e = GatewayConfig::parse(&args(&a), |_| None).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::Config, "{a:?}");

@@ -356,7 +356,14 @@ fn size(m: &ReceivedMessage) -> usize {
 }
 
 /// The instance an id names on `sub`: here, or a redirect to its node, or 404 40403.
-fn find(gw: &Gateway, sub: &SubPath, id: &str, path_and_query: &str) -> Result<InUse, Reply> {
+/// A request whose credential is not the instance's is 403 40302.
+pub(crate) fn find(
+    gw: &Gateway,
+    sub: &SubPath,
+    id: &str,
+    path_and_query: &str,
+    token: Option<&str>,
+) -> Result<InUse, Reply> {
     let not_found = || {
         Reply::Json(
             404,
@@ -375,9 +382,14 @@ fn find(gw: &Gateway, sub: &SubPath, id: &str, path_and_query: &str) -> Result<I
     if parsed.node != gw.node_id {
         return Err(redirect(&parsed, path_and_query));
     }
-    gw.consumers
+    let inst = gw
+        .consumers
         .get(&key(sub, &parsed.name))
-        .ok_or_else(not_found)
+        .ok_or_else(not_found)?;
+    if !inst.allows(token) {
+        return Err(Reply::Json(403, not_yours(id).body()));
+    }
+    Ok(inst)
 }
 
 fn redirect(id: &InstanceId, path_and_query: &str) -> Reply {
@@ -415,7 +427,7 @@ fn rand_u64() -> u64 {
 
 /// A consumer's error as an answer: a subscription held by another consumer is 409 40902,
 /// an instance closed meanwhile (deleted, expired) 404 40403, the rest as any engine error.
-fn consumer_error(e: streamwire_core::error::Error) -> ApiError {
+pub(crate) fn consumer_error(e: streamwire_core::error::Error) -> ApiError {
     match e.kind() {
         ErrorKind::ConsumerBusy => ApiError::new(409, 2, e.to_string()),
         ErrorKind::Closed => unknown_consumer(format!("the consumer instance was closed: {e}")),
@@ -424,7 +436,13 @@ fn consumer_error(e: streamwire_core::error::Error) -> ApiError {
 }
 
 /// `POST …/subscription/{subscription}`.
-pub async fn create(gw: &Gateway, sub: &SubPath, body: &[u8], path_and_query: &str) -> Answer {
+pub async fn create(
+    gw: &Gateway,
+    sub: &SubPath,
+    body: &[u8],
+    path_and_query: &str,
+    token: Option<&str>,
+) -> Answer {
     let p = CreateParams::parse(body)?;
     if let Some(id) = &p.id {
         if id.node != gw.node_id {
@@ -457,9 +475,22 @@ pub async fn create(gw: &Gateway, sub: &SubPath, body: &[u8], path_and_query: &s
         nack_delay: p.nack_delay,
         ..ConsumerConfig::default()
     };
-    let consumer = Consumer::subscribe(&gw.client, &[topic], cfg)
-        .await
-        .map_err(consumer_error)?;
+    // A caller's instance gets a client of its own, closed with it (a pooled caller client
+    // could be closed under it when the pool evicts it).
+    let own = match token {
+        Some(t) => Some(gw.make_client(t)?),
+        None => None,
+    };
+    let subscribed = Consumer::subscribe(own.as_ref().unwrap_or(&gw.client), &[topic], cfg).await;
+    let consumer = match subscribed {
+        Ok(c) => c,
+        Err(e) => {
+            if let Some(c) = &own {
+                c.close();
+            }
+            return Err(consumer_error(e));
+        }
+    };
     let id = InstanceId {
         name,
         node: gw.node_id.clone(),
@@ -476,14 +507,17 @@ pub async fn create(gw: &Gateway, sub: &SubPath, body: &[u8], path_and_query: &s
         encode_segment(&sub.subscription),
         encode_segment(&id)
     );
-    let inst = Arc::new(Instance::new(
-        reservation.key().clone(),
-        id.clone(),
-        base_uri.clone(),
-        p.sub_type,
-        p.format,
-        consumer,
-    ));
+    let inst = Arc::new(
+        Instance::new(
+            reservation.key().clone(),
+            id.clone(),
+            base_uri.clone(),
+            p.sub_type,
+            p.format,
+            consumer,
+        )
+        .owned_by(token.map(str::to_string), own),
+    );
     gw.consumers.insert(reservation, inst);
     ok(&json!({"id": id, "base_uri": base_uri}))
 }
@@ -491,10 +525,17 @@ pub async fn create(gw: &Gateway, sub: &SubPath, body: &[u8], path_and_query: &s
 /// `GET …/consumer/{id}/messages`: what is held or queued, else wait for the first message
 /// up to `timeout`; at most `max_messages`, and `max_bytes` of keys and values (one message
 /// more than `max_bytes` is still answered alone).
-pub async fn fetch(gw: &Gateway, sub: &SubPath, id: &str, query: &str, pq: &str) -> Answer {
+pub async fn fetch(
+    gw: &Gateway,
+    sub: &SubPath,
+    id: &str,
+    query: &str,
+    pq: &str,
+    token: Option<&str>,
+) -> Answer {
     let cap = gw.config.request_timeout.mul_f64(0.9);
     let p = FetchParams::parse(query, cap)?;
-    let inst = match find(gw, sub, id, pq) {
+    let inst = match find(gw, sub, id, pq, token) {
         Ok(i) => i,
         Err(r) => return Ok(r),
     };
@@ -531,29 +572,43 @@ pub async fn fetch(gw: &Gateway, sub: &SubPath, id: &str, query: &str, pq: &str)
     drop(held);
     inst.delivered
         .fetch_add(out.len() as u64, Ordering::Relaxed);
+    crate::metrics::Metrics::add(&gw.metrics.delivered, out.len());
     let messages = out.iter().map(|m| consumed(m, inst.format)).collect();
     ok(&FetchAnswer { messages })
 }
 
 /// `DELETE …/consumers/{id}`: close the instance (what it was given and did not acknowledge
 /// goes back to the subscription).
-pub async fn delete(gw: &Gateway, sub: &SubPath, id: &str, pq: &str) -> Answer {
-    let inst = match find(gw, sub, id, pq) {
+pub async fn delete(
+    gw: &Gateway,
+    sub: &SubPath,
+    id: &str,
+    pq: &str,
+    token: Option<&str>,
+) -> Answer {
+    let inst = match find(gw, sub, id, pq, token) {
         Ok(i) => i,
         Err(r) => return Ok(r),
     };
     let removed = gw.consumers.remove(&inst.key);
     drop(inst);
     if let Some(i) = removed {
-        let _ = i.consumer.close().await;
+        i.close().await;
     }
     Ok(Reply::Json(204, String::new()))
 }
 
 /// `POST …/consumer/{id}/nack`: redeliver these after the instance's negative-ack delay.
-pub async fn nack(gw: &Gateway, sub: &SubPath, id: &str, body: &[u8], pq: &str) -> Answer {
+pub async fn nack(
+    gw: &Gateway,
+    sub: &SubPath,
+    id: &str,
+    body: &[u8],
+    pq: &str,
+    token: Option<&str>,
+) -> Answer {
     let p = AckParams::parse(body, "", true)?;
-    let inst = match find(gw, sub, id, pq) {
+    let inst = match find(gw, sub, id, pq, token) {
         Ok(i) => i,
         Err(r) => return Ok(r),
     };
@@ -568,15 +623,29 @@ pub async fn nack(gw: &Gateway, sub: &SubPath, id: &str, body: &[u8], pq: &str) 
 
 /// The instance a cursor request goes through: the one named, else the first of this node's
 /// instances on the subscription.
-fn through(gw: &Gateway, sub: &SubPath, named: Option<&str>, pq: &str) -> Result<InUse, Reply> {
+fn through(
+    gw: &Gateway,
+    sub: &SubPath,
+    named: Option<&str>,
+    pq: &str,
+    token: Option<&str>,
+) -> Result<InUse, Reply> {
     if let Some(id) = named {
-        return find(gw, sub, id, pq);
+        return find(gw, sub, id, pq, token);
     }
     gw.consumers
         .on_subscription(&sub.topic.name(), &sub.subscription)
         .into_iter()
-        .next()
+        .find(|i| i.allows(token))
         .ok_or_else(|| Reply::Json(404, no_instance(sub).body()))
+}
+
+fn not_yours(id: &str) -> ApiError {
+    ApiError::new(
+        403,
+        2,
+        format!("consumer instance {id:?} was created with another Authorization credential"),
+    )
 }
 
 fn no_instance(sub: &SubPath) -> ApiError {
@@ -590,9 +659,16 @@ fn no_instance(sub: &SubPath) -> ApiError {
 }
 
 /// `POST …/subscription/{subscription}/cursor`: acknowledge ids, individually or cumulatively.
-pub async fn ack(gw: &Gateway, sub: &SubPath, body: &[u8], query: &str, pq: &str) -> Answer {
+pub async fn ack(
+    gw: &Gateway,
+    sub: &SubPath,
+    body: &[u8],
+    query: &str,
+    pq: &str,
+    token: Option<&str>,
+) -> Answer {
     let p = AckParams::parse(body, query, false)?;
-    let inst = match through(gw, sub, p.consumer.as_deref(), pq) {
+    let inst = match through(gw, sub, p.consumer.as_deref(), pq, token) {
         Ok(i) => i,
         Err(r) => return Ok(r),
     };
@@ -615,7 +691,13 @@ pub async fn ack(gw: &Gateway, sub: &SubPath, body: &[u8], query: &str, pq: &str
 
 /// `GET …/subscription/{subscription}/cursor`: per instance of this node on the
 /// subscription, what was acknowledged through it and the broker's view of its consumer.
-pub async fn cursor(gw: &Gateway, sub: &SubPath, query: &str, pq: &str) -> Answer {
+pub async fn cursor(
+    gw: &Gateway,
+    sub: &SubPath,
+    query: &str,
+    pq: &str,
+    token: Option<&str>,
+) -> Answer {
     let mut named = None;
     for (k, v) in query_pairs(query)? {
         match k.as_str() {
@@ -628,13 +710,16 @@ pub async fn cursor(gw: &Gateway, sub: &SubPath, query: &str, pq: &str) -> Answe
         }
     }
     let insts = match &named {
-        Some(id) => match find(gw, sub, id, pq) {
+        Some(id) => match find(gw, sub, id, pq, token) {
             Ok(i) => vec![i],
             Err(r) => return Ok(r),
         },
         None => gw
             .consumers
-            .on_subscription(&sub.topic.name(), &sub.subscription),
+            .on_subscription(&sub.topic.name(), &sub.subscription)
+            .into_iter()
+            .filter(|i| i.allows(token))
+            .collect(),
     };
     if insts.is_empty() {
         return Err(no_instance(sub));

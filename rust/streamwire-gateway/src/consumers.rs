@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use base64::engine::general_purpose::{STANDARD as B64, URL_SAFE_NO_PAD as B64URL};
 use base64::Engine as _;
 
+use streamwire_pulsar::client::PulsarClient;
 use streamwire_pulsar::consumer::entry::ReceivedMessage;
 use streamwire_pulsar::consumer::{Consumer, SubType};
 use streamwire_pulsar::message_id::MessageId;
@@ -202,6 +203,11 @@ pub struct Instance {
     pub held: tokio::sync::Mutex<VecDeque<ReceivedMessage>>,
     pub acks: Mutex<AckLog>,
     pub delivered: AtomicU64,
+    /// The `Authorization: Bearer` token it was created with: only requests with the same
+    /// one (or, for `None`, with none) may use it.
+    pub owner: Option<String>,
+    /// The client made for `owner` alone, closed with the instance.
+    pub client: Option<PulsarClient>,
     last_used: Mutex<Instant>,
     busy: AtomicUsize,
 }
@@ -242,8 +248,30 @@ impl Instance {
             held: tokio::sync::Mutex::new(VecDeque::new()),
             acks: Mutex::new(AckLog::default()),
             delivered: AtomicU64::new(0),
+            owner: None,
+            client: None,
             last_used: Mutex::new(Instant::now()),
             busy: AtomicUsize::new(0),
+        }
+    }
+
+    /// Owned by the caller with `token`, talking to the broker through `client`.
+    pub fn owned_by(mut self, token: Option<String>, client: Option<PulsarClient>) -> Instance {
+        self.owner = token;
+        self.client = client;
+        self
+    }
+
+    /// Whether a request with `token` may use it.
+    pub fn allows(&self, token: Option<&str>) -> bool {
+        self.owner.as_deref() == token
+    }
+
+    /// Close the consumer (acknowledgements are flushed first), then its own client.
+    pub async fn close(&self) {
+        let _ = self.consumer.close().await;
+        if let Some(c) = &self.client {
+            c.close();
         }
     }
 

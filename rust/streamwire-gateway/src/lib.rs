@@ -3,6 +3,7 @@
 //! Layout (arrows point down: this crate uses the Pulsar crate and the core, nothing uses
 //! it but the binding and its own binary):
 //!
+//! - `callers` — `Authorization: Bearer` parsing and the bounded LRU of callers' clients (pure).
 //! - `config` — flags and environment (pure).
 //! - `route` — which endpoint a method and path are (pure).
 //! - `error` — errors as HTTP statuses and PIP-64 codes (pure).
@@ -11,20 +12,29 @@
 //! - `stream` — streaming produce: NDJSON lines in, delivery reports out, in order.
 //! - `consumers` — consumer instances: ids naming their node, the registry, idle expiry.
 //! - `consume` — the consumer-instance and cursor endpoints.
+//! - `metrics` — the counters (atomics) and their Prometheus text (pure).
+//! - `openapi` — the static OpenAPI document (`openapi.json`), tested against the router.
+//! - `fetch_stream` — a consumer instance's messages as an NDJSON stream.
 //! - `state` — the shared Pulsar client, the per-topic producers and the instances.
+//! - `tls` — the rustls acceptor for `--tls-cert`/`--tls-key`.
 //! - `server` — hyper, keep-alive, limits, access log, graceful shutdown.
 #![forbid(unsafe_code)]
 
+pub mod callers;
 pub mod config;
 pub mod consume;
 pub mod consumers;
 pub mod error;
+pub mod fetch_stream;
+pub mod metrics;
+pub mod openapi;
 pub mod produce;
 pub mod read;
 pub mod route;
 pub mod server;
 pub mod state;
 pub mod stream;
+pub mod tls;
 
 pub use config::GatewayConfig;
 pub use server::{serve, serve_on};

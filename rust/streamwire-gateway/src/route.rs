@@ -60,9 +60,115 @@ pub enum Route {
     Ack(SubPath),
     Healthz,
     Readyz,
+    /// `GET /metrics`: Prometheus text.
+    Metrics,
+    /// `GET /openapi.json`: the OpenAPI document.
+    OpenApi,
     /// A known path with the wrong method (405).
     WrongMethod,
     NotFound,
+}
+
+/// The routes' labels in `/metrics`, in the order of [`Route::label_index`].
+pub const ROUTE_LABELS: [&str; 15] = [
+    "produce",
+    "broker_produce",
+    "read",
+    "create_consumer",
+    "fetch",
+    "delete_consumer",
+    "nack",
+    "get_cursor",
+    "ack",
+    "healthz",
+    "readyz",
+    "metrics",
+    "openapi",
+    "wrong_method",
+    "not_found",
+];
+
+/// Every method and path template the router serves (the OpenAPI document lists exactly
+/// these; `{domain}` is `persistent` or `non-persistent`, `{partition}` a number).
+pub const PATHS: [(&str, &str); 19] = [
+    ("POST", "/topics/{tenant}/{namespace}/{topic}"),
+    (
+        "POST",
+        "/topics/{tenant}/{namespace}/{topic}/partitions/{partition}",
+    ),
+    ("POST", "/topics/{domain}/{tenant}/{namespace}/{topic}"),
+    (
+        "POST",
+        "/topics/{domain}/{tenant}/{namespace}/{topic}/partitions/{partition}",
+    ),
+    ("GET", "/topics/{tenant}/{namespace}/{topic}/messages"),
+    (
+        "GET",
+        "/topics/{tenant}/{namespace}/{topic}/partitions/{partition}/messages",
+    ),
+    (
+        "POST",
+        "/topics/{tenant}/{namespace}/{topic}/subscription/{subscription}",
+    ),
+    (
+        "GET",
+        "/topics/{tenant}/{namespace}/{topic}/subscription/{subscription}/consumer/{id}/messages",
+    ),
+    (
+        "GET",
+        "/topics/{tenant}/{namespace}/{topic}/subscription/{subscription}/consumers/{id}/messages",
+    ),
+    (
+        "DELETE",
+        "/topics/{tenant}/{namespace}/{topic}/subscription/{subscription}/consumer/{id}",
+    ),
+    (
+        "DELETE",
+        "/topics/{tenant}/{namespace}/{topic}/subscription/{subscription}/consumers/{id}",
+    ),
+    (
+        "POST",
+        "/topics/{tenant}/{namespace}/{topic}/subscription/{subscription}/consumer/{id}/nack",
+    ),
+    (
+        "POST",
+        "/topics/{tenant}/{namespace}/{topic}/subscription/{subscription}/consumers/{id}/nack",
+    ),
+    (
+        "GET",
+        "/topics/{tenant}/{namespace}/{topic}/subscription/{subscription}/cursor",
+    ),
+    (
+        "POST",
+        "/topics/{tenant}/{namespace}/{topic}/subscription/{subscription}/cursor",
+    ),
+    ("GET", "/healthz"),
+    ("GET", "/readyz"),
+    ("GET", "/metrics"),
+    ("GET", "/openapi.json"),
+];
+
+impl Route {
+    /// This route's index in [`ROUTE_LABELS`].
+    pub fn label_index(&self) -> usize {
+        match self {
+            Route::Produce(_) => 0,
+            Route::BrokerProduce(_) => 1,
+            Route::Read(_) => 2,
+            Route::CreateConsumer(_) => 3,
+            Route::Fetch(..) => 4,
+            Route::DeleteConsumer(..) => 5,
+            Route::Nack(..) => 6,
+            Route::GetCursor(_) => 7,
+            Route::Ack(_) => 8,
+            Route::Healthz => 9,
+            Route::Readyz => 10,
+            Route::Metrics => 11,
+            Route::OpenApi => 12,
+            Route::WrongMethod => 13,
+            Route::NotFound => 14,
+        }
+    }
 }
 
 /// `%XX` decoding of one path segment; `None` for malformed escapes or invalid UTF-8.
@@ -115,6 +221,13 @@ pub fn route(method: &str, path: &str) -> Route {
                 Route::Readyz
             } else {
                 Route::WrongMethod
+            }
+        }
+        "/metrics" | "/openapi.json" => {
+            return match (method, path) {
+                ("GET", "/metrics") => Route::Metrics,
+                ("GET", _) => Route::OpenApi,
+                _ => Route::WrongMethod,
             }
         }
         _ => {}
@@ -312,6 +425,31 @@ mod tests {
             route("POST", "/topics/public/default/subscription"),
             Route::Produce(tp(true, "subscription", None))
         );
+    }
+
+    #[test]
+    fn labels_name_their_routes() {
+        let label = |m: &str, p: &str| ROUTE_LABELS[route(m, p).label_index()];
+        let sub = "/topics/a/b/c/subscription/s";
+        for (m, p, want) in [
+            ("POST", "/topics/a/b/c", "produce"),
+            ("POST", "/topics/persistent/a/b/c", "broker_produce"),
+            ("GET", "/topics/a/b/c/messages", "read"),
+            ("POST", sub, "create_consumer"),
+            ("GET", &format!("{sub}/consumer/x/messages"), "fetch"),
+            ("DELETE", &format!("{sub}/consumers/x"), "delete_consumer"),
+            ("POST", &format!("{sub}/consumer/x/nack"), "nack"),
+            ("GET", &format!("{sub}/cursor"), "get_cursor"),
+            ("POST", &format!("{sub}/cursor"), "ack"),
+            ("GET", "/healthz", "healthz"),
+            ("GET", "/readyz", "readyz"),
+            ("GET", "/metrics", "metrics"),
+            ("GET", "/openapi.json", "openapi"),
+            ("POST", "/metrics", "wrong_method"),
+            ("GET", "/nope", "not_found"),
+        ] {
+            assert_eq!(label(m, p), want, "{m} {p}");
+        }
     }
 
     #[test]

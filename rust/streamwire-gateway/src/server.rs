@@ -11,8 +11,9 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Either, Full, Limited};
+use hyper::body::Body as _;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CONTENT_TYPE, LOCATION, RETRY_AFTER};
+use hyper::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -24,11 +25,16 @@ use streamwire_pulsar::topic::TopicName;
 use crate::config::GatewayConfig;
 use crate::consume::{self, Reply};
 use crate::error::ApiError;
+use crate::fetch_stream;
+use crate::metrics::Metrics;
 use crate::produce;
 use crate::read::{self, ReadParams};
 use crate::route::{route, Route, TopicPath};
 use crate::state::Gateway;
 use crate::stream;
+
+/// How long a client has to finish the TLS handshake.
+const HANDSHAKE: std::time::Duration = std::time::Duration::from_secs(10);
 
 type Answer = Response<Either<Full<Bytes>, stream::Lines>>;
 
@@ -53,9 +59,17 @@ fn topic_name(t: &TopicPath) -> std::result::Result<TopicName, ApiError> {
     TopicName::parse(&t.name()).map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
-async fn body(req: Request<Incoming>, max: usize) -> std::result::Result<Bytes, ApiError> {
+async fn body(
+    req: Request<Incoming>,
+    max: usize,
+    metrics: &Metrics,
+) -> std::result::Result<Bytes, ApiError> {
     match Limited::new(req.into_body(), max).collect().await {
-        Ok(c) => Ok(c.to_bytes()),
+        Ok(c) => {
+            let b = c.to_bytes();
+            Metrics::add(&metrics.bytes_in, b.len());
+            Ok(b)
+        }
         Err(e)
             if e.downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some() =>
@@ -84,7 +98,7 @@ fn reply(r: std::result::Result<Reply, ApiError>) -> Answer {
     }
 }
 
-async fn handle(gw: Arc<Gateway>, req: Request<Incoming>) -> Answer {
+async fn handle(gw: Arc<Gateway>, req: Request<Incoming>, r: Route) -> Answer {
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or("").to_string();
     let pq = req
@@ -93,23 +107,59 @@ async fn handle(gw: Arc<Gateway>, req: Request<Incoming>) -> Answer {
         .map_or(path.clone(), |p| p.as_str().to_string());
     let method = req.method().as_str().to_string();
     let max = gw.config.max_body_bytes;
-    match route(&method, &path) {
-        Route::CreateConsumer(sub) => match body(req, max).await {
-            Ok(b) => reply(consume::create(&gw, &sub, &b, &pq).await),
+    let token = match crate::callers::bearer(req.headers().get(AUTHORIZATION).map(|v| v.as_bytes()))
+    {
+        Ok(t) => t,
+        Err(e) => return error(e),
+    };
+    match r {
+        Route::CreateConsumer(sub) => match body(req, max, &gw.metrics).await {
+            Ok(b) => reply(consume::create(&gw, &sub, &b, &pq, token.as_deref()).await),
             Err(e) => error(e),
         },
-        Route::Fetch(sub, id) => reply(consume::fetch(&gw, &sub, &id, &query, &pq).await),
-        Route::DeleteConsumer(sub, id) => reply(consume::delete(&gw, &sub, &id, &pq).await),
-        Route::Nack(sub, id) => match body(req, max).await {
-            Ok(b) => reply(consume::nack(&gw, &sub, &id, &b, &pq).await),
+        Route::Fetch(sub, id) => {
+            let accept = req.headers().get(ACCEPT).and_then(|v| v.to_str().ok());
+            if !fetch_stream::wanted(&query, accept) {
+                return reply(consume::fetch(&gw, &sub, &id, &query, &pq, token.as_deref()).await);
+            }
+            let metrics = gw.metrics.clone();
+            match fetch_stream::start(gw, &sub, &id, &query, &pq, token.as_deref()).await {
+                Ok(Ok(rx)) => {
+                    let mut r = Response::new(Either::Right(stream::Lines(rx, metrics)));
+                    r.headers_mut().insert(
+                        CONTENT_TYPE,
+                        HeaderValue::from_static("application/x-ndjson"),
+                    );
+                    r
+                }
+                Ok(Err(answer)) => reply(Ok(answer)),
+                Err(e) => error(e),
+            }
+        }
+        Route::DeleteConsumer(sub, id) => {
+            reply(consume::delete(&gw, &sub, &id, &pq, token.as_deref()).await)
+        }
+        Route::Nack(sub, id) => match body(req, max, &gw.metrics).await {
+            Ok(b) => reply(consume::nack(&gw, &sub, &id, &b, &pq, token.as_deref()).await),
             Err(e) => error(e),
         },
-        Route::GetCursor(sub) => reply(consume::cursor(&gw, &sub, &query, &pq).await),
-        Route::Ack(sub) => match body(req, max).await {
-            Ok(b) => reply(consume::ack(&gw, &sub, &b, &query, &pq).await),
+        Route::GetCursor(sub) => {
+            reply(consume::cursor(&gw, &sub, &query, &pq, token.as_deref()).await)
+        }
+        Route::Ack(sub) => match body(req, max, &gw.metrics).await {
+            Ok(b) => reply(consume::ack(&gw, &sub, &b, &query, &pq, token.as_deref()).await),
             Err(e) => error(e),
         },
         Route::Healthz => json(200, r#"{"status":"ok"}"#.into()),
+        Route::Metrics => {
+            let mut r = json(200, gw.render_metrics().await);
+            r.headers_mut().insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+            );
+            r
+        }
+        Route::OpenApi => json(200, crate::openapi::DOCUMENT.to_string()),
         Route::Readyz => match gw.client.service_connection().await {
             Ok(_) => json(200, r#"{"status":"ready"}"#.into()),
             Err(e) => error(ApiError::new(
@@ -136,14 +186,21 @@ async fn handle(gw: Arc<Gateway>, req: Request<Incoming>) -> Answer {
                 },
                 Err(e) => return error(e),
             };
-            match read::read(&gw.client, topic, &params).await {
+            let client = match gw.client_for(token.as_deref()).await {
+                Ok(c) => c,
+                Err(e) => return error(e.into()),
+            };
+            match read::read(&client, topic, &params).await {
                 Ok(r) => json(200, serde_json::to_string(&r).unwrap_or_default()),
                 Err(e) => error(e.into()),
             }
         }
-        Route::Produce(t) | Route::BrokerProduce(t) => {
-            let broker = matches!(route(&method, &path), Route::BrokerProduce(_));
-            match produce_request(&gw, req, &t, broker).await {
+        Route::Produce(t) => match produce_request(&gw, req, &t, false, token.as_deref()).await {
+            Ok(a) => a,
+            Err(e) => error(e),
+        },
+        Route::BrokerProduce(t) => {
+            match produce_request(&gw, req, &t, true, token.as_deref()).await {
                 Ok(a) => a,
                 Err(e) => error(e),
             }
@@ -156,6 +213,7 @@ async fn produce_request(
     req: Request<Incoming>,
     t: &TopicPath,
     broker: bool,
+    token: Option<&str>,
 ) -> std::result::Result<Answer, ApiError> {
     let ctype = req
         .headers()
@@ -177,7 +235,7 @@ async fn produce_request(
             q if q.contains("value_format=json") => produce::ValueFormat::Json,
             _ => produce::ValueFormat::Base64,
         };
-        let producer = gw.producer(&topic_name(t)?).await?;
+        let producer = gw.producer_as(token, &topic_name(t)?).await?;
         let (tx, rx) = tokio::sync::mpsc::channel(1024);
         let max_line = gw.config.max_body_bytes;
         tokio::spawn(stream::run(
@@ -187,15 +245,16 @@ async fn produce_request(
             req.into_body(),
             max_line,
             tx,
+            gw.metrics.clone(),
         ));
-        let mut r = Response::new(Either::Right(stream::Lines(rx)));
+        let mut r = Response::new(Either::Right(stream::Lines(rx, gw.metrics.clone())));
         r.headers_mut().insert(
             CONTENT_TYPE,
             HeaderValue::from_static("application/x-ndjson"),
         );
         return Ok(r);
     }
-    let raw = body(req, gw.config.max_body_bytes).await?;
+    let raw = body(req, gw.config.max_body_bytes, &gw.metrics).await?;
     let msgs = if ctype.starts_with("application/octet-stream") {
         let props: Vec<(String, String)> = headers
             .iter()
@@ -227,8 +286,11 @@ async fn produce_request(
         ));
     };
     let topic = topic_name(t)?;
-    let producer = gw.producer(&topic).await?;
+    let producer = gw.producer_as(token, &topic).await?;
     let outcomes = produce::send_all(&producer, t.partition, msgs).await?;
+    let ok = outcomes.iter().filter(|o| o.is_ok()).count();
+    Metrics::add(&gw.metrics.produced, ok);
+    Metrics::add(&gw.metrics.produce_failed, outcomes.len() - ok);
     let body = if broker {
         serde_json::to_string(&produce::broker_response(&outcomes))
     } else {
@@ -256,9 +318,14 @@ pub async fn serve_on(
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
     let grace = config.request_timeout;
+    let tls = match (&config.tls_cert, &config.tls_key) {
+        (Some(cert), Some(key)) => Some(crate::tls::acceptor(cert, key)?),
+        _ => None,
+    };
     if config.advertised_url.is_none() {
         if let Ok(a) = listener.local_addr() {
-            config.advertised_url = Some(format!("http://{a}"));
+            let scheme = if tls.is_some() { "https" } else { "http" };
+            config.advertised_url = Some(format!("{scheme}://{a}"));
         }
     }
     let gw = Gateway::new(config)?;
@@ -269,6 +336,7 @@ pub async fn serve_on(
             loop {
                 tokio::time::sleep(gw.config.producer_idle / 4).await;
                 gw.expire_idle().await;
+                gw.expire_idle_callers().await;
             }
         })
     };
@@ -294,11 +362,19 @@ pub async fn serve_on(
                     async move {
                         let t0 = Instant::now();
                         let (m, p) = (req.method().clone(), req.uri().path().to_string());
+                        let r = route(m.as_str(), &p);
+                        let label = r.label_index();
                         let timeout = gw.config.request_timeout;
-                        let answer = match tokio::time::timeout(timeout, handle(gw, req)).await {
+                        let metrics = gw.metrics.clone();
+                        let answer = match tokio::time::timeout(timeout, handle(gw, req, r)).await {
                             Ok(a) => a,
                             Err(_) => error(ApiError::new(504, 1, "the request timed out")),
                         };
+                        let status = answer.status().as_u16();
+                        metrics.request(label, status, t0.elapsed());
+                        if let Some(n) = answer.body().size_hint().exact() {
+                            Metrics::add(&metrics.bytes_out, n as usize);
+                        }
                         eprintln!(
                             "streamwire-gateway access peer={peer} method={m} path={p} status={} ms={:.1}",
                             answer.status().as_u16(),
@@ -307,12 +383,24 @@ pub async fn serve_on(
                         Ok::<_, Infallible>(answer)
                     }
                 });
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .keep_alive(true)
-                    .serve_connection(TokioIo::new(stream), svc);
-                let conn = graceful.watch(conn);
+                let watcher = graceful.watcher();
+                let tls = tls.clone();
                 tokio::spawn(async move {
-                    let _ = conn.await;
+                    let mut http = hyper::server::conn::http1::Builder::new();
+                    http.keep_alive(true);
+                    match tls {
+                        None => {
+                            let conn = http.serve_connection(TokioIo::new(stream), svc);
+                            let _ = watcher.watch(conn).await;
+                        }
+                        Some(acceptor) => {
+                            // A client that never finishes the handshake holds only this task.
+                            let hs = tokio::time::timeout(HANDSHAKE, acceptor.accept(stream)).await;
+                            let Ok(Ok(stream)) = hs else { return };
+                            let conn = http.serve_connection(TokioIo::new(stream), svc);
+                            let _ = watcher.watch(conn).await;
+                        }
+                    }
                 });
             }
             () = &mut shutdown => break,

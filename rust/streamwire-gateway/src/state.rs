@@ -1,6 +1,8 @@
 //! What every request shares: the one Pulsar client (so every HTTP client reuses its
 //! connections and lookups) and the producers, one per topic, created on first use and closed
-//! after `producer_idle` without use; and the consumer instances of this node.
+//! after `producer_idle` without use; and the consumer instances of this node. Callers that
+//! bring their own token (`Authorization: Bearer`) get a client of their own (see `callers`)
+//! and producers of their own: a producer is never shared between credentials.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,13 +12,16 @@ use tokio::sync::Mutex;
 
 use streamwire_core::budget::MemoryBudget;
 use streamwire_core::error::Result;
+use streamwire_pulsar::auth::Auth;
 use streamwire_pulsar::client::PulsarClient;
 use streamwire_pulsar::connection::ConnectionConfig;
 use streamwire_pulsar::producer::{ProducerConfig, Routing, TopicProducer};
 use streamwire_pulsar::topic::TopicName;
 
+use crate::callers::{Lru, MAX_CALLERS};
 use crate::config::GatewayConfig;
 use crate::consumers::{default_node_id, Registry};
+use crate::metrics::{Gauges, Metrics};
 
 struct Cached {
     producer: Arc<TopicProducer>,
@@ -28,12 +33,17 @@ pub struct Gateway {
     pub config: GatewayConfig,
     pub client: PulsarClient,
     budget: MemoryBudget,
-    producers: Mutex<HashMap<String, Cached>>,
+    /// Keyed by (the caller's token, or `None` for the gateway's own client; the topic).
+    producers: Mutex<HashMap<(Option<String>, String), Cached>>,
+    /// The clients of callers that brought a token.
+    callers: Lru<PulsarClient>,
     pub consumers: Registry,
     /// This node's id inside instance ids.
     pub node_id: String,
     /// Where clients reach this node (`base_uri`s and redirects start with it).
     pub advertised_url: String,
+    /// The counters `/metrics` shows.
+    pub metrics: Arc<Metrics>,
 }
 
 impl Gateway {
@@ -56,16 +66,87 @@ impl Gateway {
             client,
             budget: MemoryBudget::default(),
             producers: Mutex::new(HashMap::new()),
+            callers: Lru::new(MAX_CALLERS),
             consumers: Registry::default(),
             node_id,
             advertised_url,
+            metrics: Arc::new(Metrics::default()),
         }))
     }
 
-    /// The producer of `topic` (all its partitions), created on first use. Keyed messages go
-    /// by the Java client's key hash, the others round-robin, as the official clients do.
+    /// The client a request talks to the broker through: the gateway's own without a token,
+    /// else the caller's (made with the token on first use; the least recently used caller's
+    /// client is closed when there are too many).
+    pub async fn client_for(&self, token: Option<&str>) -> Result<PulsarClient> {
+        let Some(token) = token else {
+            return Ok(self.client.clone());
+        };
+        let make = || self.make_client(token);
+        let (client, evicted) = self.callers.get_or_make(token, Instant::now(), make)?;
+        if let Some((t, c)) = evicted {
+            self.retire(t, c).await;
+        }
+        Ok(client)
+    }
+
+    /// A new client that authenticates with `token` (not pooled: the caller closes it).
+    pub fn make_client(&self, token: &str) -> Result<PulsarClient> {
+        let conn = ConnectionConfig {
+            operation_timeout: self.config.request_timeout,
+            auth: Some(Auth::token(token)?),
+            ..ConnectionConfig::default()
+        };
+        PulsarClient::new(&self.config.service_url, conn)
+    }
+
+    /// Close a caller's producers, then its client.
+    async fn retire(&self, token: String, client: PulsarClient) {
+        let theirs: Vec<Arc<TopicProducer>> = {
+            let mut map = self.producers.lock().await;
+            let keys: Vec<_> = map
+                .keys()
+                .filter(|(t, _)| t.as_deref() == Some(token.as_str()))
+                .cloned()
+                .collect();
+            keys.iter()
+                .filter_map(|k| map.remove(k))
+                .map(|c| c.producer)
+                .collect()
+        };
+        for p in theirs {
+            let _ = p.close().await;
+        }
+        client.close();
+    }
+
+    /// Close the clients of callers idle for longer than `producer_idle`; returns how many.
+    pub async fn expire_idle_callers(&self) -> usize {
+        let stale = self
+            .callers
+            .take_idle(Instant::now(), self.config.producer_idle);
+        let n = stale.len();
+        for (t, c) in stale {
+            self.retire(t, c).await;
+        }
+        n
+    }
+
+    /// The producer of `topic` (all its partitions) for the gateway itself, created on first
+    /// use.
     pub async fn producer(&self, topic: &TopicName) -> Result<Arc<TopicProducer>> {
-        let key = topic.to_string();
+        self.producer_as(None, topic).await
+    }
+
+    /// The producer of `topic` for the caller with `token` (`None`: the gateway itself),
+    /// created on first use. Keyed messages go by the Java client's key hash, the others
+    /// round-robin, as the official clients do.
+    pub async fn producer_as(
+        &self,
+        token: Option<&str>,
+        topic: &TopicName,
+    ) -> Result<Arc<TopicProducer>> {
+        let client = self.client_for(token).await?;
+        let key = (token.map(str::to_string), topic.to_string());
         let mut map = self.producers.lock().await;
         if let Some(c) = map.get_mut(&key) {
             if !c.producer.is_closed() {
@@ -80,13 +161,7 @@ impl Gateway {
             ..ProducerConfig::default()
         };
         let p = Arc::new(
-            TopicProducer::create(
-                self.client.clone(),
-                topic.clone(),
-                config,
-                self.budget.clone(),
-            )
-            .await?,
+            TopicProducer::create(client, topic.clone(), config, self.budget.clone()).await?,
         );
         map.insert(
             key,
@@ -98,12 +173,21 @@ impl Gateway {
         Ok(p)
     }
 
+    /// The `/metrics` exposition, with the live producers and consumer instances counted now.
+    pub async fn render_metrics(&self) -> String {
+        let producers = self.producers.lock().await.len();
+        self.metrics.render(Gauges {
+            producers,
+            consumer_instances: self.consumers.len(),
+        })
+    }
+
     /// Close producers idle for longer than `producer_idle`; returns how many.
     pub async fn expire_idle(&self) -> usize {
         let idle = self.config.producer_idle;
         let stale: Vec<Arc<TopicProducer>> = {
             let mut map = self.producers.lock().await;
-            let keys: Vec<String> = map
+            let keys: Vec<(Option<String>, String)> = map
                 .iter()
                 .filter(|(_, c)| c.last_used.elapsed() > idle)
                 .map(|(k, _)| k.clone())
@@ -125,7 +209,7 @@ impl Gateway {
             .consumers
             .take_idle(Instant::now(), self.config.consumer_idle);
         for i in &stale {
-            let _ = i.consumer.close().await;
+            i.close().await;
         }
         stale.len()
     }
@@ -134,7 +218,7 @@ impl Gateway {
     /// consumer instance (their acknowledgements are flushed first).
     pub async fn close(&self) {
         for i in self.consumers.take_all() {
-            let _ = i.consumer.close().await;
+            i.close().await;
         }
         let all: Vec<Arc<TopicProducer>> = {
             let mut map = self.producers.lock().await;
@@ -142,6 +226,9 @@ impl Gateway {
         };
         for p in all {
             let _ = p.close().await;
+        }
+        for (_, c) in self.callers.take_all() {
+            c.close();
         }
         self.client.close();
     }

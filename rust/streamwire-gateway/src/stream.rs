@@ -17,23 +17,30 @@ use tokio::sync::{mpsc, oneshot};
 use streamwire_core::error::{Error, ErrorKind};
 use streamwire_pulsar::producer::{Completion, TopicProducer};
 
+use crate::metrics::Metrics;
 use crate::produce::{id_base64, pip_message, Outcome, PipMessage, ValueFormat};
 
 /// Reports waiting for their receipts before the request body is read further.
 pub const IN_FLIGHT: usize = 10_000;
 
-/// The response body: lines from a channel.
-pub struct Lines(pub mpsc::Receiver<Bytes>);
+/// The response body: lines from a channel (their bytes counted in `bytes_out`).
+pub struct Lines(pub mpsc::Receiver<Bytes>, pub Arc<Metrics>);
 
 impl Body for Lines {
     type Data = Bytes;
     type Error = std::convert::Infallible;
 
     fn poll_frame(
-        mut self: Pin<&mut Self>,
+        self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        self.0.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b))))
+        let this = self.get_mut();
+        this.0.poll_recv(cx).map(|o| {
+            o.map(|b| {
+                Metrics::add(&this.1.bytes_out, b.len());
+                Ok(Frame::data(b))
+            })
+        })
     }
 }
 
@@ -67,7 +74,12 @@ fn gone() -> Error {
 
 /// Move the reports of settled messages to `outbox`, oldest first; with `wait` (or a full
 /// window) wait for the oldest instead of stopping at it.
-async fn settle(pending: &mut VecDeque<Pending>, outbox: &mut VecDeque<Bytes>, wait: bool) {
+async fn settle(
+    pending: &mut VecDeque<Pending>,
+    outbox: &mut VecDeque<Bytes>,
+    wait: bool,
+    metrics: &Metrics,
+) {
     loop {
         let must_wait = wait || pending.len() >= IN_FLIGHT;
         let Some(front) = pending.front_mut() else {
@@ -85,6 +97,14 @@ async fn settle(pending: &mut VecDeque<Pending>, outbox: &mut VecDeque<Bytes>, w
             },
         };
         pending.pop_front();
+        Metrics::add(
+            if outcome.is_ok() {
+                &metrics.produced
+            } else {
+                &metrics.produce_failed
+            },
+            1,
+        );
         outbox.push_back(report(&outcome));
     }
 }
@@ -117,13 +137,14 @@ pub async fn run(
     mut body: Incoming,
     max_line: usize,
     out: mpsc::Sender<Bytes>,
+    metrics: Arc<Metrics>,
 ) {
     let mut buf = BytesMut::new();
     let mut pending: VecDeque<Pending> = VecDeque::new();
     let mut line_no = 0usize;
     let mut outbox: VecDeque<Bytes> = VecDeque::new();
     loop {
-        settle(&mut pending, &mut outbox, false).await;
+        settle(&mut pending, &mut outbox, false, &metrics).await;
         offer(&mut outbox, &out);
         match body.frame().await {
             None => {
@@ -146,6 +167,7 @@ pub async fn run(
                 let Ok(data) = frame.into_data() else {
                     continue;
                 };
+                Metrics::add(&metrics.bytes_in, data.len());
                 buf.extend_from_slice(&data);
                 while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
                     let line = buf.split_to(nl + 1).freeze();
@@ -164,7 +186,7 @@ pub async fn run(
             }
         }
     }
-    settle(&mut pending, &mut outbox, true).await;
+    settle(&mut pending, &mut outbox, true, &metrics).await;
     for line in outbox {
         if out.send(line).await.is_err() {
             return;

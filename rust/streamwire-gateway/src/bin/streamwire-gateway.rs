@@ -28,6 +28,11 @@ fn main() {
         }
     };
     let listen = config.listen;
+    let scheme = if config.tls_cert.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     let result = runtime.block_on(async move {
         let shutdown = async {
             let mut term =
@@ -37,7 +42,7 @@ fn main() {
                 _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
             }
         };
-        eprintln!("streamwire-gateway listening on http://{listen}");
+        eprintln!("streamwire-gateway listening on {scheme}://{listen}");
         streamwire_gateway::serve(config, shutdown).await
     });
     if let Err(e) = result {
