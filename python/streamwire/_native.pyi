@@ -694,6 +694,7 @@ class PravegaReader:
 # --- the PIP-64 gateway (wrapped by streamwire.gateway and the `streamwire` command) ---
 
 def _gateway_run(args: list[str]) -> None: ...
+def _gateway_usage() -> str: ...
 
 # asyncio bridge (streamwire.aio): receives handed back by cancelled awaits.
 @final

@@ -183,3 +183,10 @@ def test_histogram_percentiles_within_five_percent() -> None:
     with pytest.raises(ValueError):
         h.percentile(101.0)
     assert Histogram().percentile(50.0) == 0.0
+
+
+def test_gateway_help_lists_every_flag() -> None:
+    r = run("gateway", "--help")
+    assert r.returncode == 0, r.stderr
+    for flag in ("--service-url", "--consumer-idle", "--advertised-url", "--tls-cert", "/metrics"):
+        assert flag in r.stdout, flag

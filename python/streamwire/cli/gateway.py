@@ -19,14 +19,12 @@ def _stop_on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
 
 
 def run(rest: list[str]) -> int:
-    from streamwire._native import _gateway_run
+    from streamwire._native import _gateway_run, _gateway_usage
 
     if any(a in ("-h", "--help") for a in rest):
         print(USAGE)
-        print(
-            "flags: --service-url --listen --max-body-bytes --max-messages --request-timeout "
-            "--producer-idle (or STREAMWIRE_GATEWAY_<FLAG> in the environment)"
-        )
+        print(_gateway_usage())
+        print("(every flag also as STREAMWIRE_GATEWAY_<FLAG> in the environment)")
         return 0
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:

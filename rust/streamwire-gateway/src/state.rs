@@ -158,6 +158,11 @@ impl Gateway {
             routing: Routing::RoundRobin,
             block_if_queue_full: false,
             send_timeout: self.config.request_timeout,
+            // Many HTTP callers share one producer per topic: the client's default of 10,000
+            // pending messages answered a third of the messages of 32 concurrent 500-message
+            // bodies "queue full" (benches/gateway_faults.py). The memory budget still bounds
+            // what is pending; past it callers get 429/error_code 2 as before.
+            max_pending_messages: 200_000,
             ..ProducerConfig::default()
         };
         let p = Arc::new(

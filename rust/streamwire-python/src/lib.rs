@@ -73,6 +73,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tank::consumer::TankConsumer>()?;
     m.add_class::<tank::message::TankMessageObj>()?;
     m.add_function(wrap_pyfunction!(gateway::_gateway_run, m)?)?;
+    m.add_function(wrap_pyfunction!(gateway::_gateway_usage, m)?)?;
     m.add_function(wrap_pyfunction!(_shutdown_callbacks, m)?)?;
     m.add_function(wrap_pyfunction!(configure, m)?)?;
     m.add_function(wrap_pyfunction!(common::logging::_set_log_level, m)?)?;

@@ -16,6 +16,13 @@ use crate::common::errors::{to_py, IntoPyResult};
 
 const SLICE: Duration = Duration::from_millis(200);
 
+/// The gateway's flags and endpoints, as the plain binary's `--help` prints them (one text
+/// for both ways to run it).
+#[pyfunction]
+pub fn _gateway_usage() -> &'static str {
+    streamwire_gateway::config::USAGE
+}
+
 /// Serve with the gateway's flags (`--service-url`, `--listen`, ...) over the
 /// `STREAMWIRE_GATEWAY_*` environment, until a signal handler raises (Ctrl-C).
 #[pyfunction]
