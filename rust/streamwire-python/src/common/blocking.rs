@@ -49,7 +49,18 @@ where
                 }
                 if deadline.is_some_and(|d| Instant::now() >= d) {
                     task.abort();
-                    return Err(to_py(Error::timeout(what)));
+                    // The task may have finished between the last slice and the abort: its
+                    // result (a message taken from a receiver queue, say) is returned rather
+                    // than dropped with the handle. Otherwise the abort lands at the task's
+                    // next await, where the engine's futures take nothing.
+                    return match py.detach(|| handle.block_on(&mut task)) {
+                        Ok(res) => res.map_err(to_py),
+                        Err(e) if e.is_cancelled() => Err(to_py(Error::timeout(what))),
+                        Err(e) => Err(to_py(Error::new(
+                            ErrorKind::Protocol,
+                            format!("internal task failed during {what}: {e}"),
+                        ))),
+                    };
                 }
             }
         }
