@@ -7,6 +7,7 @@
 //! the queue under the same lock, so every message is either handed out once or discarded.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use tokio::sync::Notify;
@@ -136,6 +137,22 @@ pub fn drain_fair<Q: AsRef<PartitionQueue>>(
         }
     }
     total
+}
+
+/// One receive waiting for messages, counted for as long as it exists.
+pub struct WaitingGuard<'a>(&'a AtomicUsize);
+
+impl<'a> WaitingGuard<'a> {
+    pub fn new(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        WaitingGuard(count)
+    }
+}
+
+impl Drop for WaitingGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,162 @@
+//! How a consumer subscribes: its configuration and the checks made before anything is
+//! sent (pure; the handle in `mod.rs` only reads it).
+
+use std::time::Duration;
+
+use streamwire_core::error::{Error, ErrorKind, Result};
+
+use crate::message_id::MessageId;
+use crate::protocol::pb;
+
+use super::{dlq, InitialPosition, StartFilter, SubType};
+
+/// How a consumer subscribes.
+#[derive(Debug, Clone)]
+pub struct ConsumerConfig {
+    pub subscription: String,
+    pub sub_type: SubType,
+    pub initial_position: InitialPosition,
+    pub consumer_name: Option<String>,
+    pub receiver_queue_size: u32,
+    /// Acks are sent at most this long after they are made (0: at once).
+    pub ack_group_time: Duration,
+    /// Acks are sent as soon as this many are waiting.
+    pub ack_group_max: usize,
+    pub nack_delay: Duration,
+    pub ack_timeout: Option<Duration>,
+    pub batch_index_ack: bool,
+    pub read_compacted: bool,
+    pub replicate_subscription_state: bool,
+    /// False for readers: the subscription disappears with the consumer.
+    pub durable: bool,
+    /// Readers: where to start (earliest / latest are plain ids too).
+    pub start: Option<StartFilter>,
+    /// Chunked messages assembled at once (0: no limit); a new one evicts the oldest.
+    pub max_pending_chunked_messages: usize,
+    /// Incomplete chunked messages older than this are dropped and their chunks acked.
+    pub expire_incomplete_chunked: Duration,
+    /// Send messages redelivered too often to a dead-letter topic (shared subscriptions).
+    pub dead_letter: Option<dlq::DeadLetterPolicy>,
+    /// How a Key_Shared subscription spreads keys (`None`: the broker's default, auto split).
+    pub key_shared: Option<KeySharedPolicy>,
+}
+
+/// Key_Shared hash-range assignment, as Java's `KeySharedPolicy`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySharedPolicy {
+    /// The broker splits the hash space among the consumers.
+    AutoSplit,
+    /// This consumer takes exactly these inclusive ranges of the 0..=65535 hash space.
+    Sticky(Vec<(i32, i32)>),
+}
+
+impl KeySharedPolicy {
+    /// Size of the key hash space (Java's `KeySharedPolicy.DEFAULT_HASH_RANGE_SIZE`).
+    pub const HASH_RANGE_SIZE: i32 = 65_536;
+
+    /// Ranges must be within the hash space, non-empty, and not overlap.
+    pub fn validate(&self) -> Result<()> {
+        let KeySharedPolicy::Sticky(ranges) = self else {
+            return Ok(());
+        };
+        if ranges.is_empty() {
+            return Err(Error::new(
+                ErrorKind::Config,
+                "sticky key_shared_policy needs ranges",
+            ));
+        }
+        let mut sorted = ranges.clone();
+        sorted.sort_unstable();
+        for (i, &(a, b)) in sorted.iter().enumerate() {
+            if a < 0 || b < a || b >= Self::HASH_RANGE_SIZE {
+                return Err(Error::new(
+                    ErrorKind::Config,
+                    format!("key_shared_policy range ({a}, {b}) must satisfy 0 <= start <= end <= 65535"),
+                ));
+            }
+            if i > 0 && a <= sorted[i - 1].1 {
+                return Err(Error::new(
+                    ErrorKind::Config,
+                    format!(
+                        "key_shared_policy ranges {:?} and ({a}, {b}) overlap",
+                        sorted[i - 1]
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn to_proto(&self) -> pb::KeySharedMeta {
+        match self {
+            KeySharedPolicy::AutoSplit => pb::KeySharedMeta {
+                key_shared_mode: pb::KeySharedMode::AutoSplit as i32,
+                ..Default::default()
+            },
+            KeySharedPolicy::Sticky(r) => pb::KeySharedMeta {
+                key_shared_mode: pb::KeySharedMode::Sticky as i32,
+                hash_ranges: r
+                    .iter()
+                    .map(|&(start, end)| pb::IntRange { start, end })
+                    .collect(),
+                ..Default::default()
+            },
+        }
+    }
+}
+
+impl Default for ConsumerConfig {
+    fn default() -> Self {
+        ConsumerConfig {
+            subscription: String::new(),
+            sub_type: SubType::Exclusive,
+            initial_position: InitialPosition::Latest,
+            consumer_name: None,
+            receiver_queue_size: 1000,
+            ack_group_time: Duration::from_millis(100),
+            ack_group_max: 1000,
+            nack_delay: Duration::from_secs(60),
+            ack_timeout: None,
+            batch_index_ack: false,
+            read_compacted: false,
+            replicate_subscription_state: false,
+            durable: true,
+            start: None,
+            max_pending_chunked_messages: 10,
+            expire_incomplete_chunked: Duration::from_secs(60),
+            dead_letter: None,
+            key_shared: None,
+        }
+    }
+}
+
+impl ConsumerConfig {
+    pub(super) fn initial_position_id(&self) -> MessageId {
+        match self.initial_position {
+            InitialPosition::Earliest => MessageId::EARLIEST,
+            InitialPosition::Latest => MessageId::LATEST,
+        }
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if self.subscription.is_empty() {
+            return Err(Error::new(ErrorKind::Config, "subscription name is empty"));
+        }
+        if self.receiver_queue_size == 0 {
+            return Err(Error::new(
+                ErrorKind::Config,
+                "receiver_queue_size must be at least 1",
+            ));
+        }
+        if let Some(p) = &self.key_shared {
+            if self.sub_type != SubType::KeyShared {
+                return Err(Error::new(
+                    ErrorKind::Config,
+                    "key_shared_policy needs subscription_type=\"key_shared\"",
+                ));
+            }
+            p.validate()?;
+        }
+        Ok(())
+    }
+}
