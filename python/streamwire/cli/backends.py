@@ -67,25 +67,38 @@ def _text(b: Optional[bytes]) -> Optional[str]:
     return None if b is None else b.decode("utf-8", "backslashreplace")
 
 
-def _idle_ended(idle: Optional[float], last: float) -> bool:
-    return idle is not None and time.monotonic() - last >= idle
+def _polled(
+    take: Callable[[], list[Any]], idle: Optional[float], ended: Callable[[], bool] = bool
+) -> Iterator[Any]:
+    """Items from ``take()`` (a batch a call, waiting briefly) until ``idle`` seconds pass
+    without one, or ``ended()`` says the source is finished."""
+    last = time.monotonic()
+    while not (idle is not None and time.monotonic() - last >= idle) and not ended():
+        batch = take()
+        if batch:
+            last = time.monotonic()
+        yield from batch
+
+
+class _Sender:
+    """``perf produce``'s view of any protocol's producer: ``send_async``/``write_async``
+    returns a future whose ``result`` is what the waiter thread waits on."""
+
+    def __init__(self, handle: Any, send: Callable[[bytes], Any]) -> None:
+        self.handle = handle
+        self._send = send
+
+    def send(self, value: bytes) -> Callable[[], object]:
+        return self._send(value).result  # type: ignore[no-any-return]
+
+    def flush(self) -> None:
+        self.handle.flush()
+
+    def close(self) -> None:
+        self.handle.close()
 
 
 # -- Pulsar -------------------------------------------------------------------------------
-
-
-class _PulsarSender:
-    def __init__(self, producer: Any) -> None:
-        self.p = producer
-
-    def send(self, value: bytes) -> Callable[[], object]:
-        return self.p.send_async(value).result  # type: ignore[no-any-return]
-
-    def flush(self) -> None:
-        self.p.flush()
-
-    def close(self) -> None:
-        self.p.close()
 
 
 class PulsarBackend:
@@ -127,27 +140,18 @@ class PulsarBackend:
                 initial_position=start,
             )
             take = source.receive_many
-        last = time.monotonic()
         with source:
-            while not _idle_ended(idle, last):
-                msgs = take(1000, 0.2)
-                if msgs:
-                    last = time.monotonic()
-                for m in msgs:
-                    mid = m.message_id
-                    yield Record(
-                        value=m.value,
-                        position=(
-                            f"{mid.ledger_id}:{mid.entry_id}:{mid.partition}:{mid.batch_index}"
-                        ),
-                        key=m.key,
-                        partition=mid.partition,
-                        time_ms=m.publish_time,
-                        properties=m.properties,
-                        ack=None
-                        if subscription is None
-                        else functools.partial(source.acknowledge, m),
-                    )
+            for m in _polled(lambda: take(1000, 0.2), idle):
+                mid = m.message_id
+                yield Record(
+                    value=m.value,
+                    position=f"{mid.ledger_id}:{mid.entry_id}:{mid.partition}:{mid.batch_index}",
+                    key=m.key,
+                    partition=mid.partition,
+                    time_ms=m.publish_time,
+                    properties=m.properties,
+                    ack=None if subscription is None else functools.partial(source.acknowledge, m),
+                )
 
     def lookup(self, topic: str) -> list[dict[str, Any]]:
         lk = self.client.lookup()
@@ -158,27 +162,14 @@ class PulsarBackend:
         return sorted(self.client.lookup().topics_of_namespace(where or "public/default"))
 
     def sender(self, topic: str) -> Sender:
-        return _PulsarSender(self.client.create_producer(topic))
+        p = self.client.create_producer(topic)
+        return _Sender(p, p.send_async)
 
     def close(self) -> None:
         self.client.close()
 
 
 # -- TANK ---------------------------------------------------------------------------------
-
-
-class _TankSender:
-    def __init__(self, producer: Any) -> None:
-        self.p = producer
-
-    def send(self, value: bytes) -> Callable[[], object]:
-        return self.p.send_async(value).result  # type: ignore[no-any-return]
-
-    def flush(self) -> None:
-        self.p.flush()
-
-    def close(self) -> None:
-        self.p.close()
 
 
 class TankBackend:
@@ -217,20 +208,15 @@ class TankBackend:
         if start not in ("earliest", "latest"):
             raise InvalidArgumentError(f"--start is earliest or latest, not {start!r}")
         where: Literal["earliest", "latest"] = "earliest" if start == "earliest" else "latest"
-        last = time.monotonic()
         with self.client.create_consumer(topic, start=where, max_wait=0.2) as c:
-            while not _idle_ended(idle, last):
-                msgs = c.receive_many(1000, 0.2)
-                if msgs:
-                    last = time.monotonic()
-                for m in msgs:
-                    yield Record(
-                        value=m.value,
-                        position=f"{m.partition}:{m.seq}",
-                        key=_text(m.key),
-                        partition=m.partition,
-                        time_ms=m.timestamp,
-                    )
+            for m in _polled(lambda: c.receive_many(1000, 0.2), idle):
+                yield Record(
+                    value=m.value,
+                    position=f"{m.partition}:{m.seq}",
+                    key=_text(m.key),
+                    partition=m.partition,
+                    time_ms=m.timestamp,
+                )
 
     def lookup(self, topic: str) -> list[dict[str, Any]]:
         return [p._asdict() for p in self.client.partitions(topic)]
@@ -239,7 +225,8 @@ class TankBackend:
         return sorted(t.name for t in self.client.topics())
 
     def sender(self, topic: str) -> Sender:
-        return _TankSender(self.client.create_producer(topic))
+        p = self.client.create_producer(topic)
+        return _Sender(p, p.send_async)
 
     def close(self) -> None:
         self.client.close()
@@ -253,20 +240,6 @@ def _scoped(topic: str) -> tuple[str, str]:
     if not sep or not scope or not stream or "/" in stream:
         raise InvalidArgumentError(f"a Pravega topic is scope/stream, not {topic!r}")
     return scope, stream
-
-
-class _PravegaSender:
-    def __init__(self, writer: Any) -> None:
-        self.w = writer
-
-    def send(self, value: bytes) -> Callable[[], object]:
-        return self.w.write_async(value).result  # type: ignore[no-any-return]
-
-    def flush(self) -> None:
-        self.w.flush()
-
-    def close(self) -> None:
-        self.w.close()
 
 
 class PravegaBackend:
@@ -301,14 +274,9 @@ class PravegaBackend:
                 "streamwire reads Pravega without reader groups: keep the printed stream cut"
             )
         where = {"earliest": "head", "latest": "tail"}.get(start, start)
-        last = time.monotonic()
         with self.client.create_reader(*_scoped(topic), where) as r:
-            while not _idle_ended(idle, last) and not r.at_end:
-                events = r.read_many(1000, 0.2)
-                if events:
-                    last = time.monotonic()
-                for e in events:
-                    yield Record(value=e.value, position=f"{e.segment}:{e.offset}")
+            for e in _polled(lambda: r.read_many(1000, 0.2), idle, lambda: r.at_end):
+                yield Record(value=e.value, position=f"{e.segment}:{e.offset}")
 
     def lookup(self, topic: str) -> list[dict[str, Any]]:
         return [s._asdict() for s in self.client.segments(*_scoped(topic))]
@@ -319,7 +287,8 @@ class PravegaBackend:
         return sorted(f"{where}/{s}" for s in self.client.streams(where))
 
     def sender(self, topic: str) -> Sender:
-        return _PravegaSender(self.client.create_writer(*_scoped(topic)))
+        w = self.client.create_writer(*_scoped(topic))
+        return _Sender(w, w.write_async)
 
     def close(self) -> None:
         self.client.close()
