@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use streamwire_core::log::{event, Level};
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use tokio::sync::{mpsc, oneshot};
 
 use streamwire_core::backoff::{Backoff, BackoffConfig};
@@ -14,15 +14,15 @@ use streamwire_core::budget::Reservation;
 use streamwire_core::error::{Error, ErrorKind, Result};
 
 use super::completion::Completion;
+use super::frames::{encode_entry, lone_message, to_pb_codec};
 use super::pending::{ChunkPos, InFlight, PendingQueue, Receipt};
 use super::{Command, ProducerConfig, Queued, Shared};
 use crate::client::PulsarClient;
 use crate::connection::{Connection, Event};
-use crate::engine::batch_format::BatchIter;
 use crate::engine::batcher::{AddOutcome, BatchBuilder};
 use crate::engine::compression::{compress, Codec};
 use crate::message_id::MessageId;
-use crate::protocol::{self, commands, pb, ProducerParams};
+use crate::protocol::{commands, pb, ProducerParams};
 use crate::server_error::{code, server_error};
 
 /// The broker-side producer on a live connection.
@@ -605,7 +605,12 @@ impl Actor {
     /// Write an entry if connected, and track it until its receipt.
     async fn dispatch(&mut self, mut entry: InFlight) {
         if let Some(live) = &self.live {
-            let sent = match encode_entry(live, &mut entry, &mut self.out) {
+            let sent = match encode_entry(
+                live.producer_id,
+                live.conn.max_message_size(),
+                &mut entry,
+                &mut self.out,
+            ) {
                 Ok(frame) => live.conn.send_encoded(frame).await,
                 Err(e) => Err(e),
             };
@@ -756,7 +761,9 @@ impl Actor {
                 let frames: Result<Vec<Bytes>> = self
                     .pending
                     .iter_mut()
-                    .map(|e| encode_entry(live, e, &mut out))
+                    .map(|e| {
+                        encode_entry(live.producer_id, live.conn.max_message_size(), e, &mut out)
+                    })
                     .collect();
                 self.out = out;
                 let frames = match frames {
@@ -921,67 +928,6 @@ impl Actor {
     }
 }
 
-/// The one message of a batch, back from its batch encoding.
-fn lone_message(
-    batch: &crate::engine::batcher::BatchToSend,
-) -> Option<crate::engine::message::OutgoingMessage> {
-    let (single, body) = BatchIter::new(batch.payload.clone(), 1).next()?.ok()?;
-    let mut msg = crate::engine::message::OutgoingMessage::new(body, batch.first_sequence_id);
-    msg.key = single.partition_key;
-    msg.partition_key_b64 = single.partition_key_b64_encoded.unwrap_or(false);
-    msg.ordering_key = single.ordering_key;
-    msg.event_time = single.event_time;
-    msg.null_value = single.null_value.unwrap_or(false);
-    msg.properties = single
-        .properties
-        .into_iter()
-        .map(|kv| (kv.key, kv.value))
-        .collect();
-    Some(msg)
-}
-
-/// Encode an entry's SEND frame (synchronously, so no borrow of the entry lives across an
-/// await). The frame then holds the entry's only copy of the payload.
-fn encode_entry(live: &Live, e: &mut InFlight, out: &mut BytesMut) -> Result<Bytes> {
-    let cmd = commands::send(
-        live.producer_id,
-        e.sequence_id,
-        e.num_messages as i32,
-        e.batched.then_some(e.highest_sequence_id),
-        e.chunk.is_some(),
-        false,
-    );
-    if let Some(old) = &e.frame {
-        // [total][command size][command][metadata + payload section]: only the command
-        // (the producer id) changes.
-        let old_cmd = old
-            .get(4..8)
-            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)
-            .ok_or_else(|| Error::new(ErrorKind::Protocol, "stored frame is truncated"))?;
-        let tail = old.slice((8 + old_cmd).min(old.len())..);
-        let cmd_len = prost::Message::encoded_len(&cmd);
-        out.reserve(8 + cmd_len + tail.len());
-        out.put_u32((4 + cmd_len + tail.len()) as u32);
-        out.put_u32(cmd_len as u32);
-        prost::Message::encode(&cmd, out)
-            .map_err(|err| Error::new(ErrorKind::Protocol, err.to_string()))?;
-        out.extend_from_slice(&tail);
-    } else {
-        protocol::encode_payload_command(
-            &cmd,
-            &e.metadata,
-            &e.payload,
-            out,
-            live.conn.max_message_size() + protocol::FRAME_HEADROOM,
-        )
-        .map_err(|err| Error::new(ErrorKind::MessageTooBig, err.to_string()))?;
-    }
-    let frame = out.split().freeze();
-    e.frame = Some(frame.clone());
-    e.payload = Bytes::new();
-    Ok(frame)
-}
-
 async fn recv_event(live: &mut Option<Live>) -> Option<Event> {
     match live {
         Some(l) => l.events.recv().await,
@@ -993,15 +939,5 @@ async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(t) => tokio::time::sleep_until(t.into()).await,
         None => std::future::pending().await,
-    }
-}
-
-fn to_pb_codec(c: Codec) -> pb::CompressionType {
-    match c {
-        Codec::None => pb::CompressionType::None,
-        Codec::Lz4 => pb::CompressionType::Lz4,
-        Codec::Zlib => pb::CompressionType::Zlib,
-        Codec::Zstd => pb::CompressionType::Zstd,
-        Codec::Snappy => pb::CompressionType::Snappy,
     }
 }

@@ -9,6 +9,7 @@
 
 mod actor;
 pub mod completion;
+mod frames;
 mod partitioned;
 pub mod pending;
 mod stats;
