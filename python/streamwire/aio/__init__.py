@@ -12,6 +12,7 @@ for it is handed to the next receive.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 from types import TracebackType
 from typing import Any, Optional, Union
@@ -136,7 +137,7 @@ class Producer:
         return f"<streamwire.aio.Producer topic={self.topic!r}>"
 
 
-class _Receiving:
+class _Receiving(abc.ABC):
     """What Consumer and Reader share: receives that hand back what a cancelled one took."""
 
     _native: Union[_native.Consumer, _native.Reader]
@@ -146,10 +147,11 @@ class _Receiving:
         # Receives waiting for the engine, oldest first.
         self._waiters: list[asyncio.Future[Any]] = []
 
+    @abc.abstractmethod
     def _start(
         self, kind: int, max_messages: int, timeout: Optional[float], columns: Optional[list[str]]
     ) -> asyncio.Future[Any]:
-        raise NotImplementedError
+        """Ask the engine for messages: the consumer's or the reader's native call."""
 
     async def _get(
         self, kind: int, max_messages: int, timeout: Optional[float], columns: Optional[list[str]]
