@@ -410,7 +410,9 @@ impl Producer {
         )?;
         let id = wait(py, "send", None, async move {
             let (tx, rx) = tokio::sync::oneshot::channel();
-            tp.send(msg, user_seq, entry, Completion::Once(tx)).await?;
+            // The caller waits on this receipt: its batch goes out now, not at the delay.
+            tp.send_now(msg, user_seq, entry, Completion::Once(tx))
+                .await?;
             rx.await.unwrap_or_else(|_| Err(Error::closed("producer")))
         })?;
         Ok(id.into())
