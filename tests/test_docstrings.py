@@ -159,3 +159,15 @@ def test_the_checker_sees_a_missing_docstring_and_an_unnamed_parameter() -> None
 @pytest.mark.parametrize("modname", MODULES)
 def test_each_module_has_public_names(modname: str) -> None:
     assert _module_names(importlib.import_module(modname))
+
+
+def test_the_walk_reports_an_undocumented_method_and_an_unnamed_parameter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from streamwire import tank
+
+    monkeypatch.setattr(tank.Client.close, "__doc__", None)
+    monkeypatch.setattr(tank.Client.reload_config, "__doc__", "Reload a config.")
+    no_doc, unnamed, _ = _offenders()
+    assert "streamwire.tank.Client.close" in no_doc
+    assert "streamwire.tank.Client.reload_config: topic, partition" in unnamed
