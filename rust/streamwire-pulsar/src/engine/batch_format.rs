@@ -14,6 +14,7 @@
 use std::fmt;
 
 use bytes::{BufMut, Bytes, BytesMut};
+use prost::encoding::{encode_varint, encoded_len_varint};
 use prost::Message as _;
 use streamwire_proto::pulsar::{KeyValue, SingleMessageMetadata};
 
@@ -144,6 +145,50 @@ pub fn encode_message(meta: &SingleMessageMetadata, payload: &[u8], out: &mut By
     out.put_slice(payload);
 }
 
+/// A message with nothing but a payload and a sequence id (no key, ordering key, properties,
+/// event time or null value) — what bulk sends carry. Its metadata is two varints, which
+/// [`encode_plain`] writes by hand: building a `SingleMessageMetadata` and having prost size it
+/// three times cost more than copying a 100-byte payload.
+pub fn is_plain(msg: &OutgoingMessage) -> bool {
+    msg.key.is_none()
+        && msg.ordering_key.is_none()
+        && msg.properties.is_empty()
+        && msg.event_time.is_none_or(|t| t == 0)
+        && !msg.null_value
+}
+
+/// `payload_size` (field 3, varint) and `sequence_id` (field 8, varint).
+const PAYLOAD_SIZE_TAG: u8 = 3 << 3;
+const SEQUENCE_ID_TAG: u8 = 8 << 3;
+
+fn plain_payload_size(payload_len: usize) -> u64 {
+    // An int32 field; a payload is far below 2 GiB (bounded by the frame size).
+    i32::try_from(payload_len).unwrap_or(i32::MAX) as u64
+}
+
+/// Bytes of a plain message's metadata (what prost would write for it).
+pub fn plain_metadata_len(payload_len: usize, sequence_id: u64) -> usize {
+    2 + encoded_len_varint(plain_payload_size(payload_len)) + encoded_len_varint(sequence_id)
+}
+
+/// Bytes that [`encode_plain`] appends.
+pub fn plain_encoded_len(payload_len: usize, sequence_id: u64) -> usize {
+    SIZE_PREFIX_LEN + plain_metadata_len(payload_len, sequence_id) + payload_len
+}
+
+/// Append one plain message (see [`is_plain`]): byte for byte what [`encode_message`] writes
+/// for it, fields in number order as prost writes them.
+pub fn encode_plain(payload: &[u8], sequence_id: u64, out: &mut BytesMut) {
+    let meta_len = plain_metadata_len(payload.len(), sequence_id);
+    out.reserve(SIZE_PREFIX_LEN + meta_len + payload.len());
+    out.put_u32(meta_len as u32);
+    out.put_u8(PAYLOAD_SIZE_TAG);
+    encode_varint(plain_payload_size(payload.len()), out);
+    out.put_u8(SEQUENCE_ID_TAG);
+    encode_varint(sequence_id, out);
+    out.put_slice(payload);
+}
+
 /// Iterates over the messages of a batch payload, yielding zero-copy payload slices.
 ///
 /// Yields at most `num_messages` items; after an error it yields nothing more. Bytes left
@@ -249,6 +294,50 @@ impl std::iter::FusedIterator for BatchIter {}
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn plain_encoding_is_what_prost_writes(
+            len in prop_oneof![0usize..300, 16_000usize..20_000, Just(2_000_000usize)],
+            seq in any::<u64>(),
+        ) {
+            let m = OutgoingMessage::new(vec![7u8; len], seq);
+            prop_assert!(is_plain(&m));
+            let mut general = BytesMut::new();
+            encode_message(&single_metadata_for(&m), &m.payload, &mut general);
+            let mut plain = BytesMut::new();
+            encode_plain(&m.payload, seq, &mut plain);
+            prop_assert_eq!(&plain[..], &general[..]);
+            prop_assert_eq!(plain.len(), plain_encoded_len(len, seq));
+        }
+    }
+
+    #[test]
+    fn only_messages_without_options_are_plain() {
+        let base = OutgoingMessage::new(&b"x"[..], 1);
+        assert!(is_plain(&base));
+        assert!(is_plain(&OutgoingMessage {
+            event_time: Some(0),
+            ..base.clone()
+        }));
+        assert!(!is_plain(&base.clone().with_key("k")));
+        assert!(!is_plain(&OutgoingMessage {
+            event_time: Some(5),
+            ..base.clone()
+        }));
+        assert!(!is_plain(&OutgoingMessage {
+            null_value: true,
+            ..base.clone()
+        }));
+        assert!(!is_plain(&OutgoingMessage {
+            properties: vec![("a".into(), "b".into())],
+            ..base.clone()
+        }));
+        assert!(!is_plain(&OutgoingMessage {
+            ordering_key: Some(Bytes::from_static(b"o")),
+            ..base
+        }));
+    }
 
     fn encode_all(msgs: &[OutgoingMessage]) -> Bytes {
         let mut out = BytesMut::new();
