@@ -14,7 +14,7 @@
 use std::fmt;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use prost::encoding::{encode_varint, encoded_len_varint};
+use prost::encoding::{decode_varint, encode_varint, encoded_len_varint};
 use prost::Message as _;
 use streamwire_proto::pulsar::{KeyValue, SingleMessageMetadata};
 
@@ -189,6 +189,31 @@ pub fn encode_plain(payload: &[u8], sequence_id: u64, out: &mut BytesMut) {
     out.put_slice(payload);
 }
 
+/// The metadata of a plain message (exactly `payload_size` then `sequence_id`, as
+/// [`encode_plain`] and the Java client write them for a message without options), read without
+/// prost; `None` for anything else, which then takes the general decoder. Same result as prost
+/// on the bytes it accepts (proptest).
+pub fn decode_plain(mut meta: &[u8]) -> Option<SingleMessageMetadata> {
+    if meta.first() != Some(&PAYLOAD_SIZE_TAG) {
+        return None;
+    }
+    meta = &meta[1..];
+    let size = i32::try_from(decode_varint(&mut meta).ok()?).ok()?;
+    if meta.first() != Some(&SEQUENCE_ID_TAG) {
+        return None;
+    }
+    meta = &meta[1..];
+    let sequence_id = decode_varint(&mut meta).ok()?;
+    if !meta.is_empty() {
+        return None;
+    }
+    Some(SingleMessageMetadata {
+        payload_size: size,
+        sequence_id: Some(sequence_id),
+        ..SingleMessageMetadata::default()
+    })
+}
+
 /// Iterates over the messages of a batch payload, yielding zero-copy payload slices.
 ///
 /// Yields at most `num_messages` items; after an error it yields nothing more. Bytes left
@@ -235,13 +260,16 @@ impl BatchIter {
                 available: after_prefix,
             });
         }
-        let meta_bytes = self.buf.slice(SIZE_PREFIX_LEN..SIZE_PREFIX_LEN + meta_len);
-        let meta = SingleMessageMetadata::decode(meta_bytes).map_err(|e| {
-            BatchFormatError::InvalidMetadata {
-                index,
-                reason: e.to_string(),
-            }
-        })?;
+        let meta_bytes = &self.buf[SIZE_PREFIX_LEN..SIZE_PREFIX_LEN + meta_len];
+        let meta = match decode_plain(meta_bytes) {
+            Some(plain) => plain,
+            None => SingleMessageMetadata::decode(meta_bytes).map_err(|e| {
+                BatchFormatError::InvalidMetadata {
+                    index,
+                    reason: e.to_string(),
+                }
+            })?,
+        };
         let payload_size = u32::try_from(meta.payload_size).map_err(|_| {
             BatchFormatError::NegativePayloadSize {
                 index,
@@ -309,6 +337,25 @@ mod tests {
             encode_plain(&m.payload, seq, &mut plain);
             prop_assert_eq!(&plain[..], &general[..]);
             prop_assert_eq!(plain.len(), plain_encoded_len(len, seq));
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn plain_decoding_agrees_with_prost(bytes in proptest::collection::vec(any::<u8>(), 0..24)) {
+            if let Some(plain) = decode_plain(&bytes) {
+                prop_assert_eq!(Some(plain), SingleMessageMetadata::decode(&bytes[..]).ok());
+            }
+        }
+
+        #[test]
+        fn plain_metadata_is_read_back_by_the_fast_path(len in 0usize..100_000, seq in any::<u64>()) {
+            let mut out = BytesMut::new();
+            encode_plain(&vec![1u8; len], seq, &mut out);
+            let meta = &out[SIZE_PREFIX_LEN..SIZE_PREFIX_LEN + plain_metadata_len(len, seq)];
+            let got = decode_plain(meta).expect("plain");
+            prop_assert_eq!(got.payload_size as usize, len);
+            prop_assert_eq!(got.sequence_id, Some(seq));
         }
     }
 
