@@ -1,0 +1,264 @@
+//! The broker's own ceiling, measured with no client engine in the way: what a Python client's
+//! bulk paths are compared against (`benches/pulsar_ceiling.py` runs this beside them).
+//!
+//! - `produce`: every SEND frame (batches of `--batch` plain messages of `--size` bytes) is
+//!   built before the clock starts, then written pipelined on one connection while a reader
+//!   counts receipts; the rate is messages over first write → last receipt.
+//! - `dispatch`: one exclusive subscription from the earliest message of a topic that already
+//!   holds `--messages` messages; permits are granted far ahead and nothing is acknowledged;
+//!   the rate is messages (counted from each entry's `num_messages_in_batch`) over subscribe →
+//!   last message.
+//!
+//! Prints one line of JSON: `{"mode": ..., "messages": n, "seconds": s, "msg_per_s": r}`.
+//! Usage: `pulsar_ceiling produce|dispatch <host:port> <topic> <messages> [size] [batch]`.
+
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::BytesMut;
+use streamwire_pulsar::engine::batcher::{BatchBuilder, BatchConfig};
+use streamwire_pulsar::engine::message::OutgoingMessage;
+use streamwire_pulsar::protocol::commands::{self, codec_feature_flags};
+use streamwire_pulsar::protocol::pb::base_command::Type;
+use streamwire_pulsar::protocol::{
+    encode_command, encode_payload_command, pb, Frame, FrameDecoder, ProducerParams,
+    SubscribeParams, CLIENT_PROTOCOL_VERSION, DEFAULT_MAX_FRAME_SIZE,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedReadHalf;
+use tokio::net::TcpStream;
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+struct Reader {
+    half: OwnedReadHalf,
+    buf: BytesMut,
+    decoder: FrameDecoder,
+    /// PINGs seen and not answered yet (the writer answers them).
+    pongs: u32,
+}
+
+impl Reader {
+    async fn next(&mut self) -> Res<Frame> {
+        loop {
+            if let Some(f) = self.decoder.decode(&mut self.buf)? {
+                return Ok(f);
+            }
+            self.buf.reserve(1 << 20);
+            if self.half.read_buf(&mut self.buf).await? == 0 {
+                return Err("the broker closed the connection".into());
+            }
+        }
+    }
+
+    /// Frames until one of type `want` (an ERROR or SEND_ERROR ends the run).
+    async fn until(&mut self, want: Type) -> Res<Frame> {
+        loop {
+            let f = self.next().await?;
+            match f.command_type() {
+                Some(t) if t == want => return Ok(f),
+                Some(Type::Ping) => self.pongs += 1,
+                Some(Type::Error) | Some(Type::SendError) => {
+                    return Err(format!("broker error: {:?}", f.command).into())
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+async fn connect(addr: &str) -> Res<(Reader, tokio::net::tcp::OwnedWriteHalf)> {
+    let stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    let (r, mut w) = stream.into_split();
+    let mut out = BytesMut::new();
+    let cmd = commands::connect(
+        "streamwire-ceiling",
+        CLIENT_PROTOCOL_VERSION,
+        None,
+        None,
+        codec_feature_flags(),
+        None,
+    );
+    encode_command(&cmd, &mut out);
+    w.write_all(&out).await?;
+    let mut reader = Reader {
+        half: r,
+        buf: BytesMut::with_capacity(1 << 20),
+        decoder: FrameDecoder::default(),
+        pongs: 0,
+    };
+    reader.until(Type::Connected).await?;
+    Ok((reader, w))
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+async fn produce(addr: &str, topic: &str, messages: u64, size: usize, batch: u32) -> Res<f64> {
+    let (mut reader, mut w) = connect(addr).await?;
+    let mut out = BytesMut::new();
+    let params = ProducerParams {
+        topic: topic.to_owned(),
+        producer_id: 1,
+        request_id: 1,
+        producer_name: None,
+        user_provided_producer_name: false,
+        encrypted: false,
+        metadata: Vec::new(),
+        schema: None,
+        epoch: 0,
+        access_mode: pb::ProducerAccessMode::Shared,
+        topic_epoch: None,
+        txn_enabled: false,
+        initial_subscription_name: None,
+    };
+    encode_command(&commands::producer(&params), &mut out);
+    w.write_all(&out).await?;
+    let ok = reader.until(Type::ProducerSuccess).await?;
+    let name = ok
+        .command
+        .producer_success
+        .map(|p| p.producer_name)
+        .unwrap_or_default();
+    // Every frame built before the clock starts.
+    let payload = bytes::Bytes::from(vec![0x61u8; size]);
+    let mut builder = BatchBuilder::new(BatchConfig {
+        max_messages: batch,
+        max_bytes: 5 << 20,
+        ..BatchConfig::default()
+    });
+    let mut frames = BytesMut::new();
+    let mut entries = 0u64;
+    let mut seq = 0u64;
+    let started = Instant::now();
+    while seq < messages {
+        let n = u64::from(batch).min(messages - seq);
+        for i in 0..n {
+            let _ = builder.add(OutgoingMessage::new(payload.clone(), seq + i), started);
+        }
+        let b = builder.take().ok_or("empty batch")?;
+        let md = pb::MessageMetadata {
+            producer_name: name.clone(),
+            sequence_id: b.first_sequence_id,
+            publish_time: now_ms(),
+            num_messages_in_batch: Some(b.num_messages as i32),
+            uncompressed_size: Some(b.uncompressed_size as u32),
+            highest_sequence_id: Some(b.last_sequence_id),
+            ..Default::default()
+        };
+        let cmd = commands::send(
+            1,
+            b.first_sequence_id,
+            b.num_messages as i32,
+            Some(b.last_sequence_id),
+            false,
+            false,
+        );
+        encode_payload_command(&cmd, &md, &b.payload, &mut frames, DEFAULT_MAX_FRAME_SIZE)?;
+        entries += 1;
+        seq += n;
+    }
+    let t0 = Instant::now();
+    let writer = tokio::spawn(async move {
+        w.write_all(&frames).await?;
+        Ok::<_, std::io::Error>(w)
+    });
+    let mut receipts = 0u64;
+    while receipts < entries {
+        reader.until(Type::SendReceipt).await?;
+        receipts += 1;
+    }
+    let dt = t0.elapsed().as_secs_f64();
+    drop(writer.await??);
+    Ok(dt)
+}
+
+async fn dispatch(addr: &str, topic: &str, messages: u64) -> Res<f64> {
+    let (mut reader, mut w) = connect(addr).await?;
+    let mut out = BytesMut::new();
+    let params = SubscribeParams {
+        topic: topic.to_owned(),
+        subscription: format!("ceiling-{}", now_ms()),
+        sub_type: pb::command_subscribe::SubType::Exclusive,
+        consumer_id: 1,
+        request_id: 1,
+        initial_position: pb::command_subscribe::InitialPosition::Earliest,
+        ..SubscribeParams::default()
+    };
+    let t0 = Instant::now();
+    encode_command(&commands::subscribe(&params), &mut out);
+    w.write_all(&out).await?;
+    reader.until(Type::Success).await?;
+    // Permits count messages; grant far ahead and top up at half-way marks.
+    const GRANT: u32 = 40_000;
+    out.clear();
+    encode_command(&commands::flow(1, GRANT), &mut out);
+    w.write_all(&out).await?;
+    let mut got = 0u64;
+    let mut next_grant = u64::from(GRANT / 2);
+    while got < messages {
+        let f = reader.until(Type::Message).await?;
+        if reader.pongs > 0 {
+            reader.pongs = 0;
+            out.clear();
+            encode_command(&commands::pong(), &mut out);
+            w.write_all(&out).await?;
+        }
+        let n = f
+            .payload
+            .as_ref()
+            .and_then(|p| p.metadata.as_ref().ok())
+            .and_then(|m| m.num_messages_in_batch)
+            .unwrap_or(1);
+        got += n.max(1) as u64;
+        if got >= next_grant {
+            next_grant += u64::from(GRANT / 2);
+            out.clear();
+            encode_command(&commands::flow(1, GRANT / 2), &mut out);
+            // One cumulative ack per grant: brokers stop dispatching to a consumer holding
+            // too many unacknowledged messages (pulsar-lite after ~90k).
+            if let Some(m) = &f.command.message {
+                let ack = commands::ack(
+                    1,
+                    pb::command_ack::AckType::Cumulative,
+                    vec![m.message_id.clone()],
+                    None,
+                    None,
+                );
+                encode_command(&ack, &mut out);
+            }
+            w.write_all(&out).await?;
+        }
+    }
+    Ok(t0.elapsed().as_secs_f64())
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Res<()> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 5 {
+        return Err(
+            "usage: pulsar_ceiling produce|dispatch <host:port> <topic> <messages> [size] [batch]"
+                .into(),
+        );
+    }
+    let (mode, addr, topic) = (&args[1], &args[2], &args[3]);
+    let messages: u64 = args[4].parse()?;
+    let size: usize = args.get(5).map_or(Ok(100), |s| s.parse())?;
+    let batch: u32 = args.get(6).map_or(Ok(1000), |s| s.parse())?;
+    let seconds = match mode.as_str() {
+        "produce" => produce(addr, topic, messages, size, batch).await?,
+        "dispatch" => dispatch(addr, topic, messages).await?,
+        other => return Err(format!("unknown mode {other}").into()),
+    };
+    println!(
+        "{{\"mode\": \"{mode}\", \"messages\": {messages}, \"seconds\": {seconds:.6}, \
+         \"msg_per_s\": {:.0}}}",
+        messages as f64 / seconds
+    );
+    Ok(())
+}
