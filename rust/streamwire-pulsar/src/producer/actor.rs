@@ -226,14 +226,17 @@ impl Actor {
     }
 
     async fn on_send(&mut self, items: Vec<Queued>) {
+        // One clock read for the hand-over, not one per message (a bulk send hands over
+        // a thousand at once; reading the clock cost more than batching each of them).
+        let now = Instant::now();
         for q in items {
-            self.enqueue(q).await;
+            self.enqueue(q, now).await;
         }
         // Let more queued sends join the batch before the deadline; an unbatched producer
         // has already written everything.
     }
 
-    async fn enqueue(&mut self, q: Queued) {
+    async fn enqueue(&mut self, q: Queued, now: Instant) {
         if let Some(err) = &self.terminal {
             self.fail_queued(q, err.clone());
             return;
@@ -268,7 +271,6 @@ impl Actor {
                 .await;
             return;
         }
-        let now = Instant::now();
         let batcher = self.batcher.as_mut().expect("batchable implies a batcher");
         match batcher.add(msg, now) {
             AddOutcome::Added => {

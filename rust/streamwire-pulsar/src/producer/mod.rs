@@ -276,6 +276,7 @@ impl Producer {
         completion: Completion,
         reservation: Option<Reservation>,
         permits: Option<OwnedSemaphorePermit>,
+        enqueued_at: Instant,
     ) -> Queued {
         Queued {
             msg,
@@ -284,7 +285,7 @@ impl Producer {
             completion,
             reservation,
             permits,
-            enqueued_at: Instant::now(),
+            enqueued_at,
         }
     }
 
@@ -323,6 +324,7 @@ impl Producer {
             completion,
             Some(res),
             Some(permits),
+            Instant::now(),
         );
         self.push(vec![q]).await
     }
@@ -357,6 +359,7 @@ impl Producer {
             completion,
             Some(res),
             Some(permits),
+            Instant::now(),
         );
         self.shared.pending_messages.fetch_add(1, Ordering::AcqRel);
         match self.tx.try_send(Command::Send(vec![q])) {
@@ -405,6 +408,8 @@ impl Producer {
             let bytes: usize = part.iter().map(|(m, _)| m.payload.len()).sum();
             let (mut res, mut permits) = self.reserve(part.len(), bytes).await?;
             let mut items = Vec::with_capacity(part.len());
+            // One clock read per chunk: the chunk is handed over at one moment.
+            let at = Instant::now();
             for (m, i) in part {
                 // Split the chunk's reservation so each message releases its own share.
                 let r = res.split(m.payload.len() as u64);
@@ -416,6 +421,7 @@ impl Producer {
                     Completion::Group(Arc::clone(group), i),
                     r,
                     p,
+                    at,
                 ));
             }
             self.push(items).await?;
