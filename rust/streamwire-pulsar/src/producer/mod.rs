@@ -269,7 +269,6 @@ impl Producer {
     }
 
     fn queued(
-        &self,
         msg: OutgoingMessage,
         user_sequence_id: bool,
         entry: EntryOptions,
@@ -317,7 +316,7 @@ impl Producer {
         self.check_open()?;
         self.check_size(&msg)?;
         let (res, permits) = self.reserve(1, msg.payload.len()).await?;
-        let q = self.queued(
+        let q = Self::queued(
             msg,
             user_sequence_id,
             entry,
@@ -352,7 +351,7 @@ impl Producer {
             Ok(x) => x,
             Err(e) => return Err(reject(e, completion, msg)),
         };
-        let q = self.queued(
+        let q = Self::queued(
             msg,
             user_sequence_id,
             entry,
@@ -414,7 +413,7 @@ impl Producer {
                 // Split the chunk's reservation so each message releases its own share.
                 let r = res.split(m.payload.len() as u64);
                 let p = permits.split(1);
-                items.push(self.queued(
+                items.push(Self::queued(
                     m,
                     user_sequence_ids,
                     EntryOptions::default(),
