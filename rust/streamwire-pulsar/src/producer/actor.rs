@@ -171,6 +171,7 @@ impl Actor {
         }
         self.name = Some(ok.producer_name.clone());
         *self.shared.name.lock().unwrap_or_else(|p| p.into_inner()) = ok.producer_name.clone();
+        self.shared.stats.metrics().set_name(&ok.producer_name);
         if ok.topic_epoch.is_some() {
             self.topic_epoch = ok.topic_epoch;
         }
