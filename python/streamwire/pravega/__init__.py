@@ -159,6 +159,10 @@ class Reader:
     def close(self) -> None:
         self._native.close()
 
+    def metrics(self) -> dict[str, Any]:
+        """This reader's metrics (README "Metrics")."""
+        return self._native.metrics()
+
     @property
     def closed(self) -> bool:
         return self._native.closed
@@ -199,6 +203,10 @@ class Client:
     @property
     def controller_uri(self) -> str:
         return self._native.controller_uri
+
+    def metrics(self) -> dict[str, Any]:
+        """This client's metrics and its writers' and readers' totals (README "Metrics")."""
+        return self._native.metrics()
 
     def create_scope(self, scope: str) -> bool:
         """Create a scope; False when it existed."""

@@ -157,6 +157,14 @@ impl Handle {
         self.block(py, "seek", async move { engine.seek(t).await })
     }
 
+    fn metrics<'py>(&self, py: Python<'py>, what: &str) -> PyResult<Bound<'py, PyDict>> {
+        let s = self
+            .live(what)?
+            .metrics()
+            .ok_or_else(|| to_py(Error::closed(what)))?;
+        crate::common::metrics::snapshot_dict(py, &s)
+    }
+
     fn stats<'py>(
         &self,
         py: Python<'py>,
@@ -441,6 +449,11 @@ impl Consumer {
         self.h.stats(py, "consumer", broker)
     }
 
+    /// This consumer's metrics (all partitions summed); see README "Metrics" for the keys.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.h.metrics(py, "consumer")
+    }
+
     #[getter]
     fn topic(&self) -> &str {
         self.h.engine.topic()
@@ -504,6 +517,11 @@ pub struct Reader {
 
 #[pymethods]
 impl Reader {
+    /// This reader's metrics (kind "consumer": a reader is a subscription-less consumer).
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.h.metrics(py, "reader")
+    }
+
     /// The next message (see `Consumer.receive`).
     #[pyo3(signature = (timeout=None))]
     fn read_next(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Message> {
