@@ -398,9 +398,16 @@ impl Drop for EntityMetrics {
         // Fold this entity's totals into its client's retired totals (counters never go
         // backwards at the client level). Never called with the registry lock held: scrapes
         // upgrade under the lock but drop their `Arc`s after releasing it.
+        let mut r = registry();
+        if self.kind == Kind::Client {
+            // The client is gone: so are the totals kept for it (bounded memory for
+            // processes that create many clients).
+            let (p, c) = (self.protocol, self.client);
+            r.retired.retain(|k, _| (k.0, k.2) != (p, c));
+            return;
+        }
         let counters: [u64; NC] = std::array::from_fn(|i| self.counters[i].get());
         let latency = self.latency.snapshot();
-        let mut r = registry();
         let t = r
             .retired
             .entry((self.protocol, self.kind, self.client))
@@ -599,6 +606,10 @@ mod tests {
         assert!(snapshot_all()
             .iter()
             .any(|s| s.labels.client == id && s.labels.kind == Kind::Consumer));
+        drop(c);
+        drop(client);
+        let r = registry();
+        assert!(!r.retired.keys().any(|k| k.2 == id), "dropped with the client");
     }
 
     #[test]
