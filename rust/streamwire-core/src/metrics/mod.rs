@@ -609,7 +609,10 @@ mod tests {
         drop(c);
         drop(client);
         let r = registry();
-        assert!(!r.retired.keys().any(|k| k.2 == id), "dropped with the client");
+        assert!(
+            !r.retired.keys().any(|k| k.2 == id),
+            "dropped with the client"
+        );
     }
 
     #[test]
