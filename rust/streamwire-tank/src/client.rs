@@ -55,7 +55,7 @@ struct Inner {
     /// Request ids for every call on this client's connections (producers encode theirs
     /// into a request once, before they know which connection carries it).
     next_id: AtomicU32,
-    /// Client metrics (connections, re-dials; the registry adds its entities' totals).
+    /// Client metrics (connections; the registry adds its entities' totals).
     metrics: Arc<EntityMetrics>,
 }
 
@@ -90,10 +90,8 @@ impl TankClient {
             let (a, d, m) = (a.clone(), d.clone(), Arc::clone(&m));
             Box::pin(async move {
                 let conn = dial(&a, &d).await?;
-                // One connection per client: every dial after the first is a reconnect.
-                if m.counter(C::Connections).get() > 0 {
-                    m.add(C::Reconnects, 1);
-                }
+                // One connection per client: every dial after the first is a re-dial (the
+                // producers and consumers count the reconnects they saw).
                 m.add(C::Connections, 1);
                 Ok(conn)
             })
