@@ -64,11 +64,17 @@ fn exported_bounds() -> impl Iterator<Item = (usize, f64)> {
 pub fn render(snaps: &[Snapshot]) -> String {
     let mut out = String::new();
     for kind in Kind::ALL {
-        let of_kind: Vec<(&Snapshot, String)> = snaps
-            .iter()
-            .filter(|s| s.labels.kind == kind)
-            .map(|s| (s, label_set(s)))
-            .collect();
+        // Entities with the same labels (two unnamed TANK producers of one topic, two
+        // consumers given one name) are summed into one series: a scrape must not see a
+        // label set twice.
+        let mut of_kind: Vec<(Snapshot, String)> = Vec::new();
+        for s in snaps.iter().filter(|s| s.labels.kind == kind) {
+            let l = label_set(s);
+            match of_kind.iter_mut().find(|(_, seen)| *seen == l) {
+                Some((acc, _)) => acc.merge(s),
+                None => of_kind.push((s.clone(), l)),
+            }
+        }
         if of_kind.is_empty() {
             continue;
         }
@@ -186,6 +192,27 @@ mod tests {
         )));
         // No consumer family without a consumer.
         assert!(!text.contains("streamwire_consumer_"));
+    }
+
+    #[test]
+    fn entities_with_the_same_labels_are_one_series() {
+        let mut a = snap(Kind::Producer, "t", "");
+        a.counters[C::Messages as usize] = 3;
+        a.latency.buckets[4] = 1;
+        let mut b = a.clone();
+        b.counters[C::Messages as usize] = 4;
+        let other = snap(Kind::Producer, "u", "");
+        let text = render(&[a, other, b]);
+        let l = "protocol=\"pulsar\",client=\"3\",topic=\"t\",name=\"\"";
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|x| x.starts_with("streamwire_producer_messages_total{"))
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(text.contains(&format!("streamwire_producer_messages_total{{{l}}} 7\n")));
+        assert!(text.contains(&format!(
+            "streamwire_producer_send_latency_seconds_count{{{l}}} 2\n"
+        )));
     }
 
     #[test]
