@@ -181,11 +181,13 @@ def _observer(kind: str, key: str) -> Callable[[Any], Iterable[Any]]:
     from opentelemetry.metrics import Observation
 
     def observe(_options: Any) -> Iterable[Any]:
-        return [
-            Observation(d[key], _attributes(d))
-            for d in snapshot()
-            if d["kind"] == kind and key in d
-        ]
+        # Entities with the same attributes are summed (as in the Prometheus text).
+        totals: dict[tuple[tuple[str, Any], ...], Any] = {}
+        for d in snapshot():
+            if d["kind"] == kind and key in d:
+                attrs = tuple(_attributes(d).items())
+                totals[attrs] = totals.get(attrs, 0) + d[key]
+        return [Observation(v, dict(attrs)) for attrs, v in totals.items()]
 
     return observe
 

@@ -296,3 +296,20 @@ def test_tank_producer_and_consumer_counters(tank_client: tank.Client) -> None:
     assert totals["protocol"] == "tank" and totals["connections"] >= 1
     assert totals["messages_sent"] >= len(values)
     assert totals["messages_received"] >= len(values)
+
+
+def test_same_labels_are_one_series(tank_client: tank.Client) -> None:
+    # Two TANK producers of one topic have the same labels (no names): one summed series.
+    topic = "m" + uuid.uuid4().hex[:20]
+    tank_client.create_topic(topic, partitions=1)
+    with tank_client.create_producer(topic) as a, tank_client.create_producer(topic) as b:
+        a.send_many([b"a"] * 30)
+        b.send_many([b"b"] * 12)
+        a.flush()
+        b.flush()
+        mine = [
+            s
+            for s in samples(metrics.prometheus_text(), "streamwire_producer_messages")
+            if s.labels.get("topic") == topic
+        ]
+        assert [s.value for s in mine] == [42.0]
