@@ -27,6 +27,7 @@ from streamwire import (
     InvalidArgumentError,
     MessageId,
     MessageTooBigError,
+    metrics,
 )
 
 from tests.aio.bad_cases import AIO_CASES, AioCase
@@ -430,7 +431,48 @@ CASES: list[Case] = [
         TYP,
         lambda c: MessageId.deserialize("x"),  # type: ignore[arg-type]
     ),
+    # -- streamwire.metrics ----------------------------------------------------------------------
+    Case("metrics.serve()", 'port not an int ("9100")', TYP, lambda c: metrics.serve(port="9100")),  # type: ignore[arg-type]
+    Case("metrics.serve()", "port=True", TYP, lambda c: metrics.serve(port=True)),
+    Case("metrics.serve()", "port=70000", INV, lambda c: metrics.serve(port=70000)),
+    Case("metrics.serve()", "host not a str (127)", TYP, lambda c: metrics.serve(host=127)),  # type: ignore[arg-type]
+    Case("metrics.serve()", "empty host", INV, lambda c: metrics.serve(host="")),
+    Case(
+        "metrics.enable_opentelemetry()",
+        "meter_provider not a MeterProvider",
+        TYP,
+        lambda c: metrics.enable_opentelemetry(meter_provider="x"),
+    ),
     # -- closed handles -------------------------------------------------------------------------
+    Case(
+        "Producer.metrics()",
+        "closed producer",
+        AlreadyClosedError,
+        lambda c: c.closed_producer.metrics(),
+        "closed",
+        "totals stay in `Client.metrics()`",
+    ),
+    Case(
+        "Consumer.metrics()",
+        "closed consumer",
+        AlreadyClosedError,
+        lambda c: c.closed_consumer.metrics(),
+        "closed",
+    ),
+    Case(
+        "Reader.metrics()",
+        "closed reader",
+        AlreadyClosedError,
+        lambda c: c.closed_reader.metrics(),
+        "closed",
+    ),
+    Case(
+        "Client.metrics()",
+        "closed client",
+        AlreadyClosedError,
+        lambda c: c.closed_client.metrics(),
+        "closed",
+    ),
     Case(
         "Producer.send()",
         "closed producer",
@@ -528,6 +570,13 @@ CASES: list[Case] = [
         "parent's client in a forked child",
         ForkedProcessError,
         lambda c: c.client.create_producer(c.topic),
+        "fork",
+    ),
+    Case(
+        "Producer.metrics()",
+        "parent's producer in a forked child",
+        ForkedProcessError,
+        lambda c: c.producer.metrics(),
         "fork",
     ),
     Case(

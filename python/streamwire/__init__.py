@@ -13,6 +13,7 @@ from streamwire import (
     _logging,  # noqa: F401  (NullHandler; engine log level follows logging)
     _native,
     exceptions,
+    metrics,
 )
 from streamwire._native import (
     Client,
@@ -93,6 +94,7 @@ __all__ = [
     "__version__",
     "configure",
     "exceptions",
+    "metrics",
 ]
 
 _after_fork_hooks: list[object] = []

@@ -211,6 +211,10 @@ class Reader:
         """Close the reader's connections. Idempotent."""
         self._native.close()
 
+    def metrics(self) -> dict[str, Any]:
+        """This reader's metrics (README "Metrics")."""
+        return self._native.metrics()
+
     @property
     def closed(self) -> bool:
         """Whether the reader is closed."""
@@ -261,6 +265,10 @@ class Client:
     def controller_uri(self) -> str:
         """The controller URI this client was created with."""
         return self._native.controller_uri
+
+    def metrics(self) -> dict[str, Any]:
+        """This client's metrics and its writers' and readers' totals (README "Metrics")."""
+        return self._native.metrics()
 
     def create_scope(self, scope: str) -> bool:
         """Create a scope; False when it existed."""

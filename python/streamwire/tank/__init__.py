@@ -163,6 +163,10 @@ class Client:
         """The broker's status: topics, partitions, open partitions, start time, version."""
         return self._native.status()
 
+    def metrics(self) -> dict[str, Any]:
+        """This client's metrics and its producers' and consumers' totals (README "Metrics")."""
+        return self._native.metrics()
+
     def reload_config(self, topic: str, partition: int) -> None:
         """Ask the broker to re-read ``<data>/<topic>/<partition>/config``.
 

@@ -23,6 +23,8 @@ pub mod error;
 pub mod framed;
 /// Engine events for the embedding's log (an atomic level check when disabled).
 pub mod log;
+/// Client metrics: counters, gauges, latency histograms, a registry, Prometheus text.
+pub mod metrics;
 /// One logical connection that re-dials with backoff after it is lost.
 pub mod redial;
 /// One Tokio runtime per process, lazily built and rebuilt after fork.

@@ -10,6 +10,7 @@ use bytes::BytesMut;
 use tokio::sync::Mutex;
 
 use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::metrics::{self, EntityMetrics, Kind, Labels, C};
 
 use crate::connection::{dial, Connection, DialConfig};
 use crate::controller::{Controller, NodeUri, ScopedStream};
@@ -51,6 +52,8 @@ struct Inner {
     uri: String,
     /// Request/response connections per segment store.
     pool: Mutex<HashMap<(String, u16), Connection>>,
+    /// Client metrics (the registry adds its writers' and readers' totals).
+    metrics: Arc<EntityMetrics>,
 }
 
 /// A cheap, cloneable Pravega client.
@@ -77,8 +80,31 @@ impl PravegaClient {
                 config,
                 uri: uri.to_string(),
                 pool: Mutex::new(HashMap::new()),
+                metrics: EntityMetrics::register(Labels {
+                    protocol: "pravega",
+                    kind: Kind::Client,
+                    client: metrics::next_client_id(),
+                    topic: String::new(),
+                    name: String::new(),
+                }),
             }),
         })
+    }
+
+    /// The client's metric cells.
+    pub fn metrics(&self) -> &Arc<EntityMetrics> {
+        &self.inner.metrics
+    }
+
+    /// Labels for a writer or reader of `stream` this client creates.
+    pub fn entity_labels(&self, kind: Kind, stream: String, name: String) -> Labels {
+        Labels {
+            protocol: "pravega",
+            kind,
+            client: self.inner.metrics.client(),
+            topic: stream,
+            name,
+        }
     }
 
     pub fn controller(&self) -> &Controller {
@@ -103,6 +129,7 @@ impl PravegaClient {
             }
         }
         let (conn, _unsolicited) = dial::<true>(node, &self.inner.config.dial).await?;
+        self.inner.metrics.add(C::Connections, 1);
         pool.insert(key, conn.clone());
         Ok(conn)
     }

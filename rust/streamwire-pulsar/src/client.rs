@@ -10,6 +10,7 @@ use std::sync::Arc;
 use streamwire_core::log::{event, Level};
 
 use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::metrics::{self, EntityMetrics, Kind, Labels, C};
 
 use crate::connection::pool::ConnectionPool;
 use crate::connection::{Connection, ConnectionConfig, TlsConnector, TlsOptions};
@@ -33,6 +34,8 @@ struct Inner {
     pool: ConnectionPool,
     /// Round-robin over the service URL's hosts, moving on when one fails.
     next_host: AtomicUsize,
+    /// Client metrics (lookups, connections; the registry adds its entities' totals).
+    metrics: Arc<EntityMetrics>,
 }
 
 #[derive(Clone)]
@@ -47,17 +50,41 @@ impl PulsarClient {
             // System roots, full verification; built once instead of per connection.
             config.tls = Some(TlsConnector::new(&TlsOptions::default())?);
         }
+        let metrics = EntityMetrics::register(Labels {
+            protocol: "pulsar",
+            kind: Kind::Client,
+            client: metrics::next_client_id(),
+            topic: String::new(),
+            name: String::new(),
+        });
         Ok(PulsarClient {
             inner: Arc::new(Inner {
                 service,
-                pool: ConnectionPool::new(config),
+                pool: ConnectionPool::new(config, Arc::clone(&metrics)),
                 next_host: AtomicUsize::new(0),
+                metrics,
             }),
         })
     }
 
     pub fn config(&self) -> &ConnectionConfig {
         self.inner.pool.config()
+    }
+
+    /// The client's metric cells (its `client` label is `metrics().client()`).
+    pub fn metrics(&self) -> &Arc<EntityMetrics> {
+        &self.inner.metrics
+    }
+
+    /// Labels for an entity this client creates.
+    pub fn entity_labels(&self, kind: Kind, topic: String, name: String) -> Labels {
+        Labels {
+            protocol: "pulsar",
+            kind,
+            client: self.inner.metrics.client(),
+            topic,
+            name,
+        }
     }
 
     pub fn pool(&self) -> &ConnectionPool {
@@ -86,6 +113,7 @@ impl PulsarClient {
     /// Find the broker that owns `topic` (a single partition or a non-partitioned topic).
     pub async fn lookup_topic(&self, topic: &TopicName) -> Result<TopicOwner> {
         let topic_str = topic.to_string();
+        self.inner.metrics.add(C::Lookups, 1);
         let mut conn = self.service_connection().await?;
         let mut authoritative = false;
         for _ in 0..=MAX_LOOKUP_REDIRECTS {

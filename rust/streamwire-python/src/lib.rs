@@ -83,5 +83,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(configure, m)?)?;
     m.add_function(wrap_pyfunction!(common::logging::_set_log_level, m)?)?;
     m.add_function(wrap_pyfunction!(_runtime_started, m)?)?;
+    m.add_function(wrap_pyfunction!(common::metrics::_metrics_snapshot, m)?)?;
+    m.add_function(wrap_pyfunction!(
+        common::metrics::_metrics_prometheus_text,
+        m
+    )?)?;
     Ok(())
 }

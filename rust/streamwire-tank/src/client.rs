@@ -10,6 +10,7 @@ use bytes::BytesMut;
 
 use streamwire_core::backoff::BackoffConfig;
 use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::metrics::{self, EntityMetrics, Kind, Labels, C};
 use streamwire_core::redial::{Dialer, Redial};
 
 use crate::codec::{self, RawFrame};
@@ -54,6 +55,8 @@ struct Inner {
     /// Request ids for every call on this client's connections (producers encode theirs
     /// into a request once, before they know which connection carries it).
     next_id: AtomicU32,
+    /// Client metrics (connections; the registry adds its entities' totals).
+    metrics: Arc<EntityMetrics>,
 }
 
 /// A cheap, cloneable handle to a TANK broker.
@@ -75,9 +78,23 @@ impl TankClient {
     pub fn new(service_url: &str, config: ClientConfig) -> Result<TankClient> {
         let addr = url::parse(service_url)?;
         let (a, d) = (addr.clone(), config.dial.clone());
+        let metrics = EntityMetrics::register(Labels {
+            protocol: "tank",
+            kind: Kind::Client,
+            client: metrics::next_client_id(),
+            topic: String::new(),
+            name: String::new(),
+        });
+        let m = Arc::clone(&metrics);
         let dialer: Dialer<RawFrame> = Arc::new(move || {
-            let (a, d) = (a.clone(), d.clone());
-            Box::pin(async move { dial(&a, &d).await })
+            let (a, d, m) = (a.clone(), d.clone(), Arc::clone(&m));
+            Box::pin(async move {
+                let conn = dial(&a, &d).await?;
+                // One connection per client: every dial after the first is a re-dial (the
+                // producers and consumers count the reconnects they saw).
+                m.add(C::Connections, 1);
+                Ok(conn)
+            })
         });
         Ok(TankClient {
             inner: Arc::new(Inner {
@@ -87,8 +104,25 @@ impl TankClient {
                 config,
                 closed: AtomicBool::new(false),
                 next_id: AtomicU32::new(1),
+                metrics,
             }),
         })
+    }
+
+    /// The client's metric cells.
+    pub fn metrics(&self) -> &Arc<EntityMetrics> {
+        &self.inner.metrics
+    }
+
+    /// Labels for an entity this client creates.
+    pub fn entity_labels(&self, kind: Kind, topic: &str) -> Labels {
+        Labels {
+            protocol: "tank",
+            kind,
+            client: self.inner.metrics.client(),
+            topic: topic.to_string(),
+            name: String::new(),
+        }
     }
 
     pub fn addr(&self) -> &BrokerAddr {

@@ -3,6 +3,7 @@
 //! (the read-ahead). At the tail the store holds the read until data arrives (a long poll);
 //! at the end of a sealed segment the task reports the end and stops.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -11,6 +12,7 @@ use tokio::sync::mpsc;
 use streamwire_core::backoff::{Backoff, BackoffConfig};
 use streamwire_core::error::{Error, ErrorKind, Result};
 use streamwire_core::log::{event, Level};
+use streamwire_core::metrics::{EntityMetrics, C};
 
 use super::chunk::{Chunk, Chunker};
 use crate::client::PravegaClient;
@@ -51,6 +53,7 @@ impl Default for FetchConfig {
     }
 }
 
+#[allow(clippy::too_many_arguments)] // the segment's identity, its settings and two sinks
 pub(crate) async fn run(
     client: PravegaClient,
     stream: ScopedStream,
@@ -59,6 +62,7 @@ pub(crate) async fn run(
     token: String,
     config: FetchConfig,
     tx: mpsc::Sender<Fetched>,
+    metrics: Arc<EntityMetrics>,
 ) {
     let name = segment_name(&stream, segment);
     let mut chunker = Chunker::new(segment, offset);
@@ -175,6 +179,7 @@ pub(crate) async fn run(
                     return;
                 }
                 log_retry(&stream, &name, &e);
+                metrics.add(C::Reconnects, 1);
                 tokio::time::sleep(backoff.next_delay()).await;
             }
             Err(error) => {

@@ -12,6 +12,7 @@ pub mod cut;
 pub mod fetch;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -19,6 +20,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::metrics::{EntityMetrics, Kind, C, G};
 
 use crate::client::PravegaClient;
 use crate::controller::{ScopedStream, Segment};
@@ -151,6 +153,9 @@ pub struct StreamReader {
     tasks: HashMap<i64, JoinHandle<()>>,
     /// The chunk being handed out, and how far.
     current: Option<(Chunk, usize)>,
+    /// Exported metrics: events and bytes handed out, chunks fetched, re-dials; the
+    /// receive-queue gauge is the number of chunks read ahead, set after each read.
+    metrics: Arc<EntityMetrics>,
 }
 
 impl Drop for StreamReader {
@@ -191,6 +196,11 @@ impl StreamReader {
             ));
         }
         let (tx, rx) = mpsc::channel(config.read_ahead.max(1));
+        let metrics = EntityMetrics::register(client.entity_labels(
+            Kind::Reader,
+            format!("{}/{}", stream.scope, stream.stream),
+            String::new(),
+        ));
         let mut reader = StreamReader {
             client: client.clone(),
             stream,
@@ -203,6 +213,7 @@ impl StreamReader {
             waiting: HashMap::new(),
             tasks: HashMap::new(),
             current: None,
+            metrics,
         };
         for (seg, off) in positions {
             reader.start_segment(seg, off);
@@ -212,6 +223,11 @@ impl StreamReader {
 
     pub fn stream(&self) -> &ScopedStream {
         &self.stream
+    }
+
+    /// This reader's metric cells.
+    pub fn metrics(&self) -> &Arc<EntityMetrics> {
+        &self.metrics
     }
 
     fn start_segment(&mut self, segment: i64, offset: i64) {
@@ -224,6 +240,7 @@ impl StreamReader {
             self.token.clone(),
             self.config.fetch.clone(),
             self.tx.clone(),
+            Arc::clone(&self.metrics),
         ));
         self.tasks.insert(segment, task);
     }
@@ -250,6 +267,26 @@ impl StreamReader {
     ) -> Result<()> {
         let deadline = Instant::now() + timeout;
         let start = out.len();
+        let res = self.read_into(max, deadline, start, out).await;
+        let handed = &out[start..];
+        if !handed.is_empty() {
+            let bytes: usize = handed.iter().map(|e| e.data.len()).sum();
+            self.metrics.add(C::Messages, handed.len() as u64);
+            self.metrics.add(C::Bytes, bytes as u64);
+        }
+        self.metrics
+            .gauge(G::ReceiveQueue)
+            .set(self.rx.len() as i64);
+        res
+    }
+
+    async fn read_into(
+        &mut self,
+        max: usize,
+        deadline: Instant,
+        start: usize,
+        out: &mut Vec<ReadEvent>,
+    ) -> Result<()> {
         loop {
             self.take_current(max - (out.len() - start), out);
             if out.len() - start >= max {
@@ -303,6 +340,7 @@ impl StreamReader {
     async fn on_fetched(&mut self, f: Fetched) -> Result<()> {
         match f {
             Fetched::Chunk(c) => {
+                self.metrics.add(C::Batches, 1);
                 if self.positions.contains_key(&c.segment) {
                     self.current = Some((c, 0));
                 }

@@ -14,9 +14,10 @@ use tokio::sync::{mpsc, oneshot};
 use streamwire_core::backoff::Backoff;
 use streamwire_core::error::{Error, ErrorKind, Result};
 use streamwire_core::log::{event, Level};
+use streamwire_core::metrics::{EntityMetrics, C};
 
 use super::batch::{route, split_large, Piece};
-use super::queue::SegmentQueue;
+use super::queue::{Acked, SegmentQueue};
 use super::{Command, WriterConfig};
 use crate::client::PravegaClient;
 use crate::connection::{dial, Connection};
@@ -86,6 +87,7 @@ struct Actor {
     events: mpsc::Sender<Event>,
     outstanding: usize,
     pending: Arc<AtomicUsize>,
+    metrics: Arc<EntityMetrics>,
     flushers: Vec<oneshot::Sender<Result<()>>>,
     closing: Option<oneshot::Sender<Result<()>>>,
     /// The first failure since the last flush.
@@ -109,6 +111,7 @@ pub(crate) async fn run(
     config: WriterConfig,
     mut rx: mpsc::Receiver<Command>,
     pending: Arc<AtomicUsize>,
+    metrics: Arc<EntityMetrics>,
 ) {
     let (events, mut events_rx) = mpsc::channel(4096);
     let mut actor = Actor {
@@ -121,6 +124,7 @@ pub(crate) async fn run(
         events,
         outstanding: 0,
         pending,
+        metrics,
         flushers: Vec::new(),
         closing: None,
         failure: None,
@@ -220,7 +224,23 @@ impl Actor {
         (x >> 11) as usize
     }
 
+    /// Events the store holds now: count them (one append per acknowledgement) and their
+    /// latency from the oldest one's hand-over.
+    fn on_acked(&mut self, a: Acked) {
+        self.outstanding -= a.events.min(self.outstanding);
+        if a.events > 0 {
+            let m = &self.metrics;
+            m.add(C::Messages, a.events as u64);
+            m.add(C::Bytes, a.bytes as u64);
+            m.add(C::Batches, 1);
+            if let Some(t) = a.oldest {
+                m.record_latency(t.elapsed());
+            }
+        }
+    }
+
     fn settle_failed(&mut self, n: usize, e: &Error) {
+        self.metrics.add(C::Errors, n as u64);
         self.outstanding -= n.min(self.outstanding);
         if self.failure.is_none() {
             self.failure = Some(e.clone());
@@ -429,8 +449,8 @@ impl Actor {
                         s.backoff.reset();
                         // Everything up to `last` is in the store: settle it; the rest was
                         // rewound and goes out again under the same numbers.
-                        let n = s.queue.ack(last);
-                        self.outstanding -= n.min(self.outstanding);
+                        let a = s.queue.ack(last);
+                        self.on_acked(a);
                     }
                     Err(e) => self.on_setup_failed(seg, e),
                 }
@@ -481,8 +501,8 @@ impl Actor {
         match reply {
             Reply::DataAppended { event_number, .. } => {
                 let s = self.segs.get_mut(&seg).expect("checked");
-                let n = s.queue.ack(event_number);
-                self.outstanding -= n.min(self.outstanding);
+                let a = s.queue.ack(event_number);
+                self.on_acked(a);
             }
             Reply::KeepAlive | Reply::ConditionalCheckFailed { .. } | Reply::Other { .. } => {}
             Reply::SegmentIsSealed { .. } => self.on_sealed(seg),
@@ -520,6 +540,7 @@ impl Actor {
                 ],
             )
         });
+        self.metrics.add(C::Reconnects, 1);
         if let Some(c) = s.conn.take() {
             c.close();
         }

@@ -5,6 +5,8 @@
 //! travel as slices of that buffer into append blocks; a run that routes to one segment (a
 //! single-segment stream, or a batch without keys) is never copied again.
 
+use std::time::Instant;
+
 use bytes::{BufMut, Bytes, BytesMut};
 
 use streamwire_core::budget::Reservation;
@@ -131,6 +133,8 @@ pub struct Piece {
     pub reservation: Option<Reservation>,
     /// The segment writer's number of the last event (set when queued on a segment).
     pub last_number: i64,
+    /// When the events were handed to the writer (for the send-latency metric).
+    pub queued_at: Instant,
 }
 
 impl Piece {
@@ -142,6 +146,7 @@ impl Piece {
             done,
             reservation,
             last_number: 0,
+            queued_at: Instant::now(),
         }
     }
 
@@ -219,6 +224,7 @@ pub fn route(
     let Piece {
         done,
         mut reservation,
+        queued_at,
         ..
     } = piece;
     let k = parts.len();
@@ -246,6 +252,7 @@ pub fn route(
                 done: done.share().expect("checked: a group"),
                 reservation: res,
                 last_number: 0,
+                queued_at,
             },
         ));
     }
@@ -280,6 +287,7 @@ pub fn split_large(piece: Piece, max: usize) -> Vec<Piece> {
         points,
         done,
         mut reservation,
+        queued_at,
         ..
     } = piece;
     let k = cuts.len();
@@ -303,6 +311,7 @@ pub fn split_large(piece: Piece, max: usize) -> Vec<Piece> {
             done: done.share().expect("checked: a group"),
             reservation: res,
             last_number: 0,
+            queued_at,
         });
     }
     out

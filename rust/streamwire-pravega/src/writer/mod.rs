@@ -22,6 +22,7 @@ use streamwire_core::backoff::BackoffConfig;
 use streamwire_core::budget::{MemoryBudget, Reservation};
 use streamwire_core::completion::{Done, Group};
 use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::metrics::{EntityMetrics, Kind, G};
 
 use crate::client::PravegaClient;
 use crate::controller::ScopedStream;
@@ -75,6 +76,7 @@ struct Inner {
     tx: mpsc::Sender<Command>,
     pending: Arc<AtomicUsize>,
     budget: MemoryBudget,
+    metrics: Arc<EntityMetrics>,
 }
 
 /// A cheap, cloneable handle to a stream writer.
@@ -113,6 +115,15 @@ impl EventWriter {
         }
         let (tx, rx) = mpsc::channel(4096);
         let pending = Arc::new(AtomicUsize::new(0));
+        let metrics = EntityMetrics::register(client.entity_labels(
+            Kind::Writer,
+            format!("{}/{}", stream.scope, stream.stream),
+            String::new(),
+        ));
+        let p = Arc::clone(&pending);
+        metrics.set_sampler(Box::new(move |g| {
+            g[G::PendingMessages as usize] = Some(p.load(Ordering::Relaxed) as i64);
+        }));
         tokio::spawn(actor::run(
             client.clone(),
             stream.clone(),
@@ -120,6 +131,7 @@ impl EventWriter {
             config,
             rx,
             pending.clone(),
+            Arc::clone(&metrics),
         ));
         Ok(EventWriter {
             inner: Arc::new(Inner {
@@ -127,8 +139,14 @@ impl EventWriter {
                 tx,
                 pending,
                 budget,
+                metrics,
             }),
         })
+    }
+
+    /// This writer's metric cells.
+    pub fn metrics(&self) -> &Arc<EntityMetrics> {
+        &self.inner.metrics
     }
 
     pub fn stream(&self) -> &ScopedStream {

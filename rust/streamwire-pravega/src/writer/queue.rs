@@ -7,10 +7,29 @@
 //! under the same numbers, so a block the store had already appended is not appended twice.
 
 use std::collections::VecDeque;
+use std::time::Instant;
 
 use bytes::{BufMut, BytesMut};
 
 use super::batch::Piece;
+
+/// What one acknowledgement settled (for the writer's metrics).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Acked {
+    pub events: usize,
+    /// Event payload bytes (the EVENT frames' 8-byte headers left out).
+    pub bytes: usize,
+    /// When the oldest settled piece was handed to the writer.
+    pub oldest: Option<Instant>,
+}
+
+impl Acked {
+    fn add(&mut self, p: &Piece) {
+        self.events += p.count;
+        self.bytes += p.data.len().saturating_sub(8 * p.count);
+        self.oldest = Some(self.oldest.map_or(p.queued_at, |o| o.min(p.queued_at)));
+    }
+}
 use crate::wire::{ids, reply::NO_EVENT_NUMBER};
 
 /// An append block ready to frame: `data` is whole EVENT frames.
@@ -137,12 +156,12 @@ impl SegmentQueue {
         })
     }
 
-    /// The store holds every event up to `number`: settle them; returns how many events.
-    pub fn ack(&mut self, number: i64) -> usize {
+    /// The store holds every event up to `number`: settle them; returns what was settled.
+    pub fn ack(&mut self, number: i64) -> Acked {
+        let mut settled = Acked::default();
         if number <= self.acked {
-            return 0;
+            return settled;
         }
-        let mut settled = 0;
         self.acked = number;
         while self.blocks.front().is_some_and(|b| *b <= number) {
             self.blocks.pop_front();
@@ -154,14 +173,14 @@ impl SegmentQueue {
         {
             let p = self.inflight.pop_front().expect("checked");
             self.inflight_bytes -= p.data.len();
-            settled += p.count;
+            settled.add(&p);
             p.settle(Ok(()));
         }
         // After a reconnect the store may hold pieces that were rewound into the queue.
         while self.queued.front().is_some_and(|p| p.last_number <= number) {
             let p = self.queued.pop_front().expect("checked");
             self.queued_bytes -= p.data.len();
-            settled += p.count;
+            settled.add(&p);
             p.settle(Ok(()));
         }
         settled
@@ -240,7 +259,11 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        q.ack(3);
+        let a = q.ack(3);
+        // Three 4-byte events ("ev-0".."ev-2"): the writer's metrics count these.
+        assert_eq!((a.events, a.bytes), (3, 12));
+        assert!(a.oldest.is_some());
+        assert_eq!(q.ack(3), Acked::default(), "an old number settles nothing");
         for rx in &mut rxs[..3] {
             assert!(rx.try_recv().unwrap().is_ok());
         }
@@ -250,7 +273,8 @@ mod tests {
         // Re-sent under the same numbers.
         let b = q.next_block(7, 43, (1 << 20, 1 << 20, 8)).unwrap();
         assert_eq!((b.events, b.last_number), (2, 5));
-        q.ack(5);
+        let a = q.ack(5);
+        assert_eq!((a.events, a.bytes), (2, 8));
         assert!(q.is_empty());
     }
 

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::Mutex as AsyncMutex;
 
 use streamwire_core::error::{Error, Result};
+use streamwire_core::metrics::{EntityMetrics, C};
 
 use super::{Connection, ConnectionConfig};
 use crate::service_url::BrokerAddr;
@@ -23,14 +24,17 @@ pub struct ConnectionPool {
     /// Set by `close_all`: no new connection is made afterwards, so producers and consumers
     /// of a closed client stop instead of reconnecting.
     closed: AtomicBool,
+    /// The client's metrics (connections opened).
+    metrics: Arc<EntityMetrics>,
 }
 
 impl ConnectionPool {
-    pub fn new(config: ConnectionConfig) -> Self {
+    pub fn new(config: ConnectionConfig, metrics: Arc<EntityMetrics>) -> Self {
         ConnectionPool {
             config,
             slots: Mutex::new(HashMap::new()),
             closed: AtomicBool::new(false),
+            metrics,
         }
     }
 
@@ -59,6 +63,7 @@ impl ConnectionPool {
         }
         let proxy_to = (logical != physical).then_some(logical);
         let conn = Connection::connect(physical, proxy_to, &self.config).await?;
+        self.metrics.add(C::Connections, 1);
         if self.is_closed() {
             conn.close();
             return Err(Error::closed("client"));

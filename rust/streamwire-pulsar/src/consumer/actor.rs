@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use streamwire_core::backoff::{Backoff, BackoffConfig};
 use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::metrics::C;
 
 use super::chunks::{ChunkAssembler, ChunkMeta, ChunkOutcome};
 use super::entry::{unpack, EntryContext, StartFilter};
@@ -98,6 +99,7 @@ impl Actor {
                         Ordering::Relaxed,
                     );
                     self.slot.stats.reconnects.fetch_add(1, Ordering::Relaxed);
+                    self.slot.metrics.add(C::Reconnects, 1);
                     event(Level::Warning, "pulsar.consumer", || {
                         (
                             "consumer disconnected, reconnecting".to_owned(),
@@ -401,6 +403,7 @@ impl Actor {
                 .stats
                 .redelivery_requests
                 .fetch_add(ids.len() as u64, Ordering::Relaxed);
+            self.slot.metrics.add(C::Redeliveries, ids.len() as u64);
             return live
                 .conn
                 .send_command(commands::redeliver_unacknowledged(live.id, protos, None))
@@ -417,6 +420,7 @@ impl Actor {
             .stats
             .redelivery_requests
             .fetch_add(1, Ordering::Relaxed);
+        self.slot.metrics.add(C::Redeliveries, 1);
         live.conn
             .send_command(commands::redeliver_unacknowledged(live.id, vec![], None))
             .await?;
@@ -495,10 +499,7 @@ impl Actor {
                             return Some(exit);
                         }
                         if !u.messages.is_empty() {
-                            self.slot
-                                .stats
-                                .received
-                                .fetch_add(u.messages.len() as u64, Ordering::Relaxed);
+                            self.slot.count_received(&u.messages);
                             self.slot.queue.push(u.messages);
                             self.slot.app_notify.notify_one();
                         }
@@ -633,10 +634,7 @@ impl Actor {
                     m.id = m.id.with_first_chunk(&first);
                 }
                 self.slot.chunk_ids().insert(messages[0].id, ids);
-                self.slot
-                    .stats
-                    .received
-                    .fetch_add(messages.len() as u64, Ordering::Relaxed);
+                self.slot.count_received(&messages);
                 self.slot.queue.push(messages);
                 self.slot.app_notify.notify_one();
                 None

@@ -207,6 +207,8 @@ pub(crate) async fn send(client: PulsarClient, slot: Arc<Slot>, msgs: Vec<Receiv
             slot.stats
                 .dead_lettered
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            slot.metrics
+                .add(streamwire_core::metrics::C::DeadLettered, 1);
         } else {
             slot.nacks().add(id, Instant::now());
         }

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::metrics::{EntityMetrics, Kind, Snapshot, C, G};
 
 use crate::client::PulsarClient;
 use crate::engine::permits::FlowPermits;
@@ -76,6 +77,9 @@ pub(crate) struct Slot {
     fatal: Mutex<Option<Error>>,
     app_notify: Arc<Notify>,
     stats: SlotStats,
+    /// The partition consumer's exported metrics (the counters above that are exported, plus
+    /// bytes and batches; the receive-queue gauge is sampled from `queue`).
+    metrics: Arc<EntityMetrics>,
     /// After a reconnect, messages handed out are checked against the acks once more: a
     /// redelivered copy may have been queued before the app acknowledged the original.
     recheck_acks: AtomicU64,
@@ -90,6 +94,16 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
+    /// Count one entry's messages as received (one batch, their payload bytes).
+    fn count_received(&self, msgs: &[ReceivedMessage]) {
+        let n = msgs.len() as u64;
+        self.stats.received.fetch_add(n, Ordering::Relaxed);
+        let bytes: usize = msgs.iter().map(|m| m.payload.len()).sum();
+        self.metrics.add(C::Messages, n);
+        self.metrics.add(C::Bytes, bytes as u64);
+        self.metrics.add(C::Batches, 1);
+    }
+
     fn acks(&self) -> MutexGuard<'_, AckTracker> {
         self.acks.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -276,6 +290,11 @@ impl Consumer {
                 fatal: Mutex::new(None),
                 app_notify: self.inner.app_notify.clone(),
                 stats: SlotStats::default(),
+                metrics: EntityMetrics::register(self.inner.client.entity_labels(
+                    Kind::Consumer,
+                    topic_str.to_string(),
+                    self.inner.consumer_name.to_string(),
+                )),
                 recheck_acks: AtomicU64::new(0),
                 connected: std::sync::atomic::AtomicBool::new(false),
                 chunk_ids: Mutex::new(HashMap::new()),
@@ -285,6 +304,10 @@ impl Consumer {
                     .map(|p| dlq::DeadLetter::new(p, &topic_str, &cfg.subscription)),
                 removed: AtomicBool::new(false),
             });
+            let weak = Arc::downgrade(&slot);
+            slot.metrics.set_sampler(Box::new(move |g| {
+                g[G::ReceiveQueue as usize] = weak.upgrade().map(|s| s.queue.len() as i64);
+            }));
             let start = cfg.start.map(|mut f| {
                 f.id.partition = partition;
                 f
@@ -577,9 +600,9 @@ impl Consumer {
                 chunks.extend(all);
             }
         }
-        s.stats
-            .acked
-            .fetch_add(ids.clone().count() as u64, Ordering::Relaxed);
+        let n = ids.clone().count() as u64;
+        s.stats.acked.fetch_add(n, Ordering::Relaxed);
+        s.metrics.add(C::Acks, n);
         let mut due = false;
         {
             let mut acks = s.acks();
@@ -610,6 +633,7 @@ impl Consumer {
         }
         let due = s.acks().cumulative(id);
         s.stats.acked.fetch_add(1, Ordering::Relaxed);
+        s.metrics.add(C::Acks, 1);
         self.wake_if(&s, due);
         Ok(())
     }
@@ -624,6 +648,7 @@ impl Consumer {
         s.nacks()
             .add(id, Instant::now() + self.inner.cfg.nack_delay);
         s.stats.nacked.fetch_add(1, Ordering::Relaxed);
+        s.metrics.add(C::Nacks, 1);
         Ok(())
     }
 
@@ -734,6 +759,11 @@ impl Consumer {
             out.push(self.ask(s, Control::Stats).await?);
         }
         Ok(out)
+    }
+
+    /// The metrics of every live partition consumer, summed (None once closed).
+    pub fn metrics(&self) -> Option<Snapshot> {
+        Snapshot::merged(self.live_slots().iter().map(|s| s.metrics.snapshot()))
     }
 
     pub fn stats(&self) -> ConsumerStats {

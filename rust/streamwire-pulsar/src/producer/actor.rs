@@ -55,6 +55,8 @@ pub(super) struct Actor {
         Option<tokio::sync::OwnedSemaphorePermit>,
     )>,
     batch_opened_at: Option<Instant>,
+    /// Payload bytes of the messages in the batch being built (for metrics).
+    batch_payload_bytes: usize,
     pending: PendingQueue,
     flush_waiters: Vec<(u64, oneshot::Sender<()>)>,
     backoff: Backoff,
@@ -96,6 +98,7 @@ impl Actor {
             batcher,
             batch_items: Vec::new(),
             batch_opened_at: None,
+            batch_payload_bytes: 0,
             pending: PendingQueue::default(),
             flush_waiters: Vec::new(),
             backoff: Backoff::new(BackoffConfig {
@@ -171,6 +174,7 @@ impl Actor {
         }
         self.name = Some(ok.producer_name.clone());
         *self.shared.name.lock().unwrap_or_else(|p| p.into_inner()) = ok.producer_name.clone();
+        self.shared.stats.metrics().set_name(&ok.producer_name);
         if ok.topic_epoch.is_some() {
             self.topic_epoch = ok.topic_epoch;
         }
@@ -271,20 +275,21 @@ impl Actor {
                 .await;
             return;
         }
+        let len = msg.payload.len();
         let batcher = self.batcher.as_mut().expect("batchable implies a batcher");
         match batcher.add(msg, now) {
             AddOutcome::Added => {
-                self.note_batch_item(completion, reservation, permits, enqueued_at);
+                self.note_batch_item(completion, reservation, permits, enqueued_at, len);
             }
             AddOutcome::AddedBatchFull => {
-                self.note_batch_item(completion, reservation, permits, enqueued_at);
+                self.note_batch_item(completion, reservation, permits, enqueued_at, len);
                 self.flush_batch().await;
             }
             AddOutcome::DoesNotFit(msg) => {
                 self.flush_batch().await;
                 let batcher = self.batcher.as_mut().expect("batcher");
                 let full = matches!(batcher.add(msg, now), AddOutcome::AddedBatchFull);
-                self.note_batch_item(completion, reservation, permits, enqueued_at);
+                self.note_batch_item(completion, reservation, permits, enqueued_at, len);
                 if full {
                     self.flush_batch().await;
                 }
@@ -303,10 +308,12 @@ impl Actor {
         r: Option<Reservation>,
         p: Option<tokio::sync::OwnedSemaphorePermit>,
         enqueued_at: Instant,
+        payload_len: usize,
     ) {
         if self.batch_items.is_empty() {
             self.batch_opened_at = Some(enqueued_at);
         }
+        self.batch_payload_bytes += payload_len;
         self.batch_items.push((c, r, p));
     }
 
@@ -362,6 +369,7 @@ impl Actor {
             return;
         };
         let mut items = std::mem::take(&mut self.batch_items);
+        let payload_bytes = std::mem::take(&mut self.batch_payload_bytes);
         let enqueued_at = self.batch_opened_at.take().unwrap_or_else(Instant::now);
         if batch.num_messages == 1 && items.len() == 1 {
             // As Java's BatchMessageContainerImpl: a batch of one goes as a plain message
@@ -421,7 +429,7 @@ impl Actor {
             completions,
             deadline: self.deadline_from(enqueued_at),
             enqueued_at,
-            bytes: batch.uncompressed_size,
+            bytes: payload_bytes,
             reservation,
             permits,
             chunk: None,
@@ -842,6 +850,7 @@ impl Actor {
 
     fn fail_all(&mut self, err: &Error) {
         let items = std::mem::take(&mut self.batch_items);
+        self.batch_payload_bytes = 0;
         if let Some(b) = self.batcher.as_mut() {
             let _ = b.take();
         }

@@ -23,6 +23,7 @@ use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 
 use streamwire_core::budget::{MemoryBudget, Reservation};
 use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::metrics::{EntityMetrics, Kind, G};
 
 pub use completion::{Callback, Completion, Group};
 pub use partitioned::{Routing, TopicProducer};
@@ -150,6 +151,11 @@ impl Producer {
         budget: MemoryBudget,
     ) -> Result<Producer> {
         let partition = topic.partition_index().map(|p| p as i32).unwrap_or(-1);
+        let metrics = EntityMetrics::register(client.entity_labels(
+            Kind::Producer,
+            topic.to_string(),
+            config.producer_name.clone().unwrap_or_default(),
+        ));
         let shared = Arc::new(Shared {
             topic: topic.clone(),
             partition,
@@ -157,9 +163,17 @@ impl Producer {
             last_sequence_id: AtomicI64::new(-1),
             pending_messages: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
-            stats: stats::Stats::default(),
+            stats: stats::Stats::new(metrics),
             max_message_size: AtomicUsize::new(crate::protocol::DEFAULT_MAX_FRAME_SIZE),
         });
+        // The pending gauge is read at scrape time from the counter the producer keeps anyway.
+        let weak = Arc::downgrade(&shared);
+        shared.stats.metrics().set_sampler(Box::new(move |g| {
+            if let Some(s) = weak.upgrade() {
+                g[G::PendingMessages as usize] =
+                    Some(s.pending_messages.load(Ordering::Relaxed) as i64);
+            }
+        }));
         let (tx, rx) = mpsc::channel(COMMAND_QUEUE);
         let actor =
             actor::Actor::connect(client, Arc::clone(&config), Arc::clone(&shared), rx).await?;
@@ -203,6 +217,11 @@ impl Producer {
 
     pub fn stats(&self) -> StatsSnapshot {
         self.shared.stats.snapshot(self.pending())
+    }
+
+    /// This producer's metric cells (one partition's, for a partition producer).
+    pub fn metrics(&self) -> &Arc<EntityMetrics> {
+        self.shared.stats.metrics()
     }
 
     pub fn max_message_size(&self) -> usize {

@@ -8,6 +8,8 @@ use streamwire_core::budget::MemoryBudget;
 use streamwire_core::error::{Error, Result};
 
 use super::completion::{Completion, Group};
+use streamwire_core::metrics::Snapshot;
+
 use super::{EntryOptions, Producer, ProducerConfig, StatsSnapshot};
 use crate::client::PulsarClient;
 use crate::engine::message::OutgoingMessage;
@@ -265,6 +267,12 @@ impl TopicProducer {
             .map(|p| p.last_sequence_id())
             .max()
             .unwrap_or(-1)
+    }
+
+    /// The metrics of every partition producer, summed (labels of the first partition).
+    pub fn metrics(&self) -> Snapshot {
+        Snapshot::merged(self.partitions.iter().map(|p| p.metrics().snapshot()))
+            .expect("a topic producer has at least one partition")
     }
 
     pub fn stats(&self) -> StatsSnapshot {

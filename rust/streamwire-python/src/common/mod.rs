@@ -8,5 +8,6 @@ pub mod blocking;
 pub mod columns;
 pub mod errors;
 pub mod logging;
+pub mod metrics;
 pub mod pickle;
 pub mod repr;

@@ -74,6 +74,12 @@ impl PravegaNativeClient {
 
 #[pymethods]
 impl PravegaNativeClient {
+    /// The client's metrics: connections, pending bytes, and the totals of every writer and
+    /// reader it created (closed ones included).
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        crate::common::metrics::client_dict(py, self.live()?.metrics())
+    }
+
     #[new]
     #[pyo3(signature = (controller_uri, *, timeout=30.0, connection_timeout=10.0,
                         memory_limit=67_108_864))]
@@ -98,11 +104,13 @@ impl PravegaNativeClient {
         let inner = wait(py, "connecting to the controller", None, async move {
             PravegaClient::connect(&uri, config).await
         })?;
+        let budget = MemoryBudget::new(limit);
+        crate::common::metrics::sample_budget(inner.metrics(), &budget);
         Ok(PravegaNativeClient {
             inner,
             pid: runtime::current_pid(),
             closed: AtomicBool::new(false),
-            budget: MemoryBudget::new(limit),
+            budget,
             timeout,
         })
     }

@@ -9,6 +9,7 @@ use pyo3::types::{PyBytes, PyTuple};
 use tokio::sync::Mutex;
 
 use streamwire_core::error::Error;
+use streamwire_core::metrics::EntityMetrics;
 use streamwire_core::runtime;
 use streamwire_pravega::reader::{ReadEvent, StreamReader};
 
@@ -88,6 +89,7 @@ pub struct PravegaReader {
     inner: Shared,
     pid: u32,
     stream: Arc<str>,
+    metrics: Arc<EntityMetrics>,
 }
 
 fn max_arg(max_events: i64) -> PyResult<usize> {
@@ -103,10 +105,12 @@ impl PravegaReader {
     pub fn new(r: StreamReader, pid: u32) -> Self {
         let s = r.stream();
         let stream: Arc<str> = Arc::from(format!("{}/{}", s.scope, s.stream));
+        let metrics = Arc::clone(r.metrics());
         PravegaReader {
             inner: Arc::new(Mutex::new(Some(r))),
             pid,
             stream,
+            metrics,
         }
     }
 
@@ -143,6 +147,15 @@ impl PravegaReader {
 
 #[pymethods]
 impl PravegaReader {
+    /// This reader's metrics; see README "Metrics" for the keys.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        runtime::check_same_process(self.pid, "Pravega reader").py_err()?;
+        if self.closed() {
+            return Err(to_py(Error::closed("Pravega reader")));
+        }
+        crate::common::metrics::snapshot_dict(py, &self.metrics.snapshot())
+    }
+
     #[getter]
     fn stream(&self) -> &str {
         &self.stream

@@ -268,6 +268,12 @@ impl PravegaWriter {
 
 #[pymethods]
 impl PravegaWriter {
+    /// This writer's metrics; see README "Metrics" for the keys.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let w = self.live()?;
+        crate::common::metrics::snapshot_dict(py, &w.metrics().snapshot())
+    }
+
     /// The stream's scope.
     #[getter]
     fn scope(&self) -> &str {

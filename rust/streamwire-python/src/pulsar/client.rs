@@ -207,12 +207,14 @@ impl Client {
         };
         let auth_method = config.auth.as_ref().map(|a| a.method_name().to_owned());
         let inner = PulsarClient::new(service_url, config).py_err()?;
+        let budget = MemoryBudget::new(memory_limit);
+        crate::common::metrics::sample_budget(inner.metrics(), &budget);
         Ok(Client {
             inner,
             pid: runtime::current_pid(),
             closed: AtomicBool::new(false),
             operation_timeout,
-            budget: MemoryBudget::new(memory_limit),
+            budget,
             service_url: service_url.to_owned(),
             auth_method,
         })
@@ -241,6 +243,13 @@ impl Client {
     }
 
     /// Number of open broker connections (diagnostics).
+    /// The client's metrics: connections, lookups, pending bytes, and the totals of every
+    /// producer and consumer it created (closed ones included).
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let c = self.live()?;
+        crate::common::metrics::client_dict(py, c.metrics())
+    }
+
     fn _open_connections(&self) -> PyResult<usize> {
         Ok(self.live()?.pool().open_connections())
     }

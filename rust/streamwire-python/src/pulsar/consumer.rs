@@ -157,6 +157,14 @@ impl Handle {
         self.block(py, "seek", async move { engine.seek(t).await })
     }
 
+    fn metrics<'py>(&self, py: Python<'py>, what: &str) -> PyResult<Bound<'py, PyDict>> {
+        let s = self
+            .live(what)?
+            .metrics()
+            .ok_or_else(|| to_py(Error::closed(what)))?;
+        crate::common::metrics::snapshot_dict(py, &s)
+    }
+
     fn stats<'py>(
         &self,
         py: Python<'py>,
@@ -527,6 +535,11 @@ impl Consumer {
         self.h.stats(py, "consumer", broker)
     }
 
+    /// This consumer's metrics (all partitions summed); see README "Metrics" for the keys.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.h.metrics(py, "consumer")
+    }
+
     /// The topic this consumer was subscribed to (its label, for several topics or a
     /// pattern).
     #[getter]
@@ -596,6 +609,11 @@ pub struct Reader {
 
 #[pymethods]
 impl Reader {
+    /// This reader's metrics (kind "consumer": a reader is a subscription-less consumer).
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.h.metrics(py, "reader")
+    }
+
     /// The next message (see `Consumer.receive`).
     ///
     /// Args:

@@ -671,6 +671,13 @@ impl Producer {
         self.inner.num_partitions()
     }
 
+    /// This producer's metrics (all partitions summed); see README "Metrics" for the keys.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let mut s = self.live()?.metrics();
+        s.labels.topic = self.topic.clone();
+        crate::common::metrics::snapshot_dict(py, &s)
+    }
+
     /// Counters and publish-latency percentiles (milliseconds).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.inner.stats();

@@ -84,13 +84,22 @@ impl TankNativeClient {
         config.dial.connect_timeout =
             positive_secs("connection_timeout", connection_timeout).py_err()?;
         let limit: u64 = count_arg("memory_limit", memory_limit).py_err()?;
+        let inner = TankClient::new(service_url, config).py_err()?;
+        let budget = MemoryBudget::new(limit);
+        crate::common::metrics::sample_budget(inner.metrics(), &budget);
         Ok(TankNativeClient {
-            inner: TankClient::new(service_url, config).py_err()?,
+            inner,
             pid: runtime::current_pid(),
             closed: AtomicBool::new(false),
-            budget: MemoryBudget::new(limit),
+            budget,
             service_url: service_url.to_string(),
         })
+    }
+
+    /// The client's metrics: connections, reconnects, pending bytes, and the totals of every
+    /// producer and consumer it created (closed ones included).
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        crate::common::metrics::client_dict(py, self.live()?.metrics())
     }
 
     #[getter]

@@ -74,6 +74,12 @@ fn max_arg(max_messages: i64) -> PyResult<usize> {
 
 #[pymethods]
 impl TankConsumer {
+    /// This consumer's metrics; see README "Metrics" for the keys.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let c = self.live()?;
+        crate::common::metrics::snapshot_dict(py, &c.metrics().snapshot())
+    }
+
     /// The topic this consumer reads.
     #[getter]
     fn topic(&self) -> &str {

@@ -235,6 +235,12 @@ impl TankProducer {
 
 #[pymethods]
 impl TankProducer {
+    /// This producer's metrics; see README "Metrics" for the keys.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let p = self.live()?;
+        crate::common::metrics::snapshot_dict(py, &p.metrics().snapshot())
+    }
+
     /// The topic this producer writes to.
     #[getter]
     fn topic(&self) -> &str {

@@ -14,6 +14,7 @@ use bytes::BytesMut;
 
 use streamwire_core::error::{Error, ErrorKind, Result};
 use streamwire_core::log::{event, Level};
+use streamwire_core::metrics::C;
 
 use crate::client::TankClient;
 use crate::codec::{self, ConsumePartition, ConsumeTopic, PartitionOutcome};
@@ -70,6 +71,9 @@ pub(crate) async fn run(client: TankClient, shared: Arc<Shared>, config: Consume
                 return;
             }
             Err(e) => {
+                if matches!(e.kind(), ErrorKind::Disconnected | ErrorKind::Connect) {
+                    shared.metrics.add(C::Reconnects, 1);
+                }
                 // Retried: the connection layer re-dials with backoff; this pause keeps a
                 // broker that answers garbage from being hammered.
                 event(Level::Warning, "tank.consumer", || {
@@ -150,7 +154,8 @@ async fn fetch_once(
             if current != Some(generation) {
                 continue; // sought since the request was sent
             }
-            delivered += apply(
+            let bytes_before = st.queued_bytes;
+            let n = apply(
                 &mut st,
                 &shared.topic,
                 config,
@@ -159,6 +164,17 @@ async fn fetch_once(
                 fetch_size,
                 r.outcome,
             )?;
+            if n > 0 {
+                // One chunk of one partition: its messages and their key + value bytes.
+                let m = &shared.metrics;
+                m.add(C::Messages, n as u64);
+                m.add(
+                    C::Bytes,
+                    (st.queued_bytes.saturating_sub(bytes_before)) as u64,
+                );
+                m.add(C::Batches, 1);
+            }
+            delivered += n;
         }
     }
     let queued_something = st.queue.len() > queued_before;

@@ -22,6 +22,7 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 
 use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::metrics::{EntityMetrics, Kind, G};
 
 use crate::client::TankClient;
 pub use positions::{OnOutOfRange, Positions, EARLIEST, TAIL};
@@ -97,6 +98,8 @@ pub(crate) struct Shared {
     pub ready: Notify,
     /// The queue has room again, a seek happened, or the consumer closed.
     pub wake: Notify,
+    /// Exported metrics (the receive-queue gauge is sampled from `state`).
+    pub metrics: Arc<EntityMetrics>,
 }
 
 impl Shared {
@@ -166,12 +169,22 @@ impl Consumer {
             }),
             ready: Notify::new(),
             wake: Notify::new(),
+            metrics: EntityMetrics::register(client.entity_labels(Kind::Consumer, topic)),
         });
+        let weak = Arc::downgrade(&shared);
+        shared.metrics.set_sampler(Box::new(move |g| {
+            g[G::ReceiveQueue as usize] = weak.upgrade().map(|s| s.lock().queue.len() as i64);
+        }));
         tokio::spawn(fetch::run(client.clone(), shared.clone(), config));
         Ok(Consumer {
             shared,
             partitions: chosen,
         })
+    }
+
+    /// This consumer's metric cells.
+    pub fn metrics(&self) -> &Arc<EntityMetrics> {
+        &self.shared.metrics
     }
 
     pub fn topic(&self) -> &Arc<str> {

@@ -16,6 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use streamwire_core::error::{Error, ErrorKind, Result};
 use streamwire_core::log::{event, Level};
+use streamwire_core::metrics::{EntityMetrics, C};
 
 use crate::client::TankClient;
 use crate::codec::RawFrame;
@@ -47,6 +48,7 @@ struct Actor {
     /// The first failure since the last flush returned, reported by the next flush.
     failure: Option<Error>,
     pending: Arc<AtomicUsize>,
+    metrics: Arc<EntityMetrics>,
 }
 
 pub(crate) async fn run(
@@ -56,6 +58,7 @@ pub(crate) async fn run(
     config: ProducerConfig,
     mut rx: mpsc::Receiver<Command>,
     pending: Arc<AtomicUsize>,
+    metrics: Arc<EntityMetrics>,
 ) {
     let mut a = Actor {
         batcher: Batcher::new(&topic, partitions, config.batch.clone(), config.compression),
@@ -67,6 +70,7 @@ pub(crate) async fn run(
         flushes: Vec::new(),
         failure: None,
         pending,
+        metrics,
     };
     let mut closing: Option<oneshot::Sender<Result<()>>> = None;
     loop {
@@ -230,6 +234,7 @@ impl Actor {
                     // gathered message fails with the reason rather than hanging.
                     let n = self.batcher.fail_all(&e);
                     self.pending.fetch_sub(n, Ordering::AcqRel);
+                    self.metrics.add(C::Errors, n as u64);
                     self.failure.get_or_insert(e);
                     return;
                 }
@@ -286,6 +291,7 @@ impl Actor {
     /// The connection failed under the oldest request: drop the connection, fail what is
     /// past its send timeout, and send the rest again in order.
     async fn resend_all(&mut self, cause: Error) {
+        self.metrics.add(C::Reconnects, 1);
         if cause.kind() == ErrorKind::Timeout {
             self.client.reset_connection().await;
         }
@@ -331,9 +337,18 @@ impl Actor {
 
     /// Complete each part's messages with its outcome (one per part, in order).
     fn complete(&mut self, flight: Flight, outcome: Vec<Result<()>>) {
+        let m = &self.metrics;
+        if outcome.iter().any(Result::is_ok) {
+            m.record_latency(flight.sealed.since.elapsed());
+        }
         for (part, result) in flight.sealed.parts.into_iter().zip(outcome) {
             if let Err(e) = &result {
                 self.failure.get_or_insert_with(|| e.clone());
+                m.add(C::Errors, part.messages as u64);
+            } else {
+                m.add(C::Messages, part.messages as u64);
+                m.add(C::Bytes, part.bytes as u64);
+                m.add(C::Batches, 1);
             }
             self.pending.fetch_sub(part.messages, Ordering::AcqRel);
             for (d, n) in part.dones {

@@ -105,6 +105,8 @@ pub struct SealedPart {
     pub partition: u16,
     pub dones: Vec<(Done, usize)>,
     pub messages: usize,
+    /// Key and value bytes of those messages (for metrics).
+    pub bytes: usize,
     pub _reservation: Option<Reservation>,
 }
 
@@ -278,6 +280,7 @@ impl Batcher {
             parts.push(SealedPart {
                 partition: p as u16,
                 messages: slot.msgs.len(),
+                bytes: slot.bytes,
                 dones: std::mem::take(&mut slot.dones),
                 _reservation: slot.reservation.take(),
             });

@@ -20,6 +20,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use streamwire_core::budget::{MemoryBudget, Reservation};
 use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::metrics::{EntityMetrics, Kind, G};
 
 use crate::client::TankClient;
 pub use batch::{BatchLimits, CompressionChoice, Pending};
@@ -97,6 +98,7 @@ struct Inner {
     router: routing::Router,
     /// Messages handed over and not yet acknowledged or failed.
     pending: Arc<AtomicUsize>,
+    metrics: Arc<EntityMetrics>,
 }
 
 /// A cheap, cloneable handle to a producer task.
@@ -118,6 +120,11 @@ impl Producer {
             .map_err(|_| Error::new(ErrorKind::Protocol, "too many partitions"))?;
         let (tx, rx) = mpsc::channel(1024);
         let pending = Arc::new(AtomicUsize::new(0));
+        let metrics = EntityMetrics::register(client.entity_labels(Kind::Producer, topic));
+        let p = Arc::clone(&pending);
+        metrics.set_sampler(Box::new(move |g| {
+            g[G::PendingMessages as usize] = Some(p.load(Ordering::Relaxed) as i64);
+        }));
         tokio::spawn(actor::run(
             client.clone(),
             topic.to_string(),
@@ -125,6 +132,7 @@ impl Producer {
             config,
             rx,
             pending.clone(),
+            Arc::clone(&metrics),
         ));
         Ok(Producer {
             inner: Arc::new(Inner {
@@ -134,6 +142,7 @@ impl Producer {
                 budget,
                 router: routing::Router::new(count),
                 pending,
+                metrics,
             }),
         })
     }
@@ -149,6 +158,11 @@ impl Producer {
     /// Messages handed over and not yet acknowledged or failed.
     pub fn pending(&self) -> usize {
         self.inner.pending.load(Ordering::Acquire)
+    }
+
+    /// This producer's metric cells.
+    pub fn metrics(&self) -> &Arc<EntityMetrics> {
+        &self.inner.metrics
     }
 
     pub fn budget(&self) -> &MemoryBudget {
