@@ -1,5 +1,6 @@
-"""Awaited sends (streamwire.aio, gathered in windows) vs blocking send_async + flush, and
-asyncio's own floor (the same number of futures created, resolved and gathered).
+"""Awaited sends (streamwire.aio, gathered in windows; on asyncio's loop and on uvloop) vs
+blocking send_async + flush, and asyncio's own floor (the same number of futures created,
+resolved and gathered).
 
 Usage: .venv/bin/python benches/aio_bench.py [N]   (starts its own pulsar-lite)
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import streamwire
+import uvloop
 from streamwire import aio
 
 from tests.peers.lite import PulsarLite
@@ -69,15 +71,20 @@ def main() -> None:
         for _ in range(3):
             b = blocking(url, n, payload)
             a = asyncio.run(awaited(url, n, payload))
-            rows.append((b, a))
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                u = runner.run(awaited(url, n, payload))
+            rows.append((b, a, u))
             print(
                 f"blocking send_async+flush {n / b:>10,.0f} msg/s   "
-                f"aio gather {n / a:>10,.0f} msg/s   ratio {a / b:.2f}x",
+                f"aio gather {n / a:>10,.0f} msg/s ({a / b:.2f}x)   "
+                f"uvloop {n / u:>10,.0f} msg/s ({u / b:.2f}x)",
                 flush=True,
             )
-        rows.sort(key=lambda r: r[1] / r[0])
-        b, a = rows[1]
-        print(f"median ratio (aio / blocking time): {a / b:.2f}x")
+        ratios = sorted(a / b for b, a, _ in rows)
+        uv_ratios = sorted(u / b for b, _, u in rows)
+        print(f"median ratio (aio / blocking time): asyncio {ratios[1]:.2f}x", end="")
+        print(f", uvloop {uv_ratios[1]:.2f}x")
+        b = sorted(r[0] for r in rows)[1]
         floor = asyncio.run(asyncio_floor(n))
         print(
             f"asyncio floor (futures gathered, no engine): {n / floor:,.0f}/s = "
