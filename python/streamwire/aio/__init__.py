@@ -15,13 +15,13 @@ from __future__ import annotations
 import abc
 import asyncio
 from types import TracebackType
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from streamwire import _native
 from streamwire._native import Message, MessageId, Received
 from streamwire.exceptions import StreamwireError
 
-__all__ = ["Client", "Consumer", "Producer", "Reader"]
+__all__ = ["Client", "Consumer", "Lookup", "Producer", "Reader"]
 
 _AckTarget = Union[
     Message, MessageId, list[Union[Message, MessageId]], tuple[Union[Message, MessageId], ...]
@@ -64,6 +64,10 @@ class Client:
         )
         return Reader(native)
 
+    def lookup(self) -> Lookup:
+        """Topic metadata lookups (owner broker, partition count) as awaitables."""
+        return Lookup(self._native.lookup())
+
     async def close(self) -> None:
         """Close every connection; later calls raise ``AlreadyClosedError``. Idempotent."""
         self._native.close()
@@ -83,11 +87,44 @@ class Client:
         return "<streamwire.aio" + repr(self._native)[len("<streamwire") :]
 
 
+class Lookup:
+    """Topic metadata lookups for coroutines (as ``streamwire.Lookup``)."""
+
+    def __init__(self, native: _native.Lookup) -> None:
+        self._native = native
+
+    async def broker_url(self, topic: str) -> str:
+        """The URL of the broker that owns ``topic``."""
+        url: str = await self._native._abroker_url(topic)
+        return url
+
+    async def partitions(self, topic: str) -> int:
+        """The number of partitions of ``topic``; 0 means it is not partitioned."""
+        n: int = await self._native._apartitions(topic)
+        return n
+
+    async def topic_partitions(self, topic: str) -> list[str]:
+        """The partition topic names of ``topic`` (or the topic itself if not partitioned)."""
+        names: list[str] = await self._native._atopic_partitions(topic)
+        return names
+
+    def __repr__(self) -> str:
+        return "<streamwire.aio.Lookup>"
+
+
 class Producer:
-    """A producer for coroutines. ``send`` queues at once and returns a future."""
+    """A producer for coroutines. ``send`` queues at once and returns a future.
+
+    ``send(value, **options)`` queues one message now; the future resolves to its
+    ``MessageId`` (options as ``streamwire.Producer.send``). Cancelling the future does not
+    unsend the message. It is the engine's call itself (no Python frame per send).
+    """
+
+    send: Callable[..., asyncio.Future[MessageId]]
 
     def __init__(self, native: _native.Producer) -> None:
         self._native = native
+        self.send = native._asend
 
     @property
     def topic(self) -> str:
@@ -96,12 +133,6 @@ class Producer:
     @property
     def name(self) -> str:
         return self._native.name
-
-    def send(self, value: Any, **options: Any) -> asyncio.Future[MessageId]:
-        """Queue one message now; the future resolves to its ``MessageId`` (options as
-        ``streamwire.Producer.send``). Cancelling the future does not unsend the message."""
-        fut: asyncio.Future[MessageId] = self._native._asend(value, **options)
-        return fut
 
     def send_many(self, values: Any, **options: Any) -> asyncio.Future[list[MessageId]]:
         """Queue many messages (after every earlier send); resolves to their ids in order."""
@@ -246,6 +277,24 @@ class Consumer(_Receiving):
     async def unsubscribe(self) -> None:
         await self._native._aunsubscribe()
 
+    async def seek(self, target: Union[MessageId, Message, int]) -> None:
+        """Move the subscription to a ``MessageId`` or a publish time (int, ms)."""
+        await self._native._aseek(self._held, target)
+
+    async def redeliver_unacknowledged_messages(self) -> None:
+        """Redeliver every message received but not acknowledged."""
+        await self._native._aredeliver_unacknowledged_messages()
+
+    async def get_last_message_id(self) -> MessageId:
+        """The id of the topic's last message (one partition; else ``get_last_message_ids``)."""
+        mid: MessageId = await self._native._aget_last_message_id()
+        return mid
+
+    async def get_last_message_ids(self) -> list[MessageId]:
+        """The id of the last message of every partition / topic."""
+        ids: list[MessageId] = await self._native._aget_last_message_ids()
+        return ids
+
     async def close(self) -> None:
         """Flush pending acknowledgements and close. Idempotent."""
         await self._native._aclose()
@@ -321,6 +370,14 @@ class Reader(_Receiving):
     async def has_message_available(self) -> bool:
         got: bool = await self._native._ahas_message_available()
         return got
+
+    async def seek(self, target: Union[MessageId, Message, int]) -> None:
+        """Move the reader to a ``MessageId`` or a publish time (int, ms)."""
+        await self._native._aseek(self._held, target)
+
+    async def get_last_message_id(self) -> MessageId:
+        mid: MessageId = await self._native._aget_last_message_id()
+        return mid
 
     def has_reached_end_of_topic(self) -> bool:
         return self._native.has_reached_end_of_topic()
