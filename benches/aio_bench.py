@@ -73,22 +73,23 @@ def main() -> None:
             a = asyncio.run(awaited(url, n, payload))
             with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
                 u = runner.run(awaited(url, n, payload))
-            rows.append((b, a, u))
+            f = asyncio.run(asyncio_floor(n))
+            rows.append((b, a, u, f))
             print(
-                f"blocking send_async+flush {n / b:>10,.0f} msg/s   "
-                f"aio gather {n / a:>10,.0f} msg/s ({a / b:.2f}x)   "
-                f"uvloop {n / u:>10,.0f} msg/s ({u / b:.2f}x)",
+                f"blocking send_async+flush {n / b:>9,.0f} msg/s   "
+                f"aio gather {n / a:>9,.0f} msg/s ({a / b:.2f}x)   "
+                f"uvloop {n / u:>9,.0f} msg/s ({u / b:.2f}x)   "
+                f"asyncio floor {n / f:>9,.0f}/s ({f / b:.2f}x)",
                 flush=True,
             )
-        ratios = sorted(a / b for b, a, _ in rows)
-        uv_ratios = sorted(u / b for b, _, u in rows)
-        print(f"median ratio (aio / blocking time): asyncio {ratios[1]:.2f}x", end="")
-        print(f", uvloop {uv_ratios[1]:.2f}x")
-        b = sorted(r[0] for r in rows)[1]
-        floor = asyncio.run(asyncio_floor(n))
+
+        def median(i: int) -> float:
+            return sorted(r[i] / r[0] for r in rows)[1]
+
         print(
-            f"asyncio floor (futures gathered, no engine): {n / floor:,.0f}/s = "
-            f"{floor / b:.2f}x the blocking time"
+            f"median ratio (time / blocking time): asyncio {median(1):.2f}x, "
+            f"uvloop {median(2):.2f}x, asyncio floor (futures gathered, no engine) "
+            f"{median(3):.2f}x"
         )
     finally:
         broker.stop()
