@@ -22,13 +22,22 @@ class AuthPlugin(Protocol):
     """What ``Client(auth=...)`` accepts."""
 
     @property
-    def method_name(self) -> str: ...
+    def method_name(self) -> str:
+        """The Pulsar authentication method name, as the broker's provider names it."""
+        ...
 
-    def get_data(self) -> bytes | str: ...
+    def get_data(self) -> bytes | str:
+        """The credentials to send (on every new connection and every auth challenge)."""
+        ...
 
 
 class AuthBasic:
-    """Pulsar's basic authentication (broker side: ``AuthenticationProviderBasic``)."""
+    """Pulsar's basic authentication (broker side: ``AuthenticationProviderBasic``).
+
+    Args:
+        user: the user name (non-empty, without ``:``; else ``ValueError``).
+        password: the password (never shown by ``repr``).
+    """
 
     __slots__ = ("_password", "_user")
 
@@ -40,13 +49,16 @@ class AuthBasic:
 
     @property
     def method_name(self) -> str:
+        """``"basic"``."""
         return "basic"
 
     @property
     def user(self) -> str:
+        """The user name."""
         return self._user
 
     def get_data(self) -> bytes:
+        """``user:password`` as UTF-8 bytes."""
         return f"{self._user}:{self._password}".encode()
 
     def __repr__(self) -> str:
@@ -64,9 +76,11 @@ class AuthTls:
 
     @property
     def method_name(self) -> str:
+        """``"tls"``."""
         return "tls"
 
     def get_data(self) -> bytes:
+        """Empty bytes: the role comes from the client certificate."""
         return b""
 
     def __repr__(self) -> str:

@@ -32,10 +32,21 @@ def serve(
 ) -> None:
     """Serve the gateway in front of ``service_url`` on ``listen`` until interrupted.
 
-    Unset options come from the ``STREAMWIRE_GATEWAY_*`` environment, else the defaults
-    (5 MiB bodies, 10,000 messages per request, 30 s per request, producers closed after
-    300 s unused). A bad option raises ``ConfigError``; a port in use raises ``ConfigError``
-    too.
+    Unset options come from the ``STREAMWIRE_GATEWAY_*`` environment, else the defaults.
+
+    Args:
+        service_url: the Pulsar cluster to serve (``pulsar://host:6650``).
+        listen: the ``host:port`` to listen on. Default ``"127.0.0.1:8080"``.
+        max_body_bytes: the largest request body in bytes (larger ones answer 413).
+            Default None: 5 MiB.
+        max_messages: the most messages in one request (more answer 413). Default None:
+            10,000.
+        request_timeout: seconds every request ends by (a read's own timeout is capped by
+            it). Default None: 30.
+        producer_idle: seconds after which an unused producer is closed. Default None: 300.
+
+    Raises:
+        ConfigError: a bad option, or the port is in use.
     """
     args = ["--service-url", service_url, "--listen", listen]
     for flag, value in (

@@ -225,7 +225,11 @@ def test_streaming_ndjson_produce(
         for i in range(n):
             if i == 7:
                 yield b"{not json}\n"
-            yield (json.dumps({"key": f"k{i % 5}", "value": b64(b"s%d" % i)}) + "\n").encode()
+            m: dict[str, Any] = {"key": f"k{i % 5}", "value": b64(b"s%d" % i)}
+            if i in (11, 12, 1500):
+                # Options of its own: sent alone, between the runs sent together; order holds.
+                m["deliverAfterMs"] = 1
+            yield (json.dumps(m) + "\n").encode()
 
     with httpx.stream(
         "POST",

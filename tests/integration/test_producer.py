@@ -179,6 +179,23 @@ def test_batching_by_count(
     p.close()
 
 
+def test_blocking_send_does_not_wait_for_the_batching_delay(
+    broker: Any, client: streamwire.Client, official_pulsar: ModuleType, unique_topic: str
+) -> None:
+    # As the Java client's blocking send: the caller waits on this receipt, so the open batch
+    # (with what send_async queued before it) goes out at once, not after the 30 s delay.
+    p = client.create_producer(unique_topic, batching_max_delay=30)
+    earlier = p.send_async(b"rides along")
+    t0 = time.monotonic()
+    mid = p.send(b"waited for")
+    assert time.monotonic() - t0 < 5
+    first = earlier.result(1)
+    assert (first.batch_index, mid.batch_index) == (0, 1) and mid.batch_size == 2
+    got = read_all(official_pulsar, broker.service_url, unique_topic, 2)
+    assert [g.data for g in got] == [b"rides along", b"waited for"]
+    p.close()
+
+
 def test_batching_by_bytes(
     broker: Any, client: streamwire.Client, official_pulsar: ModuleType, unique_topic: str
 ) -> None:

@@ -5,9 +5,11 @@ de-duplicates re-sent appends by writer id and event number), per-key order hold
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
+import pytest
 from streamwire import pravega
 
 from tests.peers.pravega import PravegaStandalone
@@ -60,7 +62,10 @@ class Collector(threading.Thread):
             self.reader.close()
 
 
-def test_split_and_merge_while_writing_and_reading(pv_client: pravega.Client, scope: str) -> None:
+def test_split_and_merge_while_writing_and_reading(
+    pv_client: pravega.Client, scope: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="streamwire")
     pv_client.create_stream(scope, "s", segments=2)
     n = 20_000
     reader = Collector(pv_client, scope, "s", n)
@@ -88,11 +93,19 @@ def test_split_and_merge_while_writing_and_reading(pv_client: pravega.Client, sc
     reader.join(130)
     assert reader.error is None, reader.error
     check(reader.values, n)
+    # The writer said what it did, under streamwire.pravega.writer, with the stream named.
+    sealed = [r for r in caplog.records if "sealed; looking up its successors" in r.getMessage()]
+    assert sealed and sealed[0].name == "streamwire.pravega.writer"
+    assert sealed[0].stream == f"{scope}/s"  # type: ignore[attr-defined]
 
 
 def test_connections_cut_during_writes_and_reads(
-    pravega: PravegaStandalone, pv_client: pravega.Client, scope: str
+    pravega: PravegaStandalone,
+    pv_client: pravega.Client,
+    scope: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.WARNING, logger="streamwire")
     assert pravega.proxy is not None
     pv_client.create_stream(scope, "s", segments=3)
     n = 20_000
@@ -123,3 +136,8 @@ def test_connections_cut_during_writes_and_reads(
     assert cuts_during_writes >= 5, f"the proxy cut connections {cuts}"
     assert reader.error is None, reader.error
     check(reader.values, n)
+    lost = [
+        r for r in caplog.records if "lost" in r.getMessage() and "reconnecting" in r.getMessage()
+    ]
+    assert lost and lost[0].levelno == logging.WARNING
+    assert lost[0].name == "streamwire.pravega.writer" and lost[0].segment  # type: ignore[attr-defined]

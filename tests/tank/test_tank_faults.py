@@ -6,6 +6,7 @@ a stalled broker ends every blocking call in ``OperationTimeoutError``."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -106,8 +107,11 @@ def test_consumer_resumes_across_a_broker_restart(fresh_tank: TankBroker) -> Non
 
 
 def test_cuts_through_the_fault_proxy(
-    fresh_tank: TankBroker, fault_proxy: Callable[..., FaultProxy]
+    fresh_tank: TankBroker,
+    fault_proxy: Callable[..., FaultProxy],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO, logger="streamwire")
     proxy = fault_proxy(("127.0.0.1", fresh_tank.port), rewrite_lookup=False)
     url = f"tank://127.0.0.1:{proxy.port}"
     create(url, "cuts")
@@ -128,6 +132,12 @@ def test_cuts_through_the_fault_proxy(
     assert failed == 0 and len(acked) == N
     assert acked <= {int(m.value) for m in msgs}
     check_exactly_once_per_partition(msgs)
+    # Connects and losses were logged under streamwire.tank.connection, naming the broker.
+    conn = [r for r in caplog.records if r.name == "streamwire.tank.connection"]
+    assert any(r.levelno == logging.INFO and "connected to" in r.getMessage() for r in conn)
+    lost = [r for r in conn if "reconnecting" in r.getMessage()]
+    assert lost and lost[0].levelno == logging.WARNING
+    assert lost[0].broker == f"127.0.0.1:{proxy.port}"  # type: ignore[attr-defined]
 
 
 def test_a_stalled_broker_ends_calls_in_timeouts(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import abc
 import asyncio
 from types import TracebackType
-from typing import Any, Callable, Optional, Union
+from typing import Any, Optional, Union
 
 from streamwire import _native
 from streamwire._native import Message, MessageId, Received
@@ -34,22 +34,40 @@ _RETRY = object()
 
 
 class Client:
-    """A connection to a Pulsar cluster for coroutines; options as ``streamwire.Client``."""
+    """A connection to a Pulsar cluster for coroutines.
+
+    Args:
+        service_url: ``pulsar://host:port`` or ``pulsar+ssl://host:port``.
+        options: keyword options as for ``streamwire.Client`` (timeouts in seconds, auth,
+            TLS, ``memory_limit``...).
+    """
 
     def __init__(self, service_url: str, **options: Any) -> None:
         self._native = _native.Client(service_url, **options)
 
     @property
     def service_url(self) -> str:
+        """The service URL this client was created with."""
         return self._native.service_url
 
     async def create_producer(self, topic: str, **options: Any) -> Producer:
-        """Create a producer (options as ``streamwire.Client.create_producer``)."""
+        """Create a producer for ``topic``.
+
+        Args:
+            topic: the topic to produce to.
+            options: keyword options as for ``streamwire.Client.create_producer``.
+        """
         native: _native.Producer = await self._native._acreate_producer(topic, **options)
         return Producer(native)
 
     async def subscribe(self, topic: Any, subscription_name: str, **options: Any) -> Consumer:
-        """Subscribe (options as ``streamwire.Client.subscribe``)."""
+        """Subscribe to ``topic`` as ``subscription_name``.
+
+        Args:
+            topic: a topic name, a list of names, or a compiled ``re.Pattern``.
+            subscription_name: the subscription (created if it does not exist).
+            options: keyword options as for ``streamwire.Client.subscribe``.
+        """
         native: _native.Consumer = await self._native._asubscribe(
             topic, subscription_name, **options
         )
@@ -58,7 +76,14 @@ class Client:
     async def create_reader(
         self, topic: str, start_message_id: Union[MessageId, str, None] = None, **options: Any
     ) -> Reader:
-        """Create a reader (options as ``streamwire.Client.create_reader``)."""
+        """Create a reader of ``topic``.
+
+        Args:
+            topic: the topic to read.
+            start_message_id: ``"earliest"``, ``"latest"`` or a ``MessageId``. Default None:
+                earliest.
+            options: keyword options as for ``streamwire.Client.create_reader``.
+        """
         native: _native.Reader = await self._native._acreate_reader(
             topic, start_message_id, **options
         )
@@ -88,23 +113,39 @@ class Client:
 
 
 class Lookup:
-    """Topic metadata lookups for coroutines (as ``streamwire.Lookup``)."""
+    """Topic metadata lookups for coroutines (as ``streamwire.Lookup``).
+
+    Args:
+        native: the engine's lookup; made by :meth:`Client.lookup`, not by callers.
+    """
 
     def __init__(self, native: _native.Lookup) -> None:
         self._native = native
 
     async def broker_url(self, topic: str) -> str:
-        """The URL of the broker that owns ``topic``."""
+        """The URL of the broker that owns ``topic``.
+
+        Args:
+            topic: a topic name (one partition, or a non-partitioned topic).
+        """
         url: str = await self._native._abroker_url(topic)
         return url
 
     async def partitions(self, topic: str) -> int:
-        """The number of partitions of ``topic``; 0 means it is not partitioned."""
+        """The number of partitions of ``topic``; 0 means it is not partitioned.
+
+        Args:
+            topic: a topic name.
+        """
         n: int = await self._native._apartitions(topic)
         return n
 
     async def topic_partitions(self, topic: str) -> list[str]:
-        """The partition topic names of ``topic`` (or the topic itself if not partitioned)."""
+        """The partition topic names of ``topic`` (or the topic itself if not partitioned).
+
+        Args:
+            topic: a topic name.
+        """
         names: list[str] = await self._native._atopic_partitions(topic)
         return names
 
@@ -115,27 +156,44 @@ class Lookup:
 class Producer:
     """A producer for coroutines. ``send`` queues at once and returns a future.
 
-    ``send(value, **options)`` queues one message now; the future resolves to its
-    ``MessageId`` (options as ``streamwire.Producer.send``). Cancelling the future does not
-    unsend the message. It is the engine's call itself (no Python frame per send).
+    Args:
+        native: the engine's producer; made by :meth:`Client.create_producer`, not by
+            callers.
     """
-
-    send: Callable[..., asyncio.Future[MessageId]]
 
     def __init__(self, native: _native.Producer) -> None:
         self._native = native
-        self.send = native._asend
 
     @property
     def topic(self) -> str:
+        """The topic this producer was created for."""
         return self._native.topic
 
     @property
     def name(self) -> str:
+        """The producer name (given, or assigned by the broker)."""
         return self._native.name
 
+    def send(self, value: Any, **options: Any) -> asyncio.Future[MessageId]:
+        """Queue one message now; the future resolves to its ``MessageId``. Cancelling the
+        future does not unsend the message.
+
+        Args:
+            value: the payload (bytes-like, or str sent as UTF-8).
+            options: keyword options as for ``streamwire.Producer.send`` (key, properties,
+                event_time...).
+        """
+        fut: asyncio.Future[MessageId] = self._native._asend(value, **options)
+        return fut
+
     def send_many(self, values: Any, **options: Any) -> asyncio.Future[list[MessageId]]:
-        """Queue many messages (after every earlier send); resolves to their ids in order."""
+        """Queue many messages (after every earlier send); resolves to their ids in order.
+
+        Args:
+            values: the payloads (a sequence, or a pyarrow binary/string array).
+            options: keyword options as for ``streamwire.Producer.send_many`` (keys,
+                properties, event_times, sequence_ids).
+        """
         fut: asyncio.Future[list[MessageId]] = self._native._asend_many(values, **options)
         return fut
 
@@ -148,6 +206,7 @@ class Producer:
         await self._native._aclose()
 
     def stats(self) -> dict[str, Any]:
+        """Counters and publish-latency percentiles (milliseconds), as ``Producer.stats``."""
         return self._native.stats()
 
     def __len__(self) -> int:
@@ -220,7 +279,11 @@ class _Receiving(abc.ABC):
 
 
 class Consumer(_Receiving):
-    """A subscription's consumer for coroutines; ``async for`` yields messages."""
+    """A subscription's consumer for coroutines; ``async for`` yields messages.
+
+    Args:
+        native: the engine's consumer; made by :meth:`Client.subscribe`, not by callers.
+    """
 
     def __init__(self, native: _native.Consumer) -> None:
         super().__init__()
@@ -236,21 +299,25 @@ class Consumer(_Receiving):
 
     @property
     def topic(self) -> str:
+        """The topic this consumer was subscribed to."""
         return self._native.topic
 
     @property
     def subscription_name(self) -> str:
+        """The subscription's name."""
         return self._native.subscription_name
 
     async def receive(self, timeout: Optional[float] = None) -> Message:
-        """The next message; ``OperationTimeoutError`` after ``timeout`` seconds."""
+        """The next message; ``OperationTimeoutError`` after ``timeout`` seconds (None: wait
+        forever)."""
         msg: Message = await self._get(_ONE, 1, timeout, None)
         return msg
 
     async def receive_many(
         self, max_messages: int, timeout: Optional[float] = None
     ) -> list[Message]:
-        """Up to ``max_messages`` once at least one is there (``[]`` after ``timeout``)."""
+        """Up to ``max_messages`` once at least one is there (``[]`` after ``timeout``
+        seconds; None: wait forever)."""
         msgs: list[Message] = await self._get(_MANY, max_messages, timeout, None)
         return msgs
 
@@ -261,24 +328,42 @@ class Consumer(_Receiving):
         *,
         columns: Optional[list[str]] = None,
     ) -> Any:
-        """Like ``receive_many``, as a ``pyarrow.RecordBatch``."""
+        """Like ``receive_many``, as a ``pyarrow.RecordBatch``.
+
+        Args:
+            max_messages: the most messages (rows) to return.
+            timeout: seconds to wait for the first message (then an empty batch); None
+                waits forever. Default None.
+            columns: column names as for ``streamwire.Consumer.receive_arrow``. Default
+                None: all.
+        """
         return await self._get(_ARROW, max_messages, timeout, columns)
 
     async def acknowledge(self, message: _AckTarget) -> None:
-        """Acknowledge a Message, a MessageId, or a list of them (never waits)."""
+        """Acknowledge the ``message``: a Message, a MessageId, or a list of them (never
+        waits)."""
         self._native.acknowledge(message)
 
     async def acknowledge_cumulative(self, message: Union[Message, MessageId]) -> None:
+        """Acknowledge ``message`` and every earlier one (not on shared subscriptions)."""
         self._native.acknowledge_cumulative(message)
 
     async def negative_acknowledge(self, message: _AckTarget) -> None:
+        """Have ``message`` (or each of a list) redelivered after the consumer's
+        ``negative_ack_redelivery_delay``."""
         self._native.negative_acknowledge(message)
 
     async def unsubscribe(self) -> None:
+        """Delete the subscription and close the consumer."""
         await self._native._aunsubscribe()
 
     async def seek(self, target: Union[MessageId, Message, int]) -> None:
-        """Move the subscription to a ``MessageId`` or a publish time (int, ms)."""
+        """Move the subscription; messages held for the next receive are dropped.
+
+        Args:
+            target: a ``MessageId`` (or a ``Message``), or a publish time in ms since the
+                epoch (0: the beginning).
+        """
         await self._native._aseek(self._held, target)
 
     async def redeliver_unacknowledged_messages(self) -> None:
@@ -300,9 +385,11 @@ class Consumer(_Receiving):
         await self._native._aclose()
 
     def has_reached_end_of_topic(self) -> bool:
+        """Whether every partition has reached the end of a terminated topic."""
         return self._native.has_reached_end_of_topic()
 
     def stats(self) -> dict[str, Any]:
+        """Local counters, as ``streamwire.Consumer.stats()``."""
         return self._native.stats()
 
     def __aiter__(self) -> Consumer:
@@ -332,7 +419,11 @@ class Consumer(_Receiving):
 
 
 class Reader(_Receiving):
-    """A reader for coroutines; ``async for`` yields messages."""
+    """A reader for coroutines; ``async for`` yields messages.
+
+    Args:
+        native: the engine's reader; made by :meth:`Client.create_reader`, not by callers.
+    """
 
     def __init__(self, native: _native.Reader) -> None:
         super().__init__()
@@ -348,13 +439,18 @@ class Reader(_Receiving):
 
     @property
     def topic(self) -> str:
+        """The topic this reader reads."""
         return self._native.topic
 
     async def read_next(self, timeout: Optional[float] = None) -> Message:
+        """The next message; ``OperationTimeoutError`` after ``timeout`` seconds (None: wait
+        forever)."""
         msg: Message = await self._get(_ONE, 1, timeout, None)
         return msg
 
     async def read_many(self, max_messages: int, timeout: Optional[float] = None) -> list[Message]:
+        """Up to ``max_messages`` once at least one is there (``[]`` after ``timeout``
+        seconds; None: wait forever)."""
         msgs: list[Message] = await self._get(_MANY, max_messages, timeout, None)
         return msgs
 
@@ -365,24 +461,42 @@ class Reader(_Receiving):
         *,
         columns: Optional[list[str]] = None,
     ) -> Any:
+        """Like ``read_many``, as a ``pyarrow.RecordBatch``.
+
+        Args:
+            max_messages: the most messages (rows) to return.
+            timeout: seconds to wait for the first message (then an empty batch); None
+                waits forever. Default None.
+            columns: column names as for ``streamwire.Consumer.receive_arrow``. Default
+                None: all.
+        """
         return await self._get(_ARROW, max_messages, timeout, columns)
 
     async def has_message_available(self) -> bool:
+        """Whether there are messages after the last one read (asks the broker)."""
         got: bool = await self._native._ahas_message_available()
         return got
 
     async def seek(self, target: Union[MessageId, Message, int]) -> None:
-        """Move the reader to a ``MessageId`` or a publish time (int, ms)."""
+        """Move the reader; messages held for the next read are dropped.
+
+        Args:
+            target: a ``MessageId`` (or a ``Message``), or a publish time in ms since the
+                epoch (0: the beginning).
+        """
         await self._native._aseek(self._held, target)
 
     async def get_last_message_id(self) -> MessageId:
+        """The id of the topic's last message."""
         mid: MessageId = await self._native._aget_last_message_id()
         return mid
 
     def has_reached_end_of_topic(self) -> bool:
+        """Whether the topic is terminated and the reader has reached its end."""
         return self._native.has_reached_end_of_topic()
 
     async def close(self) -> None:
+        """Close the reader. Idempotent."""
         await self._native._aclose()
 
     def __aiter__(self) -> Reader:

@@ -48,7 +48,15 @@ __all__ = [
 
 
 class SegmentInfo(NamedTuple):
-    """One open segment of a stream and the part of the routing-key space it owns."""
+    """One open segment of a stream and the part of the routing-key space it owns.
+
+    Args:
+        segment_id: the controller's id: ``epoch << 32 | number``.
+        number: the segment number.
+        epoch: the stream epoch (scale) that created the segment.
+        low: the lower bound of its routing-key range (0.0 to 1.0).
+        high: the upper bound of that range (exclusive).
+    """
 
     #: The controller's id: ``epoch << 32 | number``.
     segment_id: int
@@ -61,7 +69,13 @@ class SegmentInfo(NamedTuple):
 @dataclass(frozen=True)
 class Scaling:
     """An auto-scaling policy: keep each segment near ``target_rate`` events (or kilobytes)
-    per second, splitting into ``scale_factor`` segments when it is exceeded."""
+    per second, splitting into ``scale_factor`` segments when it is exceeded.
+
+    Args:
+        target_rate: the events (or kilobytes) per second per segment to aim at.
+        scale_factor: how many segments a hot segment splits into. Default 2.
+        by: ``"events"`` or ``"kbytes"``: what ``target_rate`` counts. Default ``"events"``.
+    """
 
     target_rate: int
     scale_factor: int = 2
@@ -71,12 +85,21 @@ class Scaling:
 @dataclass(frozen=True)
 class StreamCut:
     """A position in a stream: each segment's offset, between events. Picklable and
-    printable; ``StreamCut.parse(str(cut))`` gives it back."""
+    printable; ``StreamCut.parse(str(cut))`` gives it back.
+
+    Args:
+        text: the cut's text form, ``scope/stream:segment=offset,...``.
+    """
 
     text: str
 
     @classmethod
     def parse(cls, text: str) -> StreamCut:
+        """The cut whose text form is ``text``.
+
+        Raises:
+            InvalidArgumentError: ``text`` is not a stream cut.
+        """
         if not isinstance(text, str) or ":" not in text:
             from streamwire.exceptions import InvalidArgumentError
 
@@ -85,10 +108,12 @@ class StreamCut:
 
     @property
     def scope(self) -> str:
+        """The scope of the cut's stream."""
         return self.text.split(":", 1)[0].split("/", 1)[0]
 
     @property
     def stream(self) -> str:
+        """The name of the cut's stream (without the scope)."""
         return self.text.split(":", 1)[0].split("/", 1)[1]
 
     @property
@@ -114,6 +139,9 @@ class Reader:
     ``offset``); iterating yields events as they arrive. ``position()`` is the
     :class:`StreamCut` after the last event handed out: persist it and pass it as ``start``
     to resume with no gap and no duplicate.
+
+    Args:
+        native: the engine's reader; made by :meth:`Client.create_reader`, not by callers.
     """
 
     def __init__(self, native: _NativeReader) -> None:
@@ -121,12 +149,25 @@ class Reader:
 
     @property
     def stream(self) -> str:
+        """The stream read, as ``scope/stream``."""
         return self._native.stream
 
     def read(self, timeout: Optional[float] = None) -> Optional[Event]:
+        """The next event, or None when none arrived in time.
+
+        Args:
+            timeout: seconds to wait at most; None waits forever. Default None.
+        """
         return self._native.read(timeout)
 
     def read_many(self, max_events: int = 1000, timeout: Optional[float] = None) -> list[Event]:
+        """Up to ``max_events`` events: waits for the first, then takes what is fetched.
+
+        Args:
+            max_events: the most events to return. Default 1000.
+            timeout: seconds to wait for the first event (then ``[]``); None waits forever.
+                Default None.
+        """
         return self._native.read_many(max_events, timeout)
 
     def read_arrow(
@@ -135,9 +176,19 @@ class Reader:
         timeout: Optional[float] = None,
         columns: Optional[list[str]] = None,
     ) -> Any:
+        """Like :meth:`read_many`, as a ``pyarrow.RecordBatch``.
+
+        Args:
+            max_events: the most events (rows) to return. Default 10,000.
+            timeout: seconds to wait for the first event (then an empty batch); None waits
+                forever. Default None.
+            columns: a subset of ``value``, ``stream``, ``segment``, ``offset``, in the
+                order wanted. Default None: all.
+        """
         return self._native.read_arrow(max_events, timeout, columns)
 
     def position(self) -> StreamCut:
+        """The :class:`StreamCut` after the last event handed out (pass it as ``start``)."""
         return StreamCut(self._native.position())
 
     @property
@@ -157,10 +208,12 @@ class Reader:
                 raise StopIteration
 
     def close(self) -> None:
+        """Close the reader's connections. Idempotent."""
         self._native.close()
 
     @property
     def closed(self) -> bool:
+        """Whether the reader is closed."""
         return self._native.closed
 
     def __enter__(self) -> Reader:
@@ -179,7 +232,15 @@ class Reader:
 class Client:
     """A connection to a Pravega controller (``tcp://host:port``) and the segment stores it
     names. Thread-safe; create one per process and share it. Clients do not pickle; pass a
-    :class:`ClientConfig` to other processes instead. After ``os.fork()`` create a new one."""
+    :class:`ClientConfig` to other processes instead. After ``os.fork()`` create a new one.
+
+    Args:
+        controller_uri: ``tcp://host:port`` of the controller.
+        timeout: seconds a controller or segment-store request may take. Default 30.0.
+        connection_timeout: seconds to open a connection. Default 10.0.
+        memory_limit: bytes of events that may be pending in all of this client's writers
+            together (0: unlimited). Default 64 MiB.
+    """
 
     def __init__(
         self,
@@ -198,6 +259,7 @@ class Client:
 
     @property
     def controller_uri(self) -> str:
+        """The controller URI this client was created with."""
         return self._native.controller_uri
 
     def create_scope(self, scope: str) -> bool:
@@ -205,6 +267,7 @@ class Client:
         return self._native.create_scope(scope)
 
     def scope_exists(self, scope: str) -> bool:
+        """Whether ``scope`` exists."""
         return self._native.scope_exists(scope)
 
     def delete_scope(self, scope: str) -> bool:
@@ -215,7 +278,14 @@ class Client:
         self, scope: str, stream: str, segments: int = 1, scaling: Optional[Scaling] = None
     ) -> bool:
         """Create a stream of ``segments`` segments (the minimum when ``scaling`` is given);
-        False when it existed."""
+        False when it existed.
+
+        Args:
+            scope: the scope (which must exist).
+            stream: the stream name.
+            segments: the number of segments. Default 1.
+            scaling: an auto-scaling policy. Default None: a fixed number of segments.
+        """
         policy = None
         if scaling is not None:
             if not isinstance(scaling, Scaling):
@@ -224,6 +294,7 @@ class Client:
         return self._native.create_stream(scope, stream, segments, policy)
 
     def stream_exists(self, scope: str, stream: str) -> bool:
+        """Whether ``stream`` exists in ``scope``."""
         return self._native.stream_exists(scope, stream)
 
     def streams(self, scope: str) -> list[str]:
@@ -231,15 +302,15 @@ class Client:
         return self._native.streams(scope)
 
     def seal_stream(self, scope: str, stream: str) -> None:
-        """Seal a stream: no more writes; readers read to its end."""
+        """Seal the ``stream`` of ``scope``: no more writes; readers read to its end."""
         self._native.seal_stream(scope, stream)
 
     def delete_stream(self, scope: str, stream: str) -> bool:
-        """Delete a sealed stream; False when there was none."""
+        """Delete the sealed ``stream`` of ``scope``; False when there was none."""
         return self._native.delete_stream(scope, stream)
 
     def segments(self, scope: str, stream: str) -> list[SegmentInfo]:
-        """The stream's open segments, in key order."""
+        """The open segments of the ``stream`` of ``scope``, in key order."""
         return [SegmentInfo(*s) for s in self._native.segments(scope, stream)]
 
     def scale_stream(
@@ -251,7 +322,16 @@ class Client:
         timeout: Optional[float] = None,
     ) -> None:
         """Replace the ``sealed`` segments (ids) by segments over ``new_ranges`` (which must
-        cover exactly the sealed segments' key ranges) and wait until the scale is done."""
+        cover exactly the sealed segments' key ranges) and wait until the scale is done.
+
+        Args:
+            scope: the stream's scope.
+            stream: the stream name.
+            sealed: the ids of the segments to replace.
+            new_ranges: ``(low, high)`` routing-key ranges of the new segments.
+            timeout: seconds to wait for the scale at most. Default None: the client's
+                ``timeout``.
+        """
         self._native.scale_stream(scope, stream, list(sealed), list(new_ranges), timeout)
 
     def create_writer(
@@ -264,8 +344,18 @@ class Client:
         window: int = 8 * 1024 * 1024,
         send_timeout: float = 60.0,
     ) -> Writer:
-        """A writer to one stream. ``window`` bounds the bytes in flight per segment,
-        ``send_timeout`` how long events wait for an unreachable segment store."""
+        """A writer to the ``stream`` of ``scope``.
+
+        Args:
+            scope: the stream's scope.
+            stream: the stream name.
+            block_if_queue_full: when the client's ``memory_limit`` is full, wait (True) or
+                raise ``ProducerQueueFullError`` (False). Default True.
+            max_block: bytes per append block at most. Default 1 MiB.
+            window: bytes in flight per segment at most. Default 8 MiB.
+            send_timeout: seconds events wait for an unreachable segment store before they
+                fail. Default 60.0.
+        """
         return self._native.create_writer(
             scope,
             stream,
@@ -286,7 +376,15 @@ class Client:
     ) -> Reader:
         """A reader from ``start``: ``"head"`` (the oldest events), ``"tail"`` (new events
         only) or a :class:`StreamCut` from ``Reader.position()``. ``read_ahead`` chunks of up
-        to ``read_length`` bytes are fetched ahead of the caller."""
+        to ``read_length`` bytes are fetched ahead of the caller.
+
+        Args:
+            scope: the stream's scope.
+            stream: the stream name.
+            start: where to start. Default ``"head"``.
+            read_ahead: chunks fetched ahead of the caller, at most. Default 16.
+            read_length: bytes per chunk at most. Default 1 MiB.
+        """
         if isinstance(start, StreamCut):
             start_text = start.text
         elif isinstance(start, str):
@@ -302,25 +400,34 @@ class Client:
         )
 
     def head(self, scope: str, stream: str) -> StreamCut:
-        """The stream cut at the oldest events the stream holds."""
+        """The stream cut at the oldest events the ``stream`` of ``scope`` holds."""
         return StreamCut(self._native.stream_cut(scope, stream, "head"))
 
     def tail(self, scope: str, stream: str) -> StreamCut:
-        """The stream cut after the newest event now."""
+        """The stream cut after the newest event of the ``stream`` of ``scope`` now."""
         return StreamCut(self._native.stream_cut(scope, stream, "tail"))
 
     def segment_ranges(
         self, scope: str, stream: str, start: StreamCut, end: StreamCut
     ) -> list[tuple[int, int, int]]:
         """Each segment's byte range between two cuts: ``(segment_id, from, to)``, ``to``
-        exclusive, following successors of segments sealed in between."""
+        exclusive, following successors of segments sealed in between.
+
+        Args:
+            scope: the stream's scope.
+            stream: the stream name.
+            start: the earlier cut.
+            end: the later cut.
+        """
         return self._native.segment_ranges(scope, stream, str(start), str(end))
 
     def close(self) -> None:
+        """Close the client's connections; later calls raise ``AlreadyClosedError``."""
         self._native.close()
 
     @property
     def closed(self) -> bool:
+        """Whether the client is closed."""
         return self._native.closed
 
     def __enter__(self) -> Client:
@@ -338,7 +445,14 @@ class Client:
 
 @dataclass(frozen=True)
 class ClientConfig:
-    """Everything needed to make a :class:`Client`: picklable, for other processes."""
+    """Everything needed to make a :class:`Client`: picklable, for other processes.
+
+    Args:
+        controller_uri: ``tcp://host:port`` of the controller.
+        timeout: seconds, as for :class:`Client`. Default 30.0.
+        connection_timeout: seconds, as for :class:`Client`. Default 10.0.
+        memory_limit: bytes, as for :class:`Client`. Default 64 MiB.
+    """
 
     controller_uri: str
     timeout: float = 30.0
@@ -346,6 +460,7 @@ class ClientConfig:
     memory_limit: int = 64 * 1024 * 1024
 
     def create(self) -> Client:
+        """A new :class:`Client` with these settings (call it in the process that uses it)."""
         return Client(
             self.controller_uri,
             timeout=self.timeout,

@@ -49,7 +49,13 @@ Start = Union[Literal["earliest", "latest"], Mapping[int, int]]
 
 
 class PartitionInfo(NamedTuple):
-    """One partition as the broker reports it."""
+    """One partition as the broker reports it.
+
+    Args:
+        partition: the partition number.
+        first_available: sequence number of the oldest message still stored.
+        high_water: sequence number of the newest message (0 when none was ever written).
+    """
 
     partition: int
     #: Sequence number of the oldest message still stored.
@@ -59,7 +65,13 @@ class PartitionInfo(NamedTuple):
 
 
 class TopicInfo(NamedTuple):
-    """One topic of the broker."""
+    """One topic of the broker.
+
+    Args:
+        name: the topic name.
+        partitions: its number of partitions.
+        enabled: whether the broker serves it.
+    """
 
     name: str
     partitions: int
@@ -82,6 +94,17 @@ class Client:
     Nothing is dialled until the first call. Thread-safe: share one per process. Live
     clients do not pickle; pass a :class:`ClientConfig` to other processes instead. After
     ``fork()``, a client made in the parent raises ``ForkedProcessError`` in the child.
+
+    Args:
+        service_url: ``tank://host[:port]``.
+        operation_timeout: seconds a broker request (topic admin, producer or consumer
+            creation) may take. Default 30.0.
+        connection_timeout: seconds to open a connection. Default 10.0.
+        memory_limit: bytes of payload that may be pending in all of this client's producers
+            together (0: unlimited). Default 64 MiB.
+
+    Raises:
+        ConfigError: a bad option or URL.
     """
 
     __slots__ = ("_native",)
@@ -103,6 +126,7 @@ class Client:
 
     @property
     def service_url(self) -> str:
+        """The service URL this client was created with."""
         return self._native.service_url
 
     def create_topic(
@@ -111,13 +135,24 @@ class Client:
         partitions: int = 1,
         config: Union[str, Mapping[str, Any], None] = None,
     ) -> None:
-        """Create ``topic`` with ``partitions`` partitions; ``config`` is the topic's
-        configuration (``key=value`` lines, or a mapping of them). Raises
-        ``InvalidArgumentError`` with ``details["already_exists"]`` when it exists."""
+        """Create ``topic`` with ``partitions`` partitions.
+
+        Args:
+            topic: the topic name (1 to 64 bytes).
+            partitions: the number of partitions (1 to 65535). Default 1.
+            config: the topic's configuration: ``key=value`` lines, or a mapping of them.
+                Default None.
+
+        Raises:
+            InvalidArgumentError: with ``details["already_exists"]`` when it exists.
+        """
         self._native.create_topic(topic, partitions, _config_text(config))
 
     def partitions(self, topic: str) -> list[PartitionInfo]:
-        """First available and high-water sequence numbers of each partition."""
+        """First available and high-water sequence numbers of each partition of ``topic``.
+
+        Raises ``TopicNotFoundError`` for an unknown topic.
+        """
         return [PartitionInfo(*p) for p in self._native.partitions(topic)]
 
     def topics(self) -> list[TopicInfo]:
@@ -129,7 +164,12 @@ class Client:
         return self._native.status()
 
     def reload_config(self, topic: str, partition: int) -> None:
-        """Ask the broker to re-read ``<data>/<topic>/<partition>/config``."""
+        """Ask the broker to re-read ``<data>/<topic>/<partition>/config``.
+
+        Args:
+            topic: the topic name.
+            partition: the partition whose configuration to reload.
+        """
         self._native.reload_config(topic, partition)
 
     def create_producer(
@@ -153,6 +193,19 @@ class Client:
         round-robin one batch at a time; with a key, to ``fnv1a_32(key) % partitions``.
         Pending bytes count against the client's ``memory_limit``: a full budget blocks, or
         raises ``ProducerQueueFullError`` with ``block_if_queue_full=False``.
+
+        Args:
+            topic: the topic to produce to.
+            batch_max_messages: messages per bundle at most. Default 1000.
+            batch_max_bytes: bytes per bundle at most. Default 128 KiB.
+            batch_delay: seconds a bundle waits for more messages after its first.
+                Default 0.001.
+            compression: None, ``"snappy"`` or ``"auto"``. Default None.
+            max_in_flight: bundles sent and not yet acknowledged, at most. Default 32.
+            send_timeout: seconds a message may wait for its acknowledgement before it
+                fails with ``OperationTimeoutError``. Default 30.0.
+            block_if_queue_full: wait (True) or raise (False) when the budget is full.
+                Default True.
         """
         return self._native.create_producer(
             topic,
@@ -187,6 +240,17 @@ class Client:
         ``queue_bytes`` are read ahead. ``on_out_of_range`` decides what a read outside what
         the broker stores (retention) does: raise ``OutOfRangeError`` once, or continue from
         the earliest or latest message.
+
+        Args:
+            topic: the topic to read.
+            partitions: the partitions to read. Default None: all.
+            start: where to start. Default ``"earliest"``.
+            max_wait: seconds the broker holds a request at the tail. Default 1.0.
+            min_bytes: bytes the broker waits for before answering. Default 0.
+            fetch_size: bytes asked for per partition. Default 1 MiB.
+            max_fetch_size: the most ``fetch_size`` grows to. Default 64 MiB.
+            queue_bytes: bytes read ahead at most. Default 32 MiB.
+            on_out_of_range: ``"error"``, ``"earliest"`` or ``"latest"``. Default ``"error"``.
         """
         return self._native.create_consumer(
             topic,
@@ -222,7 +286,14 @@ class Client:
 
 @dataclass(frozen=True)
 class ClientConfig:
-    """Everything needed to make a :class:`Client`: picklable, for other processes."""
+    """Everything needed to make a :class:`Client`: picklable, for other processes.
+
+    Args:
+        service_url: ``tank://host[:port]``.
+        operation_timeout: seconds, as for :class:`Client`. Default 30.0.
+        connection_timeout: seconds, as for :class:`Client`. Default 10.0.
+        memory_limit: bytes, as for :class:`Client`. Default 64 MiB.
+    """
 
     service_url: str
     operation_timeout: float = 30.0
@@ -230,6 +301,7 @@ class ClientConfig:
     memory_limit: int = 64 * 1024 * 1024
 
     def create(self) -> Client:
+        """A new :class:`Client` with these settings (call it in the process that uses it)."""
         return Client(
             self.service_url,
             operation_timeout=self.operation_timeout,

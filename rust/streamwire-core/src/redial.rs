@@ -16,6 +16,7 @@ use tokio::sync::Mutex;
 use crate::backoff::{Backoff, BackoffConfig};
 use crate::error::{Error, ErrorKind, Result};
 use crate::framed::FramedConnection;
+use crate::log::{event, Level};
 
 /// A boxed dial future.
 pub type DialFuture<F> = Pin<Box<dyn Future<Output = Result<FramedConnection<F>>> + Send>>;
@@ -35,6 +36,9 @@ struct State<F> {
 pub struct Redial<F> {
     dial: Dialer<F>,
     state: Mutex<State<F>>,
+    /// Where connects, losses and failed dials are logged (`tank.connection`), and the peer
+    /// named in those events; `None` logs nothing.
+    log: Option<(&'static str, Arc<str>)>,
 }
 
 impl<F: Send + 'static> Redial<F> {
@@ -49,6 +53,21 @@ impl<F: Send + 'static> Redial<F> {
                 last_error: None,
                 dials: 0,
             }),
+            log: None,
+        }
+    }
+
+    /// Log connects, losses and failed dials under `target`, naming `peer` (its address).
+    pub fn with_log(mut self, target: &'static str, peer: &str) -> Self {
+        self.log = Some((target, peer.into()));
+        self
+    }
+
+    fn log(&self, level: Level, what: impl FnOnce(&str) -> String) {
+        if let Some((target, peer)) = &self.log {
+            event(level, target, || {
+                (what(peer), vec![("broker", peer.to_string())])
+            });
         }
     }
 
@@ -61,6 +80,11 @@ impl<F: Send + 'static> Redial<F> {
                 if !c.is_closed() {
                     return Ok(c.clone());
                 }
+                let why = c.end_reason().map(|e| e.to_string());
+                self.log(Level::Warning, |peer| match &why {
+                    Some(e) => format!("connection to {peer} lost ({e}); reconnecting"),
+                    None => format!("connection to {peer} closed; reconnecting"),
+                });
                 state.current = None;
             }
             if let Some(at) = state.retry_at {
@@ -76,6 +100,7 @@ impl<F: Send + 'static> Redial<F> {
             state.dials += 1;
             match tokio::time::timeout_at(deadline.into(), (self.dial)()).await {
                 Ok(Ok(conn)) => {
+                    self.log(Level::Info, |peer| format!("connected to {peer}"));
                     state.backoff.reset();
                     state.retry_at = None;
                     state.last_error = None;
@@ -83,11 +108,17 @@ impl<F: Send + 'static> Redial<F> {
                 }
                 Ok(Err(e)) => {
                     let delay = state.backoff.next_delay();
+                    self.log(Level::Warning, |peer| {
+                        format!("connecting to {peer} failed ({e}); next try in {delay:?}")
+                    });
                     state.retry_at = Some(Instant::now() + delay);
                     state.last_error = Some(e);
                 }
                 Err(_) => {
                     let delay = state.backoff.next_delay();
+                    self.log(Level::Warning, |peer| {
+                        format!("connecting to {peer} timed out; next try in {delay:?}")
+                    });
                     state.retry_at = Some(Instant::now() + delay);
                     state.last_error = Some(Error::new(ErrorKind::Connect, "connecting timed out"));
                 }

@@ -414,6 +414,8 @@ pub async fn send_all(
         };
         waits.push(sent.map(|()| rx));
     }
+    // The caller waits for these receipts: the open batches go out now, not at the delay.
+    producer.trigger_flush();
     let mut out = Vec::with_capacity(waits.len());
     for w in waits {
         out.push(match w {

@@ -3,22 +3,30 @@
 //! are sent as they arrive (pipelined); at most `IN_FLIGHT` messages wait for the broker, so a
 //! fast sender is held back by the broker's pace. A line that does not parse gets an error
 //! report and the stream goes on.
+//!
+//! The lines of one body chunk that need nothing per message (no partition of their own, no
+//! delivery time or replication options) go to the producer as one run through `send_many`:
+//! one reservation and one hand-over to the producer's task for the run, one group of results,
+//! instead of a command and a channel per message.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use hyper::body::{Body, Frame, Incoming};
 use tokio::sync::{mpsc, oneshot};
 
 use streamwire_core::error::{Error, ErrorKind};
-use streamwire_pulsar::producer::{Completion, TopicProducer};
+use streamwire_pulsar::engine::message::OutgoingMessage;
+use streamwire_pulsar::producer::{Completion, Group, TopicProducer};
 
 use crate::metrics::Metrics;
-use crate::produce::{id_base64, pip_message, Outcome, PipMessage, ValueFormat};
+use crate::produce::{pip_message, Outcome, PipMessage, Prepared, ValueFormat};
 
 /// Reports waiting for their receipts before the request body is read further.
 pub const IN_FLIGHT: usize = 10_000;
@@ -44,28 +52,59 @@ impl Body for Lines {
     }
 }
 
-fn report(o: &Outcome) -> Bytes {
-    // Written by hand: one small line per message, no JSON tree built for it.
-    let line = match o {
-        Ok(id) => format!(
-            "{{\"partition\":{},\"messageId\":\"{}\"}}\n",
-            id.partition.max(0),
-            id_base64(id)
-        ),
+/// Append one report line. Written by hand: one small line per message, no JSON tree built.
+fn report(o: &Outcome, out: &mut String) {
+    use std::fmt::Write;
+    let _ = match o {
+        Ok(id) => {
+            let _ = write!(
+                out,
+                "{{\"partition\":{},\"messageId\":\"",
+                id.partition.max(0)
+            );
+            B64.encode_string(id.serialize(), out);
+            out.push_str("\"}\n");
+            Ok(())
+        }
         Err(e) => {
             let msg = serde_json::to_string(&e.to_string()).unwrap_or_default();
-            format!(
-                "{{\"error_code\":{},\"error\":{msg}}}\n",
+            writeln!(
+                out,
+                "{{\"error_code\":{},\"error\":{msg}}}",
                 crate::error::message_error_code(e)
             )
         }
     };
-    Bytes::from(line)
 }
 
 enum Pending {
     Receipt(oneshot::Receiver<Outcome>),
     Failed(Error),
+    /// A run of this many messages sent together; reported once all have their results.
+    Run(Arc<Group>, usize),
+}
+
+impl Pending {
+    fn messages(&self) -> usize {
+        match self {
+            Pending::Run(_, n) => *n,
+            _ => 1,
+        }
+    }
+}
+
+/// The reports not given yet, oldest first, and how many messages they stand for.
+#[derive(Default)]
+struct Window {
+    pending: VecDeque<Pending>,
+    messages: usize,
+}
+
+impl Window {
+    fn push(&mut self, p: Pending) {
+        self.messages += p.messages();
+        self.pending.push_back(p);
+    }
 }
 
 fn gone() -> Error {
@@ -74,38 +113,40 @@ fn gone() -> Error {
 
 /// Move the reports of settled messages to `outbox`, oldest first; with `wait` (or a full
 /// window) wait for the oldest instead of stopping at it.
-async fn settle(
-    pending: &mut VecDeque<Pending>,
-    outbox: &mut VecDeque<Bytes>,
-    wait: bool,
-    metrics: &Metrics,
-) {
+async fn settle(window: &mut Window, outbox: &mut VecDeque<Bytes>, wait: bool, metrics: &Metrics) {
     loop {
-        let must_wait = wait || pending.len() >= IN_FLIGHT;
-        let Some(front) = pending.front_mut() else {
+        let must_wait = wait || window.messages >= IN_FLIGHT;
+        let Some(front) = window.pending.front_mut() else {
             return;
         };
-        let outcome: Outcome = match front {
-            Pending::Failed(e) => Err(e.clone()),
-            Pending::Receipt(rx) => match rx.try_recv() {
+        let outcomes: Vec<Outcome> = match front {
+            Pending::Failed(e) => vec![Err(e.clone())],
+            Pending::Receipt(rx) => vec![match rx.try_recv() {
                 Ok(o) => o,
                 Err(oneshot::error::TryRecvError::Closed) => Err(gone()),
                 Err(oneshot::error::TryRecvError::Empty) if must_wait => {
                     rx.await.unwrap_or_else(|_| Err(gone()))
                 }
                 Err(oneshot::error::TryRecvError::Empty) => return,
-            },
+            }],
+            Pending::Run(group, _) => {
+                if group.remaining() > 0 && !must_wait {
+                    return;
+                }
+                group.wait().await
+            }
         };
-        pending.pop_front();
-        Metrics::add(
-            if outcome.is_ok() {
-                &metrics.produced
-            } else {
-                &metrics.produce_failed
-            },
-            1,
-        );
-        outbox.push_back(report(&outcome));
+        let done = window.pending.pop_front().expect("front exists");
+        window.messages -= done.messages();
+        let ok = outcomes.iter().filter(|o| o.is_ok()).count();
+        Metrics::add(&metrics.produced, ok);
+        Metrics::add(&metrics.produce_failed, outcomes.len() - ok);
+        // One piece of the response for the whole run: one chunk, not one per line.
+        let mut text = String::with_capacity(outcomes.len() * 64);
+        for o in &outcomes {
+            report(o, &mut text);
+        }
+        outbox.push_back(Bytes::from(text));
     }
 }
 
@@ -140,24 +181,25 @@ pub async fn run(
     metrics: Arc<Metrics>,
 ) {
     let mut buf = BytesMut::new();
-    let mut pending: VecDeque<Pending> = VecDeque::new();
+    let mut window = Window::default();
     let mut line_no = 0usize;
     let mut outbox: VecDeque<Bytes> = VecDeque::new();
+    let mut run = Run::default();
     loop {
-        settle(&mut pending, &mut outbox, false, &metrics).await;
+        settle(&mut window, &mut outbox, false, &metrics).await;
         offer(&mut outbox, &out);
         match body.frame().await {
             None => {
                 if !buf.is_empty() {
                     let line = buf.split().freeze();
                     line_no += 1;
-                    pending
-                        .push_back(send_line(&producer, format, partition, &line, line_no).await);
+                    let m = parse_line(format, &line, line_no);
+                    window.push(send_one(&producer, partition, m, line_no).await);
                 }
                 break;
             }
             Some(Err(e)) => {
-                pending.push_back(Pending::Failed(Error::new(
+                window.push(Pending::Failed(Error::new(
                     ErrorKind::Disconnected,
                     format!("the request body broke off: {e}"),
                 )));
@@ -172,12 +214,28 @@ pub async fn run(
                 while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
                     let line = buf.split_to(nl + 1).freeze();
                     line_no += 1;
-                    pending.push_back(
-                        send_line(&producer, format, partition, &line[..nl], line_no).await,
-                    );
+                    match parse_line(format, &line[..nl], line_no) {
+                        Ok(m) if run.takes(&m, partition) => run.add(m),
+                        m => {
+                            if let Some(p) = run.send(&producer).await {
+                                window.push(p);
+                            }
+                            window.push(send_one(&producer, partition, m, line_no).await);
+                        }
+                    }
+                    if window.messages + run.msgs.len() >= IN_FLIGHT {
+                        if let Some(p) = run.send(&producer).await {
+                            window.push(p);
+                        }
+                        settle(&mut window, &mut outbox, false, &metrics).await;
+                        offer(&mut outbox, &out);
+                    }
+                }
+                if let Some(p) = run.send(&producer).await {
+                    window.push(p);
                 }
                 if buf.len() > max_line {
-                    pending.push_back(Pending::Failed(Error::invalid(format!(
+                    window.push(Pending::Failed(Error::invalid(format!(
                         "line {} is over {max_line} bytes",
                         line_no + 1
                     ))));
@@ -186,7 +244,7 @@ pub async fn run(
             }
         }
     }
-    settle(&mut pending, &mut outbox, true, &metrics).await;
+    settle(&mut window, &mut outbox, true, &metrics).await;
     for line in outbox {
         if out.send(line).await.is_err() {
             return;
@@ -194,24 +252,65 @@ pub async fn run(
     }
 }
 
-async fn send_line(
-    producer: &TopicProducer,
-    format: ValueFormat,
-    partition: Option<u32>,
-    line: &[u8],
-    n: usize,
-) -> Pending {
+/// Consecutive plain messages (no partition of their own, default entry options, the same
+/// kind of sequence ids), sent together.
+#[derive(Default)]
+struct Run {
+    msgs: Vec<OutgoingMessage>,
+    user_sequence_ids: bool,
+}
+
+impl Run {
+    fn takes(&self, m: &Prepared, path_partition: Option<u32>) -> bool {
+        path_partition.is_none()
+            && m.partition.is_none()
+            && m.entry.is_default()
+            && (self.msgs.is_empty() || m.user_sequence_id == self.user_sequence_ids)
+    }
+
+    fn add(&mut self, m: Prepared) {
+        self.user_sequence_ids = m.user_sequence_id;
+        self.msgs.push(m.msg);
+    }
+
+    /// Hand the run to the producer (waiting for room, as one message would).
+    async fn send(&mut self, producer: &TopicProducer) -> Option<Pending> {
+        if self.msgs.is_empty() {
+            return None;
+        }
+        let msgs = std::mem::take(&mut self.msgs);
+        let n = msgs.len();
+        let group = Group::new(n);
+        if let Err(e) = producer
+            .send_many(msgs, &group, self.user_sequence_ids)
+            .await
+        {
+            group.fail_unfilled(&e);
+        }
+        Some(Pending::Run(group, n))
+    }
+}
+
+fn parse_line(format: ValueFormat, line: &[u8], n: usize) -> std::result::Result<Prepared, Error> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.iter().all(u8::is_ascii_whitespace) {
-        return Pending::Failed(Error::invalid(format!("line {n} is empty")));
+        return Err(Error::invalid(format!("line {n} is empty")));
     }
-    let msg: PipMessage = match serde_json::from_slice(line) {
+    let msg: PipMessage =
+        serde_json::from_slice(line).map_err(|e| Error::invalid(format!("line {n}: {e}")))?;
+    pip_message(msg, format, n - 1).map_err(|e| Error::invalid(format!("line {n}: {}", e.message)))
+}
+
+/// Send one message on its own (it has a partition or options of its own, or failed to parse).
+async fn send_one(
+    producer: &TopicProducer,
+    partition: Option<u32>,
+    m: std::result::Result<Prepared, Error>,
+    n: usize,
+) -> Pending {
+    let m = match m {
         Ok(m) => m,
-        Err(e) => return Pending::Failed(Error::invalid(format!("line {n}: {e}"))),
-    };
-    let m = match pip_message(msg, format, n - 1) {
-        Ok(m) => m,
-        Err(e) => return Pending::Failed(Error::invalid(format!("line {n}: {}", e.message))),
+        Err(e) => return Pending::Failed(e),
     };
     let parts = producer.partition_producers();
     let (tx, rx) = oneshot::channel();

@@ -28,6 +28,11 @@ use pyo3::prelude::*;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Set the engine's I/O thread count; must run before the first client is used.
+///
+/// Args:
+///     io_threads: number of Tokio worker threads for the process's engine runtime
+///         (at least 1). Raises `ConfigError` if the runtime has already started with a
+///         different count.
 #[pyfunction]
 fn configure(io_threads: i64) -> PyResult<()> {
     let n: usize = blocking::count_arg("io_threads", io_threads).map_err(errors::to_py)?;

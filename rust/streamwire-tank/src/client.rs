@@ -81,7 +81,8 @@ impl TankClient {
         });
         Ok(TankClient {
             inner: Arc::new(Inner {
-                redial: Redial::new(dialer, config.backoff.clone()),
+                redial: Redial::new(dialer, config.backoff.clone())
+                    .with_log("tank.connection", &addr.to_string()),
                 addr,
                 config,
                 closed: AtomicBool::new(false),

@@ -15,6 +15,13 @@ pub struct ScopedStream {
     pub stream: String,
 }
 
+/// `scope/stream`, as Pravega's own tools and logs spell it.
+impl std::fmt::Display for ScopedStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.scope, self.stream)
+    }
+}
+
 impl ScopedStream {
     pub fn new(scope: impl Into<String>, stream: impl Into<String>) -> Self {
         ScopedStream {

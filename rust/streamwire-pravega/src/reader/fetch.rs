@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 
 use streamwire_core::backoff::{Backoff, BackoffConfig};
 use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::log::{event, Level};
 
 use super::chunk::{Chunk, Chunker};
 use crate::client::PravegaClient;
@@ -137,6 +138,15 @@ pub(crate) async fn run(
             Ok(Reply::SegmentIsTruncated { start_offset, .. }) => {
                 // Retention removed the data: go on from what is left (the events before it
                 // are gone for every reader).
+                event(Level::Warning, "pravega.reader", || {
+                    (
+                        format!(
+                            "segment {name} truncated at {start_offset}; skipping from {}",
+                            chunker.read_offset()
+                        ),
+                        vec![("stream", stream.to_string()), ("segment", name.clone())],
+                    )
+                });
                 chunker = Chunker::new(segment, start_offset);
             }
             Ok(other) => {
@@ -147,6 +157,7 @@ pub(crate) async fn run(
                     )
                 });
                 if error.is_retriable() {
+                    log_retry(&stream, &name, &error);
                     tokio::time::sleep(backoff.next_delay()).await;
                     continue;
                 }
@@ -163,6 +174,7 @@ pub(crate) async fn run(
                 if tx.is_closed() {
                     return;
                 }
+                log_retry(&stream, &name, &e);
                 tokio::time::sleep(backoff.next_delay()).await;
             }
             Err(error) => {
@@ -171,6 +183,18 @@ pub(crate) async fn run(
             }
         }
     }
+}
+
+fn log_retry(stream: &ScopedStream, name: &str, error: &Error) {
+    event(Level::Warning, "pravega.reader", || {
+        (
+            format!("reading segment {name} failed ({error}); retrying"),
+            vec![
+                ("stream", stream.to_string()),
+                ("segment", name.to_string()),
+            ],
+        )
+    });
 }
 
 async fn read_once(

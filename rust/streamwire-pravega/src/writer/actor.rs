@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use streamwire_core::backoff::Backoff;
 use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::log::{event, Level};
 
 use super::batch::{route, split_large, Piece};
 use super::queue::SegmentQueue;
@@ -410,6 +411,18 @@ impl Actor {
                 }
                 match result {
                     Ok((conn, last)) => {
+                        let again = s.down_since.is_some_and(|_| !s.queue.is_empty());
+                        event(Level::Info, "pravega.writer", || {
+                            let what = if again { "re-set up" } else { "set up" };
+                            (
+                                format!("append to segment {} {what}", s.name),
+                                vec![
+                                    ("stream", self.stream.to_string()),
+                                    ("segment", s.name.to_string()),
+                                    ("last_event_number", last.to_string()),
+                                ],
+                            )
+                        });
                         s.conn = Some(conn);
                         s.state = State::Ready;
                         s.down_since = None;
@@ -495,6 +508,18 @@ impl Actor {
         let Some(s) = self.segs.get_mut(&seg) else {
             return;
         };
+        event(Level::Warning, "pravega.writer", || {
+            (
+                format!(
+                    "connection for segment {} lost ({error}); reconnecting",
+                    s.name
+                ),
+                vec![
+                    ("stream", self.stream.to_string()),
+                    ("segment", s.name.to_string()),
+                ],
+            )
+        });
         if let Some(c) = s.conn.take() {
             c.close();
         }
@@ -512,6 +537,15 @@ impl Actor {
     }
 
     fn on_setup_failed(&mut self, seg: i64, e: Error) {
+        event(Level::Warning, "pravega.writer", || {
+            (
+                format!("setting up the append failed: {e}"),
+                vec![
+                    ("stream", self.stream.to_string()),
+                    ("segment", self.segs[&seg].name.to_string()),
+                ],
+            )
+        });
         match e.kind() {
             ErrorKind::ReadOnly => self.on_sealed(seg),
             ErrorKind::PartitionNotFound
@@ -541,6 +575,15 @@ impl Actor {
             .with_retriable(e.is_retriable());
             let n = s.queue.fail_all(&e);
             s.down_since = None;
+            event(Level::Error, "pravega.writer", || {
+                (
+                    format!("failing {n} events: {e}"),
+                    vec![
+                        ("stream", self.stream.to_string()),
+                        ("segment", s.name.to_string()),
+                    ],
+                )
+            });
             self.settle_failed(n, &e);
         }
         let s = self.segs.get_mut(&seg).expect("known segment");
@@ -565,6 +608,15 @@ impl Actor {
         }
         s.generation += 1;
         s.state = State::Sealed;
+        event(Level::Info, "pravega.writer", || {
+            (
+                format!("segment {} sealed; looking up its successors", s.name),
+                vec![
+                    ("stream", self.stream.to_string()),
+                    ("segment", s.name.to_string()),
+                ],
+            )
+        });
         self.lookup_successors(seg);
     }
 
@@ -582,7 +634,13 @@ impl Actor {
         let successors = match result {
             Ok(s) => s,
             Err(e) if e.kind() == ErrorKind::TopicNotFound => return self.on_fatal(e),
-            Err(_) => {
+            Err(e) => {
+                event(Level::Warning, "pravega.writer", || {
+                    (
+                        format!("successor lookup failed ({e}); asking again"),
+                        vec![("stream", self.stream.to_string())],
+                    )
+                });
                 // Ask again shortly (the controller may be restarting).
                 let events = self.events.clone();
                 let client = self.client.clone();
@@ -648,6 +706,12 @@ impl Actor {
 
     /// The writer can no longer write: fail everything held and every later write.
     fn on_fatal(&mut self, e: Error) {
+        event(Level::Error, "pravega.writer", || {
+            (
+                format!("writer failed: {e}"),
+                vec![("stream", self.stream.to_string())],
+            )
+        });
         let ids: Vec<i64> = self.segs.keys().copied().collect();
         for id in ids {
             let s = self.segs.get_mut(&id).expect("listed");

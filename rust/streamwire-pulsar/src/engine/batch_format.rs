@@ -14,6 +14,7 @@
 use std::fmt;
 
 use bytes::{BufMut, Bytes, BytesMut};
+use prost::encoding::{decode_varint, encode_varint, encoded_len_varint};
 use prost::Message as _;
 use streamwire_proto::pulsar::{KeyValue, SingleMessageMetadata};
 
@@ -144,6 +145,75 @@ pub fn encode_message(meta: &SingleMessageMetadata, payload: &[u8], out: &mut By
     out.put_slice(payload);
 }
 
+/// A message with nothing but a payload and a sequence id (no key, ordering key, properties,
+/// event time or null value) — what bulk sends carry. Its metadata is two varints, which
+/// [`encode_plain`] writes by hand: building a `SingleMessageMetadata` and having prost size it
+/// three times cost more than copying a 100-byte payload.
+pub fn is_plain(msg: &OutgoingMessage) -> bool {
+    msg.key.is_none()
+        && msg.ordering_key.is_none()
+        && msg.properties.is_empty()
+        && msg.event_time.is_none_or(|t| t == 0)
+        && !msg.null_value
+}
+
+/// `payload_size` (field 3, varint) and `sequence_id` (field 8, varint).
+const PAYLOAD_SIZE_TAG: u8 = 3 << 3;
+const SEQUENCE_ID_TAG: u8 = 8 << 3;
+
+fn plain_payload_size(payload_len: usize) -> u64 {
+    // An int32 field; a payload is far below 2 GiB (bounded by the frame size).
+    i32::try_from(payload_len).unwrap_or(i32::MAX) as u64
+}
+
+/// Bytes of a plain message's metadata (what prost would write for it).
+pub fn plain_metadata_len(payload_len: usize, sequence_id: u64) -> usize {
+    2 + encoded_len_varint(plain_payload_size(payload_len)) + encoded_len_varint(sequence_id)
+}
+
+/// Bytes that [`encode_plain`] appends.
+pub fn plain_encoded_len(payload_len: usize, sequence_id: u64) -> usize {
+    SIZE_PREFIX_LEN + plain_metadata_len(payload_len, sequence_id) + payload_len
+}
+
+/// Append one plain message (see [`is_plain`]): byte for byte what [`encode_message`] writes
+/// for it, fields in number order as prost writes them.
+pub fn encode_plain(payload: &[u8], sequence_id: u64, out: &mut BytesMut) {
+    let meta_len = plain_metadata_len(payload.len(), sequence_id);
+    out.reserve(SIZE_PREFIX_LEN + meta_len + payload.len());
+    out.put_u32(meta_len as u32);
+    out.put_u8(PAYLOAD_SIZE_TAG);
+    encode_varint(plain_payload_size(payload.len()), out);
+    out.put_u8(SEQUENCE_ID_TAG);
+    encode_varint(sequence_id, out);
+    out.put_slice(payload);
+}
+
+/// The metadata of a plain message (exactly `payload_size` then `sequence_id`, as
+/// [`encode_plain`] and the Java client write them for a message without options), read without
+/// prost; `None` for anything else, which then takes the general decoder. Same result as prost
+/// on the bytes it accepts (proptest).
+pub fn decode_plain(mut meta: &[u8]) -> Option<SingleMessageMetadata> {
+    if meta.first() != Some(&PAYLOAD_SIZE_TAG) {
+        return None;
+    }
+    meta = &meta[1..];
+    let size = i32::try_from(decode_varint(&mut meta).ok()?).ok()?;
+    if meta.first() != Some(&SEQUENCE_ID_TAG) {
+        return None;
+    }
+    meta = &meta[1..];
+    let sequence_id = decode_varint(&mut meta).ok()?;
+    if !meta.is_empty() {
+        return None;
+    }
+    Some(SingleMessageMetadata {
+        payload_size: size,
+        sequence_id: Some(sequence_id),
+        ..SingleMessageMetadata::default()
+    })
+}
+
 /// Iterates over the messages of a batch payload, yielding zero-copy payload slices.
 ///
 /// Yields at most `num_messages` items; after an error it yields nothing more. Bytes left
@@ -190,13 +260,16 @@ impl BatchIter {
                 available: after_prefix,
             });
         }
-        let meta_bytes = self.buf.slice(SIZE_PREFIX_LEN..SIZE_PREFIX_LEN + meta_len);
-        let meta = SingleMessageMetadata::decode(meta_bytes).map_err(|e| {
-            BatchFormatError::InvalidMetadata {
-                index,
-                reason: e.to_string(),
-            }
-        })?;
+        let meta_bytes = &self.buf[SIZE_PREFIX_LEN..SIZE_PREFIX_LEN + meta_len];
+        let meta = match decode_plain(meta_bytes) {
+            Some(plain) => plain,
+            None => SingleMessageMetadata::decode(meta_bytes).map_err(|e| {
+                BatchFormatError::InvalidMetadata {
+                    index,
+                    reason: e.to_string(),
+                }
+            })?,
+        };
         let payload_size = u32::try_from(meta.payload_size).map_err(|_| {
             BatchFormatError::NegativePayloadSize {
                 index,
@@ -249,6 +322,69 @@ impl std::iter::FusedIterator for BatchIter {}
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn plain_encoding_is_what_prost_writes(
+            len in prop_oneof![0usize..300, 16_000usize..20_000, Just(2_000_000usize)],
+            seq in any::<u64>(),
+        ) {
+            let m = OutgoingMessage::new(vec![7u8; len], seq);
+            prop_assert!(is_plain(&m));
+            let mut general = BytesMut::new();
+            encode_message(&single_metadata_for(&m), &m.payload, &mut general);
+            let mut plain = BytesMut::new();
+            encode_plain(&m.payload, seq, &mut plain);
+            prop_assert_eq!(&plain[..], &general[..]);
+            prop_assert_eq!(plain.len(), plain_encoded_len(len, seq));
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn plain_decoding_agrees_with_prost(bytes in proptest::collection::vec(any::<u8>(), 0..24)) {
+            if let Some(plain) = decode_plain(&bytes) {
+                prop_assert_eq!(Some(plain), SingleMessageMetadata::decode(&bytes[..]).ok());
+            }
+        }
+
+        #[test]
+        fn plain_metadata_is_read_back_by_the_fast_path(len in 0usize..100_000, seq in any::<u64>()) {
+            let mut out = BytesMut::new();
+            encode_plain(&vec![1u8; len], seq, &mut out);
+            let meta = &out[SIZE_PREFIX_LEN..SIZE_PREFIX_LEN + plain_metadata_len(len, seq)];
+            let got = decode_plain(meta).expect("plain");
+            prop_assert_eq!(got.payload_size as usize, len);
+            prop_assert_eq!(got.sequence_id, Some(seq));
+        }
+    }
+
+    #[test]
+    fn only_messages_without_options_are_plain() {
+        let base = OutgoingMessage::new(&b"x"[..], 1);
+        assert!(is_plain(&base));
+        assert!(is_plain(&OutgoingMessage {
+            event_time: Some(0),
+            ..base.clone()
+        }));
+        assert!(!is_plain(&base.clone().with_key("k")));
+        assert!(!is_plain(&OutgoingMessage {
+            event_time: Some(5),
+            ..base.clone()
+        }));
+        assert!(!is_plain(&OutgoingMessage {
+            null_value: true,
+            ..base.clone()
+        }));
+        assert!(!is_plain(&OutgoingMessage {
+            properties: vec![("a".into(), "b".into())],
+            ..base.clone()
+        }));
+        assert!(!is_plain(&OutgoingMessage {
+            ordering_key: Some(Bytes::from_static(b"o")),
+            ..base
+        }));
+    }
 
     fn encode_all(msgs: &[OutgoingMessage]) -> Bytes {
         let mut out = BytesMut::new();

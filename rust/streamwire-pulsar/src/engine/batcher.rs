@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 
-use super::batch_format::{encode_message, encoded_len, single_metadata_for};
+use super::batch_format::{
+    encode_message, encode_plain, encoded_len, is_plain, plain_encoded_len, single_metadata_for,
+};
 use super::message::OutgoingMessage;
 
 /// Batch limits. `Default` matches the Java client (1000 messages, 128 KiB, 1 ms).
@@ -131,8 +133,12 @@ impl BatchBuilder {
 
     /// Offer a message at time `now` (starts the delay clock if it is the first).
     pub fn add(&mut self, msg: OutgoingMessage, now: Instant) -> AddOutcome {
-        let meta = single_metadata_for(&msg);
-        let size = encoded_len(&meta, msg.payload.len());
+        // Plain messages (payload and sequence id only) skip building the metadata struct.
+        let meta = (!is_plain(&msg)).then(|| single_metadata_for(&msg));
+        let size = match &meta {
+            Some(meta) => encoded_len(meta, msg.payload.len()),
+            None => plain_encoded_len(msg.payload.len(), msg.sequence_id),
+        };
         if size > self.config.max_bytes {
             return AddOutcome::TooLargeForBatch(msg);
         }
@@ -154,7 +160,10 @@ impl BatchBuilder {
                     .reserve(self.config.max_bytes.min(size.saturating_mul(16)));
             }
         }
-        encode_message(&meta, &msg.payload, &mut self.buf);
+        match &meta {
+            Some(meta) => encode_message(meta, &msg.payload, &mut self.buf),
+            None => encode_plain(&msg.payload, msg.sequence_id, &mut self.buf),
+        }
         self.last_sequence_id = msg.sequence_id;
         self.num_messages += 1;
         if self.num_messages >= self.config.max_messages || self.buf.len() >= self.config.max_bytes

@@ -206,6 +206,7 @@ impl Actor {
                 cmd = self.rx.recv() => match cmd {
                     Some(Command::Send(items)) => self.on_send(items).await,
                     Some(Command::Flush(tx)) => self.on_flush(tx).await,
+                    Some(Command::Trigger) => self.flush_batch().await,
                     Some(Command::Close(tx)) => {
                         let res = self.close().await;
                         let _ = tx.send(res);
@@ -907,6 +908,7 @@ impl Actor {
                 Command::Flush(tx) => {
                     let _ = tx.send(());
                 }
+                Command::Trigger => {}
                 Command::Close(tx) => {
                     let _ = tx.send(Ok(()));
                 }

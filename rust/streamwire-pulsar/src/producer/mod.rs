@@ -103,6 +103,9 @@ pub(crate) struct Queued {
 pub(crate) enum Command {
     Send(Vec<Queued>),
     Flush(oneshot::Sender<()>),
+    /// Send what is batched now, without waiting for the receipts (a blocking `send` whose
+    /// caller waits on this message: it should not also wait for the batching delay).
+    Trigger,
     Close(oneshot::Sender<Result<()>>),
 }
 
@@ -416,6 +419,16 @@ impl Producer {
                 ));
             }
             self.push(items).await?;
+        }
+    }
+
+    /// Close the open batch and send it now rather than at the batching delay, without
+    /// waiting for receipts — what a caller about to wait on its message's receipt asks for
+    /// (the Java client does the same in its blocking `send`). Best effort: when the command
+    /// queue is full the batch goes out at its delay as usual.
+    pub fn trigger_flush(&self) {
+        if self.config.batching {
+            let _ = self.tx.try_send(Command::Trigger);
         }
     }
 

@@ -159,6 +159,29 @@ impl TopicProducer {
         p.send(msg, user_sequence_id, entry, completion).await
     }
 
+    /// [`send`](Self::send), then send the partition's open batch at once: for a caller that
+    /// waits on this message's receipt next (a blocking send, a one-message HTTP request).
+    pub async fn send_now(
+        &self,
+        msg: OutgoingMessage,
+        user_sequence_id: bool,
+        entry: EntryOptions,
+        completion: Completion,
+    ) -> Result<()> {
+        let p = self.producer_for(msg.key.as_deref());
+        p.send(msg, user_sequence_id, entry, completion).await?;
+        p.trigger_flush();
+        Ok(())
+    }
+
+    /// Send every partition's open batch now (after a [`send_many`](Self::send_many) whose
+    /// caller waits for the receipts).
+    pub fn trigger_flush(&self) {
+        for p in &self.partitions {
+            p.trigger_flush();
+        }
+    }
+
     /// Route and queue many messages; their results land in `group` by input position.
     ///
     /// With caller-given sequence ids, unkeyed messages go to partition `sequence_id % n`

@@ -44,6 +44,11 @@ where
             }
             Err(_) => {
                 if let Err(e) = py.check_signals() {
+                    // The signal's exception wins. A task that finished in the instant before
+                    // the abort has its result dropped: a received message then stays
+                    // unacknowledged and is redelivered like any message whose processing a
+                    // Ctrl-C cut short; a finished send stays sent, only its receipt is not
+                    // returned (as when Ctrl-C lands just after the call returns).
                     task.abort();
                     return Err(e);
                 }

@@ -34,6 +34,7 @@ pub struct PravegaEventObj {
 
 #[pymethods]
 impl PravegaEventObj {
+    /// The event's payload as `bytes`.
     #[getter]
     fn value<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.e.data)

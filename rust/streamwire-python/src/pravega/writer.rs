@@ -41,7 +41,8 @@ impl Completion for FutureState {
     }
 }
 
-/// The outcome of `write_async`: `result()` waits until the segment store holds the event.
+/// The outcome of `write_async` (or `write_many_async`): `result()` waits until the segment
+/// store holds the event(s). Made by those calls, not constructed directly.
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct PravegaWriteFuture {
     state: Arc<FutureState>,
@@ -49,6 +50,7 @@ pub struct PravegaWriteFuture {
 
 #[pymethods]
 impl PravegaWriteFuture {
+    /// Whether the outcome is known (never waits).
     fn done(&self) -> bool {
         self.state
             .result
@@ -58,6 +60,10 @@ impl PravegaWriteFuture {
     }
 
     /// Wait until the event is written (returns None) or raise its error.
+    ///
+    /// Args:
+    ///     timeout: seconds to wait at most (None: no limit); then `OperationTimeoutError`.
+    ///         Default None.
     #[pyo3(signature = (timeout=None))]
     fn result(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
         let timeout = timeout_arg("timeout", timeout).py_err()?;
@@ -83,6 +89,10 @@ impl PravegaWriteFuture {
     }
 
     /// The error the write failed with, or None once it succeeded (waits like `result`).
+    ///
+    /// Args:
+    ///     timeout: seconds to wait at most (None: no limit); then `OperationTimeoutError` is
+    ///         raised. Default None.
     #[pyo3(signature = (timeout=None))]
     fn exception(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Py<PyAny>>> {
         match self.result(py, timeout) {
@@ -112,7 +122,7 @@ fn key_arg(key: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>> {
     }
 }
 
-/// Writes events to one stream. Thread-safe.
+/// Writes events to one stream. Thread-safe. Made by `streamwire.pravega.Client.create_writer`.
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct PravegaWriter {
     inner: EventWriter,
@@ -258,11 +268,13 @@ impl PravegaWriter {
 
 #[pymethods]
 impl PravegaWriter {
+    /// The stream's scope.
     #[getter]
     fn scope(&self) -> &str {
         &self.inner.stream().scope
     }
 
+    /// The stream's name (without the scope).
     #[getter]
     fn stream(&self) -> &str {
         &self.inner.stream().stream
@@ -279,6 +291,13 @@ impl PravegaWriter {
     }
 
     /// Write one event and wait until the segment store holds it.
+    ///
+    /// Args:
+    ///     event: the payload (bytes-like, or str sent as UTF-8).
+    ///     routing_key: events with the same key go to the same segment, in order.
+    ///         Default None: any segment.
+    ///     timeout: seconds to wait at most (None: no limit); then `OperationTimeoutError`.
+    ///         Default None.
     #[pyo3(signature = (event, routing_key=None, *, timeout=None))]
     fn write(
         &self,
@@ -298,6 +317,10 @@ impl PravegaWriter {
     }
 
     /// Hand one event over and return a future of its write.
+    ///
+    /// Args:
+    ///     event: the payload (bytes-like, or str sent as UTF-8).
+    ///     routing_key: as for `write`. Default None.
     #[pyo3(signature = (event, routing_key=None))]
     fn write_async(
         &self,
@@ -329,6 +352,12 @@ impl PravegaWriter {
     /// Write many events (a list of bytes/str or a pyarrow binary/string array) and wait
     /// until all are written. `routing_keys` is one str for all, or one str/None per event.
     /// Returns the count.
+    ///
+    /// Args:
+    ///     events: the payloads.
+    ///     routing_keys: one str for every event, or one str/None per event. Default None.
+    ///     timeout: seconds to wait at most (None: no limit); then `OperationTimeoutError`.
+    ///         Default None.
     #[pyo3(signature = (events, routing_keys=None, *, timeout=None))]
     fn write_many(
         &self,
@@ -363,6 +392,10 @@ impl PravegaWriter {
     /// whole call (`result()` returns None once every event is written, or raises the first
     /// failure). Successive calls pipeline; only handing over waits, when the memory budget
     /// is full (or raises `ProducerQueueFullError` with `block_if_queue_full=False`).
+    ///
+    /// Args:
+    ///     events: the payloads, as for `write_many`.
+    ///     routing_keys: as for `write_many`. Default None.
     #[pyo3(signature = (events, routing_keys=None))]
     fn write_many_async(
         &self,
@@ -401,6 +434,10 @@ impl PravegaWriter {
 
     /// Wait until every event handed over is written; raises the first failure since the
     /// last flush.
+    ///
+    /// Args:
+    ///     timeout: seconds to wait at most (None: no limit); then `OperationTimeoutError`.
+    ///         Default None.
     #[pyo3(signature = (timeout=None))]
     fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
         let w = self.live()?;
@@ -419,6 +456,7 @@ impl PravegaWriter {
         wait(py, "close", None, async move { w.close().await })
     }
 
+    /// Whether the writer is closed.
     #[getter]
     fn closed(&self) -> bool {
         self.inner.is_closed()

@@ -25,6 +25,40 @@ const PICKLE_HINT: &str = "pass the service URL and options instead (for Spark, 
     streamwire.spark.ClientConfig) and create the client inside the worker";
 
 /// A connection to a Pulsar cluster. Thread-safe; create one per process and share it.
+///
+/// Nothing is dialled until the first producer, consumer or lookup. Live clients do not
+/// pickle; after `fork()` a client made in the parent raises `ForkedProcessError`.
+///
+/// Args:
+///     service_url: `pulsar://host:port` or `pulsar+ssl://host:port` (several hosts may be
+///         listed, comma-separated).
+///     operation_timeout: seconds a broker request (lookup, create producer, subscribe,
+///         seek...) may take; calls that include a lookup wait up to twice this. Default 30.0.
+///     connection_timeout: seconds to open a TCP (and TLS) connection. Default 10.0.
+///     auth_token: a token (str), or a callable returning a fresh token str for every
+///         connection and challenge. Default None.
+///     io_threads: engine I/O threads for this process; only the first setting takes effect
+///         (a later different value warns with `RuntimeWarning`). Default None: the engine's
+///         default.
+///     keepalive_interval: seconds between PING frames on idle connections. Default 30.0.
+///     memory_limit: bytes of payload that may be pending in all of this client's producers
+///         together (0: unlimited). Default 64 MiB.
+///     auth_token_file: a file holding the token, re-read on every use. Default None.
+///     auth: an authentication plug-in (`streamwire.AuthBasic`, `AuthTls`, or any
+///         `streamwire.AuthPlugin`). Default None. At most one of `auth_token`,
+///         `auth_token_file` and `auth` may be given (else `ConfigError`).
+///     tls_trust_certs_file: PEM file of CA certificates to trust. Default None: the system
+///         roots.
+///     tls_cert_file: PEM client certificate (mutual TLS). Default None.
+///     tls_key_file: PEM private key of `tls_cert_file`. Default None.
+///     tls_disable_hostname_verification_DANGEROUS: accept a broker certificate issued for
+///         another host name. Default False.
+///     tls_allow_insecure_connection_DANGEROUS: accept any broker certificate (no
+///         verification at all). Default False.
+///
+/// Raises:
+///     ConfigError: a bad option, or a TLS file that cannot be read (checked here, not on
+///         first use).
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct Client {
     pub(crate) inner: PulsarClient,
@@ -254,6 +288,9 @@ pub struct Lookup {
 #[pymethods]
 impl Lookup {
     /// The URL of the broker that owns `topic` (one partition, or a non-partitioned topic).
+    ///
+    /// Args:
+    ///     topic: a topic name (short or fully qualified).
     fn broker_url(&self, py: Python<'_>, topic: &str) -> PyResult<String> {
         let client = self.client.get();
         let inner = client.live()?.clone();
@@ -265,6 +302,9 @@ impl Lookup {
     }
 
     /// The number of partitions of `topic`; 0 means it is not partitioned.
+    ///
+    /// Args:
+    ///     topic: a topic name (short or fully qualified).
     fn partitions(&self, py: Python<'_>, topic: &str) -> PyResult<u32> {
         let client = self.client.get();
         let inner = client.live()?.clone();
@@ -277,6 +317,9 @@ impl Lookup {
 
     /// The fully qualified topic names to produce to / consume from for `topic`: its
     /// partitions if it is partitioned, else the topic itself.
+    ///
+    /// Args:
+    ///     topic: a topic name (short or fully qualified).
     fn topic_partitions(&self, py: Python<'_>, topic: &str) -> PyResult<Vec<String>> {
         let t = parse_topic(topic)?;
         let n = self.partitions(py, topic)?;

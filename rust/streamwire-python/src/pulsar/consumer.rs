@@ -255,7 +255,48 @@ pub(crate) fn seek_target(target: &Bound<'_, PyAny>) -> PyResult<SeekTarget> {
 
 #[pymethods]
 impl Client {
-    /// Subscribe to a topic, a list of topics or a regex pattern (see the stub for details).
+    /// Subscribe to a topic, a list of topics or a regex pattern.
+    ///
+    /// Args:
+    ///     topic: a topic name, a list of names, or a compiled `re.Pattern` matched against
+    ///         the topics of its namespace (new matches are picked up every
+    ///         `pattern_auto_discovery_period`).
+    ///     subscription_name: the subscription (created if it does not exist).
+    ///     subscription_type: `"exclusive"`, `"shared"`, `"failover"` or `"key_shared"`.
+    ///         Default `"exclusive"`.
+    ///     initial_position: where a new subscription starts: `"latest"` or `"earliest"`.
+    ///         Default `"latest"`.
+    ///     receiver_queue_size: messages fetched ahead per partition (1 to 1,000,000).
+    ///         Default 1000.
+    ///     consumer_name: a name for this consumer. Default None: a random name.
+    ///     ack_grouping_time: seconds acknowledgements are gathered before they are sent
+    ///         (0: sent at once). Default 0.1.
+    ///     negative_ack_redelivery_delay: seconds before a negatively acknowledged message is
+    ///         redelivered. Default 60.0.
+    ///     ack_timeout: seconds after which a message not acknowledged is redelivered.
+    ///         Default None: never.
+    ///     batch_index_ack: acknowledge single messages of a batch (the broker must enable
+    ///         it too). Default False.
+    ///     read_compacted: read the compacted view of the topic. Default False.
+    ///     replicate_subscription_state: replicate the subscription's position to other
+    ///         clusters. Default False.
+    ///     pattern_auto_discovery_period: seconds between checks for new topics matching a
+    ///         pattern. Default 60.0.
+    ///     dead_letter_policy: `{"max_redeliver_count": n, "dead_letter_topic": name}`:
+    ///         after `n` redeliveries a message goes to the dead-letter topic (default name:
+    ///         `<topic>-<subscription>-DLQ`). Default None.
+    ///     max_pending_chunked_messages: chunked messages being assembled at once, at most.
+    ///         Default 10.
+    ///     expire_time_of_incomplete_chunked_message: seconds an incomplete chunked message is
+    ///         kept before it is dropped. Default 60.0.
+    ///     key_shared_policy: for `"key_shared"`: None or `"auto_split"` (the broker splits
+    ///         the hash range), or `{"sticky": [(start, end), ...]}` (inclusive hash ranges
+    ///         this consumer owns). Default None.
+    ///
+    /// Raises:
+    ///     ConfigError: a bad option.
+    ///     OperationTimeoutError: the broker did not answer within twice the client's
+    ///         `operation_timeout`.
     #[pyo3(signature = (topic, subscription_name, *, subscription_type="exclusive",
         initial_position="latest", receiver_queue_size=1000, consumer_name=None,
         ack_grouping_time=0.1, negative_ack_redelivery_delay=60.0, ack_timeout=None,
@@ -311,6 +352,14 @@ impl Client {
     }
 
     /// Read a topic from a position, without a durable subscription.
+    ///
+    /// Args:
+    ///     topic: the topic to read.
+    ///     start_message_id: `"earliest"`, `"latest"` or a `MessageId`. Default None:
+    ///         earliest.
+    ///     inclusive: also deliver the message at `start_message_id`. Default False.
+    ///     receiver_queue_size: messages fetched ahead (1 to 1,000,000). Default 1000.
+    ///     reader_name: a name for the reader's consumer. Default None.
     #[pyo3(signature = (topic, start_message_id=None, *, inclusive=false,
         receiver_queue_size=1000, reader_name=None))]
     fn create_reader(
@@ -335,7 +384,8 @@ impl Client {
     }
 }
 
-/// A subscription's consumer. Thread-safe.
+/// A subscription's consumer. Thread-safe. Made by `Client.subscribe`; iterating yields
+/// messages until the end of a terminated topic.
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct Consumer {
     pub(crate) h: Handle,
@@ -345,6 +395,9 @@ pub struct Consumer {
 impl Consumer {
     /// The next message; waits up to `timeout` seconds (None: forever), then raises
     /// `OperationTimeoutError`. Raises `TopicTerminatedError` at the end of a terminated topic.
+    ///
+    /// Args:
+    ///     timeout: seconds to wait at most; None waits forever. Default None.
     #[pyo3(signature = (timeout=None))]
     fn receive(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Message> {
         self.h.receive(py, "consumer", timeout)
@@ -352,6 +405,11 @@ impl Consumer {
 
     /// Up to `max_messages` messages in one call: waits until at least one is available
     /// (or `timeout` passes: then returns `[]`), then returns what is queued, up to the max.
+    ///
+    /// Args:
+    ///     max_messages: the most messages to return (at least 1).
+    ///     timeout: seconds to wait for the first message; None waits forever, 0 returns
+    ///         what is queued now. Default None.
     #[pyo3(signature = (max_messages, timeout=None))]
     fn receive_many(
         &self,
@@ -366,6 +424,14 @@ impl Consumer {
     /// Like `receive_many`, as a `pyarrow.RecordBatch` (no Python object per message).
     /// Acknowledge with `acknowledge_cumulative` or by `MessageId`s rebuilt from the columns.
     /// `columns` names the columns to build (default: all), checked before anything is taken.
+    ///
+    /// Args:
+    ///     max_messages: the most messages (rows) to return (at least 1).
+    ///     timeout: seconds to wait for the first message (then an empty batch); None waits
+    ///         forever. Default None.
+    ///     columns: a subset of value, key, topic, partition, ledger_id, entry_id,
+    ///         batch_index, publish_time, event_time, properties, producer_name, sequence_id,
+    ///         redelivery_count, message_id, in the order wanted. Default None: all.
     #[pyo3(signature = (max_messages, timeout=None, *, columns=None))]
     fn receive_arrow<'py>(
         &self,
@@ -380,6 +446,10 @@ impl Consumer {
     }
 
     /// Acknowledge a Message, a MessageId, or a list of them.
+    ///
+    /// Args:
+    ///     message: a `Message`, a `MessageId`, or a list/tuple of them (every item is
+    ///         checked before any is acknowledged).
     fn acknowledge(&self, message: &Bound<'_, PyAny>) -> PyResult<()> {
         let e = self.h.live("consumer")?;
         if message.is_instance_of::<PyList>() || message.is_instance_of::<PyTuple>() {
@@ -392,6 +462,9 @@ impl Consumer {
     }
 
     /// Acknowledge this message and every earlier one (not on shared subscriptions).
+    ///
+    /// Args:
+    ///     message: a `Message` or a `MessageId`.
     fn acknowledge_cumulative(&self, message: &Bound<'_, PyAny>) -> PyResult<()> {
         let e = self.h.live("consumer")?;
         let Target::Message(s, id) = self.h.target(message)?;
@@ -399,6 +472,9 @@ impl Consumer {
     }
 
     /// Have the message redelivered after `negative_ack_redelivery_delay`.
+    ///
+    /// Args:
+    ///     message: a `Message`, a `MessageId`, or a list/tuple of them.
     fn negative_acknowledge(&self, message: &Bound<'_, PyAny>) -> PyResult<()> {
         let e = self.h.live("consumer")?;
         for (s, id) in self.h.targets(message)? {
@@ -416,6 +492,10 @@ impl Consumer {
     }
 
     /// Move the subscription to a MessageId or to a publish time (int, ms since the epoch).
+    ///
+    /// Args:
+    ///     target: a `MessageId`, a `Message`, or a publish time in milliseconds since the
+    ///         epoch.
     fn seek(&self, py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<()> {
         self.h.seek(py, "consumer", target)
     }
@@ -442,31 +522,42 @@ impl Consumer {
         self.h.last_ids(py, "consumer")
     }
 
+    /// Whether every partition has reached the end of a terminated topic (messages may
+    /// still be queued for `receive`).
     fn has_reached_end_of_topic(&self) -> bool {
         self.h.engine.has_reached_end_of_topic()
     }
 
     /// Local counters; with `broker=True` also the broker's CONSUMER_STATS per partition.
+    ///
+    /// Args:
+    ///     broker: also ask the broker (under the `"broker"` key, one dict per partition).
+    ///         Default False.
     #[pyo3(signature = (broker=false))]
     fn stats<'py>(&self, py: Python<'py>, broker: bool) -> PyResult<Bound<'py, PyDict>> {
         self.h.stats(py, "consumer", broker)
     }
 
+    /// The topic this consumer was subscribed to (its label, for several topics or a
+    /// pattern).
     #[getter]
     fn topic(&self) -> &str {
         self.h.engine.topic()
     }
 
+    /// The subscription's name.
     #[getter]
     fn subscription_name(&self) -> &str {
         self.h.engine.subscription()
     }
 
+    /// The consumer's name: the one given to `subscribe`, else a random one.
     #[getter]
     fn consumer_name(&self) -> Option<String> {
         self.h.engine.config().consumer_name.clone()
     }
 
+    /// Whether the consumer is open and every partition is subscribed on a live connection.
     fn is_connected(&self) -> bool {
         self.h.engine.is_connected()
     }
@@ -507,7 +598,8 @@ impl Consumer {
     }
 }
 
-/// A reader: reads a topic from a position without a durable subscription.
+/// A reader: reads a topic from a position without a durable subscription. Made by
+/// `Client.create_reader`; iterating yields messages until the end of a terminated topic.
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct Reader {
     pub(crate) h: Handle,
@@ -516,12 +608,21 @@ pub struct Reader {
 #[pymethods]
 impl Reader {
     /// The next message (see `Consumer.receive`).
+    ///
+    /// Args:
+    ///     timeout: seconds to wait at most, then `OperationTimeoutError`; None waits
+    ///         forever. Default None.
     #[pyo3(signature = (timeout=None))]
     fn read_next(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Message> {
         self.h.receive(py, "reader", timeout)
     }
 
     /// Up to `max_messages` messages (see `Consumer.receive_many`).
+    ///
+    /// Args:
+    ///     max_messages: the most messages to return (at least 1).
+    ///     timeout: seconds to wait for the first message (then `[]`); None waits forever.
+    ///         Default None.
     #[pyo3(signature = (max_messages, timeout=None))]
     fn read_many(
         &self,
@@ -535,6 +636,12 @@ impl Reader {
 
     /// Up to `max_messages` messages as a `pyarrow.RecordBatch`; `columns` names the columns
     /// to build (default: all), checked before anything is read.
+    ///
+    /// Args:
+    ///     max_messages: the most messages (rows) to return (at least 1).
+    ///     timeout: seconds to wait for the first message (then an empty batch); None waits
+    ///         forever. Default None.
+    ///     columns: column names as for `Consumer.receive_arrow`. Default None: all.
     #[pyo3(signature = (max_messages, timeout=None, *, columns=None))]
     fn read_arrow<'py>(
         &self,
@@ -557,22 +664,31 @@ impl Reader {
     }
 
     /// Move to a MessageId (the next message read is that one).
+    ///
+    /// Args:
+    ///     target: a `MessageId`, a `Message`, or a publish time in milliseconds since the
+    ///         epoch.
     fn seek(&self, py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<()> {
         self.h.seek(py, "reader", target)
     }
 
+    /// The id of the last message of the topic (asks the broker).
     fn get_last_message_id(&self, py: Python<'_>) -> PyResult<PyMessageId> {
         self.h.last_id(py, "reader")
     }
 
+    /// Whether the topic is terminated and the reader has reached its end (messages may
+    /// still be queued for `read_next`).
     fn has_reached_end_of_topic(&self) -> bool {
         self.h.engine.has_reached_end_of_topic()
     }
 
+    /// Close the reader. Idempotent.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         self.h.close(py)
     }
 
+    /// The topic this reader reads.
     #[getter]
     fn topic(&self) -> &str {
         self.h.engine.topic()

@@ -9,6 +9,9 @@ use crate::pulsar::client::Lookup;
 impl Lookup {
     /// The persistent topics of `namespace` (`tenant/ns`); partitions appear as
     /// `...-partition-N`. Raises `InvalidArgumentError` for a malformed namespace.
+    ///
+    /// Args:
+    ///     namespace: `tenant/namespace`.
     fn topics_of_namespace(&self, py: Python<'_>, namespace: &str) -> PyResult<Vec<String>> {
         let client = self.client.get();
         let inner = client.live()?.clone();

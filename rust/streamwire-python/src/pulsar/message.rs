@@ -95,6 +95,7 @@ impl Message {
         self.m.publish_time()
     }
 
+    /// The message's `MessageId` (acknowledge, seek or persist it).
     #[getter]
     fn message_id(&self) -> PyMessageId {
         self.m.id.into()
@@ -106,16 +107,19 @@ impl Message {
         self.m.topic()
     }
 
+    /// How many times the broker redelivered this message before (0 at first delivery).
     #[getter]
     fn redelivery_count(&self) -> u32 {
         self.m.redelivery_count()
     }
 
+    /// The name of the producer that published the message.
     #[getter]
     fn producer_name(&self) -> &str {
         self.m.producer_name()
     }
 
+    /// The sequence id its producer gave the message.
     #[getter]
     fn sequence_id(&self) -> u64 {
         self.m.sequence_id

@@ -10,7 +10,14 @@ use crate::common::errors::IntoPyResult;
 /// Constructor arguments, for pickling.
 type IdParts = (i64, i64, i32, i32, i32);
 
-/// The position of a message in a topic.
+/// The position of a message in a topic. Ordered, hashable and picklable.
+///
+/// Args:
+///     ledger_id: the BookKeeper ledger holding the entry.
+///     entry_id: the entry in that ledger.
+///     partition: the partition index (-1: a non-partitioned topic). Default -1.
+///     batch_index: the message's index in its batch entry (-1: not batched). Default -1.
+///     batch_size: the number of messages in that batch (0: not batched). Default 0.
 #[pyclass(
     frozen,
     eq,
@@ -57,26 +64,31 @@ impl PyMessageId {
         Id::LATEST.into()
     }
 
+    /// The BookKeeper ledger holding the entry.
     #[getter]
     fn ledger_id(&self) -> i64 {
         self.id.ledger_id
     }
 
+    /// The entry in its ledger.
     #[getter]
     fn entry_id(&self) -> i64 {
         self.id.entry_id
     }
 
+    /// The partition index (-1 for a non-partitioned topic).
     #[getter]
     fn partition(&self) -> i32 {
         self.id.partition
     }
 
+    /// The index in its batch entry (-1 when not batched).
     #[getter]
     fn batch_index(&self) -> i32 {
         self.id.batch_index
     }
 
+    /// The number of messages in its batch entry (0 when not batched).
     #[getter]
     fn batch_size(&self) -> i32 {
         self.id.batch_size
@@ -88,6 +100,9 @@ impl PyMessageId {
     }
 
     /// Parse bytes made by `serialize()` (or by the Java / official Python client).
+    ///
+    /// Args:
+    ///     data: the serialized id. Raises `InvalidArgumentError` if it is not one.
     #[classmethod]
     fn deserialize(_cls: &Bound<'_, PyType>, data: &[u8]) -> PyResult<Self> {
         Ok(Id::deserialize(data).py_err()?.into())

@@ -36,6 +36,39 @@ fn config_err(msg: String) -> PyErr {
 #[pymethods]
 impl Client {
     /// Create a producer for `topic` (partitioned topics get one producer per partition).
+    ///
+    /// Args:
+    ///     topic: the topic to produce to.
+    ///     producer_name: a fixed producer name (needed for broker deduplication); default
+    ///         None: the broker assigns one.
+    ///     batching: gather messages into batch entries. Default True.
+    ///     batching_max_messages: messages per batch at most. Default 1000.
+    ///     batching_max_bytes: payload bytes per batch at most. Default 128 KiB.
+    ///     batching_max_delay: seconds a batch waits for more messages after its first
+    ///         (0: no waiting). Default 0.001.
+    ///     compression: None, `"lz4"`, `"zlib"`, `"zstd"` or `"snappy"`. Default None.
+    ///     max_pending_messages: messages sent and not yet acknowledged, at most (per
+    ///         partition). Default 10,000.
+    ///     block_if_queue_full: when that queue (or the client's `memory_limit`) is full, wait
+    ///         (True) or raise `ProducerQueueFullError` (False). Default True.
+    ///     send_timeout: seconds a message may wait for its receipt before it fails with
+    ///         `OperationTimeoutError` (0: no limit). Default 30.0.
+    ///     initial_sequence_id: the sequence id to continue after; default None: the
+    ///         broker's last one for this producer name.
+    ///     access_mode: `"shared"`, `"exclusive"`, `"exclusive_with_fencing"` or
+    ///         `"wait_for_exclusive"`. Default `"shared"`.
+    ///     routing: for partitioned topics, how unkeyed messages pick a partition:
+    ///         `"round_robin"` (as the Java client), `"single"` (one random partition) or
+    ///         `"key_hash"` (a time-based one); keyed messages always go by the hash of their
+    ///         key. Default `"round_robin"`.
+    ///     chunking: split messages larger than the broker's limit into chunks instead of
+    ///         failing them with `MessageTooBigError`. Default False.
+    ///     properties: producer metadata (str to str) sent to the broker. Default None.
+    ///
+    /// Raises:
+    ///     ConfigError: a bad option.
+    ///     OperationTimeoutError: the broker did not answer within twice the client's
+    ///         `operation_timeout`.
     #[pyo3(signature = (topic, *, producer_name=None, batching=true, batching_max_messages=1000,
         batching_max_bytes=131_072, batching_max_delay=0.001, compression=None,
         max_pending_messages=10_000, block_if_queue_full=true, send_timeout=30.0,
@@ -377,6 +410,27 @@ impl Producer {
 #[pymethods]
 impl Producer {
     /// Send one message and wait for the broker's receipt; returns its `MessageId`.
+    ///
+    /// Args:
+    ///     value: the payload (bytes-like, or str sent as UTF-8).
+    ///     key: the partition key (routes keyed messages; used by compaction). Default None.
+    ///     ordering_key: bytes overriding `key` for Key_Shared ordering. Default None.
+    ///     properties: str-to-str message properties. Default None.
+    ///     event_time: application event time in milliseconds since the epoch. Default None.
+    ///     sequence_id: this message's sequence id instead of the producer's numbering
+    ///         (non-negative; for broker deduplication). Default None.
+    ///     deliver_after: seconds from now before it is delivered (delayed delivery applies
+    ///         to shared and key-shared subscriptions).
+    ///         Default None.
+    ///     deliver_at: the same as an absolute time, in milliseconds since the epoch (not with
+    ///         `deliver_after`). Default None.
+    ///     replication_clusters: replicate only to these clusters. Default None: the
+    ///         namespace's.
+    ///     disable_replication: do not geo-replicate this message. Default False.
+    ///
+    /// Raises:
+    ///     InvalidArgumentError: a bad option (nothing is sent).
+    ///     OperationTimeoutError: no receipt within the producer's `send_timeout`.
     #[pyo3(signature = (value, *, key=None, ordering_key=None, properties=None, event_time=None,
         sequence_id=None, deliver_after=None, deliver_at=None, replication_clusters=None,
         disable_replication=false))]
@@ -410,7 +464,9 @@ impl Producer {
         )?;
         let id = wait(py, "send", None, async move {
             let (tx, rx) = tokio::sync::oneshot::channel();
-            tp.send(msg, user_seq, entry, Completion::Once(tx)).await?;
+            // The caller waits on this receipt: its batch goes out now, not at the delay.
+            tp.send_now(msg, user_seq, entry, Completion::Once(tx))
+                .await?;
             rx.await.unwrap_or_else(|_| Err(Error::closed("producer")))
         })?;
         Ok(id.into())
@@ -418,6 +474,17 @@ impl Producer {
 
     /// Queue one message and return at once with a `SendFuture`. `callback(error, message_id)`
     /// (one of them None) runs later on streamwire's callback thread, never on an I/O thread.
+    ///
+    /// Args:
+    ///     value: the payload (bytes-like, or str sent as UTF-8).
+    ///     callback: called as `callback(error, message_id)` once the outcome is known; an
+    ///         exception it raises is re-raised by the next `flush()` or `close()`.
+    ///         Default None.
+    ///     key, ordering_key, properties, event_time, sequence_id, deliver_after, deliver_at,
+    ///         replication_clusters, disable_replication: as for `send`.
+    ///
+    /// A full queue waits (or raises `ProducerQueueFullError` with
+    /// `block_if_queue_full=False`, without queueing the message).
     #[pyo3(signature = (value, callback=None, *, key=None, ordering_key=None, properties=None,
         event_time=None, sequence_id=None, deliver_after=None, deliver_at=None,
         replication_clusters=None, disable_replication=false))]
@@ -500,6 +567,19 @@ impl Producer {
     /// `sequence_ids` (ints, one per value) replace the producer's own numbering, so that with
     /// broker deduplication and a fixed producer name a retried call is not published twice;
     /// unkeyed messages then go to partition `sequence_id % partitions`.
+    ///
+    /// Args:
+    ///     values: the payloads.
+    ///     keys: one key (or None) per value. Default None.
+    ///     properties: one dict for every message, or one dict (or None) per value.
+    ///         Default None.
+    ///     event_times: one time in milliseconds since the epoch (or None) per value.
+    ///         Default None.
+    ///     sequence_ids: one non-negative int per value. Default None.
+    ///
+    /// Raises:
+    ///     StreamwireError: the first failure (of its own type), noting how many of the
+    ///         messages were not sent; the others were sent.
     #[pyo3(signature = (values, *, keys=None, properties=None, event_times=None,
         sequence_ids=None))]
     fn send_many(
@@ -567,21 +647,25 @@ impl Producer {
         self.inner.pending()
     }
 
+    /// The topic this producer was created for (as given).
     #[getter]
     fn topic(&self) -> &str {
         &self.topic
     }
 
+    /// The producer name (given, or assigned by the broker).
     #[getter]
     fn name(&self) -> String {
         self.inner.name()
     }
 
+    /// The highest sequence id published so far (-1 before any, unless the broker knew one).
     #[getter]
     fn last_sequence_id(&self) -> i64 {
         self.inner.last_sequence_id()
     }
 
+    /// The number of partition producers (1 for a non-partitioned topic).
     #[getter]
     fn num_partitions(&self) -> usize {
         self.inner.num_partitions()
@@ -644,6 +728,8 @@ impl FutureState {
     }
 }
 
+/// The outcome of a `Producer.send_async`: filled in when the broker's receipt (or an error)
+/// arrives. Made by `send_async`, not constructed directly.
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct SendFuture {
     state: Arc<FutureState>,
@@ -651,6 +737,7 @@ pub struct SendFuture {
 
 #[pymethods]
 impl SendFuture {
+    /// Whether the outcome is known (never waits).
     fn done(&self) -> bool {
         self.state
             .result
@@ -660,6 +747,10 @@ impl SendFuture {
     }
 
     /// Wait for the outcome: the `MessageId`, or the send's error raised.
+    ///
+    /// Args:
+    ///     timeout: seconds to wait at most (None: no limit); then `OperationTimeoutError`.
+    ///         Default None.
     #[pyo3(signature = (timeout=None))]
     fn result(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<PyMessageId> {
         let timeout = crate::common::blocking::timeout_arg("timeout", timeout).py_err()?;
@@ -686,6 +777,10 @@ impl SendFuture {
     }
 
     /// The error the send failed with, or None if it succeeded (waits like `result`).
+    ///
+    /// Args:
+    ///     timeout: seconds to wait at most (None: no limit); then `OperationTimeoutError` is
+    ///         raised. Default None.
     #[pyo3(signature = (timeout=None))]
     fn exception(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Py<PyAny>>> {
         match self.result(py, timeout) {

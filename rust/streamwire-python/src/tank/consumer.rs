@@ -19,7 +19,8 @@ use crate::tank::message::{to_record_batch, TankMessageObj, ARROW_COLUMNS};
 const PICKLE_HINT: &str = "persist consumer.positions() and create a consumer with \
     start=positions inside the worker";
 
-/// Reads one TANK topic. Thread-safe.
+/// Reads one TANK topic. Thread-safe. Made by `streamwire.tank.Client.create_consumer`;
+/// iterating yields messages as they arrive.
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct TankConsumer {
     inner: Consumer,
@@ -73,17 +74,22 @@ fn max_arg(max_messages: i64) -> PyResult<usize> {
 
 #[pymethods]
 impl TankConsumer {
+    /// The topic this consumer reads.
     #[getter]
     fn topic(&self) -> &str {
         self.inner.topic()
     }
 
+    /// The partitions this consumer reads.
     #[getter]
     fn partitions(&self) -> Vec<u16> {
         self.inner.partitions().to_vec()
     }
 
     /// The next message; raises `OperationTimeoutError` when `timeout` passes first.
+    ///
+    /// Args:
+    ///     timeout: seconds to wait at most; None waits forever. Default None.
     #[pyo3(signature = (timeout=None))]
     fn receive(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<TankMessageObj> {
         match self.take(py, 1, timeout, "receive")?.pop() {
@@ -97,6 +103,10 @@ impl TankConsumer {
 
     /// Up to `max_messages` messages: waits for the first (at most `timeout`; then an empty
     /// list), and takes what else is already there.
+    ///
+    /// Args:
+    ///     max_messages: the most messages to return. Default 1000.
+    ///     timeout: seconds to wait for the first message; None waits forever. Default None.
     #[pyo3(signature = (max_messages=1000, timeout=None))]
     fn receive_many(
         &self,
@@ -110,6 +120,12 @@ impl TankConsumer {
 
     /// Like `receive_many`, as a `pyarrow.RecordBatch` with the named `columns` (default:
     /// value, key, timestamp, topic, partition, seq).
+    ///
+    /// Args:
+    ///     max_messages: the most messages (rows) to return. Default 10,000.
+    ///     timeout: seconds to wait for the first message (then an empty batch); None waits
+    ///         forever. Default None.
+    ///     columns: the column names wanted, in order. Default None: all.
     #[pyo3(signature = (max_messages=10_000, timeout=None, columns=None))]
     fn receive_arrow<'py>(
         &self,
@@ -125,6 +141,10 @@ impl TankConsumer {
     }
 
     /// Continue `partition` from `seq` (0 = its first available message).
+    ///
+    /// Args:
+    ///     partition: one of this consumer's partitions.
+    ///     seq: the sequence number of the next message to read.
     fn seek(&self, partition: i64, seq: i64) -> PyResult<()> {
         let seq = u64::try_from(seq).map_err(|_| {
             to_py(Error::invalid(format!(
@@ -152,6 +172,7 @@ impl TankConsumer {
         self.inner.queued()
     }
 
+    /// Stop reading; messages read ahead are dropped, later calls raise `AlreadyClosedError`.
     fn close(&self) {
         self.inner.close();
     }

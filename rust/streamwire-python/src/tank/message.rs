@@ -26,11 +26,13 @@ pub struct TankMessageObj {
 
 #[pymethods]
 impl TankMessageObj {
+    /// The payload as `bytes`.
     #[getter]
     fn value<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.m.value)
     }
 
+    /// The key as `bytes`, or None.
     #[getter]
     fn key<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
         self.m.key.as_ref().map(|k| PyBytes::new(py, k))
@@ -42,11 +44,13 @@ impl TankMessageObj {
         self.m.ts
     }
 
+    /// The topic the message was read from.
     #[getter]
     fn topic(&self) -> &str {
         &self.topic
     }
 
+    /// The partition the message was read from.
     #[getter]
     fn partition(&self) -> u16 {
         self.m.partition

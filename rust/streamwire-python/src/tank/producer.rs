@@ -102,6 +102,7 @@ pub struct TankSendFuture {
 
 #[pymethods]
 impl TankSendFuture {
+    /// Whether the outcome is known (never waits).
     fn done(&self) -> bool {
         self.state
             .result
@@ -111,6 +112,10 @@ impl TankSendFuture {
     }
 
     /// Wait until the message is acknowledged (returns None) or raise its error.
+    ///
+    /// Args:
+    ///     timeout: seconds to wait at most (None: no limit); then `OperationTimeoutError`.
+    ///         Default None.
     #[pyo3(signature = (timeout=None))]
     fn result(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
         let timeout = timeout_arg("timeout", timeout).py_err()?;
@@ -136,6 +141,10 @@ impl TankSendFuture {
     }
 
     /// The error the send failed with, or None once it succeeded (waits like `result`).
+    ///
+    /// Args:
+    ///     timeout: seconds to wait at most (None: no limit); then `OperationTimeoutError` is
+    ///         raised. Default None.
     #[pyo3(signature = (timeout=None))]
     fn exception(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Py<PyAny>>> {
         match self.result(py, timeout) {
@@ -151,7 +160,7 @@ impl TankSendFuture {
     }
 }
 
-/// Produces to one TANK topic. Thread-safe.
+/// Produces to one TANK topic. Thread-safe. Made by `streamwire.tank.Client.create_producer`.
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct TankProducer {
     inner: Producer,
@@ -226,11 +235,13 @@ impl TankProducer {
 
 #[pymethods]
 impl TankProducer {
+    /// The topic this producer writes to.
     #[getter]
     fn topic(&self) -> &str {
         self.inner.topic()
     }
 
+    /// The topic's number of partitions.
     #[getter]
     fn partitions(&self) -> u16 {
         self.inner.partitions()
@@ -247,6 +258,20 @@ impl TankProducer {
     }
 
     /// Send one message and wait for the broker's acknowledgement.
+    ///
+    /// Args:
+    ///     value: the payload (bytes-like, or str sent as UTF-8).
+    ///     key: bytes or str; routes the message to `fnv1a_32(key) % partitions` unless
+    ///         `partition` is given. Default None: round-robin.
+    ///     partition: send to this partition. Default None.
+    ///     timestamp: milliseconds since the epoch. Default None: now.
+    ///     timeout: seconds to wait for the acknowledgement (None: no limit, the producer's
+    ///         `send_timeout` still applies). Default None.
+    ///
+    /// Raises:
+    ///     PartitionNotFoundError: `partition` is out of range.
+    ///     ProducerQueueFullError: the client's memory budget is full and the producer was
+    ///         made with `block_if_queue_full=False`.
     #[pyo3(signature = (value, key=None, *, partition=None, timestamp=None, timeout=None))]
     fn send(
         &self,
@@ -277,6 +302,9 @@ impl TankProducer {
     }
 
     /// Hand one message over and return a future of its acknowledgement.
+    ///
+    /// Args:
+    ///     value, key, partition, timestamp: as for `send`.
     #[pyo3(signature = (value, key=None, *, partition=None, timestamp=None))]
     fn send_async(
         &self,
@@ -305,6 +333,14 @@ impl TankProducer {
     /// Send many messages (a list of bytes/str or a pyarrow binary/string array) and wait
     /// until all are acknowledged. `keys` and `timestamps` are per message (None entries
     /// allowed); `partition` sends them all to one partition. Returns the count.
+    ///
+    /// Args:
+    ///     values: the payloads.
+    ///     keys: one key (bytes, str or None) per value. Default None.
+    ///     timestamps: one time in milliseconds since the epoch (or None: now) per value.
+    ///         Default None.
+    ///     partition: send every message to this partition. Default None.
+    ///     timeout: seconds to wait for the acknowledgements (None: no limit). Default None.
     #[pyo3(signature = (values, *, keys=None, timestamps=None, partition=None, timeout=None))]
     fn send_many(
         &self,
@@ -372,6 +408,10 @@ impl TankProducer {
 
     /// Send what is gathered and wait for every earlier message's acknowledgement; raises
     /// the first failure since the last flush.
+    ///
+    /// Args:
+    ///     timeout: seconds to wait at most (None: no limit); then `OperationTimeoutError`.
+    ///         Default None.
     #[pyo3(signature = (timeout=None))]
     fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
         let p = self.live()?;
@@ -379,6 +419,7 @@ impl TankProducer {
         wait(py, "flush", timeout, async move { p.flush().await })
     }
 
+    /// Flush, then close; later sends raise `AlreadyClosedError`. Idempotent.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         if runtime::check_same_process(self.pid, "TANK producer").is_err() || self.inner.is_closed()
         {

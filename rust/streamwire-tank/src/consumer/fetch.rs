@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 
 use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::log::{event, Level};
 
 use crate::client::TankClient;
 use crate::codec::{self, ConsumePartition, ConsumeTopic, PartitionOutcome};
@@ -71,6 +72,12 @@ pub(crate) async fn run(client: TankClient, shared: Arc<Shared>, config: Consume
             Err(e) => {
                 // Retried: the connection layer re-dials with backoff; this pause keeps a
                 // broker that answers garbage from being hammered.
+                event(Level::Warning, "tank.consumer", || {
+                    (
+                        format!("fetching failed ({e}); retrying in {retry_pause:?}"),
+                        vec![("topic", shared.topic.to_string())],
+                    )
+                });
                 shared.lock().last_error = Some(e.to_string());
                 tokio::time::sleep(retry_pause).await;
                 retry_pause = (retry_pause * 2).min(Duration::from_secs(2));

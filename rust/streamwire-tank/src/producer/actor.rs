@@ -15,6 +15,7 @@ use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
 
 use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::log::{event, Level};
 
 use crate::client::TankClient;
 use crate::codec::RawFrame;
@@ -300,10 +301,21 @@ impl Actor {
                         self.topic, self.config.send_timeout
                     ),
                 );
+                event(Level::Error, "tank.producer", || {
+                    (e.to_string(), vec![("topic", self.topic.to_string())])
+                });
                 self.complete_all(f, Err(e));
             } else {
                 kept.push_back(f);
             }
+        }
+        if !kept.is_empty() {
+            event(Level::Warning, "tank.producer", || {
+                (
+                    format!("resending {} requests after: {cause}", kept.len()),
+                    vec![("topic", self.topic.to_string())],
+                )
+            });
         }
         for mut f in kept {
             f.reply = self.transmit(&f.sealed).await;
