@@ -37,7 +37,8 @@ def test_consumer_seek_by_id_and_time_and_last_id(
             while len(got) < 20:
                 got += await c.receive_many(20, timeout=10)
             assert [m.data() for m in got] == data
-            await c.acknowledge(got)
+            for m in got:
+                await c.acknowledge(m)
             assert await c.get_last_message_id() == ids[-1]
             assert await c.get_last_message_ids() == [ids[-1]]
             await c.seek(ids[5])
@@ -119,7 +120,7 @@ def test_redeliver_unacknowledged_messages(apache_broker: object, unique_topic: 
                 unique_topic, "redeliver", initial_position="earliest", ack_grouping_time=0
             )
             await _fill(client, unique_topic, [b"a", b"b"])
-            got = []
+            got: list[streamwire.Message] = []
             while len(got) < 2:
                 got += await c.receive_many(2, timeout=10)
             await c.acknowledge(got[0])
@@ -129,3 +130,36 @@ def test_redeliver_unacknowledged_messages(apache_broker: object, unique_topic: 
             await c.close()
 
     asyncio.run(main())
+
+
+def test_awaited_send_after_fork_raises_forked_process(
+    lite_broker: PulsarLite, unique_topic: str
+) -> None:
+    """The process check of awaited sends uses a cached pid: a fork must refresh it."""
+    import os
+    import signal
+
+    async def make() -> aio.Producer:
+        client = aio.Client(lite_broker.service_url)
+        producer = await client.create_producer(unique_topic)
+        await producer.send(b"parent")  # the pid is cached now
+        return producer
+
+    producer = asyncio.run(make())
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if the send raised ForkedProcessError
+        code = 1
+        signal.alarm(20)  # a send that hangs instead of raising fails the test too
+        try:
+
+            async def child() -> None:
+                await producer.send(b"child")
+
+            asyncio.run(child())
+        except streamwire.exceptions.ForkedProcessError:
+            code = 0
+        except BaseException:
+            code = 2
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
