@@ -1,5 +1,6 @@
-"""Awaited sends (streamwire.aio, gathered in windows) vs blocking send_async + flush, and
-asyncio's own floor (the same number of futures created, resolved and gathered).
+"""Awaited sends (streamwire.aio, gathered in windows; on asyncio's loop and on uvloop) vs
+blocking send_async + flush, and asyncio's own floor (the same number of futures created,
+resolved and gathered).
 
 Usage: .venv/bin/python benches/aio_bench.py [N]   (starts its own pulsar-lite)
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import streamwire
+import uvloop
 from streamwire import aio
 
 from tests.peers.lite import PulsarLite
@@ -69,19 +71,25 @@ def main() -> None:
         for _ in range(3):
             b = blocking(url, n, payload)
             a = asyncio.run(awaited(url, n, payload))
-            rows.append((b, a))
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                u = runner.run(awaited(url, n, payload))
+            f = asyncio.run(asyncio_floor(n))
+            rows.append((b, a, u, f))
             print(
-                f"blocking send_async+flush {n / b:>10,.0f} msg/s   "
-                f"aio gather {n / a:>10,.0f} msg/s   ratio {a / b:.2f}x",
+                f"blocking send_async+flush {n / b:>9,.0f} msg/s   "
+                f"aio gather {n / a:>9,.0f} msg/s ({a / b:.2f}x)   "
+                f"uvloop {n / u:>9,.0f} msg/s ({u / b:.2f}x)   "
+                f"asyncio floor {n / f:>9,.0f}/s ({f / b:.2f}x)",
                 flush=True,
             )
-        rows.sort(key=lambda r: r[1] / r[0])
-        b, a = rows[1]
-        print(f"median ratio (aio / blocking time): {a / b:.2f}x")
-        floor = asyncio.run(asyncio_floor(n))
+
+        def median(i: int) -> float:
+            return sorted(r[i] / r[0] for r in rows)[1]
+
         print(
-            f"asyncio floor (futures gathered, no engine): {n / floor:,.0f}/s = "
-            f"{floor / b:.2f}x the blocking time"
+            f"median ratio (time / blocking time): asyncio {median(1):.2f}x, "
+            f"uvloop {median(2):.2f}x, asyncio floor (futures gathered, no engine) "
+            f"{median(3):.2f}x"
         )
     finally:
         broker.stop()

@@ -142,6 +142,32 @@ AIO_CASES: list[AioCase] = [
         note="built-in; no message is lost: one taken meanwhile goes to the next receive",
     ),
     AioCase("aio.Reader.read_many", "max_messages=0", INV, lambda c: c.reader.read_many(0)),
+    AioCase(
+        "aio.Consumer.seek",
+        "not a MessageId/int ('x')",
+        TYP,
+        lambda c: c.consumer.seek("x"),  # type: ignore[arg-type]
+    ),
+    AioCase("aio.Consumer.seek", "timestamp -1", INV, lambda c: c.consumer.seek(-1)),
+    AioCase("aio.Consumer.seek", "a bool (True)", TYP, lambda c: c.consumer.seek(True)),
+    AioCase(
+        "aio.Reader.seek",
+        "a float (1.5)",
+        TYP,
+        lambda c: c.reader.seek(1.5),  # type: ignore[arg-type]
+    ),
+    AioCase(
+        "aio.Lookup.partitions",
+        "malformed topic ('persistent://a/b')",
+        INV,
+        lambda c: c.client.lookup().partitions("persistent://a/b"),
+    ),
+    AioCase(
+        "aio.Lookup.broker_url",
+        "empty topic",
+        INV,
+        lambda c: c.client.lookup().broker_url(""),
+    ),
     # -- closed handles ---------------------------------------------------------------------
     AioCase(
         "aio.Client.create_producer",
@@ -183,6 +209,41 @@ AIO_CASES: list[AioCase] = [
         "closed consumer",
         AlreadyClosedError,
         lambda c: c.closed_consumer.acknowledge([]),
+        group="closed",
+    ),
+    AioCase(
+        "aio.Consumer.seek",
+        "closed consumer",
+        AlreadyClosedError,
+        lambda c: c.closed_consumer.seek(0),
+        group="closed",
+    ),
+    AioCase(
+        "aio.Consumer.redeliver_unacknowledged_messages",
+        "closed consumer",
+        AlreadyClosedError,
+        lambda c: c.closed_consumer.redeliver_unacknowledged_messages(),
+        group="closed",
+    ),
+    AioCase(
+        "aio.Consumer.get_last_message_id",
+        "closed consumer",
+        AlreadyClosedError,
+        lambda c: c.closed_consumer.get_last_message_id(),
+        group="closed",
+    ),
+    AioCase(
+        "aio.Reader.seek",
+        "closed reader",
+        AlreadyClosedError,
+        lambda c: c.closed_reader.seek(0),
+        group="closed",
+    ),
+    AioCase(
+        "aio.Client.lookup",
+        "closed client",
+        AlreadyClosedError,
+        lambda c: c.closed_client.lookup().partitions(c.topic),
         group="closed",
     ),
     AioCase(

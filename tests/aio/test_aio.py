@@ -20,6 +20,9 @@ from tests.peers.lite import PulsarLite
 
 T = TypeVar("T")
 
+# Each test runs on asyncio's loop and on uvloop (tests/aio/conftest.py).
+pytestmark = pytest.mark.usefixtures("event_loop_kind")
+
 
 def run(make: Callable[[], Awaitable[T]]) -> T:
     async def main() -> T:

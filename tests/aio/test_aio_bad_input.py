@@ -12,6 +12,9 @@ from streamwire import aio
 from tests.aio.bad_cases import AIO_CASES, AioCase, AioCtx
 from tests.peers.lite import PulsarLite
 
+# Each test runs on asyncio's loop and on uvloop (tests/aio/conftest.py).
+pytestmark = pytest.mark.usefixtures("event_loop_kind")
+
 
 async def _run(url: str, case: AioCase) -> None:
     topic = f"persistent://public/default/aio-bad-{uuid.uuid4().hex}"

@@ -21,7 +21,7 @@ from streamwire import _native
 from streamwire._native import Message, MessageId, Received
 from streamwire.exceptions import StreamwireError
 
-__all__ = ["Client", "Consumer", "Producer", "Reader"]
+__all__ = ["Client", "Consumer", "Lookup", "Producer", "Reader"]
 
 _AckTarget = Union[
     Message, MessageId, list[Union[Message, MessageId]], tuple[Union[Message, MessageId], ...]
@@ -89,6 +89,10 @@ class Client:
         )
         return Reader(native)
 
+    def lookup(self) -> Lookup:
+        """Topic metadata lookups (owner broker, partition count) as awaitables."""
+        return Lookup(self._native.lookup())
+
     async def close(self) -> None:
         """Close every connection; later calls raise ``AlreadyClosedError``. Idempotent."""
         self._native.close()
@@ -106,6 +110,47 @@ class Client:
 
     def __repr__(self) -> str:
         return "<streamwire.aio" + repr(self._native)[len("<streamwire") :]
+
+
+class Lookup:
+    """Topic metadata lookups for coroutines (as ``streamwire.Lookup``).
+
+    Args:
+        native: the engine's lookup; made by :meth:`Client.lookup`, not by callers.
+    """
+
+    def __init__(self, native: _native.Lookup) -> None:
+        self._native = native
+
+    async def broker_url(self, topic: str) -> str:
+        """The URL of the broker that owns ``topic``.
+
+        Args:
+            topic: a topic name (one partition, or a non-partitioned topic).
+        """
+        url: str = await self._native._abroker_url(topic)
+        return url
+
+    async def partitions(self, topic: str) -> int:
+        """The number of partitions of ``topic``; 0 means it is not partitioned.
+
+        Args:
+            topic: a topic name.
+        """
+        n: int = await self._native._apartitions(topic)
+        return n
+
+    async def topic_partitions(self, topic: str) -> list[str]:
+        """The partition topic names of ``topic`` (or the topic itself if not partitioned).
+
+        Args:
+            topic: a topic name.
+        """
+        names: list[str] = await self._native._atopic_partitions(topic)
+        return names
+
+    def __repr__(self) -> str:
+        return "<streamwire.aio.Lookup>"
 
 
 class Producer:
@@ -312,6 +357,29 @@ class Consumer(_Receiving):
         """Delete the subscription and close the consumer."""
         await self._native._aunsubscribe()
 
+    async def seek(self, target: Union[MessageId, Message, int]) -> None:
+        """Move the subscription; messages held for the next receive are dropped.
+
+        Args:
+            target: a ``MessageId`` (or a ``Message``), or a publish time in ms since the
+                epoch (0: the beginning).
+        """
+        await self._native._aseek(self._held, target)
+
+    async def redeliver_unacknowledged_messages(self) -> None:
+        """Redeliver every message received but not acknowledged."""
+        await self._native._aredeliver_unacknowledged_messages()
+
+    async def get_last_message_id(self) -> MessageId:
+        """The id of the topic's last message (one partition; else ``get_last_message_ids``)."""
+        mid: MessageId = await self._native._aget_last_message_id()
+        return mid
+
+    async def get_last_message_ids(self) -> list[MessageId]:
+        """The id of the last message of every partition / topic."""
+        ids: list[MessageId] = await self._native._aget_last_message_ids()
+        return ids
+
     async def close(self) -> None:
         """Flush pending acknowledgements and close. Idempotent."""
         await self._native._aclose()
@@ -408,6 +476,20 @@ class Reader(_Receiving):
         """Whether there are messages after the last one read (asks the broker)."""
         got: bool = await self._native._ahas_message_available()
         return got
+
+    async def seek(self, target: Union[MessageId, Message, int]) -> None:
+        """Move the reader; messages held for the next read are dropped.
+
+        Args:
+            target: a ``MessageId`` (or a ``Message``), or a publish time in ms since the
+                epoch (0: the beginning).
+        """
+        await self._native._aseek(self._held, target)
+
+    async def get_last_message_id(self) -> MessageId:
+        """The id of the topic's last message."""
+        mid: MessageId = await self._native._aget_last_message_id()
+        return mid
 
     def has_reached_end_of_topic(self) -> bool:
         """Whether the topic is terminated and the reader has reached its end."""

@@ -5,29 +5,30 @@
 //! When it finishes, the outcome (a plain Rust value, no interpreter needed) is queued for
 //! one dispatcher thread, which attaches to the interpreter once per batch and hands every
 //! completion of the batch that belongs to one loop to that loop with a single
-//! `loop.call_soon_threadsafe(_resolve_many, items)`: 10,000 send receipts arriving together
-//! cost one attach and one loop wake-up, not 10,000. I/O threads never wait for the
-//! interpreter lock.
+//! `loop.call_soon_threadsafe(resolve)`: 10,000 send receipts arriving together cost one
+//! attach and one loop wake-up, not 10,000. I/O threads never wait for the interpreter lock.
 //!
-//! Resolution happens on the loop's own thread (`streamwire.aio._bridge._resolve_many`), so
+//! The dispatcher builds no Python objects: `Resolve` carries the plain outcomes, and the
+//! loop's own thread makes the values (`MessageId`s, ...) and resolves the futures. So
 //! whether a future was cancelled is decided there, single-threaded: a receive whose future
 //! was cancelled after the engine took its messages hands them back (see `Received`).
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::PyList;
 
 use streamwire_core::error::{Error, Result};
 use streamwire_core::runtime;
 use streamwire_pulsar::message_id::MessageId;
 
 use crate::common::errors::to_py;
+use crate::pulsar::aio_consumer::Received;
 use crate::pulsar::message_id::PyMessageId;
 
 /// Builds a Python value on the dispatcher thread.
@@ -77,7 +78,6 @@ struct Dispatcher {
 static DISPATCHER: Mutex<Option<Dispatcher>> = Mutex::new(None);
 static STOPPED: AtomicBool = AtomicBool::new(false);
 static GET_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static RESOLVE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// A new future on the running loop (a `RuntimeError` outside a coroutine, as asyncio's own).
 pub fn new_future<'py>(py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Target)> {
@@ -184,6 +184,34 @@ pub fn exception(py: Python<'_>, e: Error) -> Py<PyAny> {
     to_py(e).into_value(py).into_any()
 }
 
+/// This process's id, refreshed in a forked child by an `os.register_at_fork` hook (0: not
+/// yet known). `getpid` is a system call; an awaited send checks the process on every call.
+static PID: AtomicU32 = AtomicU32::new(0);
+
+/// Fail with `ForkedProcess` if a handle made in `owner_pid` is used in another process, as
+/// `runtime::check_same_process` but without a system call per check.
+pub fn check_same_process(py: Python<'_>, owner_pid: u32, what: &str) -> PyResult<()> {
+    let mut pid = PID.load(Ordering::Acquire);
+    if pid == 0 {
+        let hook = pyo3::types::PyCFunction::new_closure(py, None, None, |_, _| {
+            PID.store(std::process::id(), Ordering::Release);
+        })?;
+        let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item("after_in_child", hook)?;
+        py.import("os")?
+            .getattr("register_at_fork")?
+            .call((), Some(&kwargs))?;
+        pid = std::process::id();
+        PID.store(pid, Ordering::Release);
+    }
+    if pid == owner_pid {
+        Ok(())
+    } else {
+        // The slow check makes the error (and is right even if a fork skipped the hook).
+        runtime::check_same_process(owner_pid, what).map_err(to_py)
+    }
+}
+
 /// Whether the interpreter is finalizing (nothing may attach any more).
 pub fn stopped() -> bool {
     STOPPED.load(Ordering::Acquire)
@@ -211,48 +239,30 @@ fn run(rx: Receiver<Done>) {
     }
 }
 
-/// Group a batch by loop and hand each group to its loop in one call.
+/// Group a batch by loop and hand each group to its loop in one call. Nothing is built
+/// here: the Python values are made on the loop's thread (`Resolve`), so this thread holds
+/// the interpreter only for the `call_soon_threadsafe` calls.
 fn deliver(py: Python<'_>, batch: Vec<Done>) {
-    let resolve = match RESOLVE.get_or_try_init(py, || {
-        py.import("streamwire.aio._bridge")?
-            .getattr("_resolve_many")
-            .map(Bound::unbind)
-    }) {
-        Ok(r) => r.bind(py).clone(),
-        Err(e) => {
-            e.write_unraisable(py, None);
-            return;
-        }
-    };
-    let mut groups: Vec<(Py<PyAny>, Vec<Py<PyAny>>)> = Vec::new();
-    for done in batch {
-        let Done { target, outcome } = done;
-        let (exc, value) = match outcome.map(|v| v.into_py(py)) {
-            Ok(Ok(v)) => (py.None(), v),
-            Ok(Err(e)) => (e.into_value(py).into_any(), py.None()),
-            Err(e) => (exception(py, e), py.None()),
-        };
-        let item = match PyTuple::new(py, [target.fut, exc, value]) {
-            Ok(t) => t.into_any().unbind(),
-            Err(e) => {
-                e.write_unraisable(py, None);
-                continue;
-            }
-        };
+    let mut groups: Vec<(Py<PyAny>, Outcomes)> = Vec::new();
+    for Done { target, outcome } in batch {
+        let Target { event_loop, fut } = target;
         match groups
             .iter_mut()
-            .find(|(l, _)| l.as_ptr() == target.event_loop.as_ptr())
+            .find(|(l, _)| l.as_ptr() == event_loop.as_ptr())
         {
-            Some((_, items)) => items.push(item),
-            None => groups.push((target.event_loop, vec![item])),
+            Some((_, items)) => items.push((fut, outcome)),
+            None => groups.push((event_loop, vec![(fut, outcome)])),
         }
     }
+    let name = pyo3::intern!(py, "call_soon_threadsafe");
     for (event_loop, items) in groups {
-        let sent = PyList::new(py, items).and_then(|list| {
-            event_loop
-                .bind(py)
-                .call_method1("call_soon_threadsafe", (&resolve, list))
-        });
+        let sent = Py::new(
+            py,
+            Resolve {
+                items: Mutex::new(items),
+            },
+        )
+        .and_then(|r| event_loop.bind(py).call_method1(name, (r,)));
         if let Err(e) = sent {
             // A closed loop: nobody awaits these futures any more.
             if !e.is_instance_of::<pyo3::exceptions::PyRuntimeError>(py) {
@@ -260,4 +270,49 @@ fn deliver(py: Python<'_>, batch: Vec<Done>) {
             }
         }
     }
+}
+
+/// One batch of outcomes for one loop, resolved when the loop calls it (on its own thread,
+/// so whether a future was cancelled has a stable answer there).
+#[pyclass(frozen, module = "streamwire._native")]
+struct Resolve {
+    items: Mutex<Outcomes>,
+}
+
+/// Futures with the outcomes to resolve them with.
+type Outcomes = Vec<(Py<PyAny>, Result<Value>)>;
+
+#[pymethods]
+impl Resolve {
+    fn __call__(&self, py: Python<'_>) {
+        let items = std::mem::take(&mut *self.items.lock().unwrap_or_else(|p| p.into_inner()));
+        for (fut, outcome) in items {
+            if let Err(e) = resolve_one(py, fut.bind(py), outcome) {
+                e.write_unraisable(py, Some(fut.bind(py)));
+            }
+        }
+    }
+}
+
+/// Resolve one future; a receive's messages whose future is already done (cancelled) go
+/// back to their consumer (`Received.orphan`) instead of being dropped.
+fn resolve_one(py: Python<'_>, fut: &Bound<'_, PyAny>, outcome: Result<Value>) -> PyResult<()> {
+    let done = fut.call_method0(pyo3::intern!(py, "done"))?.is_truthy()?;
+    match outcome.map(|v| v.into_py(py)) {
+        Ok(Ok(value)) => {
+            if !done {
+                fut.call_method1(pyo3::intern!(py, "set_result"), (value,))?;
+            } else if value.bind(py).is_instance_of::<Received>() {
+                value.bind(py).call_method0(pyo3::intern!(py, "orphan"))?;
+            }
+        }
+        Ok(Err(e)) if !done => {
+            fut.call_method1(pyo3::intern!(py, "set_exception"), (e.into_value(py),))?;
+        }
+        Err(e) if !done => {
+            fut.call_method1(pyo3::intern!(py, "set_exception"), (exception(py, e),))?;
+        }
+        _ => {}
+    }
+    Ok(())
 }

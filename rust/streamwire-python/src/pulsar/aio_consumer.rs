@@ -87,6 +87,11 @@ pub struct Held {
 }
 
 impl Held {
+    /// Drop what is held (a seek moved the cursor: those messages are no longer next).
+    pub(crate) fn clear(&self) {
+        self.q.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
     fn take(&self, max: usize) -> Vec<ReceivedMessage> {
         let mut q = self.q.lock().unwrap_or_else(|p| p.into_inner());
         let n = max.min(q.len());

@@ -200,7 +200,7 @@ impl Producer {
         replication_clusters: Option<Vec<String>>,
         disable_replication: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let tp = self.live()?;
+        let tp = self.alive(py)?;
         let (msg, user_seq, entry) = build_message(
             value,
             key,
@@ -273,7 +273,7 @@ impl Producer {
         event_times: Option<&Bound<'py, PyAny>>,
         sequence_ids: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let tp = self.live()?;
+        let tp = self.alive(py)?;
         let (msgs, user_seq) = many_messages(values, keys, properties, event_times, sequence_ids)?;
         let (fut, target) = aio::new_future(py)?;
         self.room
@@ -289,7 +289,7 @@ impl Producer {
 
     /// `flush` as an awaitable (after every send made so far has been queued).
     fn _aflush<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let tp = self.live()?;
+        let tp = self.alive(py)?;
         self.raise_callback_error()?;
         self.then(py, tp, false)
     }
@@ -304,6 +304,15 @@ impl Producer {
 }
 
 impl Producer {
+    /// `live` for the awaitable calls: the same checks, the process one without a syscall.
+    fn alive(&self, py: Python<'_>) -> PyResult<Arc<TopicProducer>> {
+        aio::check_same_process(py, self.pid, "producer")?;
+        if self.closed.load(Ordering::Acquire) || self.inner.is_closed() {
+            return Err(to_py(Error::closed("producer")));
+        }
+        Ok(Arc::clone(&self.inner))
+    }
+
     /// Flush or close after every send made so far has been queued.
     fn then<'py>(
         &self,

@@ -136,24 +136,7 @@ impl Handle {
 
     fn seek(&self, py: Python<'_>, what: &str, target: &Bound<'_, PyAny>) -> PyResult<()> {
         let engine = self.live(what)?.clone();
-        let t = if let Ok(id) = target.extract::<PyMessageId>() {
-            SeekTarget::MessageId(id.id.to_proto())
-        } else if let Ok(m) = target.cast::<Message>() {
-            SeekTarget::MessageId(m.get().m.id.to_proto())
-        } else if target.is_instance_of::<pyo3::types::PyBool>() {
-            return Err(PyTypeError::new_err(
-                "seek takes a MessageId or an int timestamp in ms",
-            ));
-        } else if let Ok(ms) = target.extract::<i64>() {
-            if ms < 0 {
-                return Err(to_py(Error::invalid("timestamp must not be negative")));
-            }
-            SeekTarget::PublishTime(ms as u64)
-        } else {
-            return Err(PyTypeError::new_err(
-                "seek takes a MessageId or an int timestamp in milliseconds",
-            ));
-        };
+        let t = seek_target(target)?;
         self.block(py, "seek", async move { engine.seek(t).await })
     }
 
@@ -240,14 +223,42 @@ impl Handle {
     }
 
     fn last_id(&self, py: Python<'_>, what: &str) -> PyResult<PyMessageId> {
-        let mut ids = self.last_ids(py, what)?;
-        if ids.len() != 1 {
-            return Err(to_py(Error::invalid(
-                "this consumer reads several partitions or topics: use get_last_message_ids()",
-            )));
-        }
-        Ok(ids.remove(0))
+        single_last_id(self.last_ids(py, what)?).map_err(to_py)
     }
+}
+
+/// The one last id of a single-partition consumer (shared with the awaitable call).
+pub(crate) fn single_last_id<T>(mut ids: Vec<T>) -> EResult<T> {
+    if ids.len() != 1 {
+        return Err(Error::invalid(
+            "this consumer reads several partitions or topics: use get_last_message_ids()",
+        ));
+    }
+    Ok(ids.remove(0))
+}
+
+/// Where a `seek` goes: a MessageId (or a Message's id), or a publish time in ms (shared by
+/// the blocking and the awaitable calls).
+pub(crate) fn seek_target(target: &Bound<'_, PyAny>) -> PyResult<SeekTarget> {
+    let t = if let Ok(id) = target.extract::<PyMessageId>() {
+        SeekTarget::MessageId(id.id.to_proto())
+    } else if let Ok(m) = target.cast::<Message>() {
+        SeekTarget::MessageId(m.get().m.id.to_proto())
+    } else if target.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(PyTypeError::new_err(
+            "seek takes a MessageId or an int timestamp in ms",
+        ));
+    } else if let Ok(ms) = target.extract::<i64>() {
+        if ms < 0 {
+            return Err(to_py(Error::invalid("timestamp must not be negative")));
+        }
+        SeekTarget::PublishTime(ms as u64)
+    } else {
+        return Err(PyTypeError::new_err(
+            "seek takes a MessageId or an int timestamp in milliseconds",
+        ));
+    };
+    Ok(t)
 }
 
 #[pymethods]
