@@ -10,6 +10,9 @@ Two child modes, each run ``--runs`` times (median reported), against one embedd
 - ``first``: a fresh ``local[2]`` session runs a plain ``df.rdd.mapPartitions`` job first (the
   baseline the issue compares against), then the first 10-row Data Source write, the first
   read (``count()``), then the same three again (warm).
+- ``helpers``: as ``first``, but the write and read take the executor-helper shape instead of
+  the Data Source (``mapInArrow(produce_arrow(...))``; ``plan_ranges`` on the driver and
+  ``mapInArrow(read_ranges_arrow(...))``), which starts no Python planner worker.
 - ``oneshot``: a fresh session whose first Data Source call is a ``--rows`` write of ~100 B rows
   (no warm-up), then a ``count()`` of the topic through the Data Source; then both again (warm).
 
@@ -42,7 +45,7 @@ if str(ROOT) not in sys.path:
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--mode", choices=["first", "oneshot", "both"], default="both")
+    p.add_argument("--mode", choices=["first", "oneshot", "helpers", "both"], default="both")
     p.add_argument("--runs", type=int, default=3, help="fresh sessions per mode (median)")
     p.add_argument("--rows", type=int, default=1_000_000, help="rows of the one-shot job")
     p.add_argument("--service-url", default=None, help="a running broker (default: embedded)")
@@ -55,7 +58,13 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
         help="schema given to the reads ('all': every column), as in scripts/main_job.py",
     )
     p.add_argument("--breakdown", action="store_true", help="print our per-phase timings")
-    p.add_argument("--child", choices=["first", "oneshot"], help=argparse.SUPPRESS)
+    p.add_argument(
+        "--baseline-pythonpath",
+        metavar="DIR",
+        help="also run every sample with PYTHONPATH=DIR (another checkout's python/ directory, "
+        "e.g. main's), alternating with this tree's runs so both see the same machine load",
+    )
+    p.add_argument("--child", choices=["first", "oneshot", "helpers"], help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -124,6 +133,39 @@ def child(args: argparse.Namespace) -> None:
             timed(f"write 10 {tag}", lambda: writer(small, topic).save())
             got = timed(f"read 10 {tag}", lambda: count(topic))
             assert got == (10 if tag == "cold" else 20), got
+    elif args.child == "helpers":
+        import streamwire.spark as sws
+
+        cfg = sws.ClientConfig(url)
+        small = spark.range(10, numPartitions=2).select(
+            F.col("id").cast("string").cast("binary").alias("value")
+        )
+        plain = spark.range(10, numPartitions=2)
+
+        def helper_write() -> None:
+            counts = small.mapInArrow(sws.produce_arrow(cfg, topic), sws.COUNTS_SCHEMA)
+            assert counts.agg(F.sum("rows")).collect()[0][0] == 10
+
+        def helper_read() -> int:
+            ranges = sws.range_rows(sws.plan_ranges(cfg, topic))
+            df = spark.createDataFrame(ranges, "range string")
+            schema = "value binary" if args.read_schema != "all" else sws.spark_schema_ddl()
+            fn = sws.read_ranges_arrow(cfg)
+            if args.read_schema != "all":
+                inner = fn
+
+                def fn(batches: Any) -> Any:
+                    for b in inner(batches):
+                        yield b.select(["value"])
+
+            return int(df.mapInArrow(fn, schema).count())
+
+        for tag in ("cold", "warm"):
+            n = timed(f"mapPartitions {tag}", lambda: plain.rdd.mapPartitions(_count).collect())
+            assert sum(n) == 10, n
+            timed(f"write 10 {tag}", helper_write)
+            got = timed(f"read 10 {tag}", helper_read)
+            assert got == (10 if tag == "cold" else 20), got
     else:
         n = args.rows
         data = spark.range(n, numPartitions=2).select(
@@ -151,7 +193,9 @@ def _count(it: Any) -> list[int]:
 # -- parent ------------------------------------------------------------------------------------
 
 
-def run_child(args: argparse.Namespace, mode: str, url: str) -> dict[str, Any]:
+def run_child(
+    args: argparse.Namespace, mode: str, url: str, pythonpath: Optional[str] = None
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "result.json")
         timing = os.path.join(tmp, "timing.jsonl")
@@ -160,6 +204,8 @@ def run_child(args: argparse.Namespace, mode: str, url: str) -> dict[str, Any]:
         for kv in args.conf:
             cmd += ["--conf", kv]
         env = dict(os.environ)
+        if pythonpath:
+            env["PYTHONPATH"] = pythonpath
         if args.breakdown:
             env["STREAMWIRE_SPARK_TIMING"] = timing
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -187,6 +233,9 @@ def assign(calls: list[dict[str, Any]], phases: list[dict[str, Any]]) -> dict[st
     return by_call
 
 
+IMPORT_PHASE = "import streamwire.spark.datasource"
+
+
 def median(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
@@ -203,7 +252,7 @@ def report(mode: str, runs: list[dict[str, Any]], args: argparse.Namespace) -> N
         rate = f"{rows / m:,.0f}" if rows >= 1000 else ""
         spread = f"{m:.2f} [{min(secs):.2f}-{max(secs):.2f}]"
         print(f"{name:<28}{spread:>26}{rate:>14}")
-    if mode == "first":
+    if mode.startswith(("first", "helpers")):
         for tag in ("cold", "warm"):
             for call in (f"write 10 {tag}", f"read 10 {tag}"):
                 extra = [
@@ -225,17 +274,17 @@ def report(mode: str, runs: list[dict[str, Any]], args: argparse.Namespace) -> N
             for ph in per:
                 local[ph["phase"]] = local.get(ph["phase"], 0.0) + ph["seconds"]
                 counts[ph["phase"]] = counts.get(ph["phase"], 0) + 1
-                if ph["phase"] == "import datasource" and ph.get("age") is not None:
+                if ph["phase"] == IMPORT_PHASE and ph.get("age") is not None:
                     ages.setdefault(ph["phase"], []).append(ph["age"] - ph["seconds"])
-            for k, v in local.items():
-                sums.setdefault(k, []).append(v)
+            for k, total in local.items():
+                sums.setdefault(k, []).append(total)
         if not sums:
             continue
         print(f"  {name}:")
         for k, v in sorted(sums.items(), key=lambda kv: -median(kv[1])):
             print(f"    {k:<36}{median(v):8.3f}s  n={counts[k] / len(runs):.1f}")
         if ages:
-            a = ages["import datasource"]
+            a = ages[IMPORT_PHASE]
             print(f"    (processes importing us: started {median(a):.2f}s before the import)")
 
 
@@ -252,16 +301,21 @@ def main(argv: Optional[list[str]] = None) -> int:
         broker = PulsarLite().start()
         url = broker.service_url
     try:
-        modes = ["first", "oneshot"] if args.mode == "both" else [args.mode]
+        modes = ["first", "helpers", "oneshot"] if args.mode == "both" else [args.mode]
         print(f"broker {url}; confs {args.conf or 'default'}; read schema {args.read_schema!r}")
+        variants: list[tuple[str, Optional[str]]] = [("this tree", None)]
+        if args.baseline_pythonpath:
+            variants.insert(0, (f"baseline {args.baseline_pythonpath}", args.baseline_pythonpath))
         for mode in modes:
-            runs = []
+            runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in variants}
             for i in range(args.runs):
-                r = run_child(args, mode, url)
-                runs.append(r)
-                line = ", ".join(f"{c['call']} {c['seconds']:.2f}s" for c in r["calls"])
-                print(f"  {mode} run {i + 1}: {line}", flush=True)
-            report(mode, runs, args)
+                for name, path in variants:
+                    r = run_child(args, mode, url, path)
+                    runs[name].append(r)
+                    line = ", ".join(f"{c['call']} {c['seconds']:.2f}s" for c in r["calls"])
+                    print(f"  {mode} run {i + 1} [{name}]: {line}", flush=True)
+            for name, _ in variants:
+                report(f"{mode} [{name}]", runs[name], args)
     finally:
         if broker is not None:
             broker.close()

@@ -133,7 +133,6 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 
 def run(args: argparse.Namespace, url: str, topic: str) -> int:
-    import streamwire.spark
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
@@ -150,7 +149,9 @@ def run(args: argparse.Namespace, url: str, topic: str) -> int:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    streamwire.spark.register(spark)
+    # No streamwire.spark.register(spark): the installed pyspark_streamwire module lets Spark find
+    # format("streamwire") by itself, as in a user's job. (Registering would run Spark's lookup of
+    # Python data sources here, outside the timed cold write.)
     print(f"spark {spark.version} up in {time.perf_counter() - t0:.1f}s; topic {topic}")
 
     n, size = args.rows, args.value_size
