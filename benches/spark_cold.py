@@ -59,6 +59,12 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     )
     p.add_argument("--breakdown", action="store_true", help="print our per-phase timings")
     p.add_argument(
+        "--register",
+        action="store_true",
+        help="call streamwire.spark.register(spark) after the session starts (else the source "
+        "is found through Spark's lookup of installed pyspark_* modules)",
+    )
+    p.add_argument(
         "--baseline-pythonpath",
         metavar="DIR",
         help="also run every sample with PYTHONPATH=DIR (another checkout's python/ directory, "
@@ -120,6 +126,10 @@ def child(args: argparse.Namespace) -> None:
             r = r.schema(args.read_schema)
         return int(r.load().count())
 
+    if args.register:
+        import streamwire.spark
+
+        streamwire.spark.register(spark)
     startup = time.perf_counter() - t0
     topic = f"persistent://public/default/cold-{uuid.uuid4().hex[:12]}"
     if args.child == "first":
@@ -201,6 +211,8 @@ def run_child(
         timing = os.path.join(tmp, "timing.jsonl")
         cmd = [sys.executable, __file__, "--child", mode, "--out", out, "--service-url", url]
         cmd += ["--rows", str(args.rows), "--read-schema", args.read_schema]
+        if args.register:
+            cmd.append("--register")
         for kv in args.conf:
             cmd += ["--conf", kv]
         env = dict(os.environ)
@@ -302,7 +314,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         url = broker.service_url
     try:
         modes = ["first", "helpers", "oneshot"] if args.mode == "both" else [args.mode]
-        print(f"broker {url}; confs {args.conf or 'default'}; read schema {args.read_schema!r}")
+        print(
+            f"broker {url}; confs {args.conf or 'default'}; read schema {args.read_schema!r}; "
+            f"register() {args.register}"
+        )
         variants: list[tuple[str, Optional[str]]] = [("this tree", None)]
         if args.baseline_pythonpath:
             variants.insert(0, (f"baseline {args.baseline_pythonpath}", args.baseline_pythonpath))

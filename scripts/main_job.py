@@ -133,6 +133,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 
 def run(args: argparse.Namespace, url: str, topic: str) -> int:
+    import streamwire.spark
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
@@ -149,9 +150,10 @@ def run(args: argparse.Namespace, url: str, topic: str) -> int:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    # No streamwire.spark.register(spark): the installed pyspark_streamwire module lets Spark find
-    # format("streamwire") by itself, as in a user's job. (Registering would run Spark's lookup of
-    # Python data sources here, outside the timed cold write.)
+    # format("streamwire") is found without this too (pyspark_streamwire), but only through Spark's
+    # lookup of Python data sources: one more Python planner daemon on the first call. A source
+    # registered on the session is found first and that lookup never runs (docs/spark.md).
+    streamwire.spark.register(spark)
     print(f"spark {spark.version} up in {time.perf_counter() - t0:.1f}s; topic {topic}")
 
     n, size = args.rows, args.value_size
