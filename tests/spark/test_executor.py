@@ -191,3 +191,26 @@ def test_planner_imports_stay_light() -> None:
     ).stdout.splitlines()
     assert out[0] == ""
     assert out[1].startswith("`value` binary, `key` string")
+
+
+def test_phase_timers_write_json_lines_only_when_enabled(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from streamwire.spark import _timing
+
+    path = tmp_path / "timing.jsonl"
+    monkeypatch.delenv("STREAMWIRE_SPARK_TIMING", raising=False)
+    with _timing.phase("off"):
+        pass
+    assert not path.exists()
+    monkeypatch.setenv("STREAMWIRE_SPARK_TIMING", str(path))
+    with _timing.phase("on"):
+        pass
+    _timing.mark_import("import x")
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["phase"] for r in records] == ["on", "import x"]
+    assert records[0]["pid"] == os.getpid()
+    assert records[0]["seconds"] >= 0
+    assert records[0]["age"] is None or records[0]["age"] >= records[0]["seconds"]
