@@ -287,7 +287,8 @@ def _read_arrow_loop(
     last_key = position_key(spec.start)
     checked = expect_entry is None
     while True:
-        rb = reader.read_arrow(options.max_batch, timeout=options.poll_timeout, columns=columns)
+        with _timing.phase("read.task: read_arrow"):
+            rb = reader.read_arrow(options.max_batch, timeout=options.poll_timeout, columns=columns)
         if rb.num_rows == 0:
             if reader.has_message_available():
                 continue

@@ -216,7 +216,9 @@ def produce_batches(
                 )
             first = options.sequence_base + done
             offsets[topic] = done + piece.num_rows
-        return _send_batch(producer_for(topic), piece, first)
+        producer = producer_for(topic)
+        with _timing.phase("write.task: send_many"):
+            return _send_batch(producer, piece, first)
 
     def producer_for(topic: str) -> Any:
         p = producers.get(topic)
