@@ -150,3 +150,67 @@ def test_importing_starts_nothing() -> None:
         "assert not streamwire._native._runtime_started()\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_payload_bytes_without_compute_matches_per_value_lengths() -> None:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from streamwire.spark.writing import _payload_bytes
+
+    cases = [
+        pa.array([b"ab", None, b"cde"]),
+        pa.array(["ab", "", "c\u00e9"]),
+        pa.array([b"ab", b"c"], pa.large_binary()),
+        pa.array([b"ab", b"xyz", b"c"]).slice(1),
+        pa.array([b"ab", b"xyz", b"c"]).slice(1, 1),
+        pa.chunked_array([[b"ab"], [b"cdef"]]),
+        pa.array([], pa.binary()),
+    ]
+    for values in cases:
+        expected = int(pc.sum(pc.binary_length(values)).as_py() or 0)
+        assert _payload_bytes(values) == expected, values
+
+
+def test_planner_imports_stay_light() -> None:
+    """The Data Source module (imported by every Spark planner worker) loads neither the read
+    and write paths nor pyarrow; they load when a reader or writer runs."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, streamwire.spark.datasource as d\n"
+        "heavy = [m for m in ('streamwire.spark.reading', 'streamwire.spark.writing',"
+        " 'streamwire.spark.executor', 'streamwire.spark.tank_source',"
+        " 'streamwire.spark.pravega_source', 'streamwire.spark.cache', 'pyarrow')"
+        " if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+        "print(d.StreamwireDataSource({'service_url': 'pulsar://x', 'topic': 't'}).schema())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out[0] == ""
+    assert out[1].startswith("`value` binary, `key` string")
+
+
+def test_phase_timers_write_json_lines_only_when_enabled(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from streamwire.spark import _timing
+
+    path = tmp_path / "timing.jsonl"
+    monkeypatch.delenv("STREAMWIRE_SPARK_TIMING", raising=False)
+    with _timing.phase("off"):
+        pass
+    assert not path.exists()
+    monkeypatch.setenv("STREAMWIRE_SPARK_TIMING", str(path))
+    with _timing.phase("on"):
+        pass
+    _timing.mark_import("import x")
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["phase"] for r in records] == ["on", "import x"]
+    assert records[0]["pid"] == os.getpid()
+    assert records[0]["seconds"] >= 0
+    assert records[0]["age"] is None or records[0]["age"] >= records[0]["seconds"]

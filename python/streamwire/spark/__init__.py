@@ -16,19 +16,37 @@ Usage::
 
 from __future__ import annotations
 
-from typing import Any
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from streamwire.spark.config import ClientConfig
-from streamwire.spark.executor import (
-    COUNTS_SCHEMA,
-    plan_ranges,
-    produce_arrow,
-    produce_partition,
-    range_rows,
-    read_ranges_arrow,
-)
-from streamwire.spark.offsets import RangeSpec
-from streamwire.spark.reading import spark_schema_ddl
+
+if TYPE_CHECKING:
+    from streamwire.spark.datasource import StreamwireDataSource
+    from streamwire.spark.executor import (
+        COUNTS_SCHEMA,
+        plan_ranges,
+        produce_arrow,
+        produce_partition,
+        range_rows,
+        read_ranges_arrow,
+    )
+    from streamwire.spark.offsets import RangeSpec
+    from streamwire.spark.reading import spark_schema_ddl
+
+# Loaded on first access: Spark imports this package in planner workers that need none of it.
+_LAZY = {
+    "COUNTS_SCHEMA": "streamwire.spark.executor",
+    "plan_ranges": "streamwire.spark.executor",
+    "produce_arrow": "streamwire.spark.executor",
+    "produce_partition": "streamwire.spark.executor",
+    "range_rows": "streamwire.spark.executor",
+    "read_ranges_arrow": "streamwire.spark.executor",
+    "RangeSpec": "streamwire.spark.offsets",
+    "spark_schema_ddl": "streamwire.spark._columns",
+    "StreamwireDataSource": "streamwire.spark.datasource",
+    "DefaultSource": "streamwire.spark.datasource",
+}
 
 __all__ = [
     "COUNTS_SCHEMA",
@@ -53,8 +71,8 @@ def register(spark: Any) -> None:
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("StreamwireDataSource", "DefaultSource"):
-        from streamwire.spark.datasource import StreamwireDataSource
-
-        return StreamwireDataSource
-    raise AttributeError(f"module 'streamwire.spark' has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'streamwire.spark' has no attribute {name!r}")
+    attr = "StreamwireDataSource" if name == "DefaultSource" else name
+    return getattr(import_module(module), attr)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import streamwire
+from streamwire.spark import _timing
 from streamwire.spark.config import ClientConfig
 
 __all__ = ["CacheStats", "clear", "get_client", "get_producer", "stats"]
@@ -68,7 +69,8 @@ def get_client(config: ClientConfig) -> Any:
         if client is not None:
             _stats.client_hits += 1
             return client
-        client = config.new_client()
+        with _timing.phase("client start"):
+            client = config.new_client()
         _clients[config] = client
         _stats.clients_created += 1
         return client
@@ -81,7 +83,9 @@ def get_producer(config: ClientConfig, topic: str, **options: Any) -> Any:
     per topic, and a retried task elsewhere must be able to take it over.
     """
     if options.get("producer_name"):
-        return get_client(config).create_producer(topic, **options)
+        client = get_client(config)
+        with _timing.phase("producer create"):
+            return client.create_producer(topic, **options)
     key = (config, topic, tuple(sorted((k, _hashable(v)) for k, v in options.items())))
     _check_pid()
     with _lock:
@@ -90,7 +94,8 @@ def get_producer(config: ClientConfig, topic: str, **options: Any) -> Any:
             _stats.producer_hits += 1
             return producer
     client = get_client(config)
-    producer = client.create_producer(topic, **options)
+    with _timing.phase("producer create"):
+        producer = client.create_producer(topic, **options)
     with _lock:
         existing = _producers.get(key)
         if existing is not None:  # another thread won the race

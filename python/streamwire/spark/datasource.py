@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -35,41 +35,16 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from streamwire.spark.cache import get_client
+# Only light modules at import: Spark imports this module in every planner worker (the lookup of
+# Python data sources, the creation of the source, write planning, the commit), and most of them
+# never touch the engine. The Pulsar, TANK and Pravega paths import what they need when called.
+from streamwire.spark import _timing
+from streamwire.spark._columns import spark_schema_ddl
 from streamwire.spark.config import ClientConfig, get_option, parse_bool
-from streamwire.spark.executor import _partition_id, _plan
-from streamwire.spark.offsets import (
-    EARLIEST,
-    Position,
-    RangeSpec,
-    offset_json,
-    parse_offsets_option,
-    partition_index,
-    position_from_json,
-    position_key,
-    predecessor,
-    split_ranges,
-)
-from streamwire.spark.pravega_source import SCHEMA as PRAVEGA_SCHEMA
-from streamwire.spark.pravega_source import (
-    PravegaBatchReader,
-    PravegaStreamReader,
-    PravegaWriter,
-    is_pravega,
-)
-from streamwire.spark.reading import (
-    ReadOptions,
-    entry_bytes_after,
-    first_message_position,
-    last_message_id,
-    projection,
-    read_range,
-    resolve_topics,
-    spark_schema_ddl,
-)
-from streamwire.spark.tank_source import SCHEMA as TANK_SCHEMA
-from streamwire.spark.tank_source import TankBatchReader, TankStreamReader, TankWriter, is_tank
-from streamwire.spark.writing import ProduceOptions, job_sequence_base, produce_batches
+
+if TYPE_CHECKING:
+    from streamwire.spark.offsets import Position
+    from streamwire.spark.reading import ReadOptions
 
 try:  # Spark 4.1+
     from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
@@ -102,6 +77,16 @@ def register(spark: Any) -> None:
     spark.dataSource.register(StreamwireDataSource)
 
 
+def _is_tank(options: Mapping[str, str]) -> bool:
+    url = get_option(options, "service_url", "serviceUrl", "service.url")
+    return bool(url) and str(url).startswith("tank://")
+
+
+def _is_pravega(options: Mapping[str, str]) -> bool:
+    url = get_option(options, "service_url", "serviceUrl", "service.url")
+    return bool(url) and str(url).startswith("tcp://")
+
+
 def _topics(options: Mapping[str, str]) -> tuple[list[str], Optional[str]]:
     topic = get_option(options, "topic")
     topics = get_option(options, "topics")
@@ -121,6 +106,8 @@ def _columns(schema: Any, options: Mapping[str, str]) -> Optional[tuple[int, ...
     fields = getattr(schema, "fields", None)
     if fields is None:
         return None
+    from streamwire.spark.reading import projection
+
     scala = parse_bool(get_option(options, "scalaNames"), False)
     return projection([(f.name, f.dataType.simpleString()) for f in fields], scala)
 
@@ -128,6 +115,8 @@ def _columns(schema: Any, options: Mapping[str, str]) -> Optional[tuple[int, ...
 def _read_options(
     options: Mapping[str, str], columns: Optional[tuple[int, ...]] = None
 ) -> ReadOptions:
+    from streamwire.spark.reading import ReadOptions
+
     st = get_option(options, "startingTime")
     et = get_option(options, "endingTime")
     return ReadOptions(
@@ -154,35 +143,51 @@ class StreamwireDataSource(DataSource):
     # (streamwire.spark.pravega_source).
 
     def schema(self) -> str:
-        if is_tank(self.options):
+        if _is_tank(self.options):
+            from streamwire.spark.tank_source import SCHEMA as TANK_SCHEMA
+
             return TANK_SCHEMA
-        if is_pravega(self.options):
+        if _is_pravega(self.options):
+            from streamwire.spark.pravega_source import SCHEMA as PRAVEGA_SCHEMA
+
             return PRAVEGA_SCHEMA
         return spark_schema_ddl(parse_bool(get_option(self.options, "scalaNames"), False))
 
     def reader(self, schema: Any) -> DataSourceReader:
-        if is_tank(self.options):
+        if _is_tank(self.options):
+            from streamwire.spark.tank_source import TankBatchReader
+
             return TankBatchReader(dict(self.options), schema)
-        if is_pravega(self.options):
+        if _is_pravega(self.options):
+            from streamwire.spark.pravega_source import PravegaBatchReader
+
             return PravegaBatchReader(dict(self.options), schema)
         return StreamwireBatchReader(dict(self.options), _columns(schema, self.options))
 
     def writer(self, schema: Any, overwrite: bool) -> DataSourceArrowWriter:
-        if is_tank(self.options):
+        if _is_tank(self.options):
+            from streamwire.spark.tank_source import TankWriter
+
             return TankWriter(dict(self.options))
-        if is_pravega(self.options):
+        if _is_pravega(self.options):
+            from streamwire.spark.pravega_source import PravegaWriter
+
             return PravegaWriter(dict(self.options))
         return StreamwireWriter(dict(self.options))
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
-        if is_tank(self.options):
+        if _is_tank(self.options):
+            from streamwire.spark.tank_source import TankStreamReader
+
             return TankStreamReader(dict(self.options), schema)
-        if is_pravega(self.options):
+        if _is_pravega(self.options):
+            from streamwire.spark.pravega_source import PravegaStreamReader
+
             return PravegaStreamReader(dict(self.options), schema)
         return StreamwireStreamReader(dict(self.options), _columns(schema, self.options))
 
     def streamWriter(self, schema: Any, overwrite: bool) -> StreamwireStreamWriter:
-        if is_tank(self.options) or is_pravega(self.options):
+        if _is_tank(self.options) or _is_pravega(self.options):
             raise ValueError(
                 "streamwire: streaming writes to TANK and Pravega are not offered; write each "
                 "micro-batch with foreachBatch("
@@ -202,6 +207,8 @@ class StreamwireBatchReader(DataSourceReader):
         self.config = ClientConfig.from_options(options)
         self.read_options = _read_options(options, columns)
         self.topics, self.pattern = _topics(options)
+        from streamwire.spark.offsets import parse_offsets_option
+
         self.starting = parse_offsets_option(
             get_option(options, "startingOffsets"), default="earliest"
         )
@@ -211,9 +218,16 @@ class StreamwireBatchReader(DataSourceReader):
         self.min_partitions = int(get_option(options, "minPartitions", default="0"))
 
     def partitions(self) -> Sequence[InputPartition]:
-        client = get_client(self.config)
-        names = resolve_topics(client, self.topics, self.pattern)
-        ranges = _plan(client, names, self.starting, self.ending, self.min_partitions)
+        from streamwire.spark.cache import get_client
+        from streamwire.spark.executor import _plan
+        from streamwire.spark.reading import resolve_topics
+
+        with _timing.phase("read.plan: client start"):
+            client = get_client(self.config)
+        with _timing.phase("read.plan: topic partitions"):
+            names = resolve_topics(client, self.topics, self.pattern)
+        with _timing.phase("read.plan: last message ids"):
+            ranges = _plan(client, names, self.starting, self.ending, self.min_partitions)
         parts = [InputPartition(r.to_json()) for r in ranges if not r.is_empty()]
         # Spark needs at least one partition to build the (empty) result.
         return parts or [InputPartition(None)]
@@ -221,7 +235,13 @@ class StreamwireBatchReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         if partition.value is None:
             return
-        yield from read_range(self.config, RangeSpec.from_json(partition.value), self.read_options)
+        from streamwire.spark.offsets import RangeSpec
+        from streamwire.spark.reading import read_range
+
+        with _timing.phase("read.task"):
+            yield from read_range(
+                self.config, RangeSpec.from_json(partition.value), self.read_options
+            )
 
 
 # -- batch write -------------------------------------------------------------------------------
@@ -243,14 +263,20 @@ class StreamwireWriter(DataSourceArrowWriter):
     def __init__(self, options: dict[str, str]) -> None:
         self.options = options
         self.config = ClientConfig.from_options(options)
+        from streamwire.spark.writing import ProduceOptions, job_sequence_base
+
         ProduceOptions.from_options(options, 0)  # validate on the driver
         # Fixed here, on the driver, so every attempt of every task numbers rows alike.
         self.sequence_base = job_sequence_base()
 
     def write(self, iterator: Iterator[Any]) -> WriteCommit:
+        from streamwire.spark.executor import _partition_id
+        from streamwire.spark.writing import ProduceOptions, produce_batches
+
         pid = _partition_id()
         options = ProduceOptions.from_options(self.options, pid, self.sequence_base)
-        stats = produce_batches(self.config, iterator, options)
+        with _timing.phase("write.task"):
+            stats = produce_batches(self.config, iterator, options)
         return WriteCommit(pid, stats.rows, stats.bytes, stats.per_topic)
 
     def commit(self, messages: list[Optional[WriterCommitMessage]]) -> None:
@@ -283,9 +309,14 @@ class StreamwireStreamWriter(_StreamWriterBase):
     def __init__(self, options: dict[str, str]) -> None:
         self.options = options
         self.config = ClientConfig.from_options(options)
+        from streamwire.spark.writing import ProduceOptions
+
         ProduceOptions.from_options(options, 0)
 
     def write(self, iterator: Iterator[Any]) -> WriteCommit:
+        from streamwire.spark.executor import _partition_id
+        from streamwire.spark.writing import ProduceOptions, produce_batches
+
         pid = _partition_id()
         options = ProduceOptions.from_options(self.options, pid)
         stats = produce_batches(self.config, _as_arrow(iterator), options)
@@ -335,6 +366,8 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     """
 
     def __init__(self, options: dict[str, str], columns: Optional[tuple[int, ...]] = None) -> None:
+        from streamwire.spark.offsets import parse_offsets_option
+
         self.options = options
         self.config = ClientConfig.from_options(options)
         self.read_options = _read_options(options, columns)
@@ -352,9 +385,16 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     # driver-side helpers (no live handle is stored on self: Spark pickles this object)
     def _partitions(self) -> list[str]:
+        from streamwire.spark.cache import get_client
+        from streamwire.spark.reading import resolve_topics
+
         return resolve_topics(get_client(self.config), self.topics, self.pattern)
 
     def initialOffset(self) -> dict[str, Any]:
+        from streamwire.spark.cache import get_client
+        from streamwire.spark.offsets import EARLIEST, offset_json, predecessor
+        from streamwire.spark.reading import last_message_id
+
         client = get_client(self.config)
         positions: dict[str, Position] = {}
         for topic in self._partitions():
@@ -372,6 +412,9 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return offset_json(positions)
 
     def _latest(self) -> dict[str, Position]:
+        from streamwire.spark.cache import get_client
+        from streamwire.spark.reading import last_message_id
+
         client = get_client(self.config)
         return {t: last_message_id(client, t) for t in self._partitions()}
 
@@ -385,11 +428,17 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return ReadAllAvailable() if ReadAllAvailable is not None else None
 
     def prepareForTriggerAvailableNow(self) -> None:
+        from streamwire.spark.offsets import offset_json
+
         self._target = offset_json(self._latest())
 
     def latestOffset(
         self, start: Optional[dict[str, Any]] = None, limit: Any = None
     ) -> dict[str, Any]:
+        from streamwire.spark.cache import get_client
+        from streamwire.spark.offsets import EARLIEST, offset_json, position_from_json, position_key
+        from streamwire.spark.reading import entry_bytes_after
+
         if self._target is not None:
             latest = {t: position_from_json(v) for t, v in self._target.items()}
         else:
@@ -435,6 +484,9 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         the admin API, so the rest of ``begin``'s ledger is taken (or everything, from EARLIEST
         when the first message is in another ledger than the last).
         """
+        from streamwire.spark.cache import get_client
+        from streamwire.spark.reading import first_message_position
+
         if begin[0] < 0:
             first = first_message_position(get_client(self.config), topic)
             if first is None:
@@ -447,6 +499,13 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return (last[0], capped, -1) if capped < last[1] else last
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        from streamwire.spark.offsets import (
+            RangeSpec,
+            partition_index,
+            position_from_json,
+            split_ranges,
+        )
+
         ranges = [
             RangeSpec(
                 t,
@@ -460,9 +519,15 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return [InputPartition(r.to_json()) for r in ranges if not r.is_empty()]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
+        from streamwire.spark.offsets import RangeSpec
+        from streamwire.spark.reading import read_range
+
         yield from read_range(self.config, RangeSpec.from_json(partition.value), self.read_options)
 
     def commit(self, end: dict[str, Any]) -> None:
+        from streamwire.spark.cache import get_client
+        from streamwire.spark.offsets import partition_index, position_from_json
+
         if not self.subscription:
             return
         import streamwire
@@ -495,4 +560,8 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 pass
 
 
-_EARLIEST_JSON = {"ledger": EARLIEST[0], "entry": EARLIEST[1], "batch": EARLIEST[2]}
+# offsets.EARLIEST as offset JSON
+_EARLIEST_JSON = {"ledger": -1, "entry": -1, "batch": -1}
+
+
+_timing.mark_import("import streamwire.spark.datasource")

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import streamwire
+from streamwire.spark import _timing
+from streamwire.spark._columns import ARROW_COLUMNS, column_names, spark_schema_ddl
 from streamwire.spark.config import ClientConfig
 from streamwire.spark.offsets import Position, RangeSpec, partition_index, position_key
 
@@ -28,29 +30,6 @@ __all__ = [
     "resolve_topics",
     "spark_schema_ddl",
 ]
-
-# (column, Scala-connector name, Spark DDL type)
-ARROW_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("value", "value", "binary"),
-    ("key", "__key", "string"),
-    ("topic", "__topic", "string"),
-    ("partition", "partition", "int"),
-    ("message_id", "__messageId", "binary"),
-    ("publish_time", "__publishTime", "timestamp"),
-    ("event_time", "__eventTime", "timestamp"),
-    ("properties", "__messageProperties", "map<string,string>"),
-    ("producer_name", "producer_name", "string"),
-    ("sequence_id", "sequence_id", "bigint"),
-)
-
-
-def column_names(scala_names: bool) -> list[str]:
-    return [scala if scala_names else ours for ours, scala, _ in ARROW_COLUMNS]
-
-
-def spark_schema_ddl(scala_names: bool = False) -> str:
-    names = column_names(scala_names)
-    return ", ".join(f"`{n}` {t}" for n, (_, _, t) in zip(names, ARROW_COLUMNS))
 
 
 def arrow_schema(scala_names: bool = False) -> Any:
@@ -267,12 +246,13 @@ def read_range(config: ClientConfig, spec: RangeSpec, options: ReadOptions) -> I
         # filtered here, and the entry's presence proves nothing was deleted before it.
         start_id = streamwire.MessageId(spec.start[0], spec.start[1], max(spec.partition, -1))
         expect_entry = (spec.start[0], spec.start[1])
-    reader = client.create_reader(
-        spec.topic,
-        start_id,
-        inclusive=True,
-        receiver_queue_size=options.receiver_queue_size,
-    )
+    with _timing.phase("reader create"):
+        reader = client.create_reader(
+            spec.topic,
+            start_id,
+            inclusive=True,
+            receiver_queue_size=options.receiver_queue_size,
+        )
     try:
         yield from _read_arrow_loop(reader, spec, options, expect_entry)
     finally:
@@ -307,7 +287,8 @@ def _read_arrow_loop(
     last_key = position_key(spec.start)
     checked = expect_entry is None
     while True:
-        rb = reader.read_arrow(options.max_batch, timeout=options.poll_timeout, columns=columns)
+        with _timing.phase("read.task: read_arrow"):
+            rb = reader.read_arrow(options.max_batch, timeout=options.poll_timeout, columns=columns)
         if rb.num_rows == 0:
             if reader.has_message_available():
                 continue
