@@ -27,6 +27,7 @@ MODULES = [
     "streamwire.aio",
     "streamwire.gateway",
     "streamwire.auth",
+    "streamwire.metrics",
 ]
 
 _PROPERTY_TYPES = (property, types.GetSetDescriptorType)

@@ -105,7 +105,13 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class MetricsServer:
-    """A running ``/metrics`` endpoint; :meth:`close` (or leaving a ``with`` block) stops it."""
+    """A running ``/metrics`` endpoint; :meth:`close` (or leaving a ``with`` block) stops it.
+
+    Made by :func:`serve`, not directly.
+
+    Args:
+        server: the bound HTTP server; it is served from a daemon thread from now on.
+    """
 
     def __init__(self, server: ThreadingHTTPServer) -> None:
         self._server = server
@@ -117,18 +123,22 @@ class MetricsServer:
 
     @property
     def host(self) -> str:
+        """The address the endpoint listens on."""
         return str(self._server.server_address[0])
 
     @property
     def port(self) -> int:
+        """The port the endpoint listens on (the one picked when ``serve`` was given 0)."""
         return int(self._server.server_address[1])
 
     @property
     def url(self) -> str:
+        """The endpoint's full URL, ``http://host:port/metrics``."""
         return f"http://{self.host}:{self.port}/metrics"
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` has stopped the endpoint."""
         return self._closed
 
     def close(self) -> None:
