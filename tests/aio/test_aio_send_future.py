@@ -213,7 +213,7 @@ def test_failed_sends_raise_and_unawaited_failures_are_reported(
         loop = asyncio.get_running_loop()
         reported: list[dict[str, Any]] = []
         loop.set_exception_handler(lambda _loop, context: reported.append(context))
-        client, producer, consumer = await _pair(
+        client, producer, _consumer = await _pair(
             lite_broker.service_url, unique_topic, max_pending_messages=5, batching=False
         )
         futs = [producer.send(b"%d" % i) for i in range(500)]
