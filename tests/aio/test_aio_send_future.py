@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import gc
+import os
 from typing import Any
 
 import pytest
@@ -246,3 +247,41 @@ def test_failed_sends_raise_and_unawaited_failures_are_reported(
 def _failed_unseen(f: Any) -> bool:
     # done() and cancelled() do not mark the exception as seen; repr tells the state.
     return "exception" in repr(f)
+
+
+def test_send_after_fork_raises_forked_process_error(
+    lite_broker: PulsarLite, unique_topic: str
+) -> None:
+    """In a forked child the parent's producer refuses to send; the parent's still works."""
+
+    async def make() -> tuple[aio.Client, aio.Producer]:
+        client = aio.Client(lite_broker.service_url)
+        return client, await client.create_producer(unique_topic)
+
+    client, producer = asyncio.run(make())
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report through the pipe, never return into pytest
+        out = "no exception"
+
+        async def child() -> None:
+            producer.send(b"from the child")
+
+        try:
+            asyncio.run(child())
+        except BaseException as e:
+            out = type(e).__name__
+        finally:
+            os.write(write_fd, out.encode())
+            os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as pipe:
+        got = pipe.read().decode()
+    os.waitpid(pid, 0)
+    assert got == "ForkedProcessError"
+
+    async def parent() -> None:
+        assert isinstance(await producer.send(b"parent"), streamwire.MessageId)
+        await client.close()
+
+    asyncio.run(parent())
