@@ -187,6 +187,9 @@ def test_callbacks_context_and_removal(lite_broker: PulsarLite, unique_topic: st
         ctx.run(VAR.set, "given")
         fut.add_done_callback(cb, context=ctx)
         VAR.set("later")
+        # The cycle collector sees what a pending future holds (callbacks, loop).
+        assert cb in gc.get_referents(fut) and removed in gc.get_referents(fut)
+        assert asyncio.get_running_loop() in gc.get_referents(fut)
         assert fut.remove_done_callback(removed) == 2
         assert fut.remove_done_callback(removed) == 0
         mid = await fut

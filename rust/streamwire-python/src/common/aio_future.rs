@@ -19,6 +19,7 @@ use pyo3::exceptions::PyStopIteration;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
+use pyo3::{PyTraverseError, PyVisit};
 
 /// Where a future stands. `T`: a value or exception object; `M`: a cancel message.
 #[derive(Debug, PartialEq)]
@@ -89,6 +90,18 @@ impl<T, M, C> Slot<T, M, C> {
         out.extend(self.first.take());
         out.append(&mut self.more);
         out
+    }
+
+    /// The registered callbacks (for the garbage collector's walk).
+    pub fn callbacks(&self) -> impl Iterator<Item = &C> {
+        self.first.iter().chain(self.more.iter())
+    }
+
+    /// Empty the slot (the garbage collector breaking a cycle): the state becomes
+    /// `Cancelled(None)`; the old state and the callbacks are handed back to be dropped.
+    pub fn clear(&mut self) -> (State<T, M>, Vec<C>) {
+        let state = std::mem::replace(&mut self.state, State::Cancelled(None));
+        (state, self.take_callbacks())
     }
 
     /// Put callbacks back (after `take_callbacks`), before any added meanwhile.
@@ -370,6 +383,27 @@ impl AioSendFuture {
         Err(PyStopIteration::new_err((value,)))
     }
 
+    /// The references this future holds, for the cycle collector (a failed send's exception
+    /// can point back at the future through its traceback; a callback through its closure).
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.event_loop)?;
+        match self.slot.state() {
+            State::Done(v) | State::Failed(v) => visit.call(v)?,
+            State::Cancelled(Some(m)) => visit.call(m)?,
+            _ => {}
+        }
+        for (cb, ctx) in self.slot.callbacks() {
+            visit.call(cb)?;
+            visit.call(ctx)?;
+        }
+        Ok(())
+    }
+
+    fn __clear__(&mut self) {
+        self.unseen_exception = false;
+        drop(self.slot.clear());
+    }
+
     fn __repr__(&self) -> &'static str {
         match self.slot.state() {
             State::Pending => "<AioSendFuture pending>",
@@ -437,6 +471,18 @@ mod tests {
         assert_eq!(s.finish(State::Cancelled(Some("bye"))), Some(vec![1]));
         assert_eq!(s.finish(State::Done(1)), None);
         assert_eq!(s.state(), &State::Cancelled(Some("bye")));
+    }
+
+    #[test]
+    fn clear_hands_back_state_and_callbacks() {
+        let mut s = S::default();
+        s.add(1);
+        s.add(2);
+        assert_eq!(s.callbacks().copied().collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(s.clear(), (State::Pending, vec![1, 2]));
+        assert_eq!(s.callbacks().count(), 0);
+        assert!(!s.is_pending());
+        assert_eq!(s.finish(State::Done(3)), None);
     }
 
     #[test]
