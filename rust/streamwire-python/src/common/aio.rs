@@ -1,7 +1,8 @@
 //! The asyncio bridge: engine futures and completions resolved into `asyncio.Future`s.
 //!
-//! A call made from a coroutine creates an `asyncio.Future` on the running loop and returns
-//! it at once; the engine work runs on the process runtime (no thread per call, no polling).
+//! A call made from a coroutine creates an `asyncio.Future` on the running loop (a send: the
+//! lighter `AioSendFuture` of `common::aio_future`) and returns it at once; the engine work
+//! runs on the process runtime (no thread per call, no polling).
 //! When it finishes, the outcome (a plain Rust value, no interpreter needed) is queued for
 //! one dispatcher thread, which attaches to the interpreter once per batch and hands every
 //! completion of the batch that belongs to one loop to that loop with a single
