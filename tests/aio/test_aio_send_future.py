@@ -288,3 +288,28 @@ def test_send_after_fork_raises_forked_process_error(
         await client.close()
 
     asyncio.run(parent())
+
+
+def test_wait_for_times_out_on_a_send_held_in_the_batch(
+    lite_broker: PulsarLite, unique_topic: str
+) -> None:
+    """A send held by a long batching delay: ``wait_for`` times out (the wait is cancelled, the
+    future is cancelled), and the message is still sent at the next flush."""
+
+    async def main() -> None:
+        client, producer, consumer = await _pair(
+            lite_broker.service_url, unique_topic, batching_max_delay=30.0
+        )
+        fut = producer.send(b"held")
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(fut, 0.05)
+        assert fut.cancelled()
+        done, pending = await asyncio.wait([producer.send(b"held too")], timeout=0.05)
+        assert not done and len(pending) == 1
+        await producer.flush()
+        (second,) = pending
+        assert isinstance(await second, streamwire.MessageId)
+        assert await _received(consumer, 2) == [b"held", b"held too"]
+        await client.close()
+
+    asyncio.run(main())
