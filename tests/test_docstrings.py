@@ -25,6 +25,7 @@ MODULES = [
     "streamwire.tank",
     "streamwire.pravega",
     "streamwire.aio",
+    "streamwire.aio.tank",
     "streamwire.gateway",
     "streamwire.auth",
     "streamwire.metrics",

@@ -1,3 +1,4 @@
+import asyncio
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -460,6 +461,31 @@ class TankClient:
         queue_bytes: int = 33_554_432,
         on_out_of_range: str = "error",
     ) -> TankConsumer: ...
+    def _acreate_producer(
+        self,
+        topic: str,
+        *,
+        batch_max_messages: int = 1000,
+        batch_max_bytes: int = 131_072,
+        batch_delay: float = 0.001,
+        compression: Optional[str] = None,
+        max_in_flight: int = 32,
+        send_timeout: float = 30.0,
+        block_if_queue_full: bool = True,
+    ) -> asyncio.Future[TankAioProducer]: ...
+    def _acreate_consumer(
+        self,
+        topic: str,
+        *,
+        partitions: Optional[list[int]] = None,
+        start: Union[str, dict[int, int], None] = None,
+        max_wait: float = 1.0,
+        min_bytes: int = 0,
+        fetch_size: int = 1_048_576,
+        max_fetch_size: int = 67_108_864,
+        queue_bytes: int = 33_554_432,
+        on_out_of_range: str = "error",
+    ) -> asyncio.Future[TankAioConsumer]: ...
     def close(self) -> None: ...
     def __enter__(self) -> TankClient: ...
     def __exit__(self, *_args: object) -> bool: ...
@@ -556,6 +582,58 @@ class TankConsumer:
     def __next__(self) -> TankMessage: ...
     def __enter__(self) -> TankConsumer: ...
     def __exit__(self, *_args: object) -> bool: ...
+    def __reduce__(self) -> NoReturn: ...
+
+@final
+class TankAioProducer:
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partitions(self) -> int: ...
+    @property
+    def pending(self) -> int: ...
+    def _asend(
+        self,
+        value: Any,
+        key: Optional[_TankKey] = None,
+        *,
+        partition: Optional[int] = None,
+        timestamp: Optional[int] = None,
+    ) -> asyncio.Future[None]: ...
+    def _asend_many(
+        self,
+        values: Any,
+        *,
+        keys: Any = None,
+        timestamps: Any = None,
+        partition: Optional[int] = None,
+    ) -> asyncio.Future[int]: ...
+    def _aflush(self) -> asyncio.Future[None]: ...
+    def _aclose(self) -> asyncio.Future[None]: ...
+    def __reduce__(self) -> NoReturn: ...
+
+@final
+class TankAioConsumer:
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partitions(self) -> list[int]: ...
+    @property
+    def queued(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+    def _await_messages(
+        self,
+        max_messages: int,
+        timeout: Optional[float] = None,
+        columns: Optional[Sequence[str]] = None,
+    ) -> asyncio.Future[None]: ...
+    def _take(
+        self, kind: int, max_messages: int, columns: Optional[Sequence[str]] = None
+    ) -> Any: ...
+    def seek(self, partition: int, seq: int) -> None: ...
+    def positions(self) -> dict[int, int]: ...
+    def close(self) -> None: ...
     def __reduce__(self) -> NoReturn: ...
 
 # --- Pravega (wrapped by streamwire.pravega) ---
