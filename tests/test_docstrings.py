@@ -26,6 +26,7 @@ MODULES = [
     "streamwire.pravega",
     "streamwire.aio",
     "streamwire.aio.tank",
+    "streamwire.aio.pravega",
     "streamwire.gateway",
     "streamwire.auth",
     "streamwire.metrics",
