@@ -105,6 +105,35 @@ def test_cancelled_read_loses_nothing_and_async_for_ends(pravega: PravegaStandal
     run(main)
 
 
+def test_position_counts_events_of_a_cancelled_read(pravega: PravegaStandalone) -> None:
+    scope = "aio" + uuid.uuid4().hex[:10]
+
+    async def main() -> None:
+        async with apv.Client(pravega.controller_url, timeout=30.0) as client:
+            await client.create_scope(scope)
+            await client.create_stream(scope, "s")
+            writer = await client.create_writer(scope, "s")
+            reader = await client.create_reader(scope, "s")
+            before = await reader.position()
+            task = asyncio.create_task(reader.read_many(10, timeout=10))
+            await asyncio.sleep(0.2)  # the engine read is waiting
+            assert task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            await writer.write(b"kept")
+            # The cancelled read ran on and took the event: it is held, not handed out.
+            after = await reader.position()
+            assert after == before
+            again = await client.create_reader(scope, "s", start=after)
+            first = await again.read(timeout=10)
+            assert first is not None and first.value == b"kept"
+            got = await reader.read(timeout=10)
+            assert got is not None and got.value == b"kept"
+            assert (await reader.position()) != before
+
+    run(main)
+
+
 def test_bad_arguments(pravega: PravegaStandalone) -> None:
     async def main() -> None:
         async with apv.Client(pravega.controller_url, timeout=30.0) as client:
