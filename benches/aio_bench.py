@@ -1,6 +1,6 @@
-"""Awaited sends (streamwire.aio, gathered in windows; on asyncio's loop and on uvloop) vs
-blocking send_async + flush, and asyncio's own floor (the same number of futures created,
-resolved and gathered).
+"""Awaited sends (streamwire.aio, gathered in windows; on asyncio's loop and on uvloop; and
+sent in windows then awaited one by one in order, no gather) vs blocking send_async + flush,
+and asyncio's own floor (the same number of asyncio.Futures created, resolved and gathered).
 
 Usage: .venv/bin/python benches/aio_bench.py [N]   (starts its own pulsar-lite)
 """
@@ -45,6 +45,16 @@ async def awaited(url: str, n: int, payload: bytes) -> float:
         return time.perf_counter() - t0
 
 
+async def in_order(url: str, n: int, payload: bytes) -> float:
+    """A window of sends, then each awaited in call order (no gather)."""
+    async with aio.Client(url) as c, await c.create_producer(topic()) as p:
+        t0 = time.perf_counter()
+        for start in range(0, n, WINDOW):
+            for f in [p.send(payload) for _ in range(min(WINDOW, n - start))]:
+                await f
+        return time.perf_counter() - t0
+
+
 async def asyncio_floor(n: int) -> float:
     """asyncio's own cost: create, resolve and gather n futures (no engine at all)."""
     loop = asyncio.get_running_loop()
@@ -73,12 +83,14 @@ def main() -> None:
             a = asyncio.run(awaited(url, n, payload))
             with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
                 u = runner.run(awaited(url, n, payload))
+            o = asyncio.run(in_order(url, n, payload))
             f = asyncio.run(asyncio_floor(n))
-            rows.append((b, a, u, f))
+            rows.append((b, a, u, o, f))
             print(
                 f"blocking send_async+flush {n / b:>9,.0f} msg/s   "
                 f"aio gather {n / a:>9,.0f} msg/s ({a / b:.2f}x)   "
                 f"uvloop {n / u:>9,.0f} msg/s ({u / b:.2f}x)   "
+                f"aio in order {n / o:>9,.0f} msg/s ({o / b:.2f}x)   "
                 f"asyncio floor {n / f:>9,.0f}/s ({f / b:.2f}x)",
                 flush=True,
             )
@@ -88,8 +100,8 @@ def main() -> None:
 
         print(
             f"median ratio (time / blocking time): asyncio {median(1):.2f}x, "
-            f"uvloop {median(2):.2f}x, asyncio floor (futures gathered, no engine) "
-            f"{median(3):.2f}x"
+            f"uvloop {median(2):.2f}x, awaited in order (asyncio) {median(3):.2f}x, "
+            f"asyncio floor (asyncio.Futures gathered, no engine) {median(4):.2f}x"
         )
     finally:
         broker.stop()

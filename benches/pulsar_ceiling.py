@@ -22,6 +22,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -110,7 +111,8 @@ def backlog(url: str, addr: str, n: int, size: int) -> str:
     return topic
 
 
-def ours_receive_many(url: str, topic: str, n: int) -> float:
+def drain(url: str, topic: str, n: int, take: Callable[[Any], int]) -> float:
+    """msg/s of a fresh subscription from the earliest message, ``take`` doing one call."""
     with streamwire.Client(url) as c:
         consumer = c.subscribe(
             topic,
@@ -121,34 +123,25 @@ def ours_receive_many(url: str, topic: str, n: int) -> float:
         got = 0
         t0 = time.perf_counter()
         while got < n:
-            msgs = consumer.receive_many(CHUNK, timeout=30)
-            consumer.acknowledge(msgs)
-            got += len(msgs)
+            got += take(consumer)
         dt = time.perf_counter() - t0
         consumer.close()
         return got / dt
 
 
-def ours_receive_arrow(url: str, topic: str, n: int) -> float:
-    with streamwire.Client(url) as c:
-        consumer = c.subscribe(
-            topic,
-            f"s-{uuid.uuid4().hex[:6]}",
-            initial_position="earliest",
-            receiver_queue_size=CHUNK,
+def take_many(consumer: Any) -> int:
+    msgs = consumer.receive_many(CHUNK, timeout=30)
+    consumer.acknowledge(msgs)
+    return len(msgs)
+
+
+def take_arrow(consumer: Any) -> int:
+    rb = consumer.receive_arrow(CHUNK, timeout=30, columns=["value", "message_id"])
+    if rb.num_rows:
+        consumer.acknowledge_cumulative(
+            streamwire.MessageId.deserialize(rb.column("message_id")[-1].as_py())
         )
-        got = 0
-        t0 = time.perf_counter()
-        while got < n:
-            rb = consumer.receive_arrow(CHUNK, timeout=30, columns=["value", "message_id"])
-            if rb.num_rows:
-                consumer.acknowledge_cumulative(
-                    streamwire.MessageId.deserialize(rb.column("message_id")[-1].as_py())
-                )
-            got += rb.num_rows
-        dt = time.perf_counter() - t0
-        consumer.close()
-        return got / dt
+    return int(rb.num_rows)
 
 
 def median(f: Callable[[], float], rounds: int) -> float:
@@ -190,14 +183,14 @@ def main() -> None:
         rows.append(
             (
                 "dispatch 100 B: ours receive_many + list ack",
-                median(lambda: ours_receive_many(url, next(it), n), r),
+                median(lambda: drain(url, next(it), n, take_many), r),
                 ceil,
             )
         )
         rows.append(
             (
                 "dispatch 100 B: ours receive_arrow + cumulative ack",
-                median(lambda: ours_receive_arrow(url, next(it), n), r),
+                median(lambda: drain(url, next(it), n, take_arrow), r),
                 ceil,
             )
         )

@@ -54,6 +54,38 @@ async def _cancelled_receive(c: AioCtx) -> None:
     await task
 
 
+async def _sent(c: AioCtx, data: bytes) -> None:
+    """The case's message was sent all the same (the consumer and the reader get it)."""
+    assert (await c.consumer.receive(timeout=10)).data() == data
+    assert (await c.reader.read_next(timeout=10)).data() == data
+
+
+async def _early_result(c: AioCtx) -> Any:
+    fut = c.producer.send(b"early")
+    try:
+        return fut.result()
+    finally:
+        await _sent(c, b"early")
+
+
+async def _bad_callback(c: AioCtx) -> None:
+    fut = c.producer.send(b"bad callback")
+    try:
+        fut.add_done_callback(5)  # type: ignore[arg-type]
+    finally:
+        await fut
+        await _sent(c, b"bad callback")
+
+
+async def _cancelled_send(c: AioCtx) -> None:
+    fut = c.producer.send(b"cancelled")
+    fut.cancel()
+    try:
+        await fut
+    finally:
+        await _sent(c, b"cancelled")
+
+
 AIO_CASES: list[AioCase] = [
     AioCase("aio.Client()", "service_url not a str (123)", TYP, lambda c: _client(123)),
     AioCase(
@@ -101,6 +133,27 @@ AIO_CASES: list[AioCase] = [
         "event_time=-1",
         INV,
         lambda c: _aw(c.producer.send, b"x", event_time=-1),
+    ),
+    AioCase(
+        "aio.AioSendFuture.result",
+        "called before the send finished",
+        asyncio.InvalidStateError,
+        lambda c: _early_result(c),
+        note="built-in; the message is still sent",
+    ),
+    AioCase(
+        "aio.AioSendFuture.add_done_callback",
+        "fn not callable (5)",
+        TYP,
+        lambda c: _bad_callback(c),
+        note="the message is still sent",
+    ),
+    AioCase(
+        "aio.Producer.send",
+        "the awaited future is cancelled",
+        asyncio.CancelledError,
+        lambda c: _cancelled_send(c),
+        note="built-in; only the wait is cancelled: the message is still sent",
     ),
     AioCase(
         "aio.Producer.send_many",

@@ -12,7 +12,7 @@ mod actor;
 pub mod batch;
 pub mod queue;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -77,6 +77,9 @@ struct Inner {
     pending: Arc<AtomicUsize>,
     budget: MemoryBudget,
     metrics: Arc<EntityMetrics>,
+    /// Set when `close` starts: the writer counts as closed from then on, not only once its
+    /// task has dropped the command channel (which happens a moment after `close` returns).
+    closing: AtomicBool,
 }
 
 /// A cheap, cloneable handle to a stream writer.
@@ -140,6 +143,7 @@ impl EventWriter {
                 pending,
                 budget,
                 metrics,
+                closing: AtomicBool::new(false),
             }),
         })
     }
@@ -232,6 +236,7 @@ impl EventWriter {
 
     /// Settle what is pending, then stop the task and its connections.
     pub async fn close(&self) -> Result<()> {
+        self.inner.closing.store(true, Ordering::Release);
         let (tx, rx) = oneshot::channel();
         if self.inner.tx.send(Command::Close(tx)).await.is_err() {
             return Ok(());
@@ -240,7 +245,7 @@ impl EventWriter {
     }
 
     pub fn is_closed(&self) -> bool {
-        self.inner.tx.is_closed()
+        self.inner.closing.load(Ordering::Acquire) || self.inner.tx.is_closed()
     }
 }
 

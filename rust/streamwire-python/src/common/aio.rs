@@ -1,7 +1,8 @@
 //! The asyncio bridge: engine futures and completions resolved into `asyncio.Future`s.
 //!
-//! A call made from a coroutine creates an `asyncio.Future` on the running loop and returns
-//! it at once; the engine work runs on the process runtime (no thread per call, no polling).
+//! A call made from a coroutine creates an `asyncio.Future` on the running loop (a send: the
+//! lighter `AioSendFuture` of `common::aio_future`) and returns it at once; the engine work
+//! runs on the process runtime (no thread per call, no polling).
 //! When it finishes, the outcome (a plain Rust value, no interpreter needed) is queued for
 //! one dispatcher thread, which attaches to the interpreter once per batch and hands every
 //! completion of the batch that belongs to one loop to that loop with a single
@@ -27,6 +28,7 @@ use streamwire_core::error::{Error, Result};
 use streamwire_core::runtime;
 use streamwire_pulsar::message_id::MessageId;
 
+use crate::common::aio_future::AioSendFuture;
 use crate::common::errors::to_py;
 use crate::pulsar::aio_consumer::Received;
 use crate::pulsar::message_id::PyMessageId;
@@ -91,6 +93,22 @@ pub fn new_future<'py>(py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Target)>
     let target = Target {
         event_loop: event_loop.unbind(),
         fut: fut.clone().unbind(),
+    };
+    Ok((fut, target))
+}
+
+/// A send's future (`AioSendFuture`, not an `asyncio.Future`) on the running loop.
+pub fn new_send_future<'py>(py: Python<'py>) -> PyResult<(Bound<'py, AioSendFuture>, Target)> {
+    let get = GET_LOOP.get_or_try_init(py, || {
+        py.import("asyncio")?
+            .getattr("get_running_loop")
+            .map(Bound::unbind)
+    })?;
+    let event_loop = get.bind(py).call0()?.unbind();
+    let fut = Bound::new(py, AioSendFuture::new(event_loop.clone_ref(py)))?;
+    let target = Target {
+        event_loop,
+        fut: fut.clone().into_any().unbind(),
     };
     Ok((fut, target))
 }
@@ -286,12 +304,40 @@ type Outcomes = Vec<(Py<PyAny>, Result<Value>)>;
 impl Resolve {
     fn __call__(&self, py: Python<'_>) {
         let items = std::mem::take(&mut *self.items.lock().unwrap_or_else(|p| p.into_inner()));
+        // The loop's `call_soon`, looked up once per batch for the sends' callbacks.
+        let mut call_soon: Option<Bound<'_, PyAny>> = None;
         for (fut, outcome) in items {
-            if let Err(e) = resolve_one(py, fut.bind(py), outcome) {
+            let res = match fut.bind(py).cast::<AioSendFuture>() {
+                Ok(send) => settle_send(py, send, &mut call_soon, outcome),
+                Err(_) => resolve_one(py, fut.bind(py), outcome),
+            };
+            if let Err(e) = res {
                 e.write_unraisable(py, Some(fut.bind(py)));
             }
         }
     }
+}
+
+/// Store a send's outcome in its `AioSendFuture` and schedule its callbacks.
+fn settle_send<'py>(
+    py: Python<'py>,
+    fut: &Bound<'py, AioSendFuture>,
+    call_soon: &mut Option<Bound<'py, PyAny>>,
+    outcome: Result<Value>,
+) -> PyResult<()> {
+    let outcome = match outcome.map(|v| v.into_py(py)) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(e.into_value(py).into_any()),
+        Err(e) => Err(exception(py, e)),
+    };
+    let cs = match call_soon {
+        Some(cs) => cs,
+        None => {
+            let event_loop = fut.call_method0(pyo3::intern!(py, "get_loop"))?;
+            call_soon.insert(event_loop.getattr(pyo3::intern!(py, "call_soon"))?)
+        }
+    };
+    AioSendFuture::settle(fut, cs, outcome)
 }
 
 /// Resolve one future; a receive's messages whose future is already done (cancelled) go

@@ -3,6 +3,7 @@
 //! (sequences and pyarrow arrays) and the pickling refusal of live handles.
 
 pub mod aio;
+pub mod aio_future;
 pub mod arrow;
 pub mod blocking;
 pub mod columns;

@@ -1,6 +1,7 @@
 //! The awaitable side of `Producer` (used by `streamwire.aio.Producer`).
 //!
-//! A send is queued synchronously in call order and returns an `asyncio.Future` that the
+//! A send is queued synchronously in call order and returns an `AioSendFuture` (an
+//! asyncio-compatible future without an `asyncio.Future`, see `common::aio_future`) that the
 //! broker's receipt resolves through the bridge in `common::aio` (receipts that arrive
 //! together resolve together). When the producer is full, the send goes to this producer's
 //! `Room`: one engine task that queues waiting sends strictly in order, and every later send
@@ -213,7 +214,8 @@ impl Producer {
             replication_clusters,
             disable_replication,
         )?;
-        let (fut, target) = aio::new_future(py)?;
+        let (fut, target) = aio::new_send_future(py)?;
+        let fut = fut.into_any();
         let p = tp.producer_for(msg.key.as_deref()).clone();
         if self.room.is_busy() {
             self.room

@@ -12,7 +12,7 @@ mod actor;
 pub mod batch;
 pub mod routing;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -99,6 +99,9 @@ struct Inner {
     /// Messages handed over and not yet acknowledged or failed.
     pending: Arc<AtomicUsize>,
     metrics: Arc<EntityMetrics>,
+    /// Set when `close` starts: closed from then on, not only once the task has dropped the
+    /// command channel (a moment after `close` returns).
+    closing: AtomicBool,
 }
 
 /// A cheap, cloneable handle to a producer task.
@@ -143,6 +146,7 @@ impl Producer {
                 router: routing::Router::new(count),
                 pending,
                 metrics,
+                closing: AtomicBool::new(false),
             }),
         })
     }
@@ -287,6 +291,7 @@ impl Producer {
 
     /// Flush, then stop the task. Later sends fail with `Closed`.
     pub async fn close(&self) -> Result<()> {
+        self.inner.closing.store(true, Ordering::Release);
         let (tx, rx) = oneshot::channel();
         if self.inner.tx.send(Command::Close(tx)).await.is_err() {
             return Ok(());
@@ -295,6 +300,6 @@ impl Producer {
     }
 
     pub fn is_closed(&self) -> bool {
-        self.inner.tx.is_closed()
+        self.inner.closing.load(Ordering::Acquire) || self.inner.tx.is_closed()
     }
 }
