@@ -25,6 +25,8 @@ MODULES = [
     "streamwire.tank",
     "streamwire.pravega",
     "streamwire.aio",
+    "streamwire.aio.tank",
+    "streamwire.aio.pravega",
     "streamwire.gateway",
     "streamwire.auth",
     "streamwire.metrics",

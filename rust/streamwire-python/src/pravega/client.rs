@@ -29,11 +29,11 @@ const PICKLE_HINT: &str = "pass the controller URI instead and create the client
 /// A connection to a Pravega controller (and the segment stores it names). Thread-safe.
 #[pyclass(frozen, name = "PravegaClient", module = "streamwire._native")]
 pub struct PravegaNativeClient {
-    inner: PravegaClient,
-    pid: u32,
+    pub(crate) inner: PravegaClient,
+    pub(crate) pid: u32,
     closed: AtomicBool,
-    budget: MemoryBudget,
-    timeout: Duration,
+    pub(crate) budget: MemoryBudget,
+    pub(crate) timeout: Duration,
 }
 
 /// One open segment for Python: `(segment_id, number, epoch, low, high)`.
@@ -57,7 +57,7 @@ pub(crate) fn name_arg(what: &str, name: &str) -> PyResult<()> {
 }
 
 impl PravegaNativeClient {
-    fn live(&self) -> PyResult<PravegaClient> {
+    pub(crate) fn live(&self) -> PyResult<PravegaClient> {
         runtime::check_same_process(self.pid, "Pravega client").py_err()?;
         if self.closed.load(Ordering::Acquire) {
             return Err(to_py(Error::closed("Pravega client")));
@@ -65,7 +65,7 @@ impl PravegaNativeClient {
         Ok(self.inner.clone())
     }
 
-    fn stream(&self, scope: &str, stream: &str) -> PyResult<ScopedStream> {
+    pub(crate) fn stream(&self, scope: &str, stream: &str) -> PyResult<ScopedStream> {
         name_arg("scope", scope)?;
         name_arg("stream", stream)?;
         Ok(ScopedStream::new(scope, stream))
@@ -293,17 +293,7 @@ impl PravegaNativeClient {
         send_timeout: f64,
     ) -> PyResult<PravegaWriter> {
         let st = self.stream(scope, stream)?;
-        let config = WriterConfig {
-            max_block: count_arg("max_block", max_block).py_err()?,
-            window: count_arg("window", window).py_err()?,
-            send_timeout: positive_secs("send_timeout", send_timeout).py_err()?,
-            ..WriterConfig::default()
-        };
-        if config.max_block == 0 || config.window == 0 {
-            return Err(to_py(Error::invalid(
-                "max_block and window must be positive",
-            )));
-        }
+        let config = writer_config(max_block, window, send_timeout)?;
         let c = self.live()?;
         let budget = self.budget.clone();
         let w = wait(py, "create_writer", Some(self.timeout), async move {
@@ -324,21 +314,7 @@ impl PravegaNativeClient {
         read_length: i64,
     ) -> PyResult<PravegaReader> {
         let st = self.stream(scope, stream)?;
-        let start = match start {
-            "head" | "earliest" => Start::Head,
-            "tail" | "latest" => Start::Tail,
-            text => Start::Cut(StreamCut::parse(text).py_err()?),
-        };
-        let mut config = ReaderConfig {
-            read_ahead: count_arg("read_ahead", read_ahead).py_err()?,
-            ..ReaderConfig::default()
-        };
-        config.fetch.read_length = count_arg("read_length", read_length).py_err()?;
-        if config.read_ahead == 0 || config.fetch.read_length < 8 {
-            return Err(to_py(Error::invalid(
-                "read_ahead must be at least 1 and read_length at least 8",
-            )));
-        }
+        let (start, config) = reader_plan(start, read_ahead, read_length)?;
         let c = self.live()?;
         let r = wait(py, "create_reader", Some(self.timeout), async move {
             StreamReader::create(&c, st, start, config).await
@@ -428,4 +404,49 @@ impl PravegaNativeClient {
             if self.closed() { " closed" } else { "" }
         )
     }
+}
+
+/// The checked `WriterConfig` of `create_writer`'s options (shared with the awaitable one).
+pub(crate) fn writer_config(
+    max_block: i64,
+    window: i64,
+    send_timeout: f64,
+) -> PyResult<WriterConfig> {
+    let config = WriterConfig {
+        max_block: count_arg("max_block", max_block).py_err()?,
+        window: count_arg("window", window).py_err()?,
+        send_timeout: positive_secs("send_timeout", send_timeout).py_err()?,
+        ..WriterConfig::default()
+    };
+    if config.max_block == 0 || config.window == 0 {
+        return Err(to_py(Error::invalid(
+            "max_block and window must be positive",
+        )));
+    }
+    Ok(config)
+}
+
+/// The checked start and `ReaderConfig` of `create_reader`'s options (shared with the
+/// awaitable one).
+pub(crate) fn reader_plan(
+    start: &str,
+    read_ahead: i64,
+    read_length: i64,
+) -> PyResult<(Start, ReaderConfig)> {
+    let start = match start {
+        "head" | "earliest" => Start::Head,
+        "tail" | "latest" => Start::Tail,
+        text => Start::Cut(StreamCut::parse(text).py_err()?),
+    };
+    let mut config = ReaderConfig {
+        read_ahead: count_arg("read_ahead", read_ahead).py_err()?,
+        ..ReaderConfig::default()
+    };
+    config.fetch.read_length = count_arg("read_length", read_length).py_err()?;
+    if config.read_ahead == 0 || config.fetch.read_length < 8 {
+        return Err(to_py(Error::invalid(
+            "read_ahead must be at least 1 and read_length at least 8",
+        )));
+    }
+    Ok((start, config))
 }

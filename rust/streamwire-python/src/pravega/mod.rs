@@ -2,6 +2,17 @@
 //! adds the typed wrappers): client with the controller calls, writer with its futures,
 //! reader and events.
 
+pub mod aio_reader;
+pub mod aio_writer;
 pub mod client;
 pub mod reader;
 pub mod writer;
+
+use pyo3::prelude::*;
+
+/// Add the awaitable Pravega classes to the extension module.
+pub fn register_aio(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<aio_writer::PravegaAioWriter>()?;
+    m.add_class::<aio_reader::PravegaAioReader>()?;
+    Ok(())
+}

@@ -29,8 +29,8 @@ pub const ARROW_COLUMNS: [&str; 4] = ["value", "stream", "segment", "offset"];
 /// One event read from a stream.
 #[pyclass(frozen, name = "PravegaEvent", module = "streamwire._native")]
 pub struct PravegaEventObj {
-    e: ReadEvent,
-    stream: Arc<str>,
+    pub(crate) e: ReadEvent,
+    pub(crate) stream: Arc<str>,
 }
 
 #[pymethods]
@@ -92,7 +92,7 @@ pub struct PravegaReader {
     metrics: Arc<EntityMetrics>,
 }
 
-fn max_arg(max_events: i64) -> PyResult<usize> {
+pub(crate) fn max_arg(max_events: i64) -> PyResult<usize> {
     if max_events < 1 {
         return Err(to_py(Error::invalid(format!(
             "max_events must be at least 1, got {max_events}"
@@ -194,36 +194,7 @@ impl PravegaReader {
     ) -> PyResult<Bound<'py, PyAny>> {
         let names = column_list(&ARROW_COLUMNS, columns.as_deref())?;
         let got = self.take(py, max_arg(max_events)?, timeout, "read_arrow")?;
-        let b = ArrowBuilder::new(py, got.len())?;
-        let mut arrays = Vec::with_capacity(names.len());
-        for name in &names {
-            arrays.push(match *name {
-                "value" => b.var(
-                    &got.iter().map(|e| Some(&e.data[..])).collect::<Vec<_>>(),
-                    false,
-                )?,
-                "stream" => b.var(
-                    &got.iter()
-                        .map(|_| Some(self.stream.as_bytes()))
-                        .collect::<Vec<_>>(),
-                    true,
-                )?,
-                "segment" => b.fixed(
-                    "int64",
-                    got.iter().map(|e| e.segment),
-                    i64::to_le_bytes,
-                    None,
-                )?,
-                "offset" => b.fixed(
-                    "int64",
-                    got.iter().map(|e| e.offset),
-                    i64::to_le_bytes,
-                    None,
-                )?,
-                other => unreachable!("column {other} is listed in ARROW_COLUMNS"),
-            });
-        }
-        b.record_batch(arrays, &names)
+        events_to_batch(py, &self.stream, &got, &names)
     }
 
     /// The position after the last event handed out, as a stream cut's text.
@@ -285,4 +256,43 @@ impl PravegaReader {
             str_repr(py, Some(&self.stream))
         )
     }
+}
+
+/// The `names` columns of `got`, in that order (shared with the awaitable `read_arrow`).
+pub(crate) fn events_to_batch<'py>(
+    py: Python<'py>,
+    stream: &str,
+    got: &[ReadEvent],
+    names: &[&str],
+) -> PyResult<Bound<'py, PyAny>> {
+    let b = ArrowBuilder::new(py, got.len())?;
+    let mut arrays = Vec::with_capacity(names.len());
+    for name in names {
+        arrays.push(match *name {
+            "value" => b.var(
+                &got.iter().map(|e| Some(&e.data[..])).collect::<Vec<_>>(),
+                false,
+            )?,
+            "stream" => b.var(
+                &got.iter()
+                    .map(|_| Some(stream.as_bytes()))
+                    .collect::<Vec<_>>(),
+                true,
+            )?,
+            "segment" => b.fixed(
+                "int64",
+                got.iter().map(|e| e.segment),
+                i64::to_le_bytes,
+                None,
+            )?,
+            "offset" => b.fixed(
+                "int64",
+                got.iter().map(|e| e.offset),
+                i64::to_le_bytes,
+                None,
+            )?,
+            other => unreachable!("column {other} is listed in ARROW_COLUMNS"),
+        });
+    }
+    b.record_batch(arrays, names)
 }

@@ -108,7 +108,7 @@ impl PravegaWriteFuture {
     }
 }
 
-fn key_arg(key: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>> {
+pub(crate) fn key_arg(key: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>> {
     match key {
         None => Ok(None),
         Some(k) if k.is_none() => Ok(None),
@@ -178,91 +178,7 @@ impl PravegaWriter {
         events: &Bound<'_, PyAny>,
         routing_keys: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<EventBatch> {
-        // One key for all events, or one per event (None entries allowed).
-        let single_key = match routing_keys {
-            Some(k) if k.is_instance_of::<PyString>() => Some(key_arg(Some(k))?),
-            _ => None,
-        };
-        let keys: Option<Vec<Option<String>>> = match routing_keys {
-            None => None,
-            Some(k) if k.is_none() || single_key.is_some() => None,
-            Some(k) => {
-                let mut v = Vec::new();
-                if k.hasattr("to_pylist").unwrap_or(false) {
-                    for item in k.call_method0("to_pylist")?.try_iter()? {
-                        v.push(key_arg(Some(&item?))?);
-                    }
-                } else {
-                    for item in k.try_iter().map_err(|_| {
-                        pyo3::exceptions::PyTypeError::new_err(
-                            "routing_keys is a str, or a sequence of str/None per event",
-                        )
-                    })? {
-                        v.push(key_arg(Some(&item?))?);
-                    }
-                }
-                Some(v)
-            }
-        };
-        let key_of = |i: usize| -> Option<&str> {
-            if let Some(k) = &single_key {
-                return k.as_deref();
-            }
-            keys.as_ref().and_then(|ks| ks[i].as_deref())
-        };
-        let check_len = |n: usize| -> PyResult<()> {
-            if let Some(ks) = &keys {
-                if ks.len() != n {
-                    return Err(to_py(Error::invalid(format!(
-                        "routing_keys has {} entries for {n} events",
-                        ks.len()
-                    ))));
-                }
-            }
-            Ok(())
-        };
-        // Fast path: a list of bytes, framed straight from the objects.
-        if let Ok(list) = events.cast::<PyList>() {
-            let n = list.len();
-            check_len(n)?;
-            let mut total = 0;
-            let mut all_bytes = true;
-            for it in list.iter() {
-                match it.cast::<PyBytes>() {
-                    Ok(b) => total += b.as_bytes().len(),
-                    Err(_) => {
-                        all_bytes = false;
-                        break;
-                    }
-                }
-            }
-            if all_bytes {
-                let mut b = BatchBuilder::with_capacity(n, total);
-                for (i, it) in list.iter().enumerate() {
-                    let bytes = it.cast::<PyBytes>().expect("checked above");
-                    b.push(bytes.as_bytes(), key_of(i)).py_err()?;
-                }
-                return Ok(b.finish());
-            }
-        }
-        if events.is_instance_of::<PyBytes>() || events.is_instance_of::<PyString>() {
-            return Err(pyo3::exceptions::PyTypeError::new_err(
-                "write_many takes a sequence of events (or a pyarrow array), not a single event",
-            ));
-        }
-        let vals = payloads(events)?;
-        check_len(vals.len())?;
-        let total = vals.iter().map(|(v, _)| v.len()).sum();
-        let mut b = BatchBuilder::with_capacity(vals.len(), total);
-        for (i, (v, null)) in vals.iter().enumerate() {
-            if *null {
-                return Err(to_py(Error::invalid(format!(
-                    "events[{i}] is None: a Pravega event always has a value"
-                ))));
-            }
-            b.push(v, key_of(i)).py_err()?;
-        }
-        Ok(b.finish())
+        event_batch(events, routing_keys)
     }
 }
 
@@ -490,4 +406,97 @@ impl PravegaWriter {
             self.inner.pending()
         )
     }
+}
+
+/// The framed events of `write_many`'s arguments: one routing key for all, or one per event
+/// (shared with the awaitable `write_many`).
+pub(crate) fn event_batch(
+    events: &Bound<'_, PyAny>,
+    routing_keys: Option<&Bound<'_, PyAny>>,
+) -> PyResult<EventBatch> {
+    // One key for all events, or one per event (None entries allowed).
+    let single_key = match routing_keys {
+        Some(k) if k.is_instance_of::<PyString>() => Some(key_arg(Some(k))?),
+        _ => None,
+    };
+    let keys: Option<Vec<Option<String>>> = match routing_keys {
+        None => None,
+        Some(k) if k.is_none() || single_key.is_some() => None,
+        Some(k) => {
+            let mut v = Vec::new();
+            if k.hasattr("to_pylist").unwrap_or(false) {
+                for item in k.call_method0("to_pylist")?.try_iter()? {
+                    v.push(key_arg(Some(&item?))?);
+                }
+            } else {
+                for item in k.try_iter().map_err(|_| {
+                    pyo3::exceptions::PyTypeError::new_err(
+                        "routing_keys is a str, or a sequence of str/None per event",
+                    )
+                })? {
+                    v.push(key_arg(Some(&item?))?);
+                }
+            }
+            Some(v)
+        }
+    };
+    let key_of = |i: usize| -> Option<&str> {
+        if let Some(k) = &single_key {
+            return k.as_deref();
+        }
+        keys.as_ref().and_then(|ks| ks[i].as_deref())
+    };
+    let check_len = |n: usize| -> PyResult<()> {
+        if let Some(ks) = &keys {
+            if ks.len() != n {
+                return Err(to_py(Error::invalid(format!(
+                    "routing_keys has {} entries for {n} events",
+                    ks.len()
+                ))));
+            }
+        }
+        Ok(())
+    };
+    // Fast path: a list of bytes, framed straight from the objects.
+    if let Ok(list) = events.cast::<PyList>() {
+        let n = list.len();
+        check_len(n)?;
+        let mut total = 0;
+        let mut all_bytes = true;
+        for it in list.iter() {
+            match it.cast::<PyBytes>() {
+                Ok(b) => total += b.as_bytes().len(),
+                Err(_) => {
+                    all_bytes = false;
+                    break;
+                }
+            }
+        }
+        if all_bytes {
+            let mut b = BatchBuilder::with_capacity(n, total);
+            for (i, it) in list.iter().enumerate() {
+                let bytes = it.cast::<PyBytes>().expect("checked above");
+                b.push(bytes.as_bytes(), key_of(i)).py_err()?;
+            }
+            return Ok(b.finish());
+        }
+    }
+    if events.is_instance_of::<PyBytes>() || events.is_instance_of::<PyString>() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "write_many takes a sequence of events (or a pyarrow array), not a single event",
+        ));
+    }
+    let vals = payloads(events)?;
+    check_len(vals.len())?;
+    let total = vals.iter().map(|(v, _)| v.len()).sum();
+    let mut b = BatchBuilder::with_capacity(vals.len(), total);
+    for (i, (v, null)) in vals.iter().enumerate() {
+        if *null {
+            return Err(to_py(Error::invalid(format!(
+                "events[{i}] is None: a Pravega event always has a value"
+            ))));
+        }
+        b.push(v, key_of(i)).py_err()?;
+    }
+    Ok(b.finish())
 }

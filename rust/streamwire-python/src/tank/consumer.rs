@@ -63,7 +63,7 @@ impl TankConsumer {
     }
 }
 
-fn max_arg(max_messages: i64) -> PyResult<usize> {
+pub(crate) fn max_arg(max_messages: i64) -> PyResult<usize> {
     if max_messages < 1 {
         return Err(to_py(Error::invalid(format!(
             "max_messages must be at least 1, got {max_messages}"

@@ -222,14 +222,7 @@ impl TankProducer {
         partition: Option<i64>,
         timestamp: Option<i64>,
     ) -> PyResult<Outgoing> {
-        Ok(Outgoing {
-            partition: partition_arg(partition)?,
-            msg: Pending {
-                key: key_arg(key)?,
-                ts: ts_arg(timestamp)?,
-                value: payload_of(value)?,
-            },
-        })
+        outgoing(value, key, partition, timestamp)
     }
 }
 
@@ -358,47 +351,9 @@ impl TankProducer {
         timeout: Option<f64>,
     ) -> PyResult<usize> {
         let p = self.live()?;
-        let partition = partition_arg(partition)?;
         let timeout = timeout_arg("timeout", timeout).py_err()?;
-        let vals = payloads(values)?;
-        let n = vals.len();
-        let keys = match keys {
-            Some(k) => {
-                let ks = payloads(k)?;
-                if ks.len() != n {
-                    return Err(to_py(Error::invalid(format!(
-                        "keys has {} entries for {n} values",
-                        ks.len()
-                    ))));
-                }
-                for (k, _) in &ks {
-                    check_key(k)?;
-                }
-                Some(ks)
-            }
-            None => None,
-        };
-        let ts = crate::common::columns::opt_u64s(timestamps, n, "timestamps")?;
-        let now = now_ms();
-        let mut msgs = Vec::with_capacity(n);
-        let mut bytes = 0u64;
-        for (i, (value, null)) in vals.into_iter().enumerate() {
-            if null {
-                return Err(to_py(Error::invalid(format!(
-                    "values[{i}] is None: TANK messages always have a value"
-                ))));
-            }
-            let key = keys
-                .as_ref()
-                .and_then(|k| (!k[i].1).then(|| k[i].0.clone()));
-            let msg = Pending {
-                key,
-                ts: ts.as_ref().and_then(|t| t[i]).unwrap_or(now),
-                value,
-            };
-            bytes += msg.size() as u64;
-            msgs.push(Outgoing { partition, msg });
-        }
+        let (msgs, bytes) = many_outgoing(values, keys, timestamps, partition)?;
+        let n = msgs.len();
         let reservation = self.reserve(py, bytes)?;
         let (group, rx) = Group::new(n);
         let prepared = p
@@ -457,4 +412,72 @@ impl TankProducer {
             self.inner.pending()
         )
     }
+}
+
+/// One checked message of `send`'s arguments (shared with the awaitable send).
+pub(crate) fn outgoing(
+    value: &Bound<'_, PyAny>,
+    key: Option<&Bound<'_, PyAny>>,
+    partition: Option<i64>,
+    timestamp: Option<i64>,
+) -> PyResult<Outgoing> {
+    Ok(Outgoing {
+        partition: partition_arg(partition)?,
+        msg: Pending {
+            key: key_arg(key)?,
+            ts: ts_arg(timestamp)?,
+            value: payload_of(value)?,
+        },
+    })
+}
+
+/// The checked messages of `send_many`'s arguments and their payload bytes (shared with the
+/// awaitable send_many).
+pub(crate) fn many_outgoing(
+    values: &Bound<'_, PyAny>,
+    keys: Option<&Bound<'_, PyAny>>,
+    timestamps: Option<&Bound<'_, PyAny>>,
+    partition: Option<i64>,
+) -> PyResult<(Vec<Outgoing>, u64)> {
+    let partition = partition_arg(partition)?;
+    let vals = payloads(values)?;
+    let n = vals.len();
+    let keys = match keys {
+        Some(k) => {
+            let ks = payloads(k)?;
+            if ks.len() != n {
+                return Err(to_py(Error::invalid(format!(
+                    "keys has {} entries for {n} values",
+                    ks.len()
+                ))));
+            }
+            for (k, _) in &ks {
+                check_key(k)?;
+            }
+            Some(ks)
+        }
+        None => None,
+    };
+    let ts = crate::common::columns::opt_u64s(timestamps, n, "timestamps")?;
+    let now = now_ms();
+    let mut msgs = Vec::with_capacity(n);
+    let mut bytes = 0u64;
+    for (i, (value, null)) in vals.into_iter().enumerate() {
+        if null {
+            return Err(to_py(Error::invalid(format!(
+                "values[{i}] is None: TANK messages always have a value"
+            ))));
+        }
+        let key = keys
+            .as_ref()
+            .and_then(|k| (!k[i].1).then(|| k[i].0.clone()));
+        let msg = Pending {
+            key,
+            ts: ts.as_ref().and_then(|t| t[i]).unwrap_or(now),
+            value,
+        };
+        bytes += msg.size() as u64;
+        msgs.push(Outgoing { partition, msg });
+    }
+    Ok((msgs, bytes))
 }

@@ -1,0 +1,121 @@
+"""Bad input to ``streamwire.aio.pravega``: each case raises its documented typed exception,
+and the same client keeps working. Rendered into ``docs/bad-input.md`` with the other rows
+(see ``tests/test_bad_input.py``); run by ``tests/aio/test_aio_pravega_bad_input.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from streamwire import AlreadyClosedError, ConfigError, InvalidArgumentError
+from streamwire.aio import pravega as apv
+
+
+@dataclass
+class AioPravegaCtx:
+    scope: str
+    client: apv.Client
+    writer: apv.Writer
+    reader: apv.Reader
+    closed_writer: apv.Writer
+    closed_reader: apv.Reader
+
+
+@dataclass(frozen=True)
+class AioPravegaCase:
+    call: str
+    input: str
+    expected: type[BaseException]
+    fn: Callable[[AioPravegaCtx], Awaitable[Any]]
+    group: str = "input"  # "input" | "closed"
+    note: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.call}: {self.input}"
+
+
+INV, CFG, TYP = InvalidArgumentError, ConfigError, TypeError
+
+
+async def _now(make: Callable[[], Awaitable[Any]]) -> Any:
+    return await make()
+
+
+AIO_PRAVEGA_CASES: list[AioPravegaCase] = [
+    AioPravegaCase(
+        "aio.pravega.Client.create_writer",
+        "scope name with a space",
+        INV,
+        lambda c: c.client.create_writer("bad scope", "s"),
+    ),
+    AioPravegaCase(
+        "aio.pravega.Client.create_writer",
+        "send_timeout=0",
+        CFG,
+        lambda c: c.client.create_writer(c.scope, "s", send_timeout=0),
+    ),
+    AioPravegaCase(
+        "aio.pravega.Client.create_reader",
+        "read_ahead=0",
+        INV,
+        lambda c: c.client.create_reader(c.scope, "s", read_ahead=0),
+    ),
+    AioPravegaCase(
+        "aio.pravega.Client.create_reader",
+        "start not a str or StreamCut (5)",
+        TYP,
+        lambda c: c.client.create_reader(c.scope, "s", start=5),  # type: ignore[arg-type]
+    ),
+    AioPravegaCase(
+        "aio.pravega.Writer.write",
+        "event not bytes-like (5)",
+        TYP,
+        lambda c: _now(lambda: c.writer.write(5)),
+    ),
+    AioPravegaCase(
+        "aio.pravega.Writer.write",
+        "routing_key not a str (b'k')",
+        TYP,
+        lambda c: _now(lambda: c.writer.write(b"v", routing_key=b"k")),  # type: ignore[arg-type]
+    ),
+    AioPravegaCase(
+        "aio.pravega.Writer.write_many",
+        "a single bytes instead of a sequence",
+        TYP,
+        lambda c: _now(lambda: c.writer.write_many(b"abc")),
+    ),
+    AioPravegaCase(
+        "aio.pravega.Writer.write_many",
+        "routing_keys of the wrong length",
+        INV,
+        lambda c: _now(lambda: c.writer.write_many([b"a", b"b"], routing_keys=["k"])),
+    ),
+    AioPravegaCase(
+        "aio.pravega.Reader.read_many",
+        "max_events=0",
+        INV,
+        lambda c: c.reader.read_many(0),
+    ),
+    AioPravegaCase(
+        "aio.pravega.Reader.read",
+        "timeout=-1",
+        INV,
+        lambda c: c.reader.read(timeout=-1),
+    ),
+    AioPravegaCase(
+        "aio.pravega.Writer.write",
+        "closed writer",
+        AlreadyClosedError,
+        lambda c: _now(lambda: c.closed_writer.write(b"v")),
+        group="closed",
+    ),
+    AioPravegaCase(
+        "aio.pravega.Reader.read",
+        "closed reader",
+        AlreadyClosedError,
+        lambda c: c.closed_reader.read(timeout=1),
+        group="closed",
+    ),
+]
