@@ -125,7 +125,12 @@ def test_redeliver_unacknowledged_messages(apache_broker: object, unique_topic: 
                 got += await c.receive_many(2, timeout=10)
             await c.acknowledge(got[0])
             await c.redeliver_unacknowledged_messages()
+            # "b" comes again, with its id. Apache rewinds an exclusive subscription to its
+            # mark-delete position, which it updates asynchronously: when the rewind wins that
+            # race, the acknowledged "a" comes once more first (seen in about 1 run in 10).
             again = await c.receive(timeout=10)
+            if again.data() == b"a":
+                again = await c.receive(timeout=10)
             assert again.data() == b"b" and again.message_id == got[1].message_id
             await c.close()
 
