@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from streamwire import _native
 from streamwire.exceptions import ConfigError, InvalidArgumentError, NotSupportedError
+
+if TYPE_CHECKING:
+    from http.server import ThreadingHTTPServer
 
 __all__ = [
     "CONTENT_TYPE",
@@ -88,20 +90,27 @@ def prometheus_text() -> str:
     return _native._metrics_prometheus_text()
 
 
-class _Handler(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        if self.path.split("?", 1)[0] != "/metrics":
-            self.send_error(404, "only /metrics is served")
-            return
-        body = prometheus_text().encode()
-        self.send_response(200)
-        self.send_header("Content-Type", CONTENT_TYPE)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+def _handler_class() -> type[Any]:
+    """The request handler, built on first use: importing ``http.server`` costs ~35 ms, which
+    every ``import streamwire`` would otherwise pay for an endpoint few processes start."""
+    from http.server import BaseHTTPRequestHandler
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # scrapes are not worth a line on stderr each
+    class _Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.split("?", 1)[0] != "/metrics":
+                self.send_error(404, "only /metrics is served")
+                return
+            body = prometheus_text().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", CONTENT_TYPE)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # scrapes are not worth a line on stderr each
+
+    return _Handler
 
 
 class MetricsServer:
@@ -175,8 +184,10 @@ def serve(port: int = 0, host: str = "127.0.0.1") -> MetricsServer:
         raise InvalidArgumentError(f"port must be between 0 and 65535, got {port}")
     if not host:
         raise InvalidArgumentError("host must not be empty")
+    from http.server import ThreadingHTTPServer
+
     try:
-        server = ThreadingHTTPServer((host, port), _Handler)
+        server = ThreadingHTTPServer((host, port), _handler_class())
     except OSError as e:
         raise ConfigError(f"cannot serve metrics on {host}:{port}: {e}") from e
     server.daemon_threads = True
