@@ -12,3 +12,4 @@ pub mod logging;
 pub mod metrics;
 pub mod pickle;
 pub mod repr;
+pub mod untracked;

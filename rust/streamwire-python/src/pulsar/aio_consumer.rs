@@ -15,7 +15,6 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::types::PyList;
 
 use streamwire_core::error::{Error, Result as EResult};
 use streamwire_pulsar::consumer::ReceivedMessage;
@@ -23,6 +22,7 @@ use streamwire_pulsar::consumer::ReceivedMessage;
 use crate::common::aio::{self, Value};
 use crate::common::blocking::timeout_arg;
 use crate::common::errors::{to_py, IntoPyResult};
+use crate::common::untracked::untracked_list;
 use crate::pulsar::client::Client;
 use crate::pulsar::consumer::{Consumer, Handle, Reader};
 use crate::pulsar::consumer_options::{consumer_plan, reader_plan};
@@ -67,13 +67,9 @@ impl Want {
                     .ok_or_else(|| to_py(Error::timeout("receive")))?;
                 Ok(Py::new(py, Message::new(m))?.into_any())
             }
-            Want::Many(_) => {
-                let objs = msgs
-                    .into_iter()
-                    .map(|m| Py::new(py, Message::new(m)))
-                    .collect::<PyResult<Vec<_>>>()?;
-                Ok(PyList::new(py, objs)?.into_any().unbind())
-            }
+            Want::Many(_) => Ok(untracked_list(py, msgs.into_iter().map(Message::new))?
+                .into_any()
+                .unbind()),
             Want::Arrow(_, names) => Ok(to_record_batch(py, &msgs, names)?.unbind()),
         }
     }

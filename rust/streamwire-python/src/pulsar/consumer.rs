@@ -19,6 +19,7 @@ use streamwire_pulsar::protocol::commands::SeekTarget;
 use crate::common::blocking::{timeout_arg, wait};
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::pickle::refuse_pickle;
+use crate::common::untracked::untracked_list;
 use crate::pulsar::client::Client;
 use crate::pulsar::consumer_options::{consumer_plan, reader_plan};
 use crate::pulsar::message::{column_list, to_record_batch, Message};
@@ -419,14 +420,14 @@ impl Consumer {
     ///     timeout: seconds to wait for the first message; None waits forever, 0 returns
     ///         what is queued now. Default None.
     #[pyo3(signature = (max_messages, timeout=None))]
-    fn receive_many(
+    fn receive_many<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         max_messages: i64,
         timeout: Option<f64>,
-    ) -> PyResult<Vec<Message>> {
+    ) -> PyResult<Bound<'py, PyList>> {
         let got = self.h.receive_many(py, "consumer", max_messages, timeout)?;
-        Ok(got.into_iter().map(Message::new).collect())
+        untracked_list(py, got.into_iter().map(Message::new))
     }
 
     /// Like `receive_many`, as a `pyarrow.RecordBatch` (no Python object per message).
@@ -642,14 +643,14 @@ impl Reader {
     ///     timeout: seconds to wait for the first message (then `[]`); None waits forever.
     ///         Default None.
     #[pyo3(signature = (max_messages, timeout=None))]
-    fn read_many(
+    fn read_many<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         max_messages: i64,
         timeout: Option<f64>,
-    ) -> PyResult<Vec<Message>> {
+    ) -> PyResult<Bound<'py, PyList>> {
         let got = self.h.receive_many(py, "reader", max_messages, timeout)?;
-        Ok(got.into_iter().map(Message::new).collect())
+        untracked_list(py, got.into_iter().map(Message::new))
     }
 
     /// Up to `max_messages` messages as a `pyarrow.RecordBatch`; `columns` names the columns

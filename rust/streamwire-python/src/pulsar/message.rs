@@ -13,6 +13,7 @@ use streamwire_pulsar::consumer::ReceivedMessage;
 use crate::common::arrow::ArrowBuilder;
 use crate::common::pickle::refuse_pickle;
 use crate::common::repr::str_repr;
+use crate::common::untracked::Acyclic;
 use crate::pulsar::message_id::PyMessageId;
 
 /// A message received by a `Consumer` or a `Reader`. Immutable and thread-safe.
@@ -20,6 +21,9 @@ use crate::pulsar::message_id::PyMessageId;
 pub struct Message {
     pub(crate) m: ReceivedMessage,
 }
+
+// Only Rust data inside: instances skip the cyclic collector (see common::untracked).
+impl Acyclic for Message {}
 
 impl Message {
     pub(crate) fn new(m: ReceivedMessage) -> Self {

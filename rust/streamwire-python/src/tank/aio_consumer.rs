@@ -16,7 +16,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
-use pyo3::types::PyList;
 
 use streamwire_core::error::Error;
 use streamwire_tank::consumer::{Consumer, TankMessage};
@@ -26,6 +25,7 @@ use crate::common::arrow::column_list;
 use crate::common::blocking::timeout_arg;
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::pickle::refuse_pickle;
+use crate::common::untracked::untracked_list;
 use crate::tank::client::{consumer_config, TankNativeClient};
 use crate::tank::consumer::max_arg;
 use crate::tank::message::{to_record_batch, TankMessageObj, ARROW_COLUMNS};
@@ -145,13 +145,9 @@ impl TankAioConsumer {
                 Some(m) => Py::new(py, self.wrap(m))?.into_any(),
                 None => py.None(),
             },
-            1 => {
-                let objs = got
-                    .into_iter()
-                    .map(|m| Py::new(py, self.wrap(m)))
-                    .collect::<PyResult<Vec<_>>>()?;
-                PyList::new(py, objs)?.into_any().unbind()
-            }
+            1 => untracked_list(py, got.into_iter().map(|m| self.wrap(m)))?
+                .into_any()
+                .unbind(),
             _ => to_record_batch(py, self.inner.topic(), &got, &names)?.unbind(),
         })
     }

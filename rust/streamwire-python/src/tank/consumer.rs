@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyList, PyTuple};
 
 use streamwire_core::error::{Error, ErrorKind};
 use streamwire_core::runtime;
@@ -14,6 +14,7 @@ use crate::common::arrow::column_list;
 use crate::common::blocking::{timeout_arg, wait};
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::pickle::refuse_pickle;
+use crate::common::untracked::untracked_list;
 use crate::tank::message::{to_record_batch, TankMessageObj, ARROW_COLUMNS};
 
 const PICKLE_HINT: &str = "persist consumer.positions() and create a consumer with \
@@ -114,14 +115,14 @@ impl TankConsumer {
     ///     max_messages: the most messages to return. Default 1000.
     ///     timeout: seconds to wait for the first message; None waits forever. Default None.
     #[pyo3(signature = (max_messages=1000, timeout=None))]
-    fn receive_many(
+    fn receive_many<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         max_messages: i64,
         timeout: Option<f64>,
-    ) -> PyResult<Vec<TankMessageObj>> {
+    ) -> PyResult<Bound<'py, PyList>> {
         let got = self.take(py, max_arg(max_messages)?, timeout, "receive_many")?;
-        Ok(got.into_iter().map(|m| self.wrap(m)).collect())
+        untracked_list(py, got.into_iter().map(|m| self.wrap(m)))
     }
 
     /// Like `receive_many`, as a `pyarrow.RecordBatch` with the named `columns` (default:

@@ -13,6 +13,7 @@ use streamwire_tank::consumer::TankMessage;
 use crate::common::arrow::ArrowBuilder;
 use crate::common::pickle::refuse_pickle;
 use crate::common::repr::{bytes_repr, str_repr};
+use crate::common::untracked::Acyclic;
 
 /// The columns of `receive_arrow`, in their default order.
 pub const ARROW_COLUMNS: [&str; 6] = ["value", "key", "timestamp", "topic", "partition", "seq"];
@@ -23,6 +24,10 @@ pub struct TankMessageObj {
     pub(crate) m: TankMessage,
     pub(crate) topic: Arc<str>,
 }
+
+// Only Rust data inside (the topic is a Rust `Arc<str>`): instances skip the cyclic
+// collector (see common::untracked).
+impl Acyclic for TankMessageObj {}
 
 #[pymethods]
 impl TankMessageObj {
