@@ -9,9 +9,10 @@
 //! * A cumulative ack on a batch message that is not the last of its entry acknowledges up to
 //!   the previous entry (without batch-index acks), or the entry with an `ack_set`.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
+use crate::consumer::idhash::{IdMap, IdSet};
 use crate::message_id::MessageId;
 use crate::protocol::pb;
 
@@ -69,13 +70,13 @@ pub struct AckTracker {
     max_pending: usize,
     /// Whole entries to acknowledge individually.
     individual: BTreeSet<MessageId>,
-    batches: HashMap<EntryKey, BatchState>,
+    batches: IdMap<EntryKey, BatchState>,
     cumulative: Option<(MessageId, Option<Vec<i64>>)>,
     /// Highest cumulative ack sent so far (acks at or below it are no-ops).
     cumulative_sent: Option<MessageId>,
     /// Entries acknowledged recently (bounded): a redelivery after a reconnect must not hand
     /// them out again, and their acks are sent again in case the old connection lost them.
-    recent: HashSet<MessageId>,
+    recent: IdSet<MessageId>,
     recent_order: VecDeque<(MessageId, Instant)>,
 }
 
@@ -92,10 +93,10 @@ impl AckTracker {
             batch_index_ack,
             max_pending: max_pending.max(1),
             individual: BTreeSet::new(),
-            batches: HashMap::new(),
+            batches: IdMap::default(),
             cumulative: None,
             cumulative_sent: None,
-            recent: HashSet::new(),
+            recent: IdSet::default(),
             recent_order: VecDeque::new(),
         }
     }

@@ -27,7 +27,11 @@ impl RedeliveryTracker {
     }
 
     pub fn remove(&mut self, id: &MessageId) {
-        self.due.remove(&id.entry());
+        // Every acknowledgement comes through here; with no negative ack pending (the usual
+        // case) there is nothing to hash.
+        if !self.due.is_empty() {
+            self.due.remove(&id.entry());
+        }
     }
 
     pub fn len(&self) -> usize {

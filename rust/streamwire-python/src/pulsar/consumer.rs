@@ -12,7 +12,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use streamwire_core::error::{Error, Result as EResult};
 use streamwire_core::runtime;
-use streamwire_pulsar::consumer::{Consumer as Engine, ReceivedMessage};
+use streamwire_pulsar::consumer::{Consumer as Engine, ReceivedMessage, SlotFinder};
 use streamwire_pulsar::message_id::MessageId;
 use streamwire_pulsar::protocol::commands::SeekTarget;
 
@@ -92,12 +92,13 @@ impl Handle {
     }
 
     fn target(&self, obj: &Bound<'_, PyAny>) -> PyResult<Target> {
+        self.target_in(&self.engine.slot_finder(), obj)
+    }
+
+    fn target_in(&self, finder: &SlotFinder, obj: &Bound<'_, PyAny>) -> PyResult<Target> {
         if let Ok(m) = obj.cast::<Message>() {
             let m = &m.get().m;
-            return Ok(Target::Message(
-                self.engine.slot_of(Some(m.topic()), &m.id),
-                m.id,
-            ));
+            return Ok(Target::Message(finder.slot_of(m), m.id));
         }
         if let Ok(id) = obj.extract::<PyMessageId>() {
             return Ok(Target::Message(None, id.id));
@@ -114,16 +115,18 @@ impl Handle {
         &self,
         obj: &Bound<'_, PyAny>,
     ) -> PyResult<Vec<(Option<u32>, MessageId)>> {
-        if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
-            let mut out = Vec::with_capacity(obj.len().unwrap_or(0));
-            for item in obj.try_iter()? {
-                let Target::Message(s, id) = self.target(&item?)?;
-                out.push((s, id));
-            }
-            return Ok(out);
+        let finder = self.engine.slot_finder();
+        let pair = |item: &Bound<'_, PyAny>| -> PyResult<(Option<u32>, MessageId)> {
+            let Target::Message(s, id) = self.target_in(&finder, item)?;
+            Ok((s, id))
+        };
+        if let Ok(list) = obj.cast::<PyList>() {
+            return list.iter().map(|item| pair(&item)).collect();
         }
-        let Target::Message(s, id) = self.target(obj)?;
-        Ok(vec![(s, id)])
+        if let Ok(tuple) = obj.cast::<PyTuple>() {
+            return tuple.iter().map(|item| pair(&item)).collect();
+        }
+        Ok(vec![pair(obj)?])
     }
 
     fn block<T: Send + 'static>(
