@@ -22,7 +22,6 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyList;
 
 use streamwire_core::error::{Error, Result};
 use streamwire_core::runtime;
@@ -30,6 +29,7 @@ use streamwire_pulsar::message_id::MessageId;
 
 use crate::common::aio_future::AioSendFuture;
 use crate::common::errors::to_py;
+use crate::common::untracked::{untracked, untracked_list};
 use crate::pulsar::aio_consumer::Received;
 use crate::pulsar::message_id::PyMessageId;
 
@@ -48,14 +48,10 @@ impl Value {
     fn into_py(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         match self {
             Value::None => Ok(py.None()),
-            Value::Id(id) => Ok(Py::new(py, PyMessageId::from(id))?.into_any()),
-            Value::Ids(ids) => {
-                let objs = ids
-                    .into_iter()
-                    .map(|id| Py::new(py, PyMessageId::from(id)))
-                    .collect::<PyResult<Vec<_>>>()?;
-                Ok(PyList::new(py, objs)?.into_any().unbind())
-            }
+            Value::Id(id) => Ok(untracked(py, PyMessageId::from(id))?.into_any().unbind()),
+            Value::Ids(ids) => Ok(untracked_list(py, ids.into_iter().map(PyMessageId::from))?
+                .into_any()
+                .unbind()),
             Value::Build(f) => f(py),
         }
     }

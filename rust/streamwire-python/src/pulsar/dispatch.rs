@@ -14,6 +14,7 @@ use streamwire_core::error::Result;
 use streamwire_pulsar::message_id::MessageId;
 
 use crate::common::errors::to_py;
+use crate::common::untracked::untracked;
 use crate::pulsar::message_id::PyMessageId;
 
 /// Where a producer keeps the first exception its callbacks raised.
@@ -81,7 +82,7 @@ fn run(rx: Receiver<Job>) {
                 let args = match job.result {
                     Ok(id) => (
                         py.None(),
-                        Py::new(py, PyMessageId::from(id)).map(|o| o.into_any()),
+                        untracked(py, PyMessageId::from(id)).map(|o| o.into_any().unbind()),
                     ),
                     Err(e) => (to_py(e).into_value(py).into_any(), Ok(py.None())),
                 };

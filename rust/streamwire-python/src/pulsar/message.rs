@@ -13,7 +13,7 @@ use streamwire_pulsar::consumer::ReceivedMessage;
 use crate::common::arrow::ArrowBuilder;
 use crate::common::pickle::refuse_pickle;
 use crate::common::repr::str_repr;
-use crate::common::untracked::Acyclic;
+use crate::common::untracked::{untracked, Acyclic};
 use crate::pulsar::message_id::PyMessageId;
 
 /// A message received by a `Consumer` or a `Reader`. Immutable and thread-safe.
@@ -101,8 +101,8 @@ impl Message {
 
     /// The message's `MessageId` (acknowledge, seek or persist it).
     #[getter]
-    fn message_id(&self) -> PyMessageId {
-        self.m.id.into()
+    fn message_id<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyMessageId>> {
+        untracked(py, self.m.id.into())
     }
 
     /// The topic (partition) the message was read from.

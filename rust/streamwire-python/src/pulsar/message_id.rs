@@ -32,6 +32,9 @@ pub struct PyMessageId {
     pub(crate) id: Id,
 }
 
+// Only Rust data inside: ids built in bulk skip the cyclic collector (common::untracked).
+impl crate::common::untracked::Acyclic for PyMessageId {}
+
 impl From<Id> for PyMessageId {
     fn from(id: Id) -> Self {
         PyMessageId { id }

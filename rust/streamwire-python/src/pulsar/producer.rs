@@ -7,7 +7,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 use streamwire_core::error::{Error, ErrorKind, Result};
 use streamwire_core::log;
@@ -25,6 +25,7 @@ use streamwire_pulsar::topic::TopicName;
 use crate::common::blocking::{count_arg, positive_secs, wait};
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::pickle::refuse_pickle;
+use crate::common::untracked::untracked_list;
 use crate::pulsar::client::Client;
 use crate::pulsar::dispatch::{self, ErrorSlot, Job};
 use crate::pulsar::message_id::PyMessageId;
@@ -582,15 +583,15 @@ impl Producer {
     ///         messages were not sent; the others were sent.
     #[pyo3(signature = (values, *, keys=None, properties=None, event_times=None,
         sequence_ids=None))]
-    fn send_many(
+    fn send_many<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         values: &Bound<'_, PyAny>,
         keys: Option<&Bound<'_, PyAny>>,
         properties: Option<&Bound<'_, PyAny>>,
         event_times: Option<&Bound<'_, PyAny>>,
         sequence_ids: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Vec<PyMessageId>> {
+    ) -> PyResult<Bound<'py, PyList>> {
         let tp = self.live()?;
         let (msgs, user_seq) = many_messages(values, keys, properties, event_times, sequence_ids)?;
         let n = msgs.len();
@@ -618,7 +619,7 @@ impl Producer {
                 e.context(format!("{failed} of {n} messages were not sent")),
             ));
         }
-        Ok(ids)
+        untracked_list(py, ids)
     }
 
     /// Send what is batched and wait until every message sent so far is acknowledged or
