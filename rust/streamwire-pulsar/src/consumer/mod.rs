@@ -19,6 +19,7 @@ pub mod entry;
 pub mod nacks;
 pub mod pattern;
 pub mod queue;
+mod txn_ack;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

@@ -28,6 +28,7 @@ use crate::common::pickle::refuse_pickle;
 use crate::pulsar::client::Client;
 use crate::pulsar::dispatch::{self, ErrorSlot, Job};
 use crate::pulsar::message_id::PyMessageId;
+use crate::pulsar::transaction::txn_arg;
 
 fn config_err(msg: String) -> PyErr {
     to_py(Error::new(ErrorKind::Config, msg))
@@ -328,6 +329,7 @@ pub(crate) fn build_message(
         deliver_at,
         replicate_to: replication_clusters.unwrap_or_default(),
         disable_replication,
+        txn: None,
     };
     Ok((msg, user_seq, entry))
 }
@@ -427,13 +429,16 @@ impl Producer {
     ///     replication_clusters: replicate only to these clusters. Default None: the
     ///         namespace's.
     ///     disable_replication: do not geo-replicate this message. Default False.
+    ///     txn: a `Transaction` (from `Client.transaction()`): the message becomes visible
+    ///         only when it commits, and is sent unbatched. Default None.
     ///
     /// Raises:
     ///     InvalidArgumentError: a bad option (nothing is sent).
     ///     OperationTimeoutError: no receipt within the producer's `send_timeout`.
+    ///     InvalidTransactionStateError: `txn` is no longer open.
     #[pyo3(signature = (value, *, key=None, ordering_key=None, properties=None, event_time=None,
         sequence_id=None, deliver_after=None, deliver_at=None, replication_clusters=None,
-        disable_replication=false))]
+        disable_replication=false, txn=None))]
     #[allow(clippy::too_many_arguments)]
     fn send(
         &self,
@@ -448,8 +453,10 @@ impl Producer {
         deliver_at: Option<i64>,
         replication_clusters: Option<Vec<String>>,
         disable_replication: bool,
+        txn: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyMessageId> {
         let tp = self.live()?;
+        let txn = txn_arg(txn)?;
         let (msg, user_seq, entry) = build_message(
             value,
             key,
@@ -464,6 +471,11 @@ impl Producer {
         )?;
         let id = wait(py, "send", None, async move {
             let (tx, rx) = tokio::sync::oneshot::channel();
+            if let Some(t) = txn {
+                tp.send_in_txn(msg, user_seq, entry, Completion::Once(tx), &t)
+                    .await?;
+                return rx.await.unwrap_or_else(|_| Err(Error::closed("producer")));
+            }
             // The caller waits on this receipt: its batch goes out now, not at the delay.
             tp.send_now(msg, user_seq, entry, Completion::Once(tx))
                 .await?;
@@ -481,13 +493,13 @@ impl Producer {
     ///         exception it raises is re-raised by the next `flush()` or `close()`.
     ///         Default None.
     ///     key, ordering_key, properties, event_time, sequence_id, deliver_after, deliver_at,
-    ///         replication_clusters, disable_replication: as for `send`.
+    ///         replication_clusters, disable_replication, txn: as for `send`.
     ///
     /// A full queue waits (or raises `ProducerQueueFullError` with
     /// `block_if_queue_full=False`, without queueing the message).
     #[pyo3(signature = (value, callback=None, *, key=None, ordering_key=None, properties=None,
         event_time=None, sequence_id=None, deliver_after=None, deliver_at=None,
-        replication_clusters=None, disable_replication=false))]
+        replication_clusters=None, disable_replication=false, txn=None))]
     #[allow(clippy::too_many_arguments)]
     fn send_async(
         &self,
@@ -503,8 +515,10 @@ impl Producer {
         deliver_at: Option<i64>,
         replication_clusters: Option<Vec<String>>,
         disable_replication: bool,
+        txn: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<SendFuture> {
         let tp = self.live()?;
+        let txn = txn_arg(txn)?;
         if let Some(cb) = &callback {
             if !cb.bind(py).is_callable() {
                 return Err(pyo3::exceptions::PyTypeError::new_err(
@@ -537,6 +551,15 @@ impl Producer {
             }
             st.set(res);
         }));
+        if let Some(t) = txn {
+            // The partition is registered with the coordinator first (once per partition),
+            // so this waits for that; the receipt is reported through the future.
+            t.check_open("send").py_err()?;
+            wait(py, "send_async in transaction", None, async move {
+                tp.send_in_txn(msg, user_seq, entry, completion, &t).await
+            })?;
+            return Ok(SendFuture { state });
+        }
         let p = tp.producer_for(msg.key.as_deref()).clone();
         match p.try_send(msg, user_seq, entry.clone(), completion) {
             Ok(()) => {}
