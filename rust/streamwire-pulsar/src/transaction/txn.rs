@@ -153,21 +153,25 @@ impl Transaction {
         })
     }
 
-    /// Wrap a send's completion so the transaction learns its outcome first.
+    /// Wrap a send's completion so the transaction learns its outcome. The caller's
+    /// completion runs first: once a commit returns, every send of the transaction has
+    /// already reported its receipt.
     pub fn track_send(&self, guard: OpGuard, completion: Completion) -> Completion {
         Completion::Callback(Box::new(move |res: Result<MessageId>| {
-            guard.finish(res.as_ref().map(|_| ()));
+            let outcome = res.as_ref().map(|_| ()).map_err(Clone::clone);
             completion.complete(res);
+            guard.finish(outcome.as_ref().map(|_| ()));
         }))
     }
 
     /// Register `topic` (one partition) before the transaction's first send to it.
     pub async fn register_partition(&self, topic: &str) -> Result<()> {
         let mut set = self.inner.partitions.lock().await;
+        // No state check here: the caller holds an `OpGuard`, taken while the transaction
+        // was open; a commit that started since waits for this operation.
         if set.contains(topic) {
             return Ok(());
         }
-        self.check_open("send")?;
         let id = self.inner.id;
         let parts = vec![topic.to_owned()];
         self.inner
@@ -188,7 +192,6 @@ impl Transaction {
         if set.contains(&key) {
             return Ok(());
         }
-        self.check_open("acknowledge")?;
         let id = self.inner.id;
         let subs = vec![key.clone()];
         self.inner
