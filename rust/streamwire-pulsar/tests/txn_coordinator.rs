@@ -26,6 +26,8 @@ struct Script {
     tc_connects: AtomicUsize,
     new_txns: AtomicUsize,
     ends: AtomicUsize,
+    /// Close the connection instead of answering this many END_TXN requests.
+    drop_ends: AtomicUsize,
 }
 
 fn cmd(kind: Type) -> pb::BaseCommand {
@@ -127,6 +129,13 @@ async fn serve(mut sock: TcpStream, url: String, s: Arc<Script>) {
     let mut buf = BytesMut::with_capacity(4096);
     loop {
         while let Ok(Some(frame)) = dec.decode(&mut buf) {
+            if frame.command.r#type() == Type::EndTxn
+                && s.drop_ends
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok()
+            {
+                return; // the connection is lost with the request outstanding
+            }
             if let Some(reply) = answer(&frame.command, &url, &s) {
                 let mut out = BytesMut::new();
                 encode_command(&reply, &mut out);
@@ -143,6 +152,14 @@ async fn serve(mut sock: TcpStream, url: String, s: Arc<Script>) {
 }
 
 async fn broker(partitions: u32, not_ready: usize) -> (String, Arc<Script>) {
+    broker_dropping(partitions, not_ready, 0).await
+}
+
+async fn broker_dropping(
+    partitions: u32,
+    not_ready: usize,
+    drop_ends: usize,
+) -> (String, Arc<Script>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("pulsar://{}", listener.local_addr().unwrap());
     let script = Arc::new(Script {
@@ -151,6 +168,7 @@ async fn broker(partitions: u32, not_ready: usize) -> (String, Arc<Script>) {
         tc_connects: AtomicUsize::new(0),
         new_txns: AtomicUsize::new(0),
         ends: AtomicUsize::new(0),
+        drop_ends: AtomicUsize::new(drop_ends),
     });
     let (u, s) = (url.clone(), Arc::clone(&script));
     tokio::spawn(async move {
@@ -222,4 +240,23 @@ async fn a_cluster_without_coordinators_is_not_supported() {
     assert_eq!(e.kind(), ErrorKind::NotSupported, "{e}");
     let e = tc.new_transaction(Duration::ZERO).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+}
+
+#[tokio::test]
+async fn a_connection_lost_during_commit_is_retried_on_a_new_one() {
+    let (url, script) = broker_dropping(1, 0, 1).await;
+    let tc = Coordinator::new(client(&url, Duration::from_secs(10)));
+    let t = tc.new_transaction(Duration::from_secs(60)).await.unwrap();
+    t.commit().await.unwrap();
+    assert_eq!(t.state(), TxnState::Committed);
+    assert_eq!(
+        script.ends.load(Ordering::SeqCst),
+        1,
+        "answered once, after the retry"
+    );
+    assert_eq!(
+        script.tc_connects.load(Ordering::SeqCst),
+        2,
+        "reconnected to the coordinator"
+    );
 }
