@@ -444,6 +444,13 @@ CASES: list[Case] = [
         note="nothing is sent",
     ),
     Case(
+        "Producer.send_many()",
+        "txn not a Transaction ('x')",
+        TYP,
+        lambda c: c.producer.send_many([b"x"], txn="x"),  # type: ignore[arg-type]
+        note="nothing is sent",
+    ),
+    Case(
         "Producer.send_async()",
         "txn not a Transaction (5)",
         TYP,

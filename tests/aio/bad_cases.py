@@ -217,6 +217,13 @@ AIO_CASES: list[AioCase] = [
         lambda c: c.client.transaction(),
     ),
     AioCase(
+        "aio.Producer.send_many",
+        "txn not a Transaction ('x')",
+        TYP,
+        lambda c: c.producer.send_many([b"x"], txn="x"),
+        note="nothing is sent",
+    ),
+    AioCase(
         "aio.Producer.send",
         "txn not a Transaction (5)",
         TYP,

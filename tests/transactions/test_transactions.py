@@ -103,6 +103,26 @@ def test_commit_makes_messages_visible_once_to_both_clients(
     p.close()
 
 
+def test_send_many_in_a_transaction(client: streamwire.Client, apache_admin: PulsarAdmin) -> None:
+    topic = _topic()
+    apache_admin.create_partitioned_topic(topic, 2)
+    p = client.create_producer(topic)
+    t = client.transaction()
+    ids = p.send_many([b"s0", b"s1", b"s2"], keys=["a", "b", "c"], txn=t)
+    assert len(ids) == 3
+    t2 = client.transaction()
+    p.send_many([b"gone0", b"gone1"], txn=t2)
+    t2.abort()
+    t.commit()
+    c = client.subscribe(topic, "many", initial_position="earliest")
+    got: list[bytes] = []
+    while more := c.receive_many(10, timeout=3):  # until 3 s pass with nothing more
+        got += [m.data() for m in more]
+    assert sorted(got) == [b"s0", b"s1", b"s2"]
+    c.close()
+    p.close()
+
+
 def test_abort_discards_messages_for_both_clients(
     client: streamwire.Client, official: Any, official_pulsar: ModuleType
 ) -> None:
@@ -308,7 +328,7 @@ def test_asyncio_forms(apache_broker: ApachePulsar) -> None:
             p = await client.create_producer(topic)
             async with await client.transaction() as t:
                 await p.send(b"aio-1", txn=t)
-                await p.send(b"aio-2", txn=t)
+                await p.send_many([b"aio-2"], txn=t)
             t2 = await client.transaction()
             await p.send(b"aio-aborted", txn=t2)
             await t2.abort()

@@ -281,8 +281,10 @@ class Producer:
         Args:
             values: the payloads (a sequence, or a pyarrow binary/string array).
             options: keyword options as for ``streamwire.Producer.send_many`` (keys,
-                properties, event_times, sequence_ids).
+                properties, event_times, sequence_ids, txn).
         """
+        if "txn" in options:
+            options["txn"] = _native_txn(options["txn"])
         fut: asyncio.Future[list[MessageId]] = self._native._asend_many(values, **options)
         return fut
 

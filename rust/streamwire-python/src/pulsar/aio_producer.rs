@@ -287,7 +287,8 @@ impl Producer {
 
     /// `send_many` as an awaitable: the ids in input order.
     #[pyo3(signature = (values, *, keys=None, properties=None, event_times=None,
-        sequence_ids=None))]
+        sequence_ids=None, txn=None))]
+    #[allow(clippy::too_many_arguments)]
     fn _asend_many<'py>(
         &self,
         py: Python<'py>,
@@ -296,9 +297,29 @@ impl Producer {
         properties: Option<&Bound<'py, PyAny>>,
         event_times: Option<&Bound<'py, PyAny>>,
         sequence_ids: Option<&Bound<'py, PyAny>>,
+        txn: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let tp = self.alive(py)?;
+        let txn = txn_arg(txn)?;
         let (msgs, user_seq) = many_messages(values, keys, properties, event_times, sequence_ids)?;
+        if let Some(t) = txn {
+            t.check_open("send").py_err()?;
+            let n = msgs.len();
+            let (fut, _) = aio::spawn(
+                py,
+                "send_many in transaction",
+                None,
+                async move {
+                    let group = Group::new(n);
+                    if let Err(e) = tp.send_many_in_txn(msgs, &group, user_seq, &t).await {
+                        group.fail_unfilled(&e);
+                    }
+                    many_outcome(group.wait().await, n)
+                },
+                |v: Value| v,
+            )?;
+            return Ok(fut);
+        }
         let (fut, target) = aio::new_future(py)?;
         self.room
             .push(Waiting::Many {

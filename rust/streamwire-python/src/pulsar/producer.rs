@@ -599,12 +599,15 @@ impl Producer {
     ///     event_times: one time in milliseconds since the epoch (or None) per value.
     ///         Default None.
     ///     sequence_ids: one non-negative int per value. Default None.
+    ///     txn: a `Transaction`: every message is sent in it (unbatched), visible only
+    ///         when it commits. Default None.
     ///
     /// Raises:
     ///     StreamwireError: the first failure (of its own type), noting how many of the
     ///         messages were not sent; the others were sent.
     #[pyo3(signature = (values, *, keys=None, properties=None, event_times=None,
-        sequence_ids=None))]
+        sequence_ids=None, txn=None))]
+    #[allow(clippy::too_many_arguments)]
     fn send_many(
         &self,
         py: Python<'_>,
@@ -613,13 +616,19 @@ impl Producer {
         properties: Option<&Bound<'_, PyAny>>,
         event_times: Option<&Bound<'_, PyAny>>,
         sequence_ids: Option<&Bound<'_, PyAny>>,
+        txn: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<PyMessageId>> {
         let tp = self.live()?;
+        let txn = txn_arg(txn)?;
         let (msgs, user_seq) = many_messages(values, keys, properties, event_times, sequence_ids)?;
         let n = msgs.len();
         let results = wait(py, "send_many", None, async move {
             let group = Group::new(n);
-            if let Err(e) = tp.send_many(msgs, &group, user_seq).await {
+            let queued = match &txn {
+                Some(t) => tp.send_many_in_txn(msgs, &group, user_seq, t).await,
+                None => tp.send_many(msgs, &group, user_seq).await,
+            };
+            if let Err(e) = queued {
                 group.fail_unfilled(&e);
             }
             Ok(group.wait().await)
