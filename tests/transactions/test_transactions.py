@@ -1,6 +1,7 @@
 """Pulsar transactions end to end on Apache Pulsar (the fixture runs with
 ``transactionCoordinatorEnabled=true``), checked with streamwire's reader and consumer and
-with the official client's.
+with the official client's reader. (The official Python client, 3.13, has no transactions; the
+other direction, transactions written by an official client, is in ``test_java_interop.py``.)
 
 What is checked: committed messages are visible exactly once, aborted ones never,
 uncommitted ones not before the commit; acks in a committed transaction stick, acks in an
