@@ -24,6 +24,7 @@ from streamwire._native import (
     Producer,
     Reader,
     SendFuture,
+    Transaction,
     __version__,
     configure,
 )
@@ -39,6 +40,7 @@ from streamwire.exceptions import (
     DisconnectedError,
     ForkedProcessError,
     InvalidArgumentError,
+    InvalidTransactionStateError,
     MessageTooBigError,
     NotSupportedError,
     OperationTimeoutError,
@@ -53,6 +55,9 @@ from streamwire.exceptions import (
     StreamwireError,
     TopicNotFoundError,
     TopicTerminatedError,
+    TransactionConflictError,
+    TransactionError,
+    TransactionTimeoutError,
 )
 
 __all__ = [
@@ -71,6 +76,7 @@ __all__ = [
     "DisconnectedError",
     "ForkedProcessError",
     "InvalidArgumentError",
+    "InvalidTransactionStateError",
     "Lookup",
     "Message",
     "MessageId",
@@ -91,6 +97,10 @@ __all__ = [
     "StreamwireError",
     "TopicNotFoundError",
     "TopicTerminatedError",
+    "Transaction",
+    "TransactionConflictError",
+    "TransactionError",
+    "TransactionTimeoutError",
     "__version__",
     "configure",
     "exceptions",

@@ -27,6 +27,7 @@ __all__ = [
     "ForkedProcessError",
     "InterruptedError_",
     "InvalidArgumentError",
+    "InvalidTransactionStateError",
     "MessageTooBigError",
     "NotSupportedError",
     "OperationTimeoutError",
@@ -41,6 +42,9 @@ __all__ = [
     "StreamwireError",
     "TopicNotFoundError",
     "TopicTerminatedError",
+    "TransactionConflictError",
+    "TransactionError",
+    "TransactionTimeoutError",
 ]
 
 
@@ -165,6 +169,25 @@ class ProducerFencedError(ServerError):
 
 class ConsumerBusyError(ServerError):
     """The subscription is held by an exclusive consumer."""
+
+
+class TransactionError(StreamwireError):
+    """A transaction could not be started or ended, or an operation in it failed (the
+    coordinator is unavailable, the broker does not know the transaction, a send of it
+    failed so it was aborted)."""
+
+
+class TransactionConflictError(TransactionError):
+    """The broker refused an acknowledgement in a transaction: another transaction holds the
+    same message."""
+
+
+class InvalidTransactionStateError(TransactionError, RuntimeError):
+    """The transaction is not open: it was committed, aborted, failed or timed out."""
+
+
+class TransactionTimeoutError(TransactionError, TimeoutError):
+    """The transaction ran past its timeout; the coordinator aborted it."""
 
 
 class NotSupportedError(StreamwireError):

@@ -9,7 +9,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from streamwire import AlreadyClosedError, ConfigError, InvalidArgumentError, aio
+from streamwire import (
+    AlreadyClosedError,
+    ConfigError,
+    InvalidArgumentError,
+    MessageId,
+    NotSupportedError,
+    aio,
+)
 
 
 @dataclass
@@ -75,6 +82,10 @@ async def _bad_callback(c: AioCtx) -> None:
     finally:
         await fut
         await _sent(c, b"bad callback")
+
+
+async def _send_txn(c: AioCtx, txn: Any) -> Any:
+    return await c.producer.send(b"x", txn=txn)
 
 
 async def _cancelled_send(c: AioCtx) -> None:
@@ -186,6 +197,38 @@ AIO_CASES: list[AioCase] = [
         "a str",
         TYP,
         lambda c: c.consumer.acknowledge("x"),  # type: ignore[arg-type]
+    ),
+    AioCase(
+        "aio.Consumer.acknowledge",
+        "txn not a Transaction ('x')",
+        TYP,
+        lambda c: c.consumer.acknowledge(MessageId.earliest, txn="x"),  # type: ignore[arg-type]
+    ),
+    AioCase(
+        "aio.Client.transaction",
+        "timeout=0",
+        INV,
+        lambda c: c.client.transaction(timeout=0),
+    ),
+    AioCase(
+        "aio.Client.transaction",
+        "a broker without transactions (pulsar-lite)",
+        NotSupportedError,
+        lambda c: c.client.transaction(),
+    ),
+    AioCase(
+        "aio.Producer.send_many",
+        "txn not a Transaction ('x')",
+        TYP,
+        lambda c: c.producer.send_many([b"x"], txn="x"),
+        note="nothing is sent",
+    ),
+    AioCase(
+        "aio.Producer.send",
+        "txn not a Transaction (5)",
+        TYP,
+        lambda c: _send_txn(c, 5),
+        note="nothing is sent",
     ),
     AioCase(
         "aio.Consumer.receive",

@@ -23,7 +23,15 @@ from streamwire import _native
 from streamwire._native import AioSendFuture, Message, MessageId, Received
 from streamwire.exceptions import StreamwireError
 
-__all__ = ["AioSendFuture", "Client", "Consumer", "Lookup", "Producer", "Reader"]
+__all__ = [
+    "AioSendFuture",
+    "Client",
+    "Consumer",
+    "Lookup",
+    "Producer",
+    "Reader",
+    "Transaction",
+]
 
 _AckTarget = Union[
     Message, MessageId, list[Union[Message, MessageId]], tuple[Union[Message, MessageId], ...]
@@ -33,6 +41,12 @@ _ONE, _MANY, _ARROW = 0, 1, 2
 
 # Set on a waiting receive's future when held messages are there to take.
 _RETRY = object()
+
+
+def _native_txn(txn: object) -> Any:
+    """The engine transaction behind a ``txn=`` argument (anything else is passed on, for
+    the engine to reject with ``TypeError``)."""
+    return txn._native if isinstance(txn, Transaction) else txn
 
 
 class Client:
@@ -91,6 +105,16 @@ class Client:
         )
         return Reader(native)
 
+    async def transaction(self, timeout: float = 60.0) -> Transaction:
+        """Start a transaction (``async with await client.transaction() as txn:``).
+
+        Args:
+            timeout: seconds the transaction may stay open before the broker aborts it.
+                Default 60.0.
+        """
+        native: _native.Transaction = await self._native._atransaction(timeout)
+        return Transaction(native)
+
     def lookup(self) -> Lookup:
         """Topic metadata lookups (owner broker, partition count) as awaitables."""
         return Lookup(self._native.lookup())
@@ -109,6 +133,64 @@ class Client:
         tb: Optional[TracebackType],
     ) -> None:
         await self.close()
+
+    def __repr__(self) -> str:
+        return "<streamwire.aio" + repr(self._native)[len("<streamwire") :]
+
+
+class Transaction:
+    """A Pulsar transaction for coroutines (as ``streamwire.Transaction``): ``async with``
+    commits when the block ends normally and aborts when it raises.
+
+    Args:
+        native: the engine's transaction; made by :meth:`Client.transaction`, not by callers.
+    """
+
+    def __init__(self, native: _native.Transaction) -> None:
+        self._native = native
+
+    @property
+    def id(self) -> tuple[int, int]:
+        """``(most_significant_bits, least_significant_bits)`` of the transaction id."""
+        return self._native.id
+
+    @property
+    def state(self) -> str:
+        """``"OPEN"``, ``"COMMITTING"``, ``"ABORTING"``, ``"COMMITTED"``, ``"ABORTED"``,
+        ``"ERROR"`` or ``"TIMED_OUT"``."""
+        return self._native.state
+
+    @property
+    def timeout(self) -> float:
+        """The timeout it was started with, in seconds."""
+        return self._native.timeout
+
+    async def commit(self) -> None:
+        """Commit once every send and ack of the transaction is acknowledged by the broker."""
+        await self._native._acommit()
+
+    async def abort(self) -> None:
+        """Abort: its messages are discarded, its acknowledged messages delivered again."""
+        await self._native._aabort()
+
+    async def __aenter__(self) -> Transaction:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        if exc_type is not None:
+            if self.state != "ABORTED":
+                try:
+                    await self.abort()
+                except StreamwireError:
+                    pass  # the block's own error matters more; the broker aborts at timeout
+            return
+        if self.state not in ("COMMITTED", "ABORTED"):
+            await self.commit()
 
     def __repr__(self) -> str:
         return "<streamwire.aio" + repr(self._native)[len("<streamwire") :]
@@ -189,6 +271,8 @@ class Producer:
             options: keyword options as for ``streamwire.Producer.send`` (key, properties,
                 event_time...).
         """
+        if "txn" in options:
+            options["txn"] = _native_txn(options["txn"])
         return self._native._asend(value, **options)
 
     def send_many(self, values: Any, **options: Any) -> asyncio.Future[list[MessageId]]:
@@ -197,8 +281,10 @@ class Producer:
         Args:
             values: the payloads (a sequence, or a pyarrow binary/string array).
             options: keyword options as for ``streamwire.Producer.send_many`` (keys,
-                properties, event_times, sequence_ids).
+                properties, event_times, sequence_ids, txn).
         """
+        if "txn" in options:
+            options["txn"] = _native_txn(options["txn"])
         fut: asyncio.Future[list[MessageId]] = self._native._asend_many(values, **options)
         return fut
 
@@ -344,14 +430,32 @@ class Consumer(_Receiving):
         """
         return await self._get(_ARROW, max_messages, timeout, columns)
 
-    async def acknowledge(self, message: _AckTarget) -> None:
-        """Acknowledge the ``message``: a Message, a MessageId, or a list of them (never
-        waits)."""
-        self._native.acknowledge(message)
+    async def acknowledge(self, message: _AckTarget, *, txn: Optional[Transaction] = None) -> None:
+        """Acknowledge the ``message``: a Message, a MessageId, or a list of them.
 
-    async def acknowledge_cumulative(self, message: Union[Message, MessageId]) -> None:
-        """Acknowledge ``message`` and every earlier one (not on shared subscriptions)."""
-        self._native.acknowledge_cumulative(message)
+        Args:
+            message: a Message, a MessageId, or a list/tuple of them.
+            txn: a :class:`Transaction`: the ack is sent at once and awaited, and takes
+                effect when the transaction commits. Default None: grouped, never waits.
+        """
+        if txn is None:
+            self._native.acknowledge(message)
+            return
+        await self._native._aacknowledge_txn(message, _native_txn(txn), False)
+
+    async def acknowledge_cumulative(
+        self, message: Union[Message, MessageId], *, txn: Optional[Transaction] = None
+    ) -> None:
+        """Acknowledge ``message`` and every earlier one (not on shared subscriptions).
+
+        Args:
+            message: a Message or a MessageId.
+            txn: a :class:`Transaction`, as for :meth:`acknowledge`. Default None.
+        """
+        if txn is None:
+            self._native.acknowledge_cumulative(message)
+            return
+        await self._native._aacknowledge_txn(message, _native_txn(txn), True)
 
     async def negative_acknowledge(self, message: _AckTarget) -> None:
         """Have ``message`` (or each of a list) redelivered after the consumer's

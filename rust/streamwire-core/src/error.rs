@@ -58,6 +58,16 @@ pub enum ErrorKind {
     OutOfRange,
     /// The server accepts no writes (started read-only, or the stream is sealed).
     ReadOnly,
+    /// A transaction could not be started, extended or ended (coordinator unavailable,
+    /// unknown transaction, an operation of it failed).
+    Transaction,
+    /// The broker refused an operation of a transaction because another transaction holds
+    /// the same message (a second ack of it).
+    TransactionConflict,
+    /// The transaction is not open: committed, aborted, failed, or past its timeout.
+    InvalidTransactionState,
+    /// The transaction ran past its timeout and the coordinator aborted it.
+    TransactionTimeout,
 }
 
 impl ErrorKind {
@@ -101,6 +111,10 @@ impl ErrorKind {
             ErrorKind::PartitionNotFound => "partition_not_found",
             ErrorKind::OutOfRange => "out_of_range",
             ErrorKind::ReadOnly => "read_only",
+            ErrorKind::Transaction => "transaction",
+            ErrorKind::TransactionConflict => "transaction_conflict",
+            ErrorKind::InvalidTransactionState => "invalid_transaction_state",
+            ErrorKind::TransactionTimeout => "transaction_timeout",
         }
     }
 }

@@ -212,6 +212,7 @@ fn prepared(
             deliver_at,
             replicate_to: replication_clusters.unwrap_or_default(),
             disable_replication: disable_replication.unwrap_or(false),
+            txn: None,
         },
         user_sequence_id: sequence_id.is_some(),
         partition,

@@ -4,9 +4,13 @@
 //!
 //! * [`fuzz_frames`]: the frame decoder (`frame_decoder`, `tests/fuzz_frames.rs`);
 //! * [`fuzz_entry`]: a MESSAGE payload unpacked into messages: checksum, decompression,
-//!   batch parsing (`entry_unpack`, `tests/fuzz_entry.rs`).
+//!   batch parsing (`entry_unpack`, `tests/fuzz_entry.rs`);
+//! * [`fuzz_txn_response`]: transaction answers (`txn_response`, `tests/fuzz_txn.rs`).
 
 mod entry;
+mod txn;
+
+pub use txn::{fuzz_txn_response, valid_txn_response};
 
 pub use entry::{
     entry_input, fuzz_entry, unpack_checked, valid_batch, EntryHeader, ENTRY_HEADER_LEN,

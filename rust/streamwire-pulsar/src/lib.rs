@@ -21,6 +21,7 @@ pub mod producer;
 pub mod server_error;
 pub mod service_url;
 pub mod topic;
+pub mod transaction;
 
 #[doc(hidden)]
 pub mod fuzzing;

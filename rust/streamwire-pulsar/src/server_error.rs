@@ -83,6 +83,9 @@ pub fn server_error(c: i32, message: &str) -> Error {
         INVALID_TOPIC_NAME => ErrorKind::InvalidArgument,
         CHECKSUM_ERROR => ErrorKind::ChecksumMismatch,
         UNSUPPORTED_VERSION_ERROR | NOT_ALLOWED_ERROR => ErrorKind::NotSupported,
+        TRANSACTION_CONFLICT => ErrorKind::TransactionConflict,
+        INVALID_TXN_STATUS | TRANSACTION_NOT_FOUND => ErrorKind::InvalidTransactionState,
+        TRANSACTION_COORDINATOR_NOT_FOUND => ErrorKind::Transaction,
         _ => ErrorKind::Server,
     };
     let retriable = matches!(
@@ -94,6 +97,9 @@ pub fn server_error(c: i32, message: &str) -> Error {
             | UNKNOWN_ERROR
             | CONSUMER_BUSY
             | PRODUCER_BUSY
+            // A coordinator that is still loading (right after a broker start or a
+            // failover) answers this; the Java client retries it with backoff.
+            | TRANSACTION_COORDINATOR_NOT_FOUND
     );
     let text = if message.is_empty() {
         format!("broker error {}", code_name(c))

@@ -34,6 +34,9 @@ pub(crate) enum Control {
     RedeliverAll(oneshot::Sender<Result<()>>),
     Unsubscribe(oneshot::Sender<Result<()>>),
     Close(oneshot::Sender<Result<()>>),
+    /// The live connection and consumer id (a transactional ack is sent and awaited by the
+    /// caller, off the actor).
+    Live(oneshot::Sender<Result<(Connection, u64)>>),
 }
 
 const EVENT_QUEUE: usize = 1024;
@@ -779,6 +782,13 @@ impl Actor {
                 let _ = tx.send(Ok(()));
                 Some(Exit::Stop)
             }
+            Control::Live(tx) => {
+                // Grouped plain acks go first, so they cannot land after the transactional
+                // ack of a later message.
+                self.flush_acks(live).await;
+                let _ = tx.send(Ok((live.conn.clone(), id)));
+                None
+            }
         }
     }
 
@@ -818,6 +828,9 @@ fn refuse_while_disconnected(c: Control) {
         }
         Control::Close(tx) => {
             let _ = tx.send(Ok(()));
+        }
+        Control::Live(tx) => {
+            let _ = tx.send(Err(err()));
         }
     }
 }

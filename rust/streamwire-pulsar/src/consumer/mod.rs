@@ -20,6 +20,7 @@ pub mod idhash;
 pub mod nacks;
 pub mod pattern;
 pub mod queue;
+mod txn_ack;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

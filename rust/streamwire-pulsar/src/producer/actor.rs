@@ -483,6 +483,10 @@ impl Actor {
         if entry.disable_replication {
             md.replicate_to = vec!["__local__".to_owned()];
         }
+        if let Some(t) = entry.txn {
+            md.txnid_least_bits = Some(t.least);
+            md.txnid_most_bits = Some(t.most);
+        }
         let raw_len = msg.payload.len();
         let payload = match self.compress_payload(&msg.payload) {
             Ok(Some(c)) => {

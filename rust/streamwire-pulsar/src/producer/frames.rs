@@ -38,7 +38,7 @@ pub(super) fn encode_entry(
     e: &mut InFlight,
     out: &mut BytesMut,
 ) -> Result<Bytes> {
-    let cmd = commands::send(
+    let mut cmd = commands::send(
         producer_id,
         e.sequence_id,
         e.num_messages as i32,
@@ -46,6 +46,16 @@ pub(super) fn encode_entry(
         e.chunk.is_some(),
         false,
     );
+    // A transactional entry names its transaction on the command too (the broker routes
+    // the entry to the topic's transaction buffer by it).
+    if let (Some(send), Some(least), Some(most)) = (
+        cmd.send.as_mut(),
+        e.metadata.txnid_least_bits,
+        e.metadata.txnid_most_bits,
+    ) {
+        send.txnid_least_bits = Some(least);
+        send.txnid_most_bits = Some(most);
+    }
     if let Some(old) = &e.frame {
         // [total][command size][command][metadata + payload section]: only the command
         // (the producer id) changes.

@@ -82,11 +82,17 @@ pub struct EntryOptions {
     pub deliver_at: Option<i64>,
     pub replicate_to: Vec<String>,
     pub disable_replication: bool,
+    /// The transaction the message belongs to (a batch belongs to one transaction, so a
+    /// transactional message goes unbatched).
+    pub txn: Option<crate::transaction::TxnId>,
 }
 
 impl EntryOptions {
     pub fn is_default(&self) -> bool {
-        self.deliver_at.is_none() && self.replicate_to.is_empty() && !self.disable_replication
+        self.deliver_at.is_none()
+            && self.replicate_to.is_empty()
+            && !self.disable_replication
+            && self.txn.is_none()
     }
 }
 

@@ -34,6 +34,10 @@ pub fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::PartitionNotFound => "PartitionNotFoundError",
         ErrorKind::OutOfRange => "OutOfRangeError",
         ErrorKind::ReadOnly => "ReadOnlyError",
+        ErrorKind::Transaction => "TransactionError",
+        ErrorKind::TransactionConflict => "TransactionConflictError",
+        ErrorKind::InvalidTransactionState => "InvalidTransactionStateError",
+        ErrorKind::TransactionTimeout => "TransactionTimeoutError",
     }
 }
 

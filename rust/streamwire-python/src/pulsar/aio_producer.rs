@@ -23,11 +23,15 @@ use streamwire_pulsar::producer::{
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
 use crate::common::aio::{self, Target, Value};
-use crate::common::errors::to_py;
+use crate::common::errors::{to_py, IntoPyResult};
 use crate::pulsar::client::Client;
 use crate::pulsar::producer::{build_message, many_messages, producer_plan, Producer};
+use crate::pulsar::transaction::txn_arg;
 
 /// Work that must wait its turn behind earlier sends.
+// `One` is the common variant (a single send waiting for room); boxing its message to shrink
+// the enum would add an allocation to that path for nothing.
+#[allow(clippy::large_enum_variant)]
 enum Waiting {
     One {
         p: PartitionProducer,
@@ -185,7 +189,7 @@ impl Producer {
     /// `send` as an awaitable (see `streamwire.aio.Producer.send`).
     #[pyo3(signature = (value, *, key=None, ordering_key=None, properties=None, event_time=None,
         sequence_id=None, deliver_after=None, deliver_at=None, replication_clusters=None,
-        disable_replication=false))]
+        disable_replication=false, txn=None))]
     #[allow(clippy::too_many_arguments)]
     fn _asend<'py>(
         &self,
@@ -200,8 +204,10 @@ impl Producer {
         deliver_at: Option<i64>,
         replication_clusters: Option<Vec<String>>,
         disable_replication: bool,
+        txn: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let tp = self.alive(py)?;
+        let txn = txn_arg(txn)?;
         let (msg, user_seq, entry) = build_message(
             value,
             key,
@@ -216,6 +222,22 @@ impl Producer {
         )?;
         let (fut, target) = aio::new_send_future(py)?;
         let fut = fut.into_any();
+        if let Some(t) = txn {
+            // Raised at the call, as for any bad argument, when the transaction is not open.
+            t.check_open("send").py_err()?;
+            // Registering the partition with the coordinator waits on the network: done on
+            // the runtime, the outcome lands in the future.
+            let handle = runtime::handle().map_err(to_py)?;
+            handle.spawn(async move {
+                let (completion, slot) = completion_for(target);
+                if let Err(e) = tp.send_in_txn(msg, user_seq, entry, completion, &t).await {
+                    if let Some(t) = slot.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                        aio::complete(t, Err(e));
+                    }
+                }
+            });
+            return Ok(fut);
+        }
         let p = tp.producer_for(msg.key.as_deref()).clone();
         if self.room.is_busy() {
             self.room
@@ -265,7 +287,8 @@ impl Producer {
 
     /// `send_many` as an awaitable: the ids in input order.
     #[pyo3(signature = (values, *, keys=None, properties=None, event_times=None,
-        sequence_ids=None))]
+        sequence_ids=None, txn=None))]
+    #[allow(clippy::too_many_arguments)]
     fn _asend_many<'py>(
         &self,
         py: Python<'py>,
@@ -274,9 +297,29 @@ impl Producer {
         properties: Option<&Bound<'py, PyAny>>,
         event_times: Option<&Bound<'py, PyAny>>,
         sequence_ids: Option<&Bound<'py, PyAny>>,
+        txn: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let tp = self.alive(py)?;
+        let txn = txn_arg(txn)?;
         let (msgs, user_seq) = many_messages(values, keys, properties, event_times, sequence_ids)?;
+        if let Some(t) = txn {
+            t.check_open("send").py_err()?;
+            let n = msgs.len();
+            let (fut, _) = aio::spawn(
+                py,
+                "send_many in transaction",
+                None,
+                async move {
+                    let group = Group::new(n);
+                    if let Err(e) = tp.send_many_in_txn(msgs, &group, user_seq, &t).await {
+                        group.fail_unfilled(&e);
+                    }
+                    many_outcome(group.wait().await, n)
+                },
+                |v: Value| v,
+            )?;
+            return Ok(fut);
+        }
         let (fut, target) = aio::new_future(py)?;
         self.room
             .push(Waiting::Many {

@@ -70,6 +70,9 @@ pub struct Client {
     service_url: String,
     /// For the repr: the auth method name and whether TLS is on (never any secret).
     auth_method: Option<String>,
+    /// The transaction coordinator client, made on the first `transaction()`.
+    pub(crate) txn_coordinator:
+        std::sync::OnceLock<std::sync::Arc<streamwire_pulsar::transaction::Coordinator>>,
 }
 
 fn config_err(msg: &str) -> PyErr {
@@ -217,6 +220,7 @@ impl Client {
             budget,
             service_url: service_url.to_owned(),
             auth_method,
+            txn_coordinator: std::sync::OnceLock::new(),
         })
     }
 

@@ -24,6 +24,7 @@ use crate::pulsar::client::Client;
 use crate::pulsar::consumer_options::{consumer_plan, reader_plan};
 use crate::pulsar::message::{column_list, to_record_batch, Message};
 use crate::pulsar::message_id::PyMessageId;
+use crate::pulsar::transaction::txn_arg;
 
 const PICKLE_HINT: &str = "create the consumer inside the worker process from a client made there";
 
@@ -459,11 +460,39 @@ impl Consumer {
 
     /// Acknowledge a Message, a MessageId, or a list of them.
     ///
+    /// Without `txn` the ack is grouped and the call never waits. With `txn` it is sent at
+    /// once and the call waits for the broker to accept it; it takes effect when the
+    /// transaction commits (on abort the messages are delivered again).
+    ///
     /// Args:
     ///     message: a `Message`, a `MessageId`, or a list/tuple of them (every item is
     ///         checked before any is acknowledged).
-    fn acknowledge(&self, message: &Bound<'_, PyAny>) -> PyResult<()> {
+    ///     txn: a `Transaction` (from `Client.transaction()`). Default None.
+    ///
+    /// Raises:
+    ///     TransactionConflictError: a message is already acknowledged in another
+    ///         transaction.
+    ///     InvalidTransactionStateError: `txn` is no longer open.
+    #[pyo3(signature = (message, *, txn=None))]
+    fn acknowledge(
+        &self,
+        py: Python<'_>,
+        message: &Bound<'_, PyAny>,
+        txn: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
         let e = self.h.live("consumer")?;
+        if let Some(t) = txn_arg(txn)? {
+            let ids = if message.is_instance_of::<PyList>() || message.is_instance_of::<PyTuple>() {
+                self.h.targets(message)?
+            } else {
+                let Target::Message(s, id) = self.h.target(message)?;
+                vec![(s, id)]
+            };
+            let e = e.clone();
+            return self.h.block(py, "acknowledge in transaction", async move {
+                e.acknowledge_in_txn(&ids, false, &t).await
+            });
+        }
         if message.is_instance_of::<PyList>() || message.is_instance_of::<PyTuple>() {
             // A list is one call into the engine: each partition's trackers are locked once.
             return e.acknowledge_many(&self.h.targets(message)?).py_err();
@@ -477,9 +506,23 @@ impl Consumer {
     ///
     /// Args:
     ///     message: a `Message` or a `MessageId`.
-    fn acknowledge_cumulative(&self, message: &Bound<'_, PyAny>) -> PyResult<()> {
+    ///     txn: a `Transaction`: the ack is sent at once, waited for, and takes effect
+    ///         when the transaction commits. Default None.
+    #[pyo3(signature = (message, *, txn=None))]
+    fn acknowledge_cumulative(
+        &self,
+        py: Python<'_>,
+        message: &Bound<'_, PyAny>,
+        txn: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
         let e = self.h.live("consumer")?;
         let Target::Message(s, id) = self.h.target(message)?;
+        if let Some(t) = txn_arg(txn)? {
+            let e = e.clone();
+            return self.h.block(py, "acknowledge in transaction", async move {
+                e.acknowledge_in_txn(&[(s, id)], true, &t).await
+            });
+        }
         e.acknowledge_cumulative(s, id).py_err()
     }
 

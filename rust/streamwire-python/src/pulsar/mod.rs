@@ -13,3 +13,4 @@ pub mod lookup_ext;
 pub mod message;
 pub mod message_id;
 pub mod producer;
+pub mod transaction;

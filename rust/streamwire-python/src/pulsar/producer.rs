@@ -29,6 +29,7 @@ use crate::common::untracked::untracked_list;
 use crate::pulsar::client::Client;
 use crate::pulsar::dispatch::{self, ErrorSlot, Job};
 use crate::pulsar::message_id::PyMessageId;
+use crate::pulsar::transaction::txn_arg;
 
 fn config_err(msg: String) -> PyErr {
     to_py(Error::new(ErrorKind::Config, msg))
@@ -329,6 +330,7 @@ pub(crate) fn build_message(
         deliver_at,
         replicate_to: replication_clusters.unwrap_or_default(),
         disable_replication,
+        txn: None,
     };
     Ok((msg, user_seq, entry))
 }
@@ -428,13 +430,16 @@ impl Producer {
     ///     replication_clusters: replicate only to these clusters. Default None: the
     ///         namespace's.
     ///     disable_replication: do not geo-replicate this message. Default False.
+    ///     txn: a `Transaction` (from `Client.transaction()`): the message becomes visible
+    ///         only when it commits, and is sent unbatched. Default None.
     ///
     /// Raises:
     ///     InvalidArgumentError: a bad option (nothing is sent).
     ///     OperationTimeoutError: no receipt within the producer's `send_timeout`.
+    ///     InvalidTransactionStateError: `txn` is no longer open.
     #[pyo3(signature = (value, *, key=None, ordering_key=None, properties=None, event_time=None,
         sequence_id=None, deliver_after=None, deliver_at=None, replication_clusters=None,
-        disable_replication=false))]
+        disable_replication=false, txn=None))]
     #[allow(clippy::too_many_arguments)]
     fn send(
         &self,
@@ -449,8 +454,10 @@ impl Producer {
         deliver_at: Option<i64>,
         replication_clusters: Option<Vec<String>>,
         disable_replication: bool,
+        txn: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyMessageId> {
         let tp = self.live()?;
+        let txn = txn_arg(txn)?;
         let (msg, user_seq, entry) = build_message(
             value,
             key,
@@ -465,6 +472,11 @@ impl Producer {
         )?;
         let id = wait(py, "send", None, async move {
             let (tx, rx) = tokio::sync::oneshot::channel();
+            if let Some(t) = txn {
+                tp.send_in_txn(msg, user_seq, entry, Completion::Once(tx), &t)
+                    .await?;
+                return rx.await.unwrap_or_else(|_| Err(Error::closed("producer")));
+            }
             // The caller waits on this receipt: its batch goes out now, not at the delay.
             tp.send_now(msg, user_seq, entry, Completion::Once(tx))
                 .await?;
@@ -482,13 +494,13 @@ impl Producer {
     ///         exception it raises is re-raised by the next `flush()` or `close()`.
     ///         Default None.
     ///     key, ordering_key, properties, event_time, sequence_id, deliver_after, deliver_at,
-    ///         replication_clusters, disable_replication: as for `send`.
+    ///         replication_clusters, disable_replication, txn: as for `send`.
     ///
     /// A full queue waits (or raises `ProducerQueueFullError` with
     /// `block_if_queue_full=False`, without queueing the message).
     #[pyo3(signature = (value, callback=None, *, key=None, ordering_key=None, properties=None,
         event_time=None, sequence_id=None, deliver_after=None, deliver_at=None,
-        replication_clusters=None, disable_replication=false))]
+        replication_clusters=None, disable_replication=false, txn=None))]
     #[allow(clippy::too_many_arguments)]
     fn send_async(
         &self,
@@ -504,8 +516,10 @@ impl Producer {
         deliver_at: Option<i64>,
         replication_clusters: Option<Vec<String>>,
         disable_replication: bool,
+        txn: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<SendFuture> {
         let tp = self.live()?;
+        let txn = txn_arg(txn)?;
         if let Some(cb) = &callback {
             if !cb.bind(py).is_callable() {
                 return Err(pyo3::exceptions::PyTypeError::new_err(
@@ -538,6 +552,15 @@ impl Producer {
             }
             st.set(res);
         }));
+        if let Some(t) = txn {
+            // The partition is registered with the coordinator first (once per partition),
+            // so this waits for that; the receipt is reported through the future.
+            t.check_open("send").py_err()?;
+            wait(py, "send_async in transaction", None, async move {
+                tp.send_in_txn(msg, user_seq, entry, completion, &t).await
+            })?;
+            return Ok(SendFuture { state });
+        }
         let p = tp.producer_for(msg.key.as_deref()).clone();
         match p.try_send(msg, user_seq, entry.clone(), completion) {
             Ok(()) => {}
@@ -577,12 +600,15 @@ impl Producer {
     ///     event_times: one time in milliseconds since the epoch (or None) per value.
     ///         Default None.
     ///     sequence_ids: one non-negative int per value. Default None.
+    ///     txn: a `Transaction`: every message is sent in it (unbatched), visible only
+    ///         when it commits. Default None.
     ///
     /// Raises:
     ///     StreamwireError: the first failure (of its own type), noting how many of the
     ///         messages were not sent; the others were sent.
     #[pyo3(signature = (values, *, keys=None, properties=None, event_times=None,
-        sequence_ids=None))]
+        sequence_ids=None, txn=None))]
+    #[allow(clippy::too_many_arguments)]
     fn send_many<'py>(
         &self,
         py: Python<'py>,
@@ -591,13 +617,19 @@ impl Producer {
         properties: Option<&Bound<'_, PyAny>>,
         event_times: Option<&Bound<'_, PyAny>>,
         sequence_ids: Option<&Bound<'_, PyAny>>,
+        txn: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let tp = self.live()?;
+        let txn = txn_arg(txn)?;
         let (msgs, user_seq) = many_messages(values, keys, properties, event_times, sequence_ids)?;
         let n = msgs.len();
         let results = wait(py, "send_many", None, async move {
             let group = Group::new(n);
-            if let Err(e) = tp.send_many(msgs, &group, user_seq).await {
+            let queued = match &txn {
+                Some(t) => tp.send_many_in_txn(msgs, &group, user_seq, t).await,
+                None => tp.send_many(msgs, &group, user_seq).await,
+            };
+            if let Err(e) = queued {
                 group.fail_unfilled(&e);
             }
             Ok(group.wait().await)
