@@ -114,6 +114,44 @@ def test_write_many_async_pipelines_calls_in_order(pv_client: pravega.Client, sc
     assert all(v == sorted(v) for v in per_key.values())
 
 
+def test_futures_wake_their_waiters_and_read_many_restores_the_collector(
+    pv_client: pravega.Client, scope: str
+) -> None:
+    import gc
+
+    pv_client.create_stream(scope, "fut", segments=1)
+    with pv_client.create_writer(scope, "fut") as w:
+        # Waiters blocked in result() before the acknowledgement arrives are woken (the
+        # future only signals when someone waits), others see done() once settled.
+        futs = [w.write_async(b"w%d" % i) for i in range(2000)]
+        results: list[object] = []
+        threads = [
+            threading.Thread(target=lambda f=f: results.append(f.result(timeout=30)))
+            for f in futs[-3:]
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert results == [None, None, None]
+        w.flush()
+        assert all(f.done() for f in futs)
+    with pv_client.create_reader(scope, "fut", "head") as r:
+        assert gc.isenabled()
+        first = r.read_many(1000, timeout=10)
+        assert gc.isenabled(), "the collector is running again after read_many"
+        gc.disable()
+        try:
+            second = r.read_many(1000, timeout=10)
+            assert not gc.isenabled(), "a collector the caller disabled stays disabled"
+        finally:
+            gc.enable()
+        got = first + second
+        while len(got) < 2000:
+            got += r.read_many(2000 - len(got), timeout=10)
+    assert [e.value for e in got] == [b"w%d" % i for i in range(2000)]
+
+
 def test_position_resumes_without_gap_or_duplicate(pv_client: pravega.Client, scope: str) -> None:
     pv_client.create_stream(scope, "s", segments=3)
     with pv_client.create_writer(scope, "s") as w:

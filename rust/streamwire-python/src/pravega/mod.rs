@@ -5,6 +5,7 @@
 pub mod aio_reader;
 pub mod aio_writer;
 pub mod client;
+mod inline;
 pub mod reader;
 pub mod writer;
 

@@ -16,6 +16,8 @@ use streamwire_core::error::{Error, ErrorKind, Result};
 use streamwire_core::runtime;
 use streamwire_pravega::writer::{one_event, BatchBuilder, EventBatch, EventWriter};
 
+use super::inline::wait_here;
+use crate::common::aio;
 use crate::common::blocking::{timeout_arg, wait};
 use crate::common::columns::{payload_of, payloads};
 use crate::common::errors::{to_py, IntoPyResult};
@@ -28,16 +30,38 @@ const PICKLE_HINT: &str = "create the writer inside the worker process";
 /// not only the payloads (measured: ~400 bytes per pending 100-byte event).
 const PER_EVENT_OVERHEAD: u64 = 320;
 
+/// A write future's outcome, and whether anyone waits for it.
+#[derive(Default)]
+struct Slot {
+    result: Option<Result<()>>,
+    waiters: usize,
+}
+
 #[derive(Default)]
 struct FutureState {
-    result: Mutex<Option<Result<()>>>,
+    slot: Mutex<Slot>,
     ready: Condvar,
 }
 
+impl FutureState {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 impl Completion for FutureState {
+    /// Why the waiter count: `notify_all` is a system call even with nobody waiting, and
+    /// most `write_async` futures are never waited on (a flush settles them), so settling a
+    /// block of events would cost one call per event.
     fn complete(&self, result: Result<()>) {
-        *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
-        self.ready.notify_all();
+        let wake = {
+            let mut slot = self.lock();
+            slot.result = Some(result);
+            slot.waiters > 0
+        };
+        if wake {
+            self.ready.notify_all();
+        }
     }
 }
 
@@ -52,11 +76,7 @@ pub struct PravegaWriteFuture {
 impl PravegaWriteFuture {
     /// Whether the outcome is known (never waits).
     fn done(&self) -> bool {
-        self.state
-            .result
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some()
+        self.state.lock().result.is_some()
     }
 
     /// Wait until the event is written (returns None) or raise its error.
@@ -71,12 +91,20 @@ impl PravegaWriteFuture {
         loop {
             let st = Arc::clone(&self.state);
             let got = py.detach(move || {
-                let guard = st.result.lock().unwrap_or_else(|p| p.into_inner());
-                let (guard, _) = st
-                    .ready
-                    .wait_timeout_while(guard, Duration::from_millis(200), |r| r.is_none())
-                    .unwrap_or_else(|p| p.into_inner());
-                guard.clone()
+                let mut slot = st.lock();
+                if slot.result.is_none() {
+                    // Counted under the lock `complete` takes: no wake-up is missed.
+                    slot.waiters += 1;
+                    slot = st
+                        .ready
+                        .wait_timeout_while(slot, Duration::from_millis(200), |s| {
+                            s.result.is_none()
+                        })
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                    slot.waiters -= 1;
+                }
+                slot.result.clone()
             });
             if let Some(r) = got {
                 return r.py_err();
@@ -139,8 +167,9 @@ impl PravegaWriter {
         }
     }
 
-    fn live(&self) -> PyResult<EventWriter> {
-        runtime::check_same_process(self.pid, "Pravega writer").py_err()?;
+    fn live(&self, py: Python<'_>) -> PyResult<EventWriter> {
+        // No system call per event (`write_async` checks on every call).
+        aio::check_same_process(py, self.pid, "Pravega writer")?;
         if self.inner.is_closed() {
             return Err(to_py(Error::closed("Pravega writer")));
         }
@@ -186,7 +215,7 @@ impl PravegaWriter {
 impl PravegaWriter {
     /// This writer's metrics; see README "Metrics" for the keys.
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
-        let w = self.live()?;
+        let w = self.live(py)?;
         crate::common::metrics::snapshot_dict(py, &w.metrics().snapshot())
     }
 
@@ -228,12 +257,12 @@ impl PravegaWriter {
         routing_key: Option<&Bound<'_, PyAny>>,
         timeout: Option<f64>,
     ) -> PyResult<()> {
-        let w = self.live()?;
+        let w = self.live(py)?;
         let key = key_arg(routing_key)?;
         let timeout = timeout_arg("timeout", timeout).py_err()?;
         let batch = one_event(&payload_of(event)?, key.as_deref()).py_err()?;
         let reservation = self.reserve(py, batch.data.len() as u64)?;
-        wait(py, "write", timeout, async move {
+        wait_here(py, "write", timeout, async move {
             w.write(batch, Some(reservation)).await
         })
     }
@@ -250,7 +279,7 @@ impl PravegaWriter {
         event: &Bound<'_, PyAny>,
         routing_key: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PravegaWriteFuture> {
-        let w = self.live()?;
+        let w = self.live(py)?;
         let key = key_arg(routing_key)?;
         let batch = match event.cast::<PyBytes>() {
             Ok(b) => one_event(b.as_bytes(), key.as_deref()),
@@ -288,7 +317,7 @@ impl PravegaWriter {
         routing_keys: Option<&Bound<'_, PyAny>>,
         timeout: Option<f64>,
     ) -> PyResult<usize> {
-        let w = self.live()?;
+        let w = self.live(py)?;
         let timeout = timeout_arg("timeout", timeout).py_err()?;
         let batch = self.batch(events, routing_keys)?;
         let n = batch.count;
@@ -300,7 +329,7 @@ impl PravegaWriter {
         let rejected = w
             .try_write(batch, Done::Group(group), Some(reservation))
             .py_err()?;
-        wait(py, "write_many", timeout, async move {
+        wait_here(py, "write_many", timeout, async move {
             if let Some(r) = rejected {
                 w.submit(r).await?;
             }
@@ -325,7 +354,7 @@ impl PravegaWriter {
         events: &Bound<'_, PyAny>,
         routing_keys: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PravegaWriteFuture> {
-        let w = self.live()?;
+        let w = self.live(py)?;
         let batch = self.batch(events, routing_keys)?;
         let state = Arc::new(FutureState::default());
         let n = batch.count;
@@ -362,9 +391,9 @@ impl PravegaWriter {
     ///         Default None.
     #[pyo3(signature = (timeout=None))]
     fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
-        let w = self.live()?;
+        let w = self.live(py)?;
         let timeout = timeout_arg("timeout", timeout).py_err()?;
-        wait(py, "flush", timeout, async move { w.flush().await })
+        wait_here(py, "flush", timeout, async move { w.flush().await })
     }
 
     /// Write what is pending, then close the writer's connections.
