@@ -50,9 +50,18 @@ from benches.pravega_raw import raw_read, raw_write  # noqa: E402
 BATCH = 10_000
 
 
-def timed(fn: Callable[[], int]) -> float:
+CPU: dict[tuple[str, int], list[float]] = {}
+
+
+def timed(fn: Callable[[], int], key: tuple[str, int] | None = None) -> float:
+    """Events per second of wall time; with ``key``, also this process's CPU time per event
+    (every thread: ours and the official client's engines run in this process), which the
+    other load on the machine moves far less than the rate."""
     start = time.perf_counter()
+    cpu = time.process_time()
     n = fn()
+    if key is not None:
+        CPU.setdefault(key, []).append((time.process_time() - cpu) / n * 1e6)
     return n / (time.perf_counter() - start)
 
 
@@ -194,7 +203,7 @@ def main() -> None:
                 for name, write in writers:
                     s = b.stream()
                     rows.setdefault((name, size), []).append(
-                        timed(functools.partial(write, s, size))
+                        timed(functools.partial(write, s, size), (name, size))
                     )
                     print(f"  {name} {size} B: {rows[(name, size)][-1]:,.0f}/s", flush=True)
                     if name.startswith("ours write_many_async"):
@@ -213,7 +222,7 @@ def main() -> None:
                             )
                         for rname, read in readers:
                             rows.setdefault((rname, size), []).append(
-                                timed(functools.partial(read, s))
+                                timed(functools.partial(read, s), (rname, size))
                             )
                             print(
                                 f"  {rname} {size} B: {rows[(rname, size)][-1]:,.0f}/s", flush=True
@@ -222,9 +231,10 @@ def main() -> None:
         head = f"Pravega 0.13.0 standalone, {args.events:,} events per run"
         print(f"\n{head}, median of {args.rounds}\n")
         print(
-            f"| {'path':40} | {'size':>6} | {'events/s':>12} | {'vs theirs':>9} | {'of raw':>6} |"
+            f"| {'path':40} | {'size':>6} | {'events/s':>12} | {'vs theirs':>9} | {'of raw':>6} "
+            f"| {'CPU us/event':>12} |"
         )
-        print(f"|{'-' * 42}|{'-' * 8}|{'-' * 14}|{'-' * 11}|{'-' * 8}|")
+        print(f"|{'-' * 42}|{'-' * 8}|{'-' * 14}|{'-' * 11}|{'-' * 8}|{'-' * 14}|")
         for (name, size), vals in rows.items():
             med = statistics.median(vals)
             reading = "read" in name
@@ -235,7 +245,11 @@ def main() -> None:
             raw_name = "raw read (server ceiling)" if reading else "raw write (server ceiling)"
             raw = rows.get((raw_name, size))
             of_raw = f"{med / statistics.median(raw):>5.0%}" if raw else "-"
-            print(f"| {name:40} | {size:>6} | {med:>12,.0f} | {med / base:>8.2f}x | {of_raw:>6} |")
+            cpu = statistics.median(CPU[(name, size)])
+            print(
+                f"| {name:40} | {size:>6} | {med:>12,.0f} | {med / base:>8.2f}x | {of_raw:>6} "
+                f"| {cpu:>12.2f} |"
+            )
     finally:
         if server is not None:
             server.close()

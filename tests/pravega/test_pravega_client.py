@@ -152,6 +152,37 @@ def test_futures_wake_their_waiters_and_read_many_restores_the_collector(
     assert [e.value for e in got] == [b"w%d" % i for i in range(2000)]
 
 
+def test_large_write_many_goes_out_in_pieces_in_order_and_all_or_nothing(
+    pv_client: pravega.Client, scope: str
+) -> None:
+    pv_client.create_stream(scope, "pieces", segments=3)
+    n = 30_000  # ~3.5 MB framed: handed to the writer in many pieces while it is framed
+    keys = [f"k{i % 11}" for i in range(n)]
+    events = [b"%06d" % i + b"p" * 110 for i in range(n)]
+    more = [b"A%06d" % i + b"q" * 200 for i in range(7000)]
+    with pv_client.create_writer(scope, "pieces") as w:
+        assert w.write_many(events, routing_keys=keys) == n
+        fut = w.write_many_async(more, routing_keys="one-key")
+        # Checked before any piece leaves: an oversized event fails the whole call.
+        with pytest.raises(MessageTooBigError):
+            w.write_many([b"ok"] * 5000 + [b"x" * (8 * 1024 * 1024 + 1)] + [b"ok"] * 10)
+        assert fut.result(timeout=30) is None
+        w.flush()
+    with pv_client.create_reader(scope, "pieces", "head") as r:
+        got = read_n(r, n + len(more), timeout=60)
+        assert r.read(timeout=0.5) is None, "nothing more: the refused call wrote nothing"
+    values = [e.value for e in got]
+    assert sorted(values) == sorted(events + more), "every event once"
+    per_key: dict[int, list[int]] = {}
+    for v in values:
+        if not v.startswith(b"A"):
+            i = int(v[:6])
+            per_key.setdefault(i % 11, []).append(i)
+    assert len(per_key) == 11
+    assert all(seq == sorted(seq) for seq in per_key.values()), "per-key order"
+    assert [v for v in values if v.startswith(b"A")] == more, "one key: in order"
+
+
 def test_position_resumes_without_gap_or_duplicate(pv_client: pravega.Client, scope: str) -> None:
     pv_client.create_stream(scope, "s", segments=3)
     with pv_client.create_writer(scope, "s") as w:

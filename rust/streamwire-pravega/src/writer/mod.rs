@@ -74,6 +74,17 @@ pub(crate) enum Command {
 /// A write the writer's queue had no room for, given back.
 pub struct Rejected(Command);
 
+impl Rejected {
+    /// A write to hand over later with [`EventWriter::submit`] (behind others that waited).
+    pub fn write(batch: EventBatch, done: Done, reservation: Option<Reservation>) -> Self {
+        Rejected(Command::Write {
+            batch,
+            done,
+            reservation,
+        })
+    }
+}
+
 struct Inner {
     stream: ScopedStream,
     tx: mpsc::Sender<Command>,

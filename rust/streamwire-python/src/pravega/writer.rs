@@ -8,18 +8,19 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use streamwire_core::budget::Reservation;
-use streamwire_core::completion::{Completion, Done, Group};
+use streamwire_core::completion::{Completion, Done};
 use streamwire_core::error::{Error, ErrorKind, Result};
 use streamwire_core::runtime;
 use streamwire_pravega::writer::{one_event, BatchBuilder, EventBatch, EventWriter};
 
+use super::framing::{frame_events, Handover, Pieces, PIECE_BYTES};
 use super::inline::wait_here;
 use crate::common::aio;
 use crate::common::blocking::{timeout_arg, wait};
-use crate::common::columns::{payload_of, payloads};
+use crate::common::columns::payload_of;
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::pickle::refuse_pickle;
 
@@ -201,14 +202,6 @@ impl PravegaWriter {
             }),
         }
     }
-
-    fn batch(
-        &self,
-        events: &Bound<'_, PyAny>,
-        routing_keys: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<EventBatch> {
-        event_batch(events, routing_keys)
-    }
 }
 
 #[pymethods]
@@ -319,18 +312,15 @@ impl PravegaWriter {
     ) -> PyResult<usize> {
         let w = self.live(py)?;
         let timeout = timeout_arg("timeout", timeout).py_err()?;
-        let batch = self.batch(events, routing_keys)?;
-        let n = batch.count;
-        if n == 0 {
+        let mut h = Handover::new(w, Box::new(|bytes| self.reserve(py, bytes)));
+        frame_events(events, routing_keys, PIECE_BYTES, &mut h)?;
+        let n = h.events();
+        let (later, w, rx) = h.finish();
+        let Some(rx) = rx else {
             return Ok(0);
-        }
-        let reservation = self.reserve(py, batch.data.len() as u64)?;
-        let (group, rx) = Group::new(n);
-        let rejected = w
-            .try_write(batch, Done::Group(group), Some(reservation))
-            .py_err()?;
+        };
         wait_here(py, "write_many", timeout, async move {
-            if let Some(r) = rejected {
+            for r in later {
                 w.submit(r).await?;
             }
             rx.await
@@ -355,21 +345,20 @@ impl PravegaWriter {
         routing_keys: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PravegaWriteFuture> {
         let w = self.live(py)?;
-        let batch = self.batch(events, routing_keys)?;
+        let mut h = Handover::new(w, Box::new(|bytes| self.reserve(py, bytes)));
+        frame_events(events, routing_keys, PIECE_BYTES, &mut h)?;
+        let (later, w, rx) = h.finish();
         let state = Arc::new(FutureState::default());
-        let n = batch.count;
-        if n == 0 {
+        let Some(rx) = rx else {
             state.complete(Ok(()));
             return Ok(PravegaWriteFuture { state });
-        }
-        let reservation = self.reserve(py, batch.data.len() as u64)?;
-        let (group, rx) = Group::new(n);
-        if let Some(rejected) = w
-            .try_write(batch, Done::Group(group), Some(reservation))
-            .py_err()?
-        {
-            wait(py, "write_many_async", None, async move {
-                w.submit(rejected).await
+        };
+        if !later.is_empty() {
+            wait_here(py, "write_many_async", None, async move {
+                for r in later {
+                    w.submit(r).await?;
+                }
+                Ok(())
             })?;
         }
         // One task per call (never per event) turns the group's settlement into the future.
@@ -437,95 +426,24 @@ impl PravegaWriter {
     }
 }
 
-/// The framed events of `write_many`'s arguments: one routing key for all, or one per event
-/// (shared with the awaitable `write_many`).
+/// The framed events of `write_many`'s arguments as one batch (the awaitable `write_many`).
 pub(crate) fn event_batch(
     events: &Bound<'_, PyAny>,
     routing_keys: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<EventBatch> {
-    // One key for all events, or one per event (None entries allowed).
-    let single_key = match routing_keys {
-        Some(k) if k.is_instance_of::<PyString>() => Some(key_arg(Some(k))?),
-        _ => None,
-    };
-    let keys: Option<Vec<Option<String>>> = match routing_keys {
-        None => None,
-        Some(k) if k.is_none() || single_key.is_some() => None,
-        Some(k) => {
-            let mut v = Vec::new();
-            if k.hasattr("to_pylist").unwrap_or(false) {
-                for item in k.call_method0("to_pylist")?.try_iter()? {
-                    v.push(key_arg(Some(&item?))?);
-                }
-            } else {
-                for item in k.try_iter().map_err(|_| {
-                    pyo3::exceptions::PyTypeError::new_err(
-                        "routing_keys is a str, or a sequence of str/None per event",
-                    )
-                })? {
-                    v.push(key_arg(Some(&item?))?);
-                }
-            }
-            Some(v)
-        }
-    };
-    let key_of = |i: usize| -> Option<&str> {
-        if let Some(k) = &single_key {
-            return k.as_deref();
-        }
-        keys.as_ref().and_then(|ks| ks[i].as_deref())
-    };
-    let check_len = |n: usize| -> PyResult<()> {
-        if let Some(ks) = &keys {
-            if ks.len() != n {
-                return Err(to_py(Error::invalid(format!(
-                    "routing_keys has {} entries for {n} events",
-                    ks.len()
-                ))));
-            }
-        }
+    let mut one = None;
+    frame_events(events, routing_keys, usize::MAX, &mut OneBatch(&mut one))?;
+    Ok(one.unwrap_or_else(|| BatchBuilder::default().finish()))
+}
+
+struct OneBatch<'a>(&'a mut Option<EventBatch>);
+
+impl Pieces for OneBatch<'_> {
+    fn begin(&mut self, _events: usize, _bytes: usize) -> PyResult<()> {
         Ok(())
-    };
-    // Fast path: a list of bytes, framed straight from the objects.
-    if let Ok(list) = events.cast::<PyList>() {
-        let n = list.len();
-        check_len(n)?;
-        let mut total = 0;
-        let mut all_bytes = true;
-        for it in list.iter() {
-            match it.cast::<PyBytes>() {
-                Ok(b) => total += b.as_bytes().len(),
-                Err(_) => {
-                    all_bytes = false;
-                    break;
-                }
-            }
-        }
-        if all_bytes {
-            let mut b = BatchBuilder::with_capacity(n, total);
-            for (i, it) in list.iter().enumerate() {
-                let bytes = it.cast::<PyBytes>().expect("checked above");
-                b.push(bytes.as_bytes(), key_of(i)).py_err()?;
-            }
-            return Ok(b.finish());
-        }
     }
-    if events.is_instance_of::<PyBytes>() || events.is_instance_of::<PyString>() {
-        return Err(pyo3::exceptions::PyTypeError::new_err(
-            "write_many takes a sequence of events (or a pyarrow array), not a single event",
-        ));
+    fn piece(&mut self, batch: EventBatch) -> PyResult<()> {
+        *self.0 = Some(batch);
+        Ok(())
     }
-    let vals = payloads(events)?;
-    check_len(vals.len())?;
-    let total = vals.iter().map(|(v, _)| v.len()).sum();
-    let mut b = BatchBuilder::with_capacity(vals.len(), total);
-    for (i, (v, null)) in vals.iter().enumerate() {
-        if *null {
-            return Err(to_py(Error::invalid(format!(
-                "events[{i}] is None: a Pravega event always has a value"
-            ))));
-        }
-        b.push(v, key_of(i)).py_err()?;
-    }
-    Ok(b.finish())
 }
