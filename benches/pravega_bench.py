@@ -14,14 +14,16 @@ writer, then reads them back with each reader; the table shows medians over the 
 - ours, write_many_async: the same lists handed over without waiting (calls pipeline), then
   ``flush``.
 - theirs, read: a reader group's reader, ``get_segment_slice_async`` until all are read.
-- ours, read_many / read_arrow: 10,000 events per call.
+- ours, read_many / read_arrow: 10,000 events per call (read_many's events iterated, as
+  theirs are).
 - raw write / raw read: the segment store's own ceiling on the same server (pre-built frames
   on one socket, no client; ``benches/pravega_raw.py``), so every table shows ours, theirs
   and what the server can take and give, in one run. Needs the segment store's address
   (``--segment-store host:port`` with ``--controller``, or ``--raw`` when the bench starts
   the server). Opt-in: on these 2 cores the raw Python writer (window of 16 1-MiB blocks) did
   not reach what our writer does, and once a raw append was never answered (the socket now
-  times out after 60 s), so the rows are indicative only.
+  times out after 60 s), so the rows are indicative only; ``--no-raw-write`` keeps the read
+  row alone.
 
 Without ``--controller`` a standalone is started (and stopped) by the bench.
 """
@@ -49,9 +51,18 @@ from benches.pravega_raw import raw_read, raw_write  # noqa: E402
 BATCH = 10_000
 
 
-def timed(fn: Callable[[], int]) -> float:
+CPU: dict[tuple[str, int], list[float]] = {}
+
+
+def timed(fn: Callable[[], int], key: tuple[str, int] | None = None) -> float:
+    """Events per second of wall time; with ``key``, also this process's CPU time per event
+    (every thread: ours and the official client's engines run in this process), which the
+    other load on the machine moves far less than the rate."""
     start = time.perf_counter()
+    cpu = time.process_time()
     n = fn()
+    if key is not None:
+        CPU.setdefault(key, []).append((time.process_time() - cpu) / n * 1e6)
     return n / (time.perf_counter() - start)
 
 
@@ -143,7 +154,8 @@ class Bench:
         with self.ours.create_reader(self.scope, stream, "head") as r:
             got = 0
             while got < self.n:
-                got += len(r.read_many(BATCH, timeout=10))
+                # Every event visited, as the official reader's slice is iterated.
+                got += sum(1 for _ in r.read_many(BATCH, timeout=10))
         return got
 
     def ours_read_arrow(self, stream: str) -> int:
@@ -159,6 +171,11 @@ def main() -> None:
     ap.add_argument("--controller")
     ap.add_argument("--segment-store", help="host:port of the segment store (raw rows)")
     ap.add_argument("--raw", action="store_true", help="add the raw rows (bench's own server)")
+    ap.add_argument(
+        "--no-raw-write",
+        action="store_true",
+        help="raw read row only (the raw writer's pipelined appends sometimes go unanswered)",
+    )
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--events", type=int, default=200_000)
     ap.add_argument("--sizes", default="100,1024")
@@ -187,12 +204,12 @@ def main() -> None:
                     ("ours write_many (10k lists)", b.ours_write_many),
                     ("ours write_many_async (10k lists) + flush", b.ours_write_many_async),
                 ]
-                if store is not None:
+                if store is not None and not args.no_raw_write:
                     writers.insert(0, ("raw write (server ceiling)", b.raw_write))
                 for name, write in writers:
                     s = b.stream()
                     rows.setdefault((name, size), []).append(
-                        timed(functools.partial(write, s, size))
+                        timed(functools.partial(write, s, size), (name, size))
                     )
                     print(f"  {name} {size} B: {rows[(name, size)][-1]:,.0f}/s", flush=True)
                     if name.startswith("ours write_many_async"):
@@ -211,7 +228,7 @@ def main() -> None:
                             )
                         for rname, read in readers:
                             rows.setdefault((rname, size), []).append(
-                                timed(functools.partial(read, s))
+                                timed(functools.partial(read, s), (rname, size))
                             )
                             print(
                                 f"  {rname} {size} B: {rows[(rname, size)][-1]:,.0f}/s", flush=True
@@ -220,9 +237,10 @@ def main() -> None:
         head = f"Pravega 0.13.0 standalone, {args.events:,} events per run"
         print(f"\n{head}, median of {args.rounds}\n")
         print(
-            f"| {'path':40} | {'size':>6} | {'events/s':>12} | {'vs theirs':>9} | {'of raw':>6} |"
+            f"| {'path':40} | {'size':>6} | {'events/s':>12} | {'vs theirs':>9} | {'of raw':>6} "
+            f"| {'CPU us/event':>12} |"
         )
-        print(f"|{'-' * 42}|{'-' * 8}|{'-' * 14}|{'-' * 11}|{'-' * 8}|")
+        print(f"|{'-' * 42}|{'-' * 8}|{'-' * 14}|{'-' * 11}|{'-' * 8}|{'-' * 14}|")
         for (name, size), vals in rows.items():
             med = statistics.median(vals)
             reading = "read" in name
@@ -233,7 +251,11 @@ def main() -> None:
             raw_name = "raw read (server ceiling)" if reading else "raw write (server ceiling)"
             raw = rows.get((raw_name, size))
             of_raw = f"{med / statistics.median(raw):>5.0%}" if raw else "-"
-            print(f"| {name:40} | {size:>6} | {med:>12,.0f} | {med / base:>8.2f}x | {of_raw:>6} |")
+            cpu = statistics.median(CPU[(name, size)])
+            print(
+                f"| {name:40} | {size:>6} | {med:>12,.0f} | {med / base:>8.2f}x | {of_raw:>6} "
+                f"| {cpu:>12.2f} |"
+            )
     finally:
         if server is not None:
             server.close()

@@ -6,13 +6,23 @@ pipelined with at most ``window`` blocks unanswered. Reading: READ_SEGMENT reque
 ``window`` of them in flight, counting the events from the bytes (every event has one size).
 So the figures are what the server takes and gives on these cores, the cost of Python's socket
 calls aside (a few per MiB).
+
+Run alone, it measures how long the store takes to acknowledge one append block of each size
+(one block in flight at a time: the round trip a synchronous ``write_many`` waits for):
+
+    .venv/bin/python benches/pravega_raw.py --controller tcp://HOST:PORT --segment-store HOST:PORT
+                                            [--blocks 65536,262144,1048576] [--events 300000]
 """
 
 from __future__ import annotations
 
+import argparse
 import socket
 import struct
+import sys
+import time
 import uuid
+from pathlib import Path
 
 WIRE_VERSION = 16
 OLDEST = 5
@@ -151,3 +161,43 @@ def raw_read(host: str, port: int, segment: str, size: int, events: int, window:
         return got // (size + 8)
     finally:
         conn.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--controller", required=True)
+    ap.add_argument("--segment-store", required=True, help="host:port")
+    ap.add_argument("--blocks", default="65536,262144,1048576")
+    ap.add_argument("--events", type=int, default=300_000)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    root = Path(__file__).resolve().parents[1]
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    from streamwire import pravega
+
+    global BLOCK_BYTES
+    host, port = args.segment_store.rsplit(":", 1)
+    client = pravega.Client(args.controller)
+    scope = "raw" + uuid.uuid4().hex[:6]
+    client.create_scope(scope)
+    for _ in range(args.rounds):
+        for block in (int(b) for b in args.blocks.split(",")):
+            BLOCK_BYTES = block
+            stream = "s" + uuid.uuid4().hex[:8]
+            client.create_stream(scope, stream)
+            start = time.perf_counter()
+            n = raw_write(host, int(port), f"{scope}/{stream}/0.#epoch.0", 100, args.events, 1)
+            took = time.perf_counter() - start
+            blocks = n * 108 / block
+            print(
+                f"{block // 1024:>5} KiB blocks, one in flight: {took / blocks * 1e3:6.2f} ms "
+                f"per block, {n / took:,.0f} events of 100 B/s",
+                flush=True,
+            )
+            client.seal_stream(scope, stream)
+            client.delete_stream(scope, stream)
+
+
+if __name__ == "__main__":
+    main()

@@ -114,6 +114,75 @@ def test_write_many_async_pipelines_calls_in_order(pv_client: pravega.Client, sc
     assert all(v == sorted(v) for v in per_key.values())
 
 
+def test_futures_wake_their_waiters_and_read_many_restores_the_collector(
+    pv_client: pravega.Client, scope: str
+) -> None:
+    import gc
+
+    pv_client.create_stream(scope, "fut", segments=1)
+    with pv_client.create_writer(scope, "fut") as w:
+        # Waiters blocked in result() before the acknowledgement arrives are woken (the
+        # future only signals when someone waits), others see done() once settled.
+        futs = [w.write_async(b"w%d" % i) for i in range(2000)]
+        results: list[object] = []
+        threads = [
+            threading.Thread(target=lambda f=f: results.append(f.result(timeout=30)))
+            for f in futs[-3:]
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert results == [None, None, None]
+        w.flush()
+        assert all(f.done() for f in futs)
+    with pv_client.create_reader(scope, "fut", "head") as r:
+        assert gc.isenabled()
+        first = r.read_many(1000, timeout=10)
+        assert gc.isenabled(), "the collector is running again after read_many"
+        gc.disable()
+        try:
+            second = r.read_many(1000, timeout=10)
+            assert not gc.isenabled(), "a collector the caller disabled stays disabled"
+        finally:
+            gc.enable()
+        got = first + second
+        while len(got) < 2000:
+            got += r.read_many(2000 - len(got), timeout=10)
+    assert [e.value for e in got] == [b"w%d" % i for i in range(2000)]
+
+
+def test_large_write_many_goes_out_in_pieces_in_order_and_all_or_nothing(
+    pv_client: pravega.Client, scope: str
+) -> None:
+    pv_client.create_stream(scope, "pieces", segments=3)
+    n = 30_000  # ~3.5 MB framed: handed to the writer in many pieces while it is framed
+    keys = [f"k{i % 11}" for i in range(n)]
+    events = [b"%06d" % i + b"p" * 110 for i in range(n)]
+    more = [b"A%06d" % i + b"q" * 200 for i in range(7000)]
+    with pv_client.create_writer(scope, "pieces") as w:
+        assert w.write_many(events, routing_keys=keys) == n
+        fut = w.write_many_async(more, routing_keys="one-key")
+        # Checked before any piece leaves: an oversized event fails the whole call.
+        with pytest.raises(MessageTooBigError):
+            w.write_many([b"ok"] * 5000 + [b"x" * (8 * 1024 * 1024 + 1)] + [b"ok"] * 10)
+        assert fut.result(timeout=30) is None
+        w.flush()
+    with pv_client.create_reader(scope, "pieces", "head") as r:
+        got = read_n(r, n + len(more), timeout=60)
+        assert r.read(timeout=0.5) is None, "nothing more: the refused call wrote nothing"
+    values = [e.value for e in got]
+    assert sorted(values) == sorted(events + more), "every event once"
+    per_key: dict[int, list[int]] = {}
+    for v in values:
+        if not v.startswith(b"A"):
+            i = int(v[:6])
+            per_key.setdefault(i % 11, []).append(i)
+    assert len(per_key) == 11
+    assert all(seq == sorted(seq) for seq in per_key.values()), "per-key order"
+    assert [v for v in values if v.startswith(b"A")] == more, "one key: in order"
+
+
 def test_position_resumes_without_gap_or_duplicate(pv_client: pravega.Client, scope: str) -> None:
     pv_client.create_stream(scope, "s", segments=3)
     with pv_client.create_writer(scope, "s") as w:
@@ -165,9 +234,13 @@ def test_keys_land_in_the_segment_owning_their_hash(pv_client: pravega.Client, s
             [k.encode() + b":%d" % n for n in range(5) for k in keys],
             routing_keys=[k for _ in range(5) for k in keys],
         )
+        # One event per call (the writer's single-segment path): the same segment per key.
+        for k in keys:
+            w.write_async(k.encode() + b":5", routing_key=k)
+        w.flush()
     with pv_client.create_reader(scope, "s", "head") as r:
-        got = read_n(r, 1000)
-    assert len(got) == 1000
+        got = read_n(r, 1200)
+    assert len(got) == 1200
     by_key: dict[str, set[int]] = {}
     order: dict[str, list[int]] = {}
     for e in got:
@@ -176,7 +249,7 @@ def test_keys_land_in_the_segment_owning_their_hash(pv_client: pravega.Client, s
         order.setdefault(k, []).append(int(n))
     assert all(len(s) == 1 for s in by_key.values()), "one segment per key"
     assert len({next(iter(s)) for s in by_key.values()}) == 4, "keys spread over all segments"
-    assert all(v == [0, 1, 2, 3, 4] for v in order.values()), "per-key order"
+    assert all(v == [0, 1, 2, 3, 4, 5] for v in order.values()), "per-key order"
 
 
 def test_bad_calls_raise_typed_errors(pv_client: pravega.Client, scope: str) -> None:

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use streamwire_core::backoff::{Backoff, BackoffConfig};
 use streamwire_core::error::{Error, ErrorKind, Result};
@@ -42,6 +42,9 @@ pub struct FetchConfig {
     pub read_length: i32,
     /// How long a read at the tail may be held before it is asked again.
     pub long_poll: Duration,
+    /// READ_SEGMENTs in flight on one segment while it has data past what was asked
+    /// (at the tail: one, a long poll).
+    pub depth: usize,
 }
 
 impl Default for FetchConfig {
@@ -49,6 +52,7 @@ impl Default for FetchConfig {
         FetchConfig {
             read_length: 1024 * 1024,
             long_poll: Duration::from_secs(60),
+            depth: 2,
         }
     }
 }
@@ -74,6 +78,9 @@ pub(crate) async fn run(
     let mut out = Vec::new();
     // Where the segment lives: asked once, and again after an error.
     let mut node: Option<NodeUri> = None;
+    // Reads in flight, in offset order, and whether the last answer proved there is data
+    // past it (a full, not-at-tail answer): only then is more than one read asked for.
+    let mut plan = Pipeline::default();
     loop {
         let result = async {
             let n = match &node {
@@ -84,12 +91,32 @@ pub(crate) async fn run(
                     n
                 }
             };
-            read_once(&client, &n, &name, &chunker, &token, &config).await
+            let want = if plan.more { config.depth.max(1) } else { 1 };
+            while plan.inflight.len() < want {
+                let at = plan.next_offset(chunker.read_offset(), config.read_length);
+                let rx = ask(&client, &n, &name, at, &token, &config).await?;
+                plan.inflight.push_back((at, rx));
+            }
+            let (_, rx) = plan.inflight.pop_front().expect("asked above");
+            rx.await.unwrap_or_else(|_| {
+                Err(Error::new(
+                    ErrorKind::Disconnected,
+                    format!("the connection reading {name} was lost"),
+                ))
+            })
         }
         .await;
         if result.is_err() || result.as_ref().is_ok_and(|r| r.error().is_some()) {
             node = None;
         }
+        // Anything but a full answer with more data behind it ends the pipeline: the reads
+        // asked past it may start at the wrong offset (a short answer) or past the end.
+        let full = matches!(&result, Ok(Reply::SegmentRead { data, at_tail, end_of_segment, .. })
+            if !at_tail && !end_of_segment && data.len() == config.read_length as usize);
+        if !full {
+            plan.reset();
+        }
+        plan.more = full;
         match result {
             Ok(Reply::SegmentRead {
                 data,
@@ -202,26 +229,79 @@ fn log_retry(stream: &ScopedStream, name: &str, error: &Error) {
     });
 }
 
-async fn read_once(
+/// The reads of one segment in flight: `(offset, reply)` in the order they were asked.
+#[derive(Default)]
+struct Pipeline {
+    inflight: std::collections::VecDeque<(i64, oneshot::Receiver<Result<Reply>>)>,
+    more: bool,
+}
+
+impl Pipeline {
+    /// Where the next read starts: past the last one in flight, or where the data stops.
+    fn next_offset(&self, read_offset: i64, read_length: i32) -> i64 {
+        match self.inflight.back() {
+            Some((at, _)) => at + i64::from(read_length),
+            None => read_offset,
+        }
+    }
+
+    /// Forget the reads in flight (their answers, when they come, are dropped).
+    fn reset(&mut self) {
+        self.inflight.clear();
+    }
+}
+
+/// Send one READ_SEGMENT of `name` at `offset`; the receiver gets its answer.
+async fn ask(
     client: &PravegaClient,
     node: &NodeUri,
     name: &str,
-    chunker: &Chunker,
+    offset: i64,
     token: &str,
     config: &FetchConfig,
-) -> Result<Reply> {
+) -> Result<oneshot::Receiver<Result<Reply>>> {
     let conn = client.connection(node).await?;
     let rid = conn.next_request_id();
     let mut buf = BytesMut::with_capacity(64 + name.len());
     wire::encode_read_segment(
         &mut buf,
         name,
-        chunker.read_offset(),
+        offset,
         config.read_length,
         token,
         rid as i64,
     )
     .map_err(Error::from)?;
-    conn.request(rid, buf.freeze(), config.long_poll, "READ_SEGMENT")
+    let deadline = std::time::Instant::now() + config.long_poll;
+    conn.start_request(rid, buf.freeze(), deadline, "READ_SEGMENT")
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pipelined_reads_ask_consecutive_ranges_and_restart_where_the_data_stops() {
+        let mut p = Pipeline::default();
+        assert_eq!(
+            p.next_offset(500, 100),
+            500,
+            "nothing in flight: where the data stops"
+        );
+        for _ in 0..3 {
+            let at = p.next_offset(500, 100);
+            let (_tx, rx) = oneshot::channel();
+            p.inflight.push_back((at, rx));
+        }
+        let asked: Vec<i64> = p.inflight.iter().map(|(a, _)| *a).collect();
+        assert_eq!(asked, vec![500, 600, 700]);
+        p.reset();
+        assert!(p.inflight.is_empty());
+        assert_eq!(
+            p.next_offset(560, 100),
+            560,
+            "after a short answer: from its end"
+        );
+    }
 }

@@ -5,6 +5,8 @@
 pub mod aio_reader;
 pub mod aio_writer;
 pub mod client;
+mod framing;
+mod inline;
 pub mod reader;
 pub mod writer;
 

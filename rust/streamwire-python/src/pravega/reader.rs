@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyTuple};
 use tokio::sync::Mutex;
 
 use streamwire_core::error::Error;
@@ -13,6 +13,7 @@ use streamwire_core::metrics::EntityMetrics;
 use streamwire_core::runtime;
 use streamwire_pravega::reader::{ReadEvent, StreamReader};
 
+use super::inline::wait_here;
 use crate::common::arrow::{column_list, ArrowBuilder};
 use crate::common::blocking::{timeout_arg, wait};
 use crate::common::errors::{to_py, IntoPyResult};
@@ -83,6 +84,28 @@ impl PravegaEventObj {
 
 type Shared = Arc<Mutex<Option<StreamReader>>>;
 
+/// Run `f` (which builds many Python objects) with the cyclic garbage collector paused.
+///
+/// Why: every event object is tracked by the collector, so building a list of 10,000 of them
+/// set off ~14 young-generation collections that each walked the events made so far (they
+/// are alive: the list holds them), promoted them, and soon forced full collections of the
+/// whole heap. Measured on a plain tracked class with pyarrow imported: 190 ns per object
+/// built with the collector running, 85 ns paused. Events hold no references to Python
+/// objects, so they form no cycles and pausing loses nothing; the collector is re-enabled
+/// (only if it was enabled) before returning, whatever `f` returned.
+pub(crate) fn with_gc_paused<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    let gc = py.import("gc")?;
+    let was = gc.call_method0("isenabled")?.is_truthy()?;
+    if was {
+        gc.call_method0("disable")?;
+    }
+    let out = f();
+    if was {
+        gc.call_method0("enable")?;
+    }
+    out
+}
+
 /// Reads one stream. Thread-safe (calls are serialised).
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct PravegaReader {
@@ -125,8 +148,8 @@ impl PravegaReader {
         let timeout = timeout_arg("timeout", timeout)
             .py_err()?
             .unwrap_or(Duration::from_secs(365 * 24 * 3600));
-        let shared = self.inner.clone();
-        wait(py, what, None, async move {
+        let shared = &self.inner;
+        wait_here(py, what, None, async move {
             let mut guard = shared.lock().await;
             let r = guard
                 .as_mut()
@@ -173,14 +196,20 @@ impl PravegaReader {
     /// Up to `max_events` events: waits up to `timeout` for the first, then takes what is
     /// already fetched.
     #[pyo3(signature = (max_events=1000, timeout=None))]
-    fn read_many(
+    fn read_many<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         max_events: i64,
         timeout: Option<f64>,
-    ) -> PyResult<Vec<PravegaEventObj>> {
+    ) -> PyResult<Bound<'py, PyList>> {
         let got = self.take(py, max_arg(max_events)?, timeout, "read_many")?;
-        Ok(got.into_iter().map(|e| self.wrap(e)).collect())
+        with_gc_paused(py, || {
+            let events = got
+                .into_iter()
+                .map(|e| Bound::new(py, self.wrap(e)))
+                .collect::<PyResult<Vec<_>>>()?;
+            PyList::new(py, events)
+        })
     }
 
     /// Like `read_many`, as a pyarrow RecordBatch (columns value, stream, segment, offset).

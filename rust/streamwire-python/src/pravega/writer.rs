@@ -8,16 +8,19 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use streamwire_core::budget::Reservation;
-use streamwire_core::completion::{Completion, Done, Group};
+use streamwire_core::completion::{Completion, Done};
 use streamwire_core::error::{Error, ErrorKind, Result};
 use streamwire_core::runtime;
 use streamwire_pravega::writer::{one_event, BatchBuilder, EventBatch, EventWriter};
 
+use super::framing::{frame_events, Handover, Pieces, PIECE_BYTES};
+use super::inline::wait_here;
+use crate::common::aio;
 use crate::common::blocking::{timeout_arg, wait};
-use crate::common::columns::{payload_of, payloads};
+use crate::common::columns::payload_of;
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::pickle::refuse_pickle;
 
@@ -28,16 +31,38 @@ const PICKLE_HINT: &str = "create the writer inside the worker process";
 /// not only the payloads (measured: ~400 bytes per pending 100-byte event).
 const PER_EVENT_OVERHEAD: u64 = 320;
 
+/// A write future's outcome, and whether anyone waits for it.
+#[derive(Default)]
+struct Slot {
+    result: Option<Result<()>>,
+    waiters: usize,
+}
+
 #[derive(Default)]
 struct FutureState {
-    result: Mutex<Option<Result<()>>>,
+    slot: Mutex<Slot>,
     ready: Condvar,
 }
 
+impl FutureState {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 impl Completion for FutureState {
+    /// Why the waiter count: `notify_all` is a system call even with nobody waiting, and
+    /// most `write_async` futures are never waited on (a flush settles them), so settling a
+    /// block of events would cost one call per event.
     fn complete(&self, result: Result<()>) {
-        *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
-        self.ready.notify_all();
+        let wake = {
+            let mut slot = self.lock();
+            slot.result = Some(result);
+            slot.waiters > 0
+        };
+        if wake {
+            self.ready.notify_all();
+        }
     }
 }
 
@@ -52,11 +77,7 @@ pub struct PravegaWriteFuture {
 impl PravegaWriteFuture {
     /// Whether the outcome is known (never waits).
     fn done(&self) -> bool {
-        self.state
-            .result
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some()
+        self.state.lock().result.is_some()
     }
 
     /// Wait until the event is written (returns None) or raise its error.
@@ -71,12 +92,20 @@ impl PravegaWriteFuture {
         loop {
             let st = Arc::clone(&self.state);
             let got = py.detach(move || {
-                let guard = st.result.lock().unwrap_or_else(|p| p.into_inner());
-                let (guard, _) = st
-                    .ready
-                    .wait_timeout_while(guard, Duration::from_millis(200), |r| r.is_none())
-                    .unwrap_or_else(|p| p.into_inner());
-                guard.clone()
+                let mut slot = st.lock();
+                if slot.result.is_none() {
+                    // Counted under the lock `complete` takes: no wake-up is missed.
+                    slot.waiters += 1;
+                    slot = st
+                        .ready
+                        .wait_timeout_while(slot, Duration::from_millis(200), |s| {
+                            s.result.is_none()
+                        })
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                    slot.waiters -= 1;
+                }
+                slot.result.clone()
             });
             if let Some(r) = got {
                 return r.py_err();
@@ -139,8 +168,9 @@ impl PravegaWriter {
         }
     }
 
-    fn live(&self) -> PyResult<EventWriter> {
-        runtime::check_same_process(self.pid, "Pravega writer").py_err()?;
+    fn live(&self, py: Python<'_>) -> PyResult<EventWriter> {
+        // No system call per event (`write_async` checks on every call).
+        aio::check_same_process(py, self.pid, "Pravega writer")?;
         if self.inner.is_closed() {
             return Err(to_py(Error::closed("Pravega writer")));
         }
@@ -172,21 +202,13 @@ impl PravegaWriter {
             }),
         }
     }
-
-    fn batch(
-        &self,
-        events: &Bound<'_, PyAny>,
-        routing_keys: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<EventBatch> {
-        event_batch(events, routing_keys)
-    }
 }
 
 #[pymethods]
 impl PravegaWriter {
     /// This writer's metrics; see README "Metrics" for the keys.
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
-        let w = self.live()?;
+        let w = self.live(py)?;
         crate::common::metrics::snapshot_dict(py, &w.metrics().snapshot())
     }
 
@@ -228,12 +250,12 @@ impl PravegaWriter {
         routing_key: Option<&Bound<'_, PyAny>>,
         timeout: Option<f64>,
     ) -> PyResult<()> {
-        let w = self.live()?;
+        let w = self.live(py)?;
         let key = key_arg(routing_key)?;
         let timeout = timeout_arg("timeout", timeout).py_err()?;
         let batch = one_event(&payload_of(event)?, key.as_deref()).py_err()?;
         let reservation = self.reserve(py, batch.data.len() as u64)?;
-        wait(py, "write", timeout, async move {
+        wait_here(py, "write", timeout, async move {
             w.write(batch, Some(reservation)).await
         })
     }
@@ -250,7 +272,7 @@ impl PravegaWriter {
         event: &Bound<'_, PyAny>,
         routing_key: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PravegaWriteFuture> {
-        let w = self.live()?;
+        let w = self.live(py)?;
         let key = key_arg(routing_key)?;
         let batch = match event.cast::<PyBytes>() {
             Ok(b) => one_event(b.as_bytes(), key.as_deref()),
@@ -288,20 +310,17 @@ impl PravegaWriter {
         routing_keys: Option<&Bound<'_, PyAny>>,
         timeout: Option<f64>,
     ) -> PyResult<usize> {
-        let w = self.live()?;
+        let w = self.live(py)?;
         let timeout = timeout_arg("timeout", timeout).py_err()?;
-        let batch = self.batch(events, routing_keys)?;
-        let n = batch.count;
-        if n == 0 {
+        let mut h = Handover::new(w, Box::new(|bytes| self.reserve(py, bytes)));
+        frame_events(events, routing_keys, PIECE_BYTES, &mut h)?;
+        let n = h.events();
+        let (later, w, rx) = h.finish();
+        let Some(rx) = rx else {
             return Ok(0);
-        }
-        let reservation = self.reserve(py, batch.data.len() as u64)?;
-        let (group, rx) = Group::new(n);
-        let rejected = w
-            .try_write(batch, Done::Group(group), Some(reservation))
-            .py_err()?;
-        wait(py, "write_many", timeout, async move {
-            if let Some(r) = rejected {
+        };
+        wait_here(py, "write_many", timeout, async move {
+            for r in later {
                 w.submit(r).await?;
             }
             rx.await
@@ -325,22 +344,21 @@ impl PravegaWriter {
         events: &Bound<'_, PyAny>,
         routing_keys: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PravegaWriteFuture> {
-        let w = self.live()?;
-        let batch = self.batch(events, routing_keys)?;
+        let w = self.live(py)?;
+        let mut h = Handover::new(w, Box::new(|bytes| self.reserve(py, bytes)));
+        frame_events(events, routing_keys, PIECE_BYTES, &mut h)?;
+        let (later, w, rx) = h.finish();
         let state = Arc::new(FutureState::default());
-        let n = batch.count;
-        if n == 0 {
+        let Some(rx) = rx else {
             state.complete(Ok(()));
             return Ok(PravegaWriteFuture { state });
-        }
-        let reservation = self.reserve(py, batch.data.len() as u64)?;
-        let (group, rx) = Group::new(n);
-        if let Some(rejected) = w
-            .try_write(batch, Done::Group(group), Some(reservation))
-            .py_err()?
-        {
-            wait(py, "write_many_async", None, async move {
-                w.submit(rejected).await
+        };
+        if !later.is_empty() {
+            wait_here(py, "write_many_async", None, async move {
+                for r in later {
+                    w.submit(r).await?;
+                }
+                Ok(())
             })?;
         }
         // One task per call (never per event) turns the group's settlement into the future.
@@ -362,9 +380,9 @@ impl PravegaWriter {
     ///         Default None.
     #[pyo3(signature = (timeout=None))]
     fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
-        let w = self.live()?;
+        let w = self.live(py)?;
         let timeout = timeout_arg("timeout", timeout).py_err()?;
-        wait(py, "flush", timeout, async move { w.flush().await })
+        wait_here(py, "flush", timeout, async move { w.flush().await })
     }
 
     /// Write what is pending, then close the writer's connections.
@@ -408,95 +426,24 @@ impl PravegaWriter {
     }
 }
 
-/// The framed events of `write_many`'s arguments: one routing key for all, or one per event
-/// (shared with the awaitable `write_many`).
+/// The framed events of `write_many`'s arguments as one batch (the awaitable `write_many`).
 pub(crate) fn event_batch(
     events: &Bound<'_, PyAny>,
     routing_keys: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<EventBatch> {
-    // One key for all events, or one per event (None entries allowed).
-    let single_key = match routing_keys {
-        Some(k) if k.is_instance_of::<PyString>() => Some(key_arg(Some(k))?),
-        _ => None,
-    };
-    let keys: Option<Vec<Option<String>>> = match routing_keys {
-        None => None,
-        Some(k) if k.is_none() || single_key.is_some() => None,
-        Some(k) => {
-            let mut v = Vec::new();
-            if k.hasattr("to_pylist").unwrap_or(false) {
-                for item in k.call_method0("to_pylist")?.try_iter()? {
-                    v.push(key_arg(Some(&item?))?);
-                }
-            } else {
-                for item in k.try_iter().map_err(|_| {
-                    pyo3::exceptions::PyTypeError::new_err(
-                        "routing_keys is a str, or a sequence of str/None per event",
-                    )
-                })? {
-                    v.push(key_arg(Some(&item?))?);
-                }
-            }
-            Some(v)
-        }
-    };
-    let key_of = |i: usize| -> Option<&str> {
-        if let Some(k) = &single_key {
-            return k.as_deref();
-        }
-        keys.as_ref().and_then(|ks| ks[i].as_deref())
-    };
-    let check_len = |n: usize| -> PyResult<()> {
-        if let Some(ks) = &keys {
-            if ks.len() != n {
-                return Err(to_py(Error::invalid(format!(
-                    "routing_keys has {} entries for {n} events",
-                    ks.len()
-                ))));
-            }
-        }
+    let mut one = None;
+    frame_events(events, routing_keys, usize::MAX, &mut OneBatch(&mut one))?;
+    Ok(one.unwrap_or_else(|| BatchBuilder::default().finish()))
+}
+
+struct OneBatch<'a>(&'a mut Option<EventBatch>);
+
+impl Pieces for OneBatch<'_> {
+    fn begin(&mut self, _events: usize, _bytes: usize) -> PyResult<()> {
         Ok(())
-    };
-    // Fast path: a list of bytes, framed straight from the objects.
-    if let Ok(list) = events.cast::<PyList>() {
-        let n = list.len();
-        check_len(n)?;
-        let mut total = 0;
-        let mut all_bytes = true;
-        for it in list.iter() {
-            match it.cast::<PyBytes>() {
-                Ok(b) => total += b.as_bytes().len(),
-                Err(_) => {
-                    all_bytes = false;
-                    break;
-                }
-            }
-        }
-        if all_bytes {
-            let mut b = BatchBuilder::with_capacity(n, total);
-            for (i, it) in list.iter().enumerate() {
-                let bytes = it.cast::<PyBytes>().expect("checked above");
-                b.push(bytes.as_bytes(), key_of(i)).py_err()?;
-            }
-            return Ok(b.finish());
-        }
     }
-    if events.is_instance_of::<PyBytes>() || events.is_instance_of::<PyString>() {
-        return Err(pyo3::exceptions::PyTypeError::new_err(
-            "write_many takes a sequence of events (or a pyarrow array), not a single event",
-        ));
+    fn piece(&mut self, batch: EventBatch) -> PyResult<()> {
+        *self.0 = Some(batch);
+        Ok(())
     }
-    let vals = payloads(events)?;
-    check_len(vals.len())?;
-    let total = vals.iter().map(|(v, _)| v.len()).sum();
-    let mut b = BatchBuilder::with_capacity(vals.len(), total);
-    for (i, (v, null)) in vals.iter().enumerate() {
-        if *null {
-            return Err(to_py(Error::invalid(format!(
-                "events[{i}] is None: a Pravega event always has a value"
-            ))));
-        }
-        b.push(v, key_of(i)).py_err()?;
-    }
-    Ok(b.finish())
 }
