@@ -17,7 +17,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::types::PyList;
 use tokio::sync::watch;
 
 use streamwire_core::error::{Error, Result};
@@ -28,6 +27,7 @@ use crate::common::arrow::column_list;
 use crate::common::blocking::timeout_arg;
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::pickle::refuse_pickle;
+use crate::common::untracked::untracked_list;
 use crate::pravega::client::{reader_plan, PravegaNativeClient};
 use crate::pravega::reader::{events_to_batch, max_arg, PravegaEventObj, ARROW_COLUMNS};
 
@@ -189,13 +189,9 @@ impl PravegaAioReader {
                 Some(e) => Py::new(py, wrap(e))?.into_any(),
                 None => py.None(),
             },
-            1 => {
-                let objs = got
-                    .into_iter()
-                    .map(|e| Py::new(py, wrap(e)))
-                    .collect::<PyResult<Vec<_>>>()?;
-                PyList::new(py, objs)?.into_any().unbind()
-            }
+            1 => untracked_list(py, got.into_iter().map(wrap))?
+                .into_any()
+                .unbind(),
             _ => events_to_batch(py, &self.stream, &got, &names)?.unbind(),
         })
     }
