@@ -4,9 +4,14 @@
 //!
 //! * [`fuzz_frames`]: the frame decoder (`frame_decoder`, `tests/fuzz_frames.rs`);
 //! * [`fuzz_entry`]: a MESSAGE payload unpacked into messages: checksum, decompression,
-//!   batch parsing (`entry_unpack`, `tests/fuzz_entry.rs`).
+//!   batch parsing (`entry_unpack`, `tests/fuzz_entry.rs`);
+//! * [`fuzz_schema`]: Avro binary / JSON payload decoding by a record schema
+//!   (`schema_decode`, `tests/fuzz_schema.rs`).
 
 mod entry;
+mod schema;
+
+pub use schema::fuzz_schema;
 
 pub use entry::{
     entry_input, fuzz_entry, unpack_checked, valid_batch, EntryHeader, ENTRY_HEADER_LEN,
