@@ -309,3 +309,20 @@ def test_asyncio_producer_consumer_and_reader(apache_broker: Any, unique_topic: 
             await p.close()
 
     asyncio.run(main())
+
+
+def test_partitioned_topic(apache_broker: Any, apache_admin: Any, unique_topic: str) -> None:
+    apache_admin.create_partitioned_topic(unique_topic, 3)
+    values = [sample(i) for i in range(30)]
+    with streamwire.Client(apache_broker.service_url) as client:
+        p = client.create_producer(unique_topic, schema=AvroSchema(Reading))
+        assert p.num_partitions == 3 and p.schema_version is not None
+        p.send_many(values)
+        c = client.subscribe(
+            unique_topic, "p", initial_position="earliest", schema=AvroSchema(Reading)
+        )
+        got = [c.receive(timeout=15) for _ in values]
+        assert sorted((m.value for m in got), key=lambda r: r.count or 0) == values
+        # Read from partition topics: each partition's messages decode with the topic's schema.
+        assert all(m.topic.startswith(f"{unique_topic}-partition-") for m in got)
+        c.close()
