@@ -127,11 +127,9 @@ fn write_float(out: &mut Vec<u8>, f: f64) -> Result<(), ValueError> {
     Ok(())
 }
 
-/// Decode JSON text into a value of node `id`.
+/// Decode JSON text into a value of node `id` (streamed by the schema, see `json_read`).
 pub fn decode(schema: &AvroSchema, id: NodeId, data: &[u8]) -> Result<Value, ValueError> {
-    let json: Json =
-        serde_json::from_slice(data).map_err(|e| ValueError(format!("not JSON: {e}")))?;
-    from_json(schema, id, &json, 0)
+    super::json_read::decode(schema, id, data)
 }
 
 /// A JSON value (a payload's, or a field default's) as a value of node `id`.

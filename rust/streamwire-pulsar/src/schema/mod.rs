@@ -15,6 +15,7 @@
 pub mod avro;
 pub mod binary;
 pub mod json;
+mod json_read;
 pub mod keyvalue;
 pub mod project;
 pub mod registry;

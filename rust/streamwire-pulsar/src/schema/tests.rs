@@ -143,6 +143,16 @@ proptest! {
     }
 
     #[test]
+    fn streamed_json_decode_matches_the_tree_decode((def, v) in schema_and_value()) {
+        let s = AvroSchema::from_json(&def).unwrap();
+        let mut text = Vec::new();
+        super::json::encode(&s, s.root, &v, &mut text).unwrap();
+        let tree: serde_json::Value = serde_json::from_slice(&text).unwrap();
+        let via_tree = super::json::from_json(&s, s.root, &tree, 0).unwrap();
+        prop_assert_eq!(super::json::decode(&s, s.root, &text).unwrap(), via_tree);
+    }
+
+    #[test]
     fn avro_decoder_survives_any_bytes((def, _v) in schema_and_value(),
                                        data in prop::collection::vec(any::<u8>(), 0..64)) {
         let s = AvroSchema::from_json(&def).unwrap();
