@@ -186,8 +186,9 @@ impl Codec {
     }
 }
 
-/// (topic, version) → the writer's codec; None: that version is the reader's own.
-type Versions = HashMap<(Arc<str>, Vec<u8>), Option<Arc<RecordCodec>>>;
+/// topic → version → the writer's codec; None: that version is the reader's own. Nested so
+/// that the per-message look-up borrows the topic and version (no allocation).
+type Versions = HashMap<Arc<str>, HashMap<Vec<u8>, Option<Arc<RecordCodec>>>>;
 
 /// A consumer's schema: the codec, and the writer versions fetched so far.
 pub(crate) struct Typed {
@@ -271,8 +272,11 @@ impl Typed {
         topic: &Arc<str>,
         version: &[u8],
     ) -> PyResult<Option<Arc<RecordCodec>>> {
-        let key = (Arc::clone(topic), version.to_vec());
-        if let Some(c) = self.lock().get(&key) {
+        if let Some(c) = self
+            .lock()
+            .get(&**topic)
+            .and_then(|by_version| by_version.get(version))
+        {
             return Ok(c.clone());
         }
         let client = self.client.clone();
@@ -305,7 +309,10 @@ impl Typed {
             // with the reader's schema.
             _ => None,
         };
-        self.lock().insert(key, codec.clone());
+        self.lock()
+            .entry(Arc::clone(topic))
+            .or_default()
+            .insert(version.to_vec(), codec.clone());
         Ok(codec)
     }
 
