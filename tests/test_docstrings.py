@@ -30,6 +30,7 @@ MODULES = [
     "streamwire.gateway",
     "streamwire.auth",
     "streamwire.metrics",
+    "streamwire.schema",
 ]
 
 _PROPERTY_TYPES = (property, types.GetSetDescriptorType)

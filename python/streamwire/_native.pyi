@@ -6,6 +6,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any, NoReturn, Optional, Union, final
 
 from streamwire.auth import AuthPlugin
+from streamwire.schema import Schema
 
 __version__: str
 
@@ -62,6 +63,7 @@ class Client:
         max_pending_chunked_messages: int = 10,
         expire_time_of_incomplete_chunked_message: float = 60.0,
         key_shared_policy: Union[str, Mapping[str, Sequence[tuple[int, int]]], None] = None,
+        schema: Optional[Schema] = None,
     ) -> Consumer: ...
     def create_reader(
         self,
@@ -71,6 +73,7 @@ class Client:
         inclusive: bool = False,
         receiver_queue_size: int = 1000,
         reader_name: Optional[str] = None,
+        schema: Optional[Schema] = None,
     ) -> Reader: ...
     def create_producer(
         self,
@@ -90,6 +93,7 @@ class Client:
         routing: str = "round_robin",
         chunking: bool = False,
         properties: Optional[Mapping[str, str]] = None,
+        schema: Optional[Schema] = None,
     ) -> Producer: ...
     # streamwire.aio: the same options, returning asyncio futures.
     def _acreate_producer(
@@ -110,6 +114,7 @@ class Client:
         routing: str = "round_robin",
         chunking: bool = False,
         properties: Optional[Mapping[str, str]] = None,
+        schema: Optional[Schema] = None,
     ) -> Any: ...
     def _asubscribe(
         self,
@@ -131,6 +136,7 @@ class Client:
         max_pending_chunked_messages: int = 10,
         expire_time_of_incomplete_chunked_message: float = 60.0,
         key_shared_policy: Union[str, Mapping[str, Sequence[tuple[int, int]]], None] = None,
+        schema: Optional[Schema] = None,
     ) -> Any: ...
     def _acreate_reader(
         self,
@@ -140,6 +146,7 @@ class Client:
         inclusive: bool = False,
         receiver_queue_size: int = 1000,
         reader_name: Optional[str] = None,
+        schema: Optional[Schema] = None,
     ) -> Any: ...
     def transaction(self, timeout: float = 60.0) -> Transaction: ...
     def _atransaction(self, timeout: float = 60.0) -> Any: ...
@@ -165,6 +172,29 @@ class Transaction:
     def __enter__(self) -> Transaction: ...
     def __exit__(self, *args: object) -> bool: ...
     def __reduce__(self) -> NoReturn: ...
+
+@final
+class SchemaCodec:
+    def __new__(
+        cls,
+        kind: str,
+        name: str,
+        definition: Optional[bytes] = None,
+        records: Optional[dict[str, Any]] = None,
+        enums: Optional[dict[str, Any]] = None,
+        properties: Optional[list[tuple[str, str]]] = None,
+        key: Optional[SchemaCodec] = None,
+        value: Optional[SchemaCodec] = None,
+        separated: bool = False,
+    ) -> SchemaCodec: ...
+    def encode(self, value: Any) -> bytes: ...
+    def decode(self, data: bytes, key: Optional[str] = None) -> Any: ...
+    @property
+    def schema_type(self) -> int: ...
+    @property
+    def definition(self) -> bytes: ...
+    @property
+    def properties(self) -> list[tuple[str, str]]: ...
 
 @final
 class Lookup:
@@ -217,7 +247,9 @@ class Message:
     def event_timestamp(self) -> int: ...
     def topic_name(self) -> str: ...
     @property
-    def value(self) -> bytes: ...
+    def value(self) -> Any: ...
+    @property
+    def schema_version(self) -> Optional[bytes]: ...
     @property
     def key(self) -> Optional[str]: ...
     @property
@@ -362,7 +394,7 @@ class SendFuture:
 class Producer:
     def send(
         self,
-        value: _Payload,
+        value: Union[_Payload, Any],
         *,
         key: Optional[str] = None,
         ordering_key: Optional[bytes] = None,
@@ -377,7 +409,7 @@ class Producer:
     ) -> MessageId: ...
     def send_async(
         self,
-        value: _Payload,
+        value: Union[_Payload, Any],
         callback: Optional[_SendCallback] = None,
         *,
         key: Optional[str] = None,
@@ -414,10 +446,12 @@ class Producer:
     @property
     def last_sequence_id(self) -> int: ...
     @property
+    def schema_version(self) -> Optional[bytes]: ...
+    @property
     def num_partitions(self) -> int: ...
     def _asend(
         self,
-        value: _Payload,
+        value: Union[_Payload, Any],
         *,
         key: Optional[str] = None,
         ordering_key: Optional[bytes] = None,

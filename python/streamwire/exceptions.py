@@ -25,6 +25,7 @@ __all__ = [
     "ConsumerBusyError",
     "DisconnectedError",
     "ForkedProcessError",
+    "IncompatibleSchemaError",
     "InterruptedError_",
     "InvalidArgumentError",
     "InvalidTransactionStateError",
@@ -38,6 +39,7 @@ __all__ = [
     "ProducerQueueFullError",
     "ProtocolError",
     "ReadOnlyError",
+    "SchemaError",
     "ServerError",
     "StreamwireError",
     "TopicNotFoundError",
@@ -91,6 +93,11 @@ class ConfigError(StreamwireError, ValueError):
 
 class InvalidArgumentError(StreamwireError, ValueError):
     """An argument is invalid (for example a malformed topic name)."""
+
+
+class SchemaError(InvalidArgumentError):
+    """A value does not fit its schema (nothing was sent), a payload does not decode with
+    its schema, or a schema definition is invalid."""
 
 
 class MessageTooBigError(StreamwireError, ValueError):
@@ -157,6 +164,10 @@ class ReadOnlyError(ServerError):
 
 class TopicTerminatedError(ServerError):
     """The topic was terminated; nothing more can be published to it."""
+
+
+class IncompatibleSchemaError(ServerError):
+    """The topic's schema registry refused the schema (not compatible with the topic's)."""
 
 
 class ProducerBusyError(ServerError):

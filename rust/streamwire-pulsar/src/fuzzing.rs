@@ -6,10 +6,14 @@
 //! * [`fuzz_entry`]: a MESSAGE payload unpacked into messages: checksum, decompression,
 //!   batch parsing (`entry_unpack`, `tests/fuzz_entry.rs`);
 //! * [`fuzz_txn_response`]: transaction answers (`txn_response`, `tests/fuzz_txn.rs`).
+//! * [`fuzz_schema`]: Avro binary / JSON payload decoding by a record schema
+//!   (`schema_decode`, `tests/fuzz_schema.rs`).
 
 mod entry;
+mod schema;
 mod txn;
 
+pub use schema::fuzz_schema;
 pub use txn::{fuzz_txn_response, valid_txn_response};
 
 pub use entry::{

@@ -2,6 +2,8 @@
 //!
 //! Modules (one concern each; pure logic is kept apart from I/O):
 //! * [`protocol`] — wire format: frame codec, CRC32C, command builders. No I/O, no Tokio.
+//! * [`schema`] — typed messages: registry schema descriptions, Avro binary / JSON / KeyValue
+//!   payload codecs (pure) and GetSchema requests.
 //!
 //! `fuzzing` is a hidden helper shared by the cargo-fuzz target and the stable-toolchain
 //! fuzz test; it is not part of the supported API.
@@ -18,6 +20,7 @@ pub mod engine;
 pub mod message_id;
 pub mod namespace;
 pub mod producer;
+pub mod schema;
 pub mod server_error;
 pub mod service_url;
 pub mod topic;

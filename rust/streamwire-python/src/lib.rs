@@ -65,6 +65,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<producer::Producer>()?;
     m.add_class::<producer::SendFuture>()?;
     m.add_class::<pulsar::transaction::PyTransaction>()?;
+    m.add_class::<pulsar::schema::PySchemaCodec>()?;
     m.add_class::<common::aio::AbortOnCancel>()?;
     m.add_class::<common::aio_future::AioSendFuture>()?;
     m.add_class::<pulsar::aio_consumer::Held>()?;

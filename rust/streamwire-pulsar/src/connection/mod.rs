@@ -468,6 +468,10 @@ fn response_request_id(cmd: &pb::BaseCommand) -> Option<u64> {
             .map(|c| c.request_id),
         Type::ConsumerStatsResponse => cmd.consumer_stats_response.as_ref().map(|c| c.request_id),
         Type::GetSchemaResponse => cmd.get_schema_response.as_ref().map(|c| c.request_id),
+        Type::GetOrCreateSchemaResponse => cmd
+            .get_or_create_schema_response
+            .as_ref()
+            .map(|c| c.request_id),
         Type::AckResponse => cmd.ack_response.as_ref().and_then(|c| c.request_id),
         _ => crate::transaction::wire::response_request_id(cmd),
     }

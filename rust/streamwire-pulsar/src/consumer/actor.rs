@@ -246,6 +246,7 @@ impl Actor {
             initial_position: self.cfg.initial_position,
             replicate_subscription_state: self.cfg.replicate_subscription_state,
             key_shared_meta: self.cfg.key_shared.as_ref().map(|p| p.to_proto()),
+            schema: self.cfg.schema.clone(),
             ..SubscribeParams::default()
         };
         if let Err(e) = conn

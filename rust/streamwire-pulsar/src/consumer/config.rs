@@ -39,6 +39,8 @@ pub struct ConsumerConfig {
     pub dead_letter: Option<dlq::DeadLetterPolicy>,
     /// How a Key_Shared subscription spreads keys (`None`: the broker's default, auto split).
     pub key_shared: Option<KeySharedPolicy>,
+    /// The schema the consumer reads with, checked by the broker against the topic's.
+    pub schema: Option<pb::Schema>,
 }
 
 /// Key_Shared hash-range assignment, as Java's `KeySharedPolicy`.
@@ -126,6 +128,7 @@ impl Default for ConsumerConfig {
             expire_incomplete_chunked: Duration::from_secs(60),
             dead_letter: None,
             key_shared: None,
+            schema: None,
         }
     }
 }

@@ -233,6 +233,7 @@ mod tests {
                 publish_time: 1,
                 producer_name: Arc::from("p"),
                 redelivery_count: 3,
+                schema_version: None,
             }),
             extras: Extras {
                 key: Some("k".into()),

@@ -40,6 +40,8 @@ pub struct EntryInfo {
     pub publish_time: u64,
     pub producer_name: Arc<str>,
     pub redelivery_count: u32,
+    /// The registry version of the schema the entry was written with (None: none given).
+    pub schema_version: Option<Arc<[u8]>>,
 }
 
 /// The optional per-message parts.
@@ -81,6 +83,11 @@ impl ReceivedMessage {
 
     pub fn redelivery_count(&self) -> u32 {
         self.entry.redelivery_count
+    }
+
+    /// The schema version the message was written with, if its producer had a schema.
+    pub fn schema_version(&self) -> Option<&[u8]> {
+        self.entry.schema_version.as_deref()
     }
 
     pub fn key(&self) -> Option<&str> {
@@ -212,6 +219,7 @@ pub fn unpack(
         publish_time: meta.publish_time,
         producer_name: Arc::from(meta.producer_name.as_str()),
         redelivery_count: cmd.redelivery_count.unwrap_or(0),
+        schema_version: meta.schema_version.as_deref().map(Arc::from),
     });
     let mut out = Unpacked {
         permits: claimed,

@@ -172,6 +172,7 @@ mod tests {
                 publish_time: 0,
                 producer_name: Arc::from("p"),
                 redelivery_count: 0,
+                schema_version: None,
             }),
             extras: None,
         }

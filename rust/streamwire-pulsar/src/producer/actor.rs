@@ -65,6 +65,8 @@ pub(super) struct Actor {
     terminal: Option<Error>,
     /// Sequence id and id of the first chunk of the chunked message being acknowledged.
     chunk_first: Option<(u64, MessageId)>,
+    /// The schema version from ProducerSuccess, set on every message's metadata.
+    schema_version: Option<Bytes>,
 }
 
 fn now_ms() -> u64 {
@@ -110,6 +112,7 @@ impl Actor {
             out: BytesMut::with_capacity(64 * 1024),
             terminal: None,
             chunk_first: None,
+            schema_version: None,
         };
         actor.establish(true).await?;
         Ok(actor)
@@ -141,6 +144,7 @@ impl Actor {
                     value: v.clone(),
                 })
                 .collect(),
+            schema: self.config.schema.clone(),
             ..ProducerParams::default()
         };
         let res = conn
@@ -177,6 +181,17 @@ impl Actor {
         self.shared.stats.metrics().set_name(&ok.producer_name);
         if ok.topic_epoch.is_some() {
             self.topic_epoch = ok.topic_epoch;
+        }
+        if self.config.schema.is_some() {
+            // Every message names the schema version it was written with, so that consumers
+            // decode it with that version even after the topic's schema evolved.
+            *self
+                .shared
+                .schema_version
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) =
+                ok.schema_version.as_deref().map(<[u8]>::to_vec);
+            self.schema_version = ok.schema_version.take();
         }
         let broker_last = ok.last_sequence_id.unwrap_or(-1);
         if first {
@@ -360,6 +375,7 @@ impl Actor {
             producer_name: self.name.clone().unwrap_or_default(),
             sequence_id,
             publish_time: now_ms(),
+            schema_version: self.schema_version.clone(),
             ..Default::default()
         }
     }

@@ -55,6 +55,8 @@ pub struct ProducerConfig {
     /// Split messages above the broker's maximum size into chunks (Java's
     /// `enableChunking`); such messages always go unbatched.
     pub chunking: bool,
+    /// The schema registered for (and checked against) the topic; `None`: BYTES.
+    pub schema: Option<pb::Schema>,
 }
 
 impl Default for ProducerConfig {
@@ -72,6 +74,7 @@ impl Default for ProducerConfig {
             properties: Vec::new(),
             routing: Routing::RoundRobin,
             chunking: false,
+            schema: None,
         }
     }
 }
@@ -126,6 +129,8 @@ pub(crate) struct Shared {
     pub closed: AtomicBool,
     pub stats: stats::Stats,
     pub max_message_size: AtomicUsize,
+    /// The registry's version of the producer's schema (from ProducerSuccess).
+    pub schema_version: Mutex<Option<Vec<u8>>>,
 }
 
 /// A message `try_send` could not queue, handed back with its completion so the caller can
@@ -171,6 +176,7 @@ impl Producer {
             closed: AtomicBool::new(false),
             stats: stats::Stats::new(metrics),
             max_message_size: AtomicUsize::new(crate::protocol::DEFAULT_MAX_FRAME_SIZE),
+            schema_version: Mutex::new(None),
         });
         // The pending gauge is read at scrape time from the counter the producer keeps anyway.
         let weak = Arc::downgrade(&shared);
@@ -210,6 +216,15 @@ impl Producer {
 
     pub fn last_sequence_id(&self) -> i64 {
         self.shared.last_sequence_id.load(Ordering::Acquire)
+    }
+
+    /// The registry's version of this producer's schema, once created (None: no schema).
+    pub fn schema_version(&self) -> Option<Vec<u8>> {
+        self.shared
+            .schema_version
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Messages accepted and not yet acknowledged or failed.

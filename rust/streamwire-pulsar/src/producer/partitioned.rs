@@ -261,6 +261,11 @@ impl TopicProducer {
         self.partitions[0].name()
     }
 
+    /// The registry's version of the producer's schema (None: no schema).
+    pub fn schema_version(&self) -> Option<Vec<u8>> {
+        self.partitions[0].schema_version()
+    }
+
     pub fn last_sequence_id(&self) -> i64 {
         self.partitions
             .iter()

@@ -91,6 +91,62 @@ impl<'py> ArrowBuilder<'py> {
         self.array_of(ty, self.rows, vec![self.opt_buf(valid)?, data])
     }
 
+    /// A boolean column (`values` bit-packed LSB first), nulls where `valid` says.
+    pub fn bools(
+        &self,
+        values: impl Iterator<Item = bool>,
+        valid: Option<Vec<u8>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let mut bits = vec![0u8; self.rows.div_ceil(8)];
+        for (i, v) in values.enumerate().take(self.rows) {
+            if v {
+                bits[i / 8] |= 1 << (i % 8);
+            }
+        }
+        let data = self.filled(bits.len(), |b| b.copy_from_slice(&bits))?;
+        self.array_of(
+            self.pa.call_method0("bool_")?,
+            self.rows,
+            vec![self.opt_buf(valid)?, data],
+        )
+    }
+
+    /// A nested array of type `ty` and `len` rows from its own buffers (`validity`, and for
+    /// lists and maps `offsets`, i32) and its `children` arrays.
+    pub fn nested(
+        &self,
+        ty: Bound<'py, PyAny>,
+        len: usize,
+        valid: Option<Vec<u8>>,
+        offsets: Option<Vec<i32>>,
+        children: Vec<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let mut bufs = vec![self.opt_buf(valid)?];
+        if let Some(o) = offsets {
+            bufs.push(self.filled(o.len() * 4, |b| {
+                for (c, x) in b.chunks_exact_mut(4).zip(&o) {
+                    c.copy_from_slice(&x.to_le_bytes());
+                }
+            })?);
+        }
+        let kwargs = PyDict::new(self.py);
+        kwargs.set_item("children", PyList::new(self.py, children)?)?;
+        self.pa.getattr("Array")?.call_method(
+            "from_buffers",
+            (ty, len, PyList::new(self.py, bufs)?),
+            Some(&kwargs),
+        )
+    }
+
+    /// The same builder for `rows` rows (the children of lists and maps).
+    pub fn with_rows(&self, rows: usize) -> ArrowBuilder<'py> {
+        ArrowBuilder {
+            py: self.py,
+            pa: self.pa.clone(),
+            rows,
+        }
+    }
+
     /// The validity bitmap of this builder's rows.
     pub fn validity(&self, valid: impl Iterator<Item = bool>) -> Option<Vec<u8>> {
         validity(valid, self.rows)

@@ -57,7 +57,14 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
         ));
     }
     let module = py.import("streamwire.exceptions")?;
-    let cls = module.getattr(class_name(err.kind()))?;
+    // The broker refusing a schema has no engine kind of its own: its code says it.
+    let name =
+        if err.server_code() == Some(streamwire_pulsar::server_error::code::INCOMPATIBLE_SCHEMA) {
+            "IncompatibleSchemaError"
+        } else {
+            class_name(err.kind())
+        };
+    let cls = module.getattr(name)?;
     let kwargs = PyDict::new(py);
     kwargs.set_item("retriable", err.is_retriable())?;
     kwargs.set_item("server_code", err.server_code())?;

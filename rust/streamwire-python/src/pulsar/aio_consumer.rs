@@ -11,7 +11,7 @@
 //! unless it completes, so aborting the task of a cancelled receive loses nothing either.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pyo3::prelude::*;
@@ -26,7 +26,9 @@ use crate::common::untracked::untracked_list;
 use crate::pulsar::client::Client;
 use crate::pulsar::consumer::{Consumer, Handle, Reader};
 use crate::pulsar::consumer_options::{consumer_plan, reader_plan};
-use crate::pulsar::message::{column_list, to_record_batch, Message};
+use crate::pulsar::message::{column_list, Message};
+use crate::pulsar::schema::Typed;
+use crate::pulsar::schema_arrow::typed_batch;
 
 /// What a receive call asked for.
 #[derive(Clone)]
@@ -58,19 +60,29 @@ impl Want {
     }
 
     /// The value for these messages (`One` needs exactly one).
-    fn build(&self, py: Python<'_>, msgs: Vec<ReceivedMessage>) -> PyResult<Py<PyAny>> {
+    fn build(
+        &self,
+        py: Python<'_>,
+        msgs: Vec<ReceivedMessage>,
+        typed: Option<&Arc<Typed>>,
+    ) -> PyResult<Py<PyAny>> {
         match self {
             Want::One => {
                 let m = msgs
                     .into_iter()
                     .next()
                     .ok_or_else(|| to_py(Error::timeout("receive")))?;
-                Ok(Py::new(py, Message::new(m))?.into_any())
+                Ok(Py::new(py, Message::typed(m, typed.cloned()))?.into_any())
             }
-            Want::Many(_) => Ok(untracked_list(py, msgs.into_iter().map(Message::new))?
-                .into_any()
-                .unbind()),
-            Want::Arrow(_, names) => Ok(to_record_batch(py, &msgs, names)?.unbind()),
+            Want::Many(_) => Ok(untracked_list(
+                py,
+                msgs.into_iter().map(|m| Message::typed(m, typed.cloned())),
+            )?
+            .into_any()
+            .unbind()),
+            Want::Arrow(_, names) => {
+                Ok(typed_batch(py, typed.map(|t| &**t), &msgs, names)?.unbind())
+            }
         }
     }
 }
@@ -120,7 +132,7 @@ impl Held {
         if got.is_empty() {
             return Ok(None);
         }
-        want.build(py, got).map(Some)
+        want.build(py, got, None).map(Some)
     }
 }
 
@@ -130,6 +142,7 @@ pub struct Received {
     msgs: Mutex<Option<Vec<ReceivedMessage>>>,
     want: Want,
     orphan: Py<PyAny>,
+    typed: Option<Arc<Typed>>,
 }
 
 #[pymethods]
@@ -142,7 +155,7 @@ impl Received {
             .unwrap_or_else(|p| p.into_inner())
             .take()
             .unwrap_or_default();
-        self.want.build(py, msgs)
+        self.want.build(py, msgs, self.typed.as_ref())
     }
 
     /// The receive was cancelled: give the messages to the consumer's `orphan` callback.
@@ -187,9 +200,10 @@ impl Handle {
         }
         let one = matches!(want, Want::One);
         if !got.is_empty() || (t == Some(Duration::ZERO) && !one) {
-            return aio::ready(py, want.build(py, got)?.into_bound(py));
+            return aio::ready(py, want.build(py, got, self.typed.as_ref())?.into_bound(py));
         }
         let e = engine.clone();
+        let typed = self.typed.clone();
         let fut = async move {
             match t {
                 None => e.receive_many(max).await,
@@ -215,6 +229,7 @@ impl Handle {
                                 msgs: Mutex::new(Some(msgs)),
                                 want,
                                 orphan,
+                                typed,
                             },
                         )?
                         .into_any())
@@ -330,7 +345,7 @@ impl Client {
         batch_index_ack=false, read_compacted=false, replicate_subscription_state=false,
         pattern_auto_discovery_period=60.0, dead_letter_policy=None,
         max_pending_chunked_messages=10, expire_time_of_incomplete_chunked_message=60.0,
-        key_shared_policy=None))]
+        key_shared_policy=None, schema=None))]
     #[allow(clippy::too_many_arguments)]
     fn _asubscribe<'py>(
         &self,
@@ -352,6 +367,7 @@ impl Client {
         max_pending_chunked_messages: usize,
         expire_time_of_incomplete_chunked_message: f64,
         key_shared_policy: Option<&Bound<'py, PyAny>>,
+        schema: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let plan = consumer_plan(
             self,
@@ -373,7 +389,8 @@ impl Client {
             max_pending_chunked_messages,
             expire_time_of_incomplete_chunked_message,
             key_shared_policy,
-        )?;
+        )?
+        .with_schema(schema)?;
         let timeout = plan.timeout;
         let (fut, _) = aio::spawn(py, "subscribe", Some(timeout), plan.open(), |c| {
             Value::Build(Box::new(move |py| Ok(Py::new(py, c)?.into_any())))
@@ -383,7 +400,8 @@ impl Client {
 
     /// `create_reader` as an awaitable.
     #[pyo3(signature = (topic, start_message_id=None, *, inclusive=false,
-        receiver_queue_size=1000, reader_name=None))]
+        receiver_queue_size=1000, reader_name=None, schema=None))]
+    #[allow(clippy::too_many_arguments)]
     fn _acreate_reader<'py>(
         &self,
         py: Python<'py>,
@@ -392,6 +410,7 @@ impl Client {
         inclusive: bool,
         receiver_queue_size: i64,
         reader_name: Option<String>,
+        schema: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let plan = reader_plan(
             self,
@@ -400,7 +419,8 @@ impl Client {
             inclusive,
             receiver_queue_size,
             reader_name,
-        )?;
+        )?
+        .with_schema(schema)?;
         let timeout = plan.timeout;
         let (fut, _) = aio::spawn(py, "create reader", Some(timeout), plan.open(), |r| {
             Value::Build(Box::new(move |py| Ok(Py::new(py, r)?.into_any())))

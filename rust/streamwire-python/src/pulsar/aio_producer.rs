@@ -209,6 +209,7 @@ impl Producer {
         let tp = self.alive(py)?;
         let txn = txn_arg(txn)?;
         let (msg, user_seq, entry) = build_message(
+            self.codec.as_deref(),
             value,
             key,
             ordering_key,
@@ -301,7 +302,14 @@ impl Producer {
     ) -> PyResult<Bound<'py, PyAny>> {
         let tp = self.alive(py)?;
         let txn = txn_arg(txn)?;
-        let (msgs, user_seq) = many_messages(values, keys, properties, event_times, sequence_ids)?;
+        let (msgs, user_seq) = many_messages(
+            self.codec.as_deref(),
+            values,
+            keys,
+            properties,
+            event_times,
+            sequence_ids,
+        )?;
         if let Some(t) = txn {
             t.check_open("send").py_err()?;
             let n = msgs.len();
@@ -380,7 +388,7 @@ impl Client {
         batching_max_bytes=131_072, batching_max_delay=0.001, compression=None,
         max_pending_messages=10_000, block_if_queue_full=true, send_timeout=30.0,
         initial_sequence_id=None, access_mode="shared", routing="round_robin", chunking=false,
-        properties=None))]
+        properties=None, schema=None))]
     #[allow(clippy::too_many_arguments)]
     fn _acreate_producer<'py>(
         &self,
@@ -400,6 +408,7 @@ impl Client {
         routing: &str,
         chunking: bool,
         properties: Option<&Bound<'py, PyAny>>,
+        schema: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let plan = producer_plan(
             self,
@@ -418,7 +427,8 @@ impl Client {
             routing,
             chunking,
             properties,
-        )?;
+        )?
+        .with_schema(schema)?;
         let timeout = plan.timeout;
         let (fut, _) = aio::spawn(py, "create producer", Some(timeout), plan.open(), |p| {
             Value::Build(Box::new(move |py| Ok(Py::new(py, p)?.into_any())))

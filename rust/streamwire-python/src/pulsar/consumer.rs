@@ -4,6 +4,7 @@
 //! lock without detaching from the interpreter or touching the runtime. Only when the queue
 //! is empty does the call detach and wait (through `blocking::wait`, so Ctrl-C works).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::exceptions::{PyStopIteration, PyTypeError};
@@ -22,8 +23,10 @@ use crate::common::pickle::refuse_pickle;
 use crate::common::untracked::untracked_list;
 use crate::pulsar::client::Client;
 use crate::pulsar::consumer_options::{consumer_plan, reader_plan};
-use crate::pulsar::message::{column_list, to_record_batch, Message};
+use crate::pulsar::message::{column_list, Message};
 use crate::pulsar::message_id::PyMessageId;
+use crate::pulsar::schema::Typed;
+use crate::pulsar::schema_arrow::typed_batch;
 use crate::pulsar::transaction::txn_arg;
 
 const PICKLE_HINT: &str = "create the consumer inside the worker process from a client made there";
@@ -33,6 +36,8 @@ pub(crate) struct Handle {
     pub(crate) engine: Engine,
     pub(crate) pid: u32,
     pub(crate) op_timeout: Duration,
+    /// The schema messages are decoded with (`schema=`), or None.
+    pub(crate) typed: Option<Arc<Typed>>,
 }
 
 enum Target {
@@ -52,13 +57,18 @@ impl Handle {
         let t = timeout_arg("timeout", timeout).py_err()?;
         let engine = self.live(what)?;
         if let Some(m) = engine.try_receive_many(1).py_err()?.pop() {
-            return Ok(Message::new(m));
+            return Ok(self.message(m));
         }
         let e = engine.clone();
         let mut got = wait(py, "receive", t, async move { e.receive_many(1).await })?;
         got.pop()
-            .map(Message::new)
+            .map(|m| self.message(m))
             .ok_or_else(|| to_py(Error::timeout("receive")))
+    }
+
+    /// A received message as the Python `Message`, decoding with the schema if any.
+    pub(crate) fn message(&self, m: ReceivedMessage) -> Message {
+        Message::typed(m, self.typed.clone())
     }
 
     fn receive_many(
@@ -305,6 +315,9 @@ impl Client {
     ///     key_shared_policy: for `"key_shared"`: None or `"auto_split"` (the broker splits
     ///         the hash range), or `{"sticky": [(start, end), ...]}` (inclusive hash ranges
     ///         this consumer owns). Default None.
+    ///     schema: a `streamwire.schema` object: the broker checks it against the topic's
+    ///         schema, and `Message.value` decodes each message with the schema version it
+    ///         was written with. Default None: raw bytes.
     ///
     /// Raises:
     ///     ConfigError: a bad option.
@@ -316,7 +329,7 @@ impl Client {
         batch_index_ack=false, read_compacted=false, replicate_subscription_state=false,
         pattern_auto_discovery_period=60.0, dead_letter_policy=None,
         max_pending_chunked_messages=10, expire_time_of_incomplete_chunked_message=60.0,
-        key_shared_policy=None))]
+        key_shared_policy=None, schema=None))]
     #[allow(clippy::too_many_arguments)]
     fn subscribe(
         &self,
@@ -338,6 +351,7 @@ impl Client {
         max_pending_chunked_messages: usize,
         expire_time_of_incomplete_chunked_message: f64,
         key_shared_policy: Option<&Bound<'_, PyAny>>,
+        schema: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Consumer> {
         let plan = consumer_plan(
             self,
@@ -359,7 +373,8 @@ impl Client {
             max_pending_chunked_messages,
             expire_time_of_incomplete_chunked_message,
             key_shared_policy,
-        )?;
+        )?
+        .with_schema(schema)?;
         let timeout = plan.timeout;
         wait(py, "subscribe", Some(timeout), plan.open())
     }
@@ -373,8 +388,11 @@ impl Client {
     ///     inclusive: also deliver the message at `start_message_id`. Default False.
     ///     receiver_queue_size: messages fetched ahead (1 to 1,000,000). Default 1000.
     ///     reader_name: a name for the reader's consumer. Default None.
+    ///     schema: a `streamwire.schema` object to decode messages with (see
+    ///         `subscribe`). Default None: raw bytes.
     #[pyo3(signature = (topic, start_message_id=None, *, inclusive=false,
-        receiver_queue_size=1000, reader_name=None))]
+        receiver_queue_size=1000, reader_name=None, schema=None))]
+    #[allow(clippy::too_many_arguments)]
     fn create_reader(
         &self,
         py: Python<'_>,
@@ -383,6 +401,7 @@ impl Client {
         inclusive: bool,
         receiver_queue_size: i64,
         reader_name: Option<String>,
+        schema: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Reader> {
         let plan = reader_plan(
             self,
@@ -391,7 +410,8 @@ impl Client {
             inclusive,
             receiver_queue_size,
             reader_name,
-        )?;
+        )?
+        .with_schema(schema)?;
         let timeout = plan.timeout;
         wait(py, "create reader", Some(timeout), plan.open())
     }
@@ -431,7 +451,7 @@ impl Consumer {
         timeout: Option<f64>,
     ) -> PyResult<Bound<'py, PyList>> {
         let got = self.h.receive_many(py, "consumer", max_messages, timeout)?;
-        untracked_list(py, got.into_iter().map(Message::new))
+        untracked_list(py, got.into_iter().map(|m| self.h.message(m)))
     }
 
     /// Like `receive_many`, as a `pyarrow.RecordBatch` (no Python object per message).
@@ -455,7 +475,7 @@ impl Consumer {
     ) -> PyResult<Bound<'py, PyAny>> {
         let names = column_list(columns.as_deref())?; // before anything is taken
         let got = self.h.receive_many(py, "consumer", max_messages, timeout)?;
-        to_record_batch(py, &got, &names)
+        typed_batch(py, self.h.typed.as_deref(), &got, &names)
     }
 
     /// Acknowledge a Message, a MessageId, or a list of them.
@@ -696,7 +716,7 @@ impl Reader {
         timeout: Option<f64>,
     ) -> PyResult<Bound<'py, PyList>> {
         let got = self.h.receive_many(py, "reader", max_messages, timeout)?;
-        untracked_list(py, got.into_iter().map(Message::new))
+        untracked_list(py, got.into_iter().map(|m| self.h.message(m)))
     }
 
     /// Up to `max_messages` messages as a `pyarrow.RecordBatch`; `columns` names the columns
@@ -717,7 +737,7 @@ impl Reader {
     ) -> PyResult<Bound<'py, PyAny>> {
         let names = column_list(columns.as_deref())?; // before anything is read
         let got = self.h.receive_many(py, "reader", max_messages, timeout)?;
-        to_record_batch(py, &got, &names)
+        typed_batch(py, self.h.typed.as_deref(), &got, &names)
     }
 
     /// Whether there are messages after the last one read (asks the broker).

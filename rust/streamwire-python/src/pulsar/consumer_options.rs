@@ -22,6 +22,7 @@ use crate::common::errors::{to_py, IntoPyResult};
 use crate::pulsar::client::Client;
 use crate::pulsar::consumer::{Consumer, Handle, Reader};
 use crate::pulsar::message_id::PyMessageId;
+use crate::pulsar::schema::{codec_of, Codec, Typed};
 
 fn config_err(msg: String) -> PyErr {
     to_py(Error::new(ErrorKind::Config, msg))
@@ -290,6 +291,7 @@ pub(crate) fn consumer_plan(
         cfg,
         timeout: this.operation_timeout * 2,
         op_timeout: this.operation_timeout,
+        schema: None,
     })
 }
 
@@ -351,6 +353,7 @@ pub(crate) fn reader_plan(
         cfg,
         timeout: this.operation_timeout * 2,
         op_timeout: this.operation_timeout,
+        schema: None,
     })
 }
 
@@ -362,9 +365,19 @@ pub(crate) struct ConsumerPlan {
     cfg: ConsumerConfig,
     pub(crate) timeout: Duration,
     op_timeout: Duration,
+    schema: Option<Arc<Codec>>,
 }
 
 impl ConsumerPlan {
+    /// Subscribe with `schema` (a `streamwire.schema` object, or None).
+    pub(crate) fn with_schema(mut self, schema: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        if let Some(c) = codec_of(schema)? {
+            self.cfg.schema = Some(c.info.to_proto());
+            self.schema = Some(c);
+        }
+        Ok(self)
+    }
+
     pub(crate) async fn open(self) -> EResult<Consumer> {
         let client = self.client;
         let cfg = self.cfg;
@@ -390,6 +403,9 @@ impl ConsumerPlan {
         });
         Ok(Consumer {
             h: Handle {
+                typed: self
+                    .schema
+                    .map(|c| Typed::new(c, client.clone(), self.op_timeout * 2)),
                 engine,
                 pid: runtime::current_pid(),
                 op_timeout: self.op_timeout,
@@ -405,13 +421,27 @@ pub(crate) struct ReaderPlan {
     cfg: ConsumerConfig,
     pub(crate) timeout: Duration,
     op_timeout: Duration,
+    schema: Option<Arc<Codec>>,
 }
 
 impl ReaderPlan {
+    /// Read with `schema` (a `streamwire.schema` object, or None).
+    pub(crate) fn with_schema(mut self, schema: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        if let Some(c) = codec_of(schema)? {
+            self.cfg.schema = Some(c.info.to_proto());
+            self.schema = Some(c);
+        }
+        Ok(self)
+    }
+
     pub(crate) async fn open(self) -> EResult<Reader> {
         let engine = Engine::subscribe(&self.client, &[self.topic], self.cfg).await?;
+        let client = self.client;
         Ok(Reader {
             h: Handle {
+                typed: self
+                    .schema
+                    .map(|c| Typed::new(c, client.clone(), self.op_timeout * 2)),
                 engine,
                 pid: runtime::current_pid(),
                 op_timeout: self.op_timeout,

@@ -4,6 +4,8 @@
 //! until `data()` copies it once into a Python `bytes`. Messages refuse to pickle (they are
 //! tied to the consumer that acknowledges them); pickle `msg.data()` and `msg.message_id`.
 
+use std::sync::Arc;
+
 use prost::Message as _;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -15,19 +17,25 @@ use crate::common::pickle::refuse_pickle;
 use crate::common::repr::str_repr;
 use crate::common::untracked::{untracked, Acyclic};
 use crate::pulsar::message_id::PyMessageId;
+use crate::pulsar::schema::Typed;
 
 /// A message received by a `Consumer` or a `Reader`. Immutable and thread-safe.
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct Message {
     pub(crate) m: ReceivedMessage,
+    /// The consumer's schema: `value` decodes with it.
+    typed: Option<Arc<Typed>>,
 }
 
-// Only Rust data inside: instances skip the cyclic collector (see common::untracked).
+// Instances skip the cyclic collector (see common::untracked). A message holds Rust data and,
+// with a schema, the consumer's shared `Typed` (whose record classes are Python types kept
+// by the consumer): a message never refers to another message or to anything that could
+// refer back to it, and PyO3's traverse never visited the `Typed` either.
 impl Acyclic for Message {}
 
 impl Message {
-    pub(crate) fn new(m: ReceivedMessage) -> Self {
-        Message { m }
+    pub(crate) fn typed(m: ReceivedMessage, typed: Option<Arc<Typed>>) -> Self {
+        Message { m, typed }
     }
 }
 
@@ -59,10 +67,21 @@ impl Message {
         self.m.topic()
     }
 
-    /// The payload as `bytes` (copied once from the network buffer).
+    /// The value: with a consumer `schema`, the payload decoded with the schema version it
+    /// was written with (a `SchemaError` if it does not decode); otherwise the payload as
+    /// `bytes` (copied once from the network buffer). `data()` is always the raw payload.
     #[getter]
-    fn value<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.m.payload)
+    fn value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match &self.typed {
+            Some(t) => t.decode(py, &self.m),
+            None => Ok(PyBytes::new(py, &self.m.payload).into_any()),
+        }
+    }
+
+    /// The registry version of the schema the message was written with (None: none).
+    #[getter]
+    fn schema_version<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        self.m.schema_version().map(|v| PyBytes::new(py, v))
     }
 
     /// The message key (partition key), or None.

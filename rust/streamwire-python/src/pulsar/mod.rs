@@ -13,4 +13,8 @@ pub mod lookup_ext;
 pub mod message;
 pub mod message_id;
 pub mod producer;
+pub mod schema;
+pub mod schema_arrow;
+pub mod schema_send;
+pub mod schema_values;
 pub mod transaction;

@@ -29,6 +29,8 @@ use crate::common::untracked::untracked_list;
 use crate::pulsar::client::Client;
 use crate::pulsar::dispatch::{self, ErrorSlot, Job};
 use crate::pulsar::message_id::PyMessageId;
+use crate::pulsar::schema::{codec_of, Codec as SchemaCodec};
+pub(crate) use crate::pulsar::schema_send::{typed_many, typed_message};
 use crate::pulsar::transaction::txn_arg;
 
 fn config_err(msg: String) -> PyErr {
@@ -66,16 +68,20 @@ impl Client {
     ///     chunking: split messages larger than the broker's limit into chunks instead of
     ///         failing them with `MessageTooBigError`. Default False.
     ///     properties: producer metadata (str to str) sent to the broker. Default None.
+    ///     schema: a `streamwire.schema` object: registered with the topic (the broker
+    ///         checks compatibility), and `send`/`send_async`/`send_many` take values of it,
+    ///         encoded in Rust. Default None: bytes.
     ///
     /// Raises:
     ///     ConfigError: a bad option.
+    ///     IncompatibleSchemaError: the topic's schema does not accept `schema`.
     ///     OperationTimeoutError: the broker did not answer within twice the client's
     ///         `operation_timeout`.
     #[pyo3(signature = (topic, *, producer_name=None, batching=true, batching_max_messages=1000,
         batching_max_bytes=131_072, batching_max_delay=0.001, compression=None,
         max_pending_messages=10_000, block_if_queue_full=true, send_timeout=30.0,
         initial_sequence_id=None, access_mode="shared", routing="round_robin", chunking=false,
-        properties=None))]
+        properties=None, schema=None))]
     #[allow(clippy::too_many_arguments)]
     fn create_producer(
         &self,
@@ -95,6 +101,7 @@ impl Client {
         routing: &str,
         chunking: bool,
         properties: Option<&Bound<'_, PyAny>>,
+        schema: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Producer> {
         let plan = producer_plan(
             self,
@@ -113,7 +120,8 @@ impl Client {
             routing,
             chunking,
             properties,
-        )?;
+        )?
+        .with_schema(schema)?;
         let timeout = plan.timeout;
         wait(py, "create producer", Some(timeout), plan.open())
     }
@@ -126,9 +134,19 @@ pub(crate) struct ProducerPlan {
     config: ProducerConfig,
     budget: streamwire_core::budget::MemoryBudget,
     pub(crate) timeout: Duration,
+    codec: Option<Arc<SchemaCodec>>,
 }
 
 impl ProducerPlan {
+    /// Produce values of `schema` (a `streamwire.schema` object, or None).
+    pub(crate) fn with_schema(mut self, schema: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        if let Some(c) = codec_of(schema)? {
+            self.config.schema = Some(c.info.to_proto());
+            self.codec = Some(c);
+        }
+        Ok(self)
+    }
+
     /// Open the producer on the broker.
     pub(crate) async fn open(self) -> Result<Producer> {
         let topic = self.topic.to_string();
@@ -148,6 +166,7 @@ impl ProducerPlan {
             closed: AtomicBool::new(false),
             callback_errors: Arc::new(Mutex::new(None)),
             room: Default::default(),
+            codec: self.codec,
         })
     }
 }
@@ -252,6 +271,7 @@ pub(crate) fn producer_plan(
         },
         routing,
         chunking,
+        ..ProducerConfig::default()
     };
     Ok(ProducerPlan {
         client,
@@ -259,6 +279,7 @@ pub(crate) fn producer_plan(
         config,
         budget: this.budget.clone(),
         timeout: this.operation_timeout * 2,
+        codec: None,
     })
 }
 
@@ -281,6 +302,7 @@ fn unix_ms() -> i64 {
 /// Everything `send`/`send_async` accept besides the value.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn build_message(
+    codec: Option<&SchemaCodec>,
     value: &Bound<'_, PyAny>,
     key: Option<String>,
     ordering_key: Option<Vec<u8>>,
@@ -292,8 +314,14 @@ pub(crate) fn build_message(
     replication_clusters: Option<Vec<String>>,
     disable_replication: bool,
 ) -> PyResult<(OutgoingMessage, bool, EntryOptions)> {
-    let mut msg = OutgoingMessage::new(crate::common::columns::payload_of(value)?, 0);
-    msg.key = key;
+    let mut msg = match codec {
+        Some(c) => typed_message(c, value, key)?,
+        None => {
+            let mut m = OutgoingMessage::new(crate::common::columns::payload_of(value)?, 0);
+            m.key = key;
+            m
+        }
+    };
     msg.ordering_key = ordering_key.map(Bytes::from);
     msg.properties = match properties {
         Some(p) => crate::common::columns::one_props(p)?,
@@ -337,12 +365,16 @@ pub(crate) fn build_message(
 
 /// The messages of a `send_many` call, and whether they carry caller-given sequence ids.
 pub(crate) fn many_messages(
+    codec: Option<&SchemaCodec>,
     values: &Bound<'_, PyAny>,
     keys: Option<&Bound<'_, PyAny>>,
     properties: Option<&Bound<'_, PyAny>>,
     event_times: Option<&Bound<'_, PyAny>>,
     sequence_ids: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(Vec<OutgoingMessage>, bool)> {
+    if let Some(c) = codec {
+        return typed_many(c, values, keys, properties, event_times, sequence_ids);
+    }
     let payloads = crate::common::columns::payloads(values)?;
     let n = payloads.len();
     let keys = crate::common::columns::opt_strings(keys, n, "keys")?;
@@ -389,6 +421,8 @@ pub struct Producer {
     callback_errors: ErrorSlot,
     /// Awaitable sends waiting for room, in order (`streamwire.aio`).
     pub(crate) room: crate::pulsar::aio_producer::Room,
+    /// The schema values are encoded with (`schema=`), or None: bytes.
+    pub(crate) codec: Option<Arc<SchemaCodec>>,
 }
 
 impl Producer {
@@ -459,6 +493,7 @@ impl Producer {
         let tp = self.live()?;
         let txn = txn_arg(txn)?;
         let (msg, user_seq, entry) = build_message(
+            self.codec.as_deref(),
             value,
             key,
             ordering_key,
@@ -528,6 +563,7 @@ impl Producer {
             }
         }
         let (msg, user_seq, entry) = build_message(
+            self.codec.as_deref(),
             value,
             key,
             ordering_key,
@@ -621,7 +657,14 @@ impl Producer {
     ) -> PyResult<Bound<'py, PyList>> {
         let tp = self.live()?;
         let txn = txn_arg(txn)?;
-        let (msgs, user_seq) = many_messages(values, keys, properties, event_times, sequence_ids)?;
+        let (msgs, user_seq) = many_messages(
+            self.codec.as_deref(),
+            values,
+            keys,
+            properties,
+            event_times,
+            sequence_ids,
+        )?;
         let n = msgs.len();
         let results = wait(py, "send_many", None, async move {
             let group = Group::new(n);
@@ -696,6 +739,14 @@ impl Producer {
     #[getter]
     fn last_sequence_id(&self) -> i64 {
         self.inner.last_sequence_id()
+    }
+
+    /// The registry version of the producer's schema (None without a schema).
+    #[getter]
+    fn schema_version<'py>(&self, py: Python<'py>) -> Option<Bound<'py, pyo3::types::PyBytes>> {
+        self.inner
+            .schema_version()
+            .map(|v| pyo3::types::PyBytes::new(py, &v))
     }
 
     /// The number of partition producers (1 for a non-partitioned topic).

@@ -1,0 +1,217 @@
+//! JSON payloads read straight into a [`Value`] by the record schema (pure): the parser's
+//! tokens go to the field they belong to, with no JSON tree built first (a tree per message
+//! cost more than the rest of the decode). The rules are [`json::from_json`]'s (which this
+//! falls back to for unions other than `["null", T]`).
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use super::avro::{AvroSchema, Node, NodeId};
+use super::json::{from_json, missing};
+use super::value::{type_name, Value, ValueError};
+
+const MAX_DEPTH: usize = 128;
+
+/// Decode JSON text into a value of node `id`.
+pub fn decode(schema: &AvroSchema, id: NodeId, data: &[u8]) -> Result<Value, ValueError> {
+    let mut de = serde_json::Deserializer::from_slice(data);
+    let v = Seed {
+        schema,
+        id,
+        depth: 0,
+    }
+    .deserialize(&mut de)
+    .map_err(|e| ValueError(e.to_string()))?;
+    de.end().map_err(|e| ValueError(e.to_string()))?;
+    Ok(v)
+}
+
+#[derive(Clone, Copy)]
+struct Seed<'s> {
+    schema: &'s AvroSchema,
+    id: NodeId,
+    depth: usize,
+}
+
+impl<'s> Seed<'s> {
+    fn at(self, id: NodeId) -> Seed<'s> {
+        Seed {
+            schema: self.schema,
+            id,
+            depth: self.depth + 1,
+        }
+    }
+
+    fn wrong<E: de::Error>(self, got: &str) -> E {
+        E::custom(format!(
+            "expected {}, got {got}",
+            type_name(self.schema, self.id)
+        ))
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Seed<'_> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        if self.depth > MAX_DEPTH {
+            return Err(de::Error::custom("value nested too deeply"));
+        }
+        if let Node::Union(_) = self.schema.node(self.id) {
+            if let Some(inner) = self.schema.nullable_inner(self.id) {
+                return d.deserialize_option(Nullable(self.at(inner)));
+            }
+            // Any other union: try its branches on the buffered value.
+            let j = <serde_json::Value as serde::Deserialize>::deserialize(d)?;
+            return from_json(self.schema, self.id, &j, self.depth).map_err(de::Error::custom);
+        }
+        d.deserialize_any(self)
+    }
+}
+
+struct Nullable<'s>(Seed<'s>);
+
+impl<'de> Visitor<'de> for Nullable<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "null or {}", type_name(self.0.schema, self.0.id))
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        self.0.deserialize(d)
+    }
+}
+
+impl<'de> Visitor<'de> for Seed<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&type_name(self.schema, self.id))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        match self.schema.node(self.id) {
+            Node::Null => Ok(Value::Null),
+            _ => Err(self.wrong("null")),
+        }
+    }
+
+    fn visit_bool<E: de::Error>(self, b: bool) -> Result<Value, E> {
+        match self.schema.node(self.id) {
+            Node::Boolean => Ok(Value::Boolean(b)),
+            _ => Err(self.wrong("a boolean")),
+        }
+    }
+
+    fn visit_i64<E: de::Error>(self, i: i64) -> Result<Value, E> {
+        match self.schema.node(self.id) {
+            Node::Int => i32::try_from(i)
+                .map(Value::Int)
+                .map_err(|_| E::custom(format!("{i} is not a 32-bit integer"))),
+            Node::Long => Ok(Value::Long(i)),
+            Node::Float => Ok(Value::Float(i as f32)),
+            Node::Double => Ok(Value::Double(i as f64)),
+            _ => Err(self.wrong("a number")),
+        }
+    }
+
+    fn visit_u64<E: de::Error>(self, u: u64) -> Result<Value, E> {
+        match self.schema.node(self.id) {
+            Node::Float => Ok(Value::Float(u as f32)),
+            Node::Double => Ok(Value::Double(u as f64)),
+            Node::Int | Node::Long => match i64::try_from(u) {
+                Ok(i) => self.visit_i64(i),
+                Err(_) => Err(E::custom(format!("{u} is not a 64-bit integer"))),
+            },
+            _ => Err(self.wrong("a number")),
+        }
+    }
+
+    fn visit_f64<E: de::Error>(self, f: f64) -> Result<Value, E> {
+        match self.schema.node(self.id) {
+            Node::Float => Ok(Value::Float(f as f32)),
+            Node::Double => Ok(Value::Double(f)),
+            Node::Int => Err(E::custom(format!("{f} is not a 32-bit integer"))),
+            Node::Long => Err(E::custom(format!("{f} is not a 64-bit integer"))),
+            _ => Err(self.wrong("a number")),
+        }
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Value, E> {
+        match self.schema.node(self.id) {
+            Node::String => Ok(Value::String(s.to_owned())),
+            Node::Bytes => Ok(Value::Bytes(s.as_bytes().to_vec())),
+            Node::Fixed { size, .. } if s.len() == *size => Ok(Value::Fixed(s.as_bytes().to_vec())),
+            Node::Enum { symbols, .. } => symbols
+                .iter()
+                .position(|x| x == s)
+                .map(|i| Value::Enum(i as u32))
+                .ok_or_else(|| E::custom(format!("{s:?} is not a symbol of the enum"))),
+            _ => Err(self.wrong("a string")),
+        }
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let Node::Array(item) = self.schema.node(self.id) else {
+            return Err(self.wrong("an array"));
+        };
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(v) = seq.next_element_seed(self.at(*item))? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        match self.schema.node(self.id) {
+            Node::Record(r) => {
+                let mut fields: Vec<Option<Value>> = vec![None; r.fields.len()];
+                while let Some(k) = map.next_key::<Cow<'de, str>>()? {
+                    match r.fields.iter().position(|f| f.name == k) {
+                        Some(i) => {
+                            let v = map
+                                .next_value_seed(self.at(r.fields[i].node))
+                                .map_err(|e| de::Error::custom(format!("{k}: {e}")))?;
+                            fields[i] = Some(v);
+                        }
+                        None => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                let mut out = Vec::with_capacity(fields.len());
+                for (f, v) in r.fields.iter().zip(fields) {
+                    out.push(match v {
+                        Some(v) => v,
+                        None => missing(self.schema, f.node, f.default.as_ref(), self.depth)
+                            .ok_or_else(|| {
+                                de::Error::custom(format!("field {} is missing", f.name))
+                            })?
+                            .map_err(|e| de::Error::custom(e.0))?,
+                    });
+                }
+                Ok(Value::Record(out))
+            }
+            Node::Map(val) => {
+                let mut out = Vec::new();
+                while let Some(k) = map.next_key::<String>()? {
+                    let v = map.next_value_seed(self.at(*val))?;
+                    out.push((k, v));
+                }
+                Ok(Value::Map(out))
+            }
+            _ => Err(self.wrong("an object")),
+        }
+    }
+}

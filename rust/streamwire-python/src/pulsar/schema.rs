@@ -1,0 +1,580 @@
+//! `_native.SchemaCodec`: the engine side of a `streamwire.schema` object. It holds the
+//! registry description sent with PRODUCER / SUBSCRIBE, encodes values into payloads and
+//! decodes payloads back, in Rust.
+//!
+//! Consumers decode each message with the schema version it was written with: the first
+//! message of a version not seen yet fetches that version (GET_SCHEMA) once per topic, and
+//! later ones hit the cache. A message without a version, or of the reader's own
+//! definition, uses the reader's schema.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
+
+use streamwire_pulsar::client::PulsarClient;
+use streamwire_pulsar::schema::avro::Node;
+use streamwire_pulsar::schema::keyvalue::{encode_inline, kv_schema, split_halves, KvEncoding};
+use streamwire_pulsar::schema::project::project;
+use streamwire_pulsar::schema::value::Value;
+use streamwire_pulsar::schema::{RecordCodec, RecordEncoding, SchemaInfo, SchemaType};
+use streamwire_pulsar::topic::TopicName;
+
+use crate::common::blocking::wait;
+use crate::pulsar::schema_values::{schema_error, to_py, to_value, PyTypes};
+
+/// How values of a schema become payloads.
+pub(crate) enum Kind {
+    Bytes,
+    String,
+    Record {
+        codec: RecordCodec,
+        types: PyTypes,
+    },
+    KeyValue {
+        key: Arc<Codec>,
+        value: Arc<Codec>,
+        separated: bool,
+    },
+}
+
+/// A schema: its registry description and its payload codec.
+pub(crate) struct Codec {
+    pub info: SchemaInfo,
+    pub kind: Kind,
+}
+
+/// The payload of one value, and for a SEPARATED key/value the base64 key.
+pub(crate) struct Encoded {
+    pub payload: Bytes,
+    pub key_b64: Option<String>,
+}
+
+impl Codec {
+    /// Encode `obj`; a value that does not fit raises `SchemaError` (nothing is sent).
+    pub(crate) fn encode(&self, py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Encoded> {
+        let payload = match &self.kind {
+            Kind::KeyValue {
+                key,
+                value,
+                separated,
+            } => {
+                let t = obj
+                    .cast::<PyTuple>()
+                    .ok()
+                    .filter(|t| t.len() == 2)
+                    .ok_or_else(|| {
+                        schema_error(py, "a key/value schema sends (key, value) tuples")
+                    })?;
+                let k = key.encode_half(py, &t.get_item(0)?)?;
+                let v = value.encode_half(py, &t.get_item(1)?)?;
+                if *separated {
+                    return Ok(Encoded {
+                        payload: v.map(Bytes::from).unwrap_or_default(),
+                        key_b64: Some(b64::encode(k.as_deref().unwrap_or_default())),
+                    });
+                }
+                Bytes::from(encode_inline(k.as_deref(), v.as_deref()))
+            }
+            _ => Bytes::from(self.encode_half(py, obj)?.unwrap_or_default()),
+        };
+        Ok(Encoded {
+            payload,
+            key_b64: None,
+        })
+    }
+
+    /// One value's bytes (None for a None key or value half).
+    fn encode_half(&self, py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Option<Vec<u8>>> {
+        Ok(Some(match &self.kind {
+            Kind::Bytes => {
+                if obj.is_none() {
+                    return Ok(None);
+                }
+                match obj.cast::<PyBytes>() {
+                    Ok(b) => b.as_bytes().to_vec(),
+                    Err(_) => {
+                        return Err(schema_error(
+                            py,
+                            format!("BytesSchema sends bytes, not {}", obj.get_type().name()?),
+                        ))
+                    }
+                }
+            }
+            Kind::String => {
+                if obj.is_none() {
+                    return Ok(None);
+                }
+                match obj.cast::<PyString>() {
+                    Ok(s) => s.to_str()?.as_bytes().to_vec(),
+                    Err(_) => {
+                        return Err(schema_error(
+                            py,
+                            format!("StringSchema sends str, not {}", obj.get_type().name()?),
+                        ))
+                    }
+                }
+            }
+            Kind::Record { codec, .. } => {
+                let v = to_value(py, &codec.schema, codec.schema.root, obj, 0)?;
+                let mut out = Vec::with_capacity(64);
+                codec
+                    .encode(&v, &mut out)
+                    .map_err(|e| schema_error(py, e.0))?;
+                out
+            }
+            Kind::KeyValue { .. } => {
+                return Err(schema_error(py, "a key/value schema cannot nest"));
+            }
+        }))
+    }
+
+    /// Decode a payload written with `writer` (None: this schema's own definition).
+    pub(crate) fn decode<'py>(
+        &self,
+        py: Python<'py>,
+        payload: &[u8],
+        key: Option<&str>,
+        writer: Option<&RecordCodec>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        match &self.kind {
+            Kind::Bytes => Ok(PyBytes::new(py, payload).into_any()),
+            Kind::String => Ok(PyString::new(
+                py,
+                std::str::from_utf8(payload)
+                    .map_err(|_| schema_error(py, "a STRING message is not UTF-8"))?,
+            )
+            .into_any()),
+            Kind::Record { codec, types } => {
+                let c = writer.unwrap_or(codec);
+                let v = c
+                    .decode(payload)
+                    .map_err(|e| schema_error(py, format!("cannot decode the message: {}", e.0)))?;
+                to_py(py, &c.schema, c.schema.root, v, types)
+            }
+            Kind::KeyValue {
+                key: kc,
+                value: vc,
+                separated,
+            } => {
+                let (k, v) = if *separated {
+                    let k = match key {
+                        Some(k) => Some(b64::decode(k).ok_or_else(|| {
+                            schema_error(py, "the key of a SEPARATED key/value is not base64")
+                        })?),
+                        None => None,
+                    };
+                    (k, Some(payload.to_vec()))
+                } else {
+                    let (k, v) = split_halves(payload).map_err(|e| schema_error(py, e.0))?;
+                    (k.map(<[u8]>::to_vec), v.map(<[u8]>::to_vec))
+                };
+                let k = match k {
+                    Some(k) => kc.decode(py, &k, None, None)?,
+                    None => py.None().into_bound(py),
+                };
+                let v = match v {
+                    Some(v) => vc.decode(py, &v, None, None)?,
+                    None => py.None().into_bound(py),
+                };
+                Ok(PyTuple::new(py, [k, v])?.into_any())
+            }
+        }
+    }
+}
+
+/// topic → version → the writer's codec; None: that version is the reader's own. Nested so
+/// that the per-message look-up borrows the topic and version (no allocation).
+type Versions = HashMap<Arc<str>, HashMap<Vec<u8>, Option<Arc<RecordCodec>>>>;
+
+/// A consumer's schema: the codec, and the writer versions fetched so far.
+pub(crate) struct Typed {
+    pub codec: Arc<Codec>,
+    client: PulsarClient,
+    timeout: Duration,
+    /// (topic, version) → the writer's codec; None: that version is the reader's own.
+    versions: Mutex<Versions>,
+}
+
+impl Typed {
+    pub(crate) fn new(codec: Arc<Codec>, client: PulsarClient, timeout: Duration) -> Arc<Self> {
+        Arc::new(Typed {
+            codec,
+            client,
+            timeout,
+            versions: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Decode a received message with the schema version it names.
+    pub(crate) fn decode<'py>(
+        &self,
+        py: Python<'py>,
+        m: &streamwire_pulsar::consumer::ReceivedMessage,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let writer = match (&self.codec.kind, m.schema_version()) {
+            (Kind::Record { .. }, Some(ver)) if !ver.is_empty() => {
+                self.writer(py, m.topic(), ver)?
+            }
+            _ => None,
+        };
+        self.codec
+            .decode(py, &m.payload, m.key(), writer.as_deref())
+    }
+
+    /// The reader's record schema, when the schema is a record's (JSON or Avro).
+    pub(crate) fn record_schema(&self) -> Option<&streamwire_pulsar::schema::avro::AvroSchema> {
+        match &self.codec.kind {
+            Kind::Record { codec, .. } => Some(&codec.schema),
+            _ => None,
+        }
+    }
+
+    /// A message's record decoded with its writer's version and resolved to the reader's
+    /// schema (for Arrow columns); call only when `record_schema()` is some.
+    pub(crate) fn record_value(
+        &self,
+        py: Python<'_>,
+        m: &streamwire_pulsar::consumer::ReceivedMessage,
+    ) -> PyResult<Value> {
+        let Kind::Record { codec, .. } = &self.codec.kind else {
+            return Err(schema_error(py, "not a record schema"));
+        };
+        let writer = match m.schema_version() {
+            Some(ver) if !ver.is_empty() => self.writer(py, m.topic(), ver)?,
+            _ => None,
+        };
+        let bad = |e: streamwire_pulsar::schema::value::ValueError| {
+            schema_error(py, format!("cannot decode message {:?}: {}", m.id, e.0))
+        };
+        match writer {
+            None => codec.decode(&m.payload).map_err(bad),
+            Some(w) => {
+                let v = w.decode(&m.payload).map_err(bad)?;
+                project(
+                    &w.schema,
+                    w.schema.root,
+                    v,
+                    &codec.schema,
+                    codec.schema.root,
+                )
+                .map_err(bad)
+            }
+        }
+    }
+
+    fn writer(
+        &self,
+        py: Python<'_>,
+        topic: &Arc<str>,
+        version: &[u8],
+    ) -> PyResult<Option<Arc<RecordCodec>>> {
+        if let Some(c) = self
+            .lock()
+            .get(&**topic)
+            .and_then(|by_version| by_version.get(version))
+        {
+            return Ok(c.clone());
+        }
+        let client = self.client.clone();
+        let name = TopicName::parse(topic).map_err(crate::common::errors::to_py)?;
+        let ver = version.to_vec();
+        let got = wait(py, "get schema", Some(self.timeout), async move {
+            client.get_schema(&name, Some(&ver)).await
+        })?;
+        let codec = match got {
+            Some((info, _)) if info.data != self.codec.info.data => {
+                let enc = match info.kind {
+                    SchemaType::Json => RecordEncoding::Json,
+                    SchemaType::Avro => RecordEncoding::Avro,
+                    other => {
+                        return Err(schema_error(
+                            py,
+                            format!(
+                                "message written with a {} schema, read with {}",
+                                SchemaInfo::type_name(other),
+                                SchemaInfo::type_name(self.codec.info.kind)
+                            ),
+                        ))
+                    }
+                };
+                let c = RecordCodec::new(enc, &info.data)
+                    .map_err(|e| schema_error(py, format!("writer schema: {e}")))?;
+                Some(Arc::new(c))
+            }
+            // The reader's own definition, or a version the registry no longer has: read
+            // with the reader's schema.
+            _ => None,
+        };
+        self.lock()
+            .entry(Arc::clone(topic))
+            .or_default()
+            .insert(version.to_vec(), codec.clone());
+        Ok(codec)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Versions> {
+        self.versions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The codec of a `schema=` argument: a `streamwire.schema` object (its `_codec`), a bare
+/// codec, or None.
+pub(crate) fn codec_of(schema: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Arc<Codec>>> {
+    let Some(s) = schema.filter(|s| !s.is_none()) else {
+        return Ok(None);
+    };
+    let c = match s.cast::<PySchemaCodec>() {
+        Ok(c) => c.clone(),
+        Err(_) => match s
+            .getattr("_codec")
+            .ok()
+            .and_then(|c| c.cast_into::<PySchemaCodec>().ok())
+        {
+            Some(c) => c,
+            None => {
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "schema must be a streamwire.schema object (BytesSchema, StringSchema, \
+                     JsonSchema, AvroSchema, KeyValueSchema), not {}",
+                    s.get_type().name()?
+                )))
+            }
+        },
+    };
+    Ok(Some(Arc::clone(&c.get().inner)))
+}
+
+/// The engine side of a `streamwire.schema` object (built by it; not public API).
+#[pyclass(frozen, module = "streamwire._native", name = "SchemaCodec")]
+pub struct PySchemaCodec {
+    pub(crate) inner: Arc<Codec>,
+}
+
+fn names_of(d: Option<&Bound<'_, PyDict>>) -> PyResult<HashMap<String, Py<PyAny>>> {
+    let mut out = HashMap::new();
+    if let Some(d) = d {
+        for (k, v) in d.iter() {
+            out.insert(k.extract::<String>()?, v.unbind());
+        }
+    }
+    Ok(out)
+}
+
+#[pymethods]
+impl PySchemaCodec {
+    /// Build a codec (called by `streamwire.schema`).
+    ///
+    /// Args:
+    ///     kind: "bytes", "string", "json", "avro" or "key_value".
+    ///     name: the registry name of the schema.
+    ///     definition: the record definition (JSON text) for "json" and "avro".
+    ///     records: full record name -> the type to build decoded records as.
+    ///     enums: full enum name -> the `enum.Enum` class to build symbols as.
+    ///     properties: registry properties (str to str).
+    ///     key: the key codec of a "key_value" schema.
+    ///     value: the value codec of a "key_value" schema.
+    ///     separated: a "key_value" schema sends the key as the message key.
+    #[new]
+    #[pyo3(signature = (kind, name, definition=None, records=None, enums=None, properties=None,
+        key=None, value=None, separated=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        kind: &str,
+        name: String,
+        definition: Option<&[u8]>,
+        records: Option<&Bound<'_, PyDict>>,
+        enums: Option<&Bound<'_, PyDict>>,
+        properties: Option<Vec<(String, String)>>,
+        key: Option<PyRef<'_, PySchemaCodec>>,
+        value: Option<PyRef<'_, PySchemaCodec>>,
+        separated: bool,
+    ) -> PyResult<Self> {
+        let properties = properties.unwrap_or_default();
+        let plain = |kind: SchemaType, k: Kind| Codec {
+            info: SchemaInfo {
+                name: name.clone(),
+                kind,
+                data: Vec::new(),
+                properties: properties.clone(),
+            },
+            kind: k,
+        };
+        let codec = match kind {
+            "bytes" => plain(SchemaType::None, Kind::Bytes),
+            "string" => plain(SchemaType::String, Kind::String),
+            "json" | "avro" => {
+                let def = definition
+                    .ok_or_else(|| schema_error(py, "a record schema needs a definition"))?;
+                let (enc, ty) = if kind == "json" {
+                    (RecordEncoding::Json, SchemaType::Json)
+                } else {
+                    (RecordEncoding::Avro, SchemaType::Avro)
+                };
+                let codec = RecordCodec::new(enc, def).map_err(|e| schema_error(py, e.0))?;
+                let fields = codec
+                    .schema
+                    .nodes
+                    .iter()
+                    .filter_map(|n| match n {
+                        Node::Record(r) => Some((
+                            r.name.clone(),
+                            r.fields
+                                .iter()
+                                .map(|f| f.name.clone())
+                                .collect::<HashSet<_>>(),
+                        )),
+                        _ => None,
+                    })
+                    .collect();
+                Codec {
+                    info: SchemaInfo {
+                        name: name.clone(),
+                        kind: ty,
+                        data: def.to_vec(),
+                        properties: properties.clone(),
+                    },
+                    kind: Kind::Record {
+                        codec,
+                        types: PyTypes {
+                            records: names_of(records)?,
+                            enums: names_of(enums)?,
+                            fields,
+                        },
+                    },
+                }
+            }
+            "key_value" => {
+                let (Some(k), Some(v)) = (key, value) else {
+                    return Err(schema_error(py, "a key/value schema needs key and value"));
+                };
+                if matches!(k.inner.kind, Kind::KeyValue { .. })
+                    || matches!(v.inner.kind, Kind::KeyValue { .. })
+                {
+                    return Err(schema_error(py, "a key/value schema cannot nest"));
+                }
+                let enc = if separated {
+                    KvEncoding::Separated
+                } else {
+                    KvEncoding::Inline
+                };
+                Codec {
+                    info: kv_schema(&k.inner.info, &v.inner.info, enc),
+                    kind: Kind::KeyValue {
+                        key: Arc::clone(&k.inner),
+                        value: Arc::clone(&v.inner),
+                        separated,
+                    },
+                }
+            }
+            other => return Err(schema_error(py, format!("unknown schema kind {other:?}"))),
+        };
+        Ok(PySchemaCodec {
+            inner: Arc::new(codec),
+        })
+    }
+
+    /// Encode one value into its payload (a SEPARATED key/value gives the value part).
+    ///
+    /// Args:
+    ///     value: the value to encode.
+    fn encode<'py>(
+        &self,
+        py: Python<'py>,
+        value: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let e = self.inner.encode(py, value)?;
+        Ok(PyBytes::new(py, &e.payload))
+    }
+
+    /// Decode a payload written with this schema.
+    ///
+    /// Args:
+    ///     data: the payload.
+    ///     key: the message key (SEPARATED key/value schemas). Default None.
+    #[pyo3(signature = (data, key=None))]
+    fn decode<'py>(
+        &self,
+        py: Python<'py>,
+        data: &[u8],
+        key: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.inner.decode(py, data, key, None)
+    }
+
+    /// The registry type number (`Schema.Type` of the protocol).
+    #[getter]
+    fn schema_type(&self) -> i32 {
+        self.inner.info.kind as i32
+    }
+
+    /// The registry definition bytes.
+    #[getter]
+    fn definition<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.inner.info.data)
+    }
+
+    /// The registry properties.
+    #[getter]
+    fn properties(&self) -> Vec<(String, String)> {
+        self.inner.info.properties.clone()
+    }
+}
+
+/// Base64 (standard alphabet, padded), for SEPARATED key/value keys.
+pub(crate) mod b64 {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+    pub fn encode(data: &[u8]) -> String {
+        let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+        for c in data.chunks(3) {
+            let n = (u32::from(c[0]) << 16)
+                | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+                | u32::from(*c.get(2).unwrap_or(&0));
+            for i in 0..4 {
+                if i <= c.len() {
+                    out.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char);
+                } else {
+                    out.push('=');
+                }
+            }
+        }
+        out
+    }
+
+    pub fn decode(text: &str) -> Option<Vec<u8>> {
+        let t = text.trim_end_matches('=').as_bytes();
+        let mut out = Vec::with_capacity(t.len() * 3 / 4);
+        let (mut acc, mut bits) = (0u32, 0u32);
+        for &ch in t {
+            let v = ALPHABET.iter().position(|&a| a == ch)? as u32;
+            acc = (acc << 6) | v;
+            bits += 6;
+            if bits >= 8 {
+                bits -= 8;
+                out.push((acc >> bits) as u8);
+                acc &= (1 << bits) - 1;
+            }
+        }
+        Some(out)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn round_trips() {
+            for n in 0..40u8 {
+                let data: Vec<u8> = (0..n).map(|i| i.wrapping_mul(37)).collect();
+                let e = super::encode(&data);
+                assert_eq!(e.len() % 4, 0);
+                assert_eq!(super::decode(&e).unwrap(), data);
+            }
+            assert_eq!(super::encode(b"foobar"), "Zm9vYmFy");
+            assert_eq!(super::encode(b"fo"), "Zm8=");
+            assert!(super::decode("Zm9v!").is_none());
+        }
+    }
+}

@@ -1,0 +1,181 @@
+"""Bad input to ``streamwire.schema`` and to the ``schema=`` calls: each case raises its
+documented typed exception and the same client keeps working. Rendered into
+``docs/bad-input.md`` with the other rows (see ``tests/test_bad_input.py``); run against Apache
+Pulsar (its schema registry) by ``tests/schemas/test_schema_bad_input.py``."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Optional
+
+import streamwire
+from streamwire import IncompatibleSchemaError, InvalidArgumentError, SchemaError
+from streamwire.schema import AvroSchema, JsonSchema, KeyValueSchema, StringSchema
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    label: Optional[str]
+
+
+@dataclasses.dataclass
+class Odd:
+    z: complex
+
+
+@dataclass
+class SchemaCtx:
+    url: str
+    topic: str  # holds AvroSchema(Point)
+    client: streamwire.Client
+    producer: streamwire.Producer  # AvroSchema(Point)
+    kv_producer: streamwire.Producer  # KeyValueSchema(str, str, "separated")
+
+
+@dataclass(frozen=True)
+class SchemaCase:
+    call: str
+    input: str
+    expected: type[BaseException]
+    fn: Callable[[SchemaCtx], object]
+    group: str = "input"
+    note: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.call}: {self.input}"
+
+
+def _fresh() -> str:
+    return f"persistent://public/default/bad-schema-{uuid.uuid4().hex}"
+
+
+TYP = TypeError
+POINT_STR = dataclasses.replace(Point(1, None), x="one")  # type: ignore[arg-type]
+
+SCHEMA_CASES: list[SchemaCase] = [
+    SchemaCase("AvroSchema()", "not a record type (int)", SchemaError, lambda c: AvroSchema(int)),
+    SchemaCase("AvroSchema()", "no type and no definition", SchemaError, lambda c: AvroSchema()),
+    SchemaCase(
+        "AvroSchema()",
+        "definition not JSON",
+        SchemaError,
+        lambda c: AvroSchema(definition="{not json"),
+    ),
+    SchemaCase(
+        "AvroSchema()",
+        "definition without fields",
+        SchemaError,
+        lambda c: AvroSchema(definition={"type": "record", "name": "R"}),
+    ),
+    SchemaCase(
+        "JsonSchema()",
+        "field type with no schema (complex)",
+        SchemaError,
+        lambda c: JsonSchema(Odd),
+    ),
+    SchemaCase(
+        "KeyValueSchema()",
+        "halves not schemas ('k')",
+        TYP,
+        lambda c: KeyValueSchema("k", StringSchema()),  # type: ignore[arg-type]
+    ),
+    SchemaCase(
+        "KeyValueSchema()",
+        "encoding='sideways'",
+        SchemaError,
+        lambda c: KeyValueSchema(StringSchema(), StringSchema(), encoding="sideways"),
+    ),
+    SchemaCase(
+        "Schema.encode()",
+        "value does not match the schema (str for a long)",
+        SchemaError,
+        lambda c: AvroSchema(Point).encode(POINT_STR),
+    ),
+    SchemaCase(
+        "Schema.encode()",
+        "required field missing",
+        SchemaError,
+        lambda c: AvroSchema(Point).encode({"label": "no x"}),
+    ),
+    SchemaCase(
+        "Schema.decode()",
+        "payload not of the schema",
+        SchemaError,
+        lambda c: AvroSchema(Point).decode(b"\xff\xff\xff"),
+    ),
+    SchemaCase(
+        "Client.create_producer()",
+        "schema not a schema (5)",
+        TYP,
+        lambda c: c.client.create_producer(_fresh(), schema=5),  # type: ignore[arg-type]
+    ),
+    SchemaCase(
+        "Client.create_producer()",
+        "schema incompatible with the topic's",
+        IncompatibleSchemaError,
+        lambda c: c.client.create_producer(c.topic, schema=StringSchema()),
+    ),
+    SchemaCase(
+        "Client.subscribe()",
+        "schema not a schema ('avro')",
+        TYP,
+        lambda c: c.client.subscribe(_fresh(), "s", schema="avro"),  # type: ignore[arg-type]
+    ),
+    SchemaCase(
+        "Client.subscribe()",
+        "schema incompatible with the topic's",
+        IncompatibleSchemaError,
+        lambda c: c.client.subscribe(c.topic, "bad", schema=StringSchema()),
+    ),
+    SchemaCase(
+        "Client.create_reader()",
+        "schema not a schema (b'x')",
+        TYP,
+        lambda c: c.client.create_reader(_fresh(), "earliest", schema=b"x"),  # type: ignore[arg-type]
+    ),
+    SchemaCase(
+        "Producer.send()",
+        "value does not match the schema (str for a long)",
+        SchemaError,
+        lambda c: c.producer.send(POINT_STR),
+        note="nothing is sent",
+    ),
+    SchemaCase(
+        "Producer.send()",
+        "bytes to a record schema",
+        SchemaError,
+        lambda c: c.producer.send(b"raw"),
+        note="nothing is sent",
+    ),
+    SchemaCase(
+        "Producer.send()",
+        "key= with a SEPARATED key/value schema",
+        InvalidArgumentError,
+        lambda c: c.kv_producer.send(("k", "v"), key="other"),
+    ),
+    SchemaCase(
+        "Producer.send()",
+        "not a (key, value) tuple to a key/value schema",
+        SchemaError,
+        lambda c: c.kv_producer.send("v"),
+    ),
+    SchemaCase(
+        "Producer.send_async()",
+        "value does not match the schema",
+        SchemaError,
+        lambda c: c.producer.send_async({"x": 1.5, "label": None}),
+        note="nothing is sent",
+    ),
+    SchemaCase(
+        "Producer.send_many()",
+        "one value does not match the schema",
+        SchemaError,
+        lambda c: c.producer.send_many([Point(1, None), POINT_STR]),
+        note="none of the values is sent",
+    ),
+]
