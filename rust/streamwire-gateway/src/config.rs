@@ -31,6 +31,9 @@ pub struct GatewayConfig {
     pub tls_cert: Option<PathBuf>,
     /// With `tls_cert`: the PEM private key.
     pub tls_key: Option<PathBuf>,
+    /// The plain binary's log level on stderr (Python numbers; `None`: off). Under Python,
+    /// `logging`'s own configuration decides instead.
+    pub log_level: Option<u8>,
 }
 
 impl Default for GatewayConfig {
@@ -47,6 +50,7 @@ impl Default for GatewayConfig {
             advertised_url: None,
             tls_cert: None,
             tls_key: None,
+            log_level: Some(20),
         }
     }
 }
@@ -54,17 +58,20 @@ impl Default for GatewayConfig {
 /// The flags and their environment variables.
 pub const USAGE: &str = "streamwire-gateway [--service-url URL] [--listen ADDR:PORT] \
 [--max-body-bytes N] [--max-messages N] [--request-timeout SECS] [--producer-idle SECS] \
-[--consumer-idle SECS] [--node-id ID] [--advertised-url URL] [--tls-cert PEM --tls-key PEM]
+[--consumer-idle SECS] [--node-id ID] [--advertised-url URL] [--tls-cert PEM --tls-key PEM] \
+[--log-level debug|info|warning|error|off]
 endpoints besides PIP-64: GET /healthz, /readyz, /metrics (Prometheus text), /openapi.json; \
 Authorization: Bearer <token> acts at the broker as that token's role; \
---tls-cert and --tls-key (both) serve HTTPS
+--tls-cert and --tls-key (both) serve HTTPS; \
+one access-log line per request (logfmt on stderr at --log-level info, the default; \
+under Python the streamwire.gateway.access logger)
 environment: STREAMWIRE_GATEWAY_SERVICE_URL, STREAMWIRE_GATEWAY_LISTEN, \
 STREAMWIRE_GATEWAY_MAX_BODY_BYTES, STREAMWIRE_GATEWAY_MAX_MESSAGES, \
 STREAMWIRE_GATEWAY_REQUEST_TIMEOUT, STREAMWIRE_GATEWAY_PRODUCER_IDLE, \
 STREAMWIRE_GATEWAY_CONSUMER_IDLE, STREAMWIRE_GATEWAY_NODE_ID, STREAMWIRE_GATEWAY_ADVERTISED_URL, \
-STREAMWIRE_GATEWAY_TLS_CERT, STREAMWIRE_GATEWAY_TLS_KEY";
+STREAMWIRE_GATEWAY_TLS_CERT, STREAMWIRE_GATEWAY_TLS_KEY, STREAMWIRE_GATEWAY_LOG_LEVEL";
 
-const KEYS: [(&str, &str); 11] = [
+const KEYS: [(&str, &str); 12] = [
     ("--service-url", "STREAMWIRE_GATEWAY_SERVICE_URL"),
     ("--listen", "STREAMWIRE_GATEWAY_LISTEN"),
     ("--max-body-bytes", "STREAMWIRE_GATEWAY_MAX_BODY_BYTES"),
@@ -76,6 +83,7 @@ const KEYS: [(&str, &str); 11] = [
     ("--advertised-url", "STREAMWIRE_GATEWAY_ADVERTISED_URL"),
     ("--tls-cert", "STREAMWIRE_GATEWAY_TLS_CERT"),
     ("--tls-key", "STREAMWIRE_GATEWAY_TLS_KEY"),
+    ("--log-level", "STREAMWIRE_GATEWAY_LOG_LEVEL"),
 ];
 
 fn bad(msg: String) -> Error {
@@ -179,6 +187,13 @@ impl GatewayConfig {
                 ))
             }
         }
+        if let Some(v) = &values[11] {
+            c.log_level = crate::logging::parse_level(v).ok_or_else(|| {
+                bad(format!(
+                    "--log-level must be debug, info, warning, error or off, got {v:?}"
+                ))
+            })?;
+        }
         Ok(c)
     }
 }
@@ -202,6 +217,14 @@ mod tests {
         assert_eq!(c.service_url, "pulsar://flag:1");
         assert_eq!(c.listen.port(), 9000);
         assert_eq!(c.max_body_bytes, 5 * 1024 * 1024);
+        assert_eq!(c.log_level, Some(20));
+        let c = GatewayConfig::parse(&args(&["--log-level=off"]), |_| None).unwrap();
+        assert_eq!(c.log_level, None);
+        let c = GatewayConfig::parse(&[], |k| {
+            (k == "STREAMWIRE_GATEWAY_LOG_LEVEL").then(|| "warning".to_string())
+        })
+        .unwrap();
+        assert_eq!(c.log_level, Some(30));
         let c = GatewayConfig::parse(
             &args(&["--max-messages=7", "--request-timeout", "2.5"]),
             |_| None,
@@ -254,6 +277,7 @@ mod tests {
             vec!["--tls-cert", "c.pem"],
             vec!["--tls-key", "k.pem"],
             vec!["--tls-cert", "", "--tls-key", "k.pem"],
+            vec!["--log-level", "loud"],
         ] {
             let e = GatewayConfig::parse(&args(&a), |_| None).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::Config, "{a:?}");

@@ -543,8 +543,13 @@ pub async fn fetch(
     let mut held = inst.held.lock().await;
     if held.is_empty() {
         let left = deadline.saturating_duration_since(Instant::now());
-        // Cancel safe: nothing is taken from the consumer unless this completes.
-        match tokio::time::timeout(left, inst.consumer.receive_many(p.max_messages)).await {
+        // Cancel safe: nothing is taken from the consumer unless this completes. Shutdown
+        // ends the wait as the timeout would: an empty answer, promptly.
+        let got = tokio::select! {
+            got = tokio::time::timeout(left, inst.consumer.receive_many(p.max_messages)) => got,
+            () = gw.stopping() => Ok(Ok(Vec::new())),
+        };
+        match got {
             Ok(Ok(got)) => held.extend(got),
             Ok(Err(e)) if inst.consumer.is_closed() => {
                 return Err(unknown_consumer(format!(
