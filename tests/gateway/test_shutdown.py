@@ -57,6 +57,7 @@ def test_shutdown_ends_streams_and_long_polls_and_lets_produces_finish(
             with httpx.stream("GET", f"{bases['a']}/messages", params=params, timeout=60) as r:
                 for line in r.iter_lines():
                     results["sse"].append(line)
+                    opened.set()
 
         def poll() -> None:
             r = httpx.get(f"{bases['b']}/messages", params={"timeout": 25000}, timeout=60)
@@ -76,6 +77,7 @@ def test_shutdown_ends_streams_and_long_polls_and_lets_produces_finish(
                         results["ids"].append(x["messageId"])
                     results["bodies"] += 1
 
+        opened = threading.Event()
         threads = [threading.Thread(target=f) for f in (sse, poll, produce)]
         for t in threads:
             t.start()
@@ -83,6 +85,9 @@ def test_shutdown_ends_streams_and_long_polls_and_lets_produces_finish(
         while results["bodies"] < 5 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert results["bodies"] >= 5
+        # The stream is open (its first line came), and the long poll had time to start.
+        assert opened.wait(20)
+        time.sleep(0.5)
         t0 = time.monotonic()
         assert g.stop() == 0
         took = time.monotonic() - t0

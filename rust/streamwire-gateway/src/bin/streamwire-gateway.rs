@@ -47,6 +47,7 @@ fn main() {
         eprintln!("streamwire-gateway listening on {scheme}://{listen}");
         streamwire_gateway::serve(config, shutdown).await
     });
+    streamwire_gateway::logging::flush();
     if let Err(e) = result {
         eprintln!("streamwire-gateway: {e}");
         std::process::exit(1);
