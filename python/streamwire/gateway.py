@@ -34,6 +34,7 @@ def serve(
     request_timeout: Optional[float] = None,
     producer_idle: Optional[float] = None,
     consumer_idle: Optional[float] = None,
+    max_pending_messages: Optional[int] = None,
     node_id: Optional[str] = None,
     advertised_url: Optional[str] = None,
     tls_cert: Optional[str] = None,
@@ -55,6 +56,9 @@ def serve(
         producer_idle: seconds after which an unused producer is closed. Default None: 300.
         consumer_idle: seconds after which an unused consumer instance is closed. Default
             None: 300.
+        max_pending_messages: the most messages one producer holds unacknowledged; past it
+            messages are answered ``error_code`` 2 with ``Retry-After`` (a request none of
+            whose messages could be queued answers 429). Default None: 200,000.
         node_id: this node's name inside consumer instance ids (1 to 64 of ``A-Z a-z 0-9 -
             _``). Default None: derived from the advertised URL.
         advertised_url: the URL clients reach this node at (``base_uri`` and redirects start
@@ -73,6 +77,7 @@ def serve(
         ("--request-timeout", request_timeout),
         ("--producer-idle", producer_idle),
         ("--consumer-idle", consumer_idle),
+        ("--max-pending-messages", max_pending_messages),
     )
     for flag, number in numbers:
         if number is None:

@@ -431,6 +431,29 @@ pub async fn send_all(
     Ok(out)
 }
 
+/// Back-pressure in a produce answer: `Full` when no message could be queued (nothing was
+/// written: the whole request answers 429 and may be retried as is), `Some` when some were
+/// refused for a full queue (their entries say `error_code` 2; the answer carries
+/// `Retry-After`), `None` otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pressure {
+    None,
+    Some,
+    Full,
+}
+
+pub fn pressure(outcomes: &[Outcome]) -> Pressure {
+    let full = outcomes
+        .iter()
+        .filter(|o| matches!(o, Err(e) if e.kind() == ErrorKind::QueueFull))
+        .count();
+    match full {
+        0 => Pressure::None,
+        n if n == outcomes.len() => Pressure::Full,
+        _ => Pressure::Some,
+    }
+}
+
 /// One entry of PIP-64's `messageIds`.
 #[derive(Debug, Serialize, PartialEq)]
 pub struct PipResult {
@@ -600,6 +623,19 @@ mod tests {
             parse_binary(Bytes::new(), bad, vec![]).unwrap_err().status,
             400
         );
+    }
+
+    #[test]
+    fn a_full_queue_is_back_pressure() {
+        let id = MessageId::new(3, 4, 1, -1, 0);
+        let full = || Err(Error::new(ErrorKind::QueueFull, "full"));
+        assert_eq!(
+            pressure(&[Ok(id), Err(Error::timeout("x"))]),
+            Pressure::None
+        );
+        assert_eq!(pressure(&[Ok(id), full()]), Pressure::Some);
+        assert_eq!(pressure(&[full(), full()]), Pressure::Full);
+        assert_eq!(pressure(&[]), Pressure::None);
     }
 
     #[test]

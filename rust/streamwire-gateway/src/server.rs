@@ -308,12 +308,32 @@ async fn produce_request(
     let ok = outcomes.iter().filter(|o| o.is_ok()).count();
     Metrics::add(&gw.metrics.produced, ok);
     Metrics::add(&gw.metrics.produce_failed, outcomes.len() - ok);
+    let pressure = produce::pressure(&outcomes);
+    if pressure == produce::Pressure::Full {
+        return Err(ApiError::new(
+            429,
+            1,
+            format!(
+                "the producer of {} has --max-pending-messages unacknowledged: none of the {} \
+                 message(s) was written; retry the request",
+                t.name(),
+                outcomes.len()
+            ),
+        ));
+    }
     let body = if broker {
         serde_json::to_string(&produce::broker_response(&outcomes))
     } else {
         serde_json::to_string(&produce::pip_response(&outcomes))
     };
-    Ok(json(200, body.unwrap_or_default()))
+    let mut answer = json(200, body.unwrap_or_default());
+    if pressure == produce::Pressure::Some {
+        // Some messages were refused for a full queue (`error_code` 2): when to retry them.
+        answer
+            .headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    Ok(answer)
 }
 
 /// Serve until `shutdown` resolves; then stop accepting, finish the requests in flight (up

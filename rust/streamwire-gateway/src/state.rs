@@ -180,7 +180,7 @@ impl Gateway {
             // pending messages answered a third of the messages of 32 concurrent 500-message
             // bodies "queue full" (benches/gateway_faults.py). The memory budget still bounds
             // what is pending; past it callers get 429/error_code 2 as before.
-            max_pending_messages: 200_000,
+            max_pending_messages: self.config.max_pending_messages,
             ..ProducerConfig::default()
         };
         let p = Arc::new(
