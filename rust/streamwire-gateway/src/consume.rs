@@ -141,8 +141,11 @@ impl CreateParams {
                 )))
             }
         };
-        let format = ValueFormat::from_schema(r.schema_type.as_deref(), r.value_schema.as_ref())
-            .map_err(|e| ApiError::new(422, 4, e.to_string()))?;
+        let format = crate::produce::check_schemas(
+            r.schema_type.as_deref(),
+            r.key_schema.as_ref(),
+            r.value_schema.as_ref(),
+        )?;
         let receiver_queue_size = match r.receiver_queue_size {
             Some(0) => {
                 return Err(ApiError::bad_request(
@@ -821,7 +824,9 @@ mod tests {
             (br#"{"id":"nope"}"#, 40001),
             (br#"{"what":1}"#, 40001),
             (br#"{"receiverQueueSize":0}"#, 40001),
-            (br#"{"schema_type":"AVRO"}"#, 42204),
+            (br#"{"schema_type":"AVRO"}"#, 42202),
+            (br#"{"value_schema":{"type":"AVRO","schema":"{}"}}"#, 42204),
+            (br#"{"key_schema":"nope"}"#, 42203),
         ] {
             let e = CreateParams::parse(body).unwrap_err();
             assert_eq!(e.code, code, "{}", String::from_utf8_lossy(body));
