@@ -10,6 +10,10 @@ Three ways to run it, with the same flags and ``STREAMWIRE_GATEWAY_*`` environme
   deployments without Python.
 
 Endpoints, bodies and status codes: see the README ("PIP-64 REST gateway").
+
+One access record per request goes to the ``streamwire.gateway.access`` logger (its message
+is logfmt: ``peer=… method=… path=… route=… status=… ms=…``, the same fields as ``extra``);
+configure ``logging`` to see it (``logging.basicConfig(level=logging.INFO)``).
 """
 
 from __future__ import annotations
@@ -29,6 +33,12 @@ def serve(
     max_messages: Optional[int] = None,
     request_timeout: Optional[float] = None,
     producer_idle: Optional[float] = None,
+    consumer_idle: Optional[float] = None,
+    max_pending_messages: Optional[int] = None,
+    node_id: Optional[str] = None,
+    advertised_url: Optional[str] = None,
+    tls_cert: Optional[str] = None,
+    tls_key: Optional[str] = None,
 ) -> None:
     """Serve the gateway in front of ``service_url`` on ``listen`` until interrupted.
 
@@ -44,17 +54,47 @@ def serve(
         request_timeout: seconds every request ends by (a read's own timeout is capped by
             it). Default None: 30.
         producer_idle: seconds after which an unused producer is closed. Default None: 300.
+        consumer_idle: seconds after which an unused consumer instance is closed. Default
+            None: 300.
+        max_pending_messages: the most messages one producer holds unacknowledged; past it
+            messages are answered ``error_code`` 2 with ``Retry-After`` (a request none of
+            whose messages could be queued answers 429). Default None: 200,000.
+        node_id: this node's name inside consumer instance ids (1 to 64 of ``A-Z a-z 0-9 -
+            _``). Default None: derived from the advertised URL.
+        advertised_url: the URL clients reach this node at (``base_uri`` and redirects start
+            with it). Default None: ``http(s)://<listen>``.
+        tls_cert: a PEM certificate chain: serve HTTPS (with ``tls_key``). Default None.
+        tls_key: the PEM private key of ``tls_cert``. Default None.
 
     Raises:
         ConfigError: a bad option, or the port is in use.
+        TypeError: an option of the wrong type.
     """
     args = ["--service-url", service_url, "--listen", listen]
-    for flag, value in (
+    numbers = (
         ("--max-body-bytes", max_body_bytes),
         ("--max-messages", max_messages),
         ("--request-timeout", request_timeout),
         ("--producer-idle", producer_idle),
-    ):
-        if value is not None:
-            args += [flag, str(value)]
+        ("--consumer-idle", consumer_idle),
+        ("--max-pending-messages", max_pending_messages),
+    )
+    for flag, number in numbers:
+        if number is None:
+            continue
+        if isinstance(number, bool) or not isinstance(number, (int, float)):
+            raise TypeError(f"{flag[2:].replace('-', '_')} must be a number, not {number!r}")
+        args += [flag, str(number)]
+    texts = (
+        ("--node-id", node_id),
+        ("--advertised-url", advertised_url),
+        ("--tls-cert", tls_cert),
+        ("--tls-key", tls_key),
+    )
+    for flag, text in texts:
+        if text is None:
+            continue
+        if not isinstance(text, str):
+            raise TypeError(f"{flag[2:].replace('-', '_')} must be a string, not {text!r}")
+        args += [flag, text]
     _gateway_run(args)

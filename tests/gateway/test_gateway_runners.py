@@ -1,5 +1,7 @@
 """The gateway's other two ways to run: the ``streamwire gateway`` console script and
-``streamwire.gateway.serve()`` from Python; both serve, and stop cleanly on SIGINT/SIGTERM."""
+``streamwire.gateway.serve()`` from Python; both serve, write one access record per request
+through ``logging`` (``streamwire.gateway.access``), take the same options, and stop cleanly
+on SIGINT/SIGTERM."""
 
 from __future__ import annotations
 
@@ -39,11 +41,14 @@ def test_serves_and_stops_cleanly(lite_broker: PulsarLite, how: str, sig: int) -
     listen = f"127.0.0.1:{port}"
     if how == "script":
         cmd = [str(SCRIPT), "gateway", "--service-url", lite_broker.service_url, "--listen", listen]
+        cmd += ["--node-id", "scriptnode"]
     else:
         code = (
-            "import signal, streamwire.gateway as g\n"
+            "import logging, signal, streamwire.gateway as g\n"
+            "logging.basicConfig(level=logging.INFO, format='%(name)s %(message)s')\n"
             "signal.signal(signal.SIGTERM, signal.default_int_handler)\n"
-            f"g.serve({lite_broker.service_url!r}, {listen!r}, max_messages=100)\n"
+            f"g.serve({lite_broker.service_url!r}, {listen!r}, max_messages=100,\n"
+            "        node_id='pynode', consumer_idle=30.5)\n"
         )
         cmd = [sys.executable, "-c", code]
     env = {**os.environ}
@@ -57,8 +62,20 @@ def test_serves_and_stops_cleanly(lite_broker: PulsarLite, how: str, sig: int) -
             timeout=30,
         )
         assert r.status_code == 200 and r.json()["messageIds"][0]["error_code"] is None
+        c = httpx.post(f"{url}/topics/public/default/runner-{how}-{sig}/subscription/s", timeout=30)
+        node = "scriptnode" if how == "script" else "pynode"
+        assert c.status_code == 200 and f"~{node}~" in c.json()["id"], c.text
         proc.send_signal(sig)
         assert proc.wait(timeout=20) == 0
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        access = [x for x in err.splitlines() if "streamwire.gateway.access" in x]
+        assert any(
+            f"method=POST path=/topics/public/default/runner-{how}-{sig} route=produce status=200"
+            in x
+            for x in access
+        ), err[-2000:]
+        if how == "script":
+            assert all(x.startswith("ts=") and "level=INFO" in x for x in access), access
     finally:
         if proc.poll() is None:
             proc.kill()

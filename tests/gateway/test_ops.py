@@ -16,6 +16,7 @@ import pytest
 
 from tests.peers.broker import Broker
 from tests.peers.gateway import Gateway
+from tests.peers.lite import PulsarLite
 
 
 def b64(b: bytes) -> str:
@@ -157,3 +158,51 @@ def test_openapi_documents_every_endpoint_the_gateway_answers(gateway: Gateway) 
     # And a path it does not document is not served.
     a = httpx.get(f"{gateway.url}/openapi.yaml", timeout=10)
     assert (a.status_code, a.json()["code"]) == (404, 40400)
+
+
+def access_lines(g: Gateway) -> list[dict[str, str]]:
+    """The gateway's access records (logfmt lines on stderr), as dicts."""
+    log = (g.workdir / "gateway.log").read_text(errors="replace")
+    out = []
+    for line in log.splitlines():
+        if "target=gateway.access" in line:
+            out.append(dict(p.split("=", 1) for p in line.split(" ") if "=" in p))
+    return out
+
+
+def test_one_structured_access_record_per_request(own_gateway: Gateway) -> None:
+    url = own_gateway.url
+    path = "/topics/public/default/gwa-" + uuid.uuid4().hex[:12]
+    assert httpx.get(f"{url}/healthz", timeout=10).status_code == 200
+    r = httpx.post(f"{url}{path}", json={"messages": [{"value": b64(b"x")}]}, timeout=30)
+    assert r.status_code == 200
+    assert httpx.post(f"{url}{path}", content=b"{", timeout=30).status_code == 400
+    assert httpx.get(f"{url}/nope", timeout=10).status_code == 404
+    want = [
+        ("GET", "/healthz", "healthz", "200"),
+        ("POST", path, "produce", "200"),
+        ("POST", path, "produce", "400"),
+        ("GET", "/nope", "not_found", "404"),
+    ]
+    got: list[dict[str, str]] = []
+    end = time.monotonic() + 5  # written by the log's own thread: wait for it
+    while not (got and got[-1]["path"] == "/nope") and time.monotonic() < end:
+        wanted = {(m, p) for m, p, _, _ in want}
+        got = [x for x in access_lines(own_gateway) if (x["method"], x["path"]) in wanted]
+        time.sleep(0.05)
+    # The start-up probe polled /healthz too: compare the last records of each kind.
+    assert [(x["method"], x["path"], x["route"], x["status"]) for x in got][-4:] == want
+    for x in got:
+        assert x["level"] == "info" and x["peer"].startswith("127.0.0.1:")
+        assert float(x["ms"]) >= 0 and x["ts"].endswith("Z")
+
+
+def test_log_level_off_writes_no_access_records(lite_broker: PulsarLite) -> None:
+    g = Gateway(lite_broker.service_url, "--log-level", "off").start()
+    try:
+        for _ in range(3):
+            assert httpx.get(f"{g.url}/healthz", timeout=10).status_code == 200
+        time.sleep(0.3)
+        assert access_lines(g) == []
+    finally:
+        g.close()

@@ -21,6 +21,9 @@ pub struct GatewayConfig {
     pub request_timeout: Duration,
     /// Producers unused this long are closed.
     pub producer_idle: Duration,
+    /// Messages one producer holds unacknowledged at most; past it messages fail with
+    /// `error_code` 2 (a request none of whose messages could be queued answers 429).
+    pub max_pending_messages: usize,
     /// Consumer instances unused this long are closed.
     pub consumer_idle: Duration,
     /// This node's name inside consumer instance ids (`None`: derived from the advertised URL).
@@ -31,6 +34,9 @@ pub struct GatewayConfig {
     pub tls_cert: Option<PathBuf>,
     /// With `tls_cert`: the PEM private key.
     pub tls_key: Option<PathBuf>,
+    /// The plain binary's log level on stderr (Python numbers; `None`: off). Under Python,
+    /// `logging`'s own configuration decides instead.
+    pub log_level: Option<u8>,
 }
 
 impl Default for GatewayConfig {
@@ -42,11 +48,13 @@ impl Default for GatewayConfig {
             max_messages: 10_000,
             request_timeout: Duration::from_secs(30),
             producer_idle: Duration::from_secs(300),
+            max_pending_messages: 200_000,
             consumer_idle: Duration::from_secs(300),
             node_id: None,
             advertised_url: None,
             tls_cert: None,
             tls_key: None,
+            log_level: Some(20),
         }
     }
 }
@@ -54,17 +62,21 @@ impl Default for GatewayConfig {
 /// The flags and their environment variables.
 pub const USAGE: &str = "streamwire-gateway [--service-url URL] [--listen ADDR:PORT] \
 [--max-body-bytes N] [--max-messages N] [--request-timeout SECS] [--producer-idle SECS] \
-[--consumer-idle SECS] [--node-id ID] [--advertised-url URL] [--tls-cert PEM --tls-key PEM]
+[--consumer-idle SECS] [--node-id ID] [--advertised-url URL] [--tls-cert PEM --tls-key PEM] \
+[--log-level debug|info|warning|error|off] [--max-pending-messages N]
 endpoints besides PIP-64: GET /healthz, /readyz, /metrics (Prometheus text), /openapi.json; \
 Authorization: Bearer <token> acts at the broker as that token's role; \
---tls-cert and --tls-key (both) serve HTTPS
+--tls-cert and --tls-key (both) serve HTTPS; \
+one access-log line per request (logfmt on stderr at --log-level info, the default; \
+under Python the streamwire.gateway.access logger)
 environment: STREAMWIRE_GATEWAY_SERVICE_URL, STREAMWIRE_GATEWAY_LISTEN, \
 STREAMWIRE_GATEWAY_MAX_BODY_BYTES, STREAMWIRE_GATEWAY_MAX_MESSAGES, \
 STREAMWIRE_GATEWAY_REQUEST_TIMEOUT, STREAMWIRE_GATEWAY_PRODUCER_IDLE, \
 STREAMWIRE_GATEWAY_CONSUMER_IDLE, STREAMWIRE_GATEWAY_NODE_ID, STREAMWIRE_GATEWAY_ADVERTISED_URL, \
-STREAMWIRE_GATEWAY_TLS_CERT, STREAMWIRE_GATEWAY_TLS_KEY";
+STREAMWIRE_GATEWAY_TLS_CERT, STREAMWIRE_GATEWAY_TLS_KEY, STREAMWIRE_GATEWAY_LOG_LEVEL, \
+STREAMWIRE_GATEWAY_MAX_PENDING_MESSAGES";
 
-const KEYS: [(&str, &str); 11] = [
+const KEYS: [(&str, &str); 13] = [
     ("--service-url", "STREAMWIRE_GATEWAY_SERVICE_URL"),
     ("--listen", "STREAMWIRE_GATEWAY_LISTEN"),
     ("--max-body-bytes", "STREAMWIRE_GATEWAY_MAX_BODY_BYTES"),
@@ -76,6 +88,11 @@ const KEYS: [(&str, &str); 11] = [
     ("--advertised-url", "STREAMWIRE_GATEWAY_ADVERTISED_URL"),
     ("--tls-cert", "STREAMWIRE_GATEWAY_TLS_CERT"),
     ("--tls-key", "STREAMWIRE_GATEWAY_TLS_KEY"),
+    ("--log-level", "STREAMWIRE_GATEWAY_LOG_LEVEL"),
+    (
+        "--max-pending-messages",
+        "STREAMWIRE_GATEWAY_MAX_PENDING_MESSAGES",
+    ),
 ];
 
 fn bad(msg: String) -> Error {
@@ -179,6 +196,16 @@ impl GatewayConfig {
                 ))
             }
         }
+        if let Some(v) = &values[11] {
+            c.log_level = crate::logging::parse_level(v).ok_or_else(|| {
+                bad(format!(
+                    "--log-level must be debug, info, warning, error or off, got {v:?}"
+                ))
+            })?;
+        }
+        if let Some(v) = &values[12] {
+            c.max_pending_messages = count("--max-pending-messages", v)?;
+        }
         Ok(c)
     }
 }
@@ -202,6 +229,16 @@ mod tests {
         assert_eq!(c.service_url, "pulsar://flag:1");
         assert_eq!(c.listen.port(), 9000);
         assert_eq!(c.max_body_bytes, 5 * 1024 * 1024);
+        assert_eq!(c.log_level, Some(20));
+        let c = GatewayConfig::parse(&args(&["--log-level=off"]), |_| None).unwrap();
+        assert_eq!(c.log_level, None);
+        let c = GatewayConfig::parse(&[], |k| {
+            (k == "STREAMWIRE_GATEWAY_LOG_LEVEL").then(|| "warning".to_string())
+        })
+        .unwrap();
+        assert_eq!(c.log_level, Some(30));
+        let c = GatewayConfig::parse(&args(&["--max-pending-messages", "7"]), |_| None).unwrap();
+        assert_eq!(c.max_pending_messages, 7);
         let c = GatewayConfig::parse(
             &args(&["--max-messages=7", "--request-timeout", "2.5"]),
             |_| None,
@@ -254,6 +291,8 @@ mod tests {
             vec!["--tls-cert", "c.pem"],
             vec!["--tls-key", "k.pem"],
             vec!["--tls-cert", "", "--tls-key", "k.pem"],
+            vec!["--log-level", "loud"],
+            vec!["--max-pending-messages", "0"],
         ] {
             let e = GatewayConfig::parse(&args(&a), |_| None).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::Config, "{a:?}");

@@ -141,8 +141,11 @@ impl CreateParams {
                 )))
             }
         };
-        let format = ValueFormat::from_schema(r.schema_type.as_deref(), r.value_schema.as_ref())
-            .map_err(|e| ApiError::new(422, 4, e.to_string()))?;
+        let format = crate::produce::check_schemas(
+            r.schema_type.as_deref(),
+            r.key_schema.as_ref(),
+            r.value_schema.as_ref(),
+        )?;
         let receiver_queue_size = match r.receiver_queue_size {
             Some(0) => {
                 return Err(ApiError::bad_request(
@@ -543,8 +546,13 @@ pub async fn fetch(
     let mut held = inst.held.lock().await;
     if held.is_empty() {
         let left = deadline.saturating_duration_since(Instant::now());
-        // Cancel safe: nothing is taken from the consumer unless this completes.
-        match tokio::time::timeout(left, inst.consumer.receive_many(p.max_messages)).await {
+        // Cancel safe: nothing is taken from the consumer unless this completes. Shutdown
+        // ends the wait as the timeout would: an empty answer, promptly.
+        let got = tokio::select! {
+            got = tokio::time::timeout(left, inst.consumer.receive_many(p.max_messages)) => got,
+            () = gw.stopping() => Ok(Ok(Vec::new())),
+        };
+        match got {
             Ok(Ok(got)) => held.extend(got),
             Ok(Err(e)) if inst.consumer.is_closed() => {
                 return Err(unknown_consumer(format!(
@@ -816,7 +824,9 @@ mod tests {
             (br#"{"id":"nope"}"#, 40001),
             (br#"{"what":1}"#, 40001),
             (br#"{"receiverQueueSize":0}"#, 40001),
-            (br#"{"schema_type":"AVRO"}"#, 42204),
+            (br#"{"schema_type":"AVRO"}"#, 42202),
+            (br#"{"value_schema":{"type":"AVRO","schema":"{}"}}"#, 42204),
+            (br#"{"key_schema":"nope"}"#, 42203),
         ] {
             let e = CreateParams::parse(body).unwrap_err();
             assert_eq!(e.code, code, "{}", String::from_utf8_lossy(body));

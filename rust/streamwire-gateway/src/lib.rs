@@ -12,9 +12,10 @@
 //! - `stream` — streaming produce: NDJSON lines in, delivery reports out, in order.
 //! - `consumers` — consumer instances: ids naming their node, the registry, idle expiry.
 //! - `consume` — the consumer-instance and cursor endpoints.
+//! - `logging` — the access record per request and the binary's stderr log (logfmt).
 //! - `metrics` — the counters (atomics) and their Prometheus text (pure).
 //! - `openapi` — the static OpenAPI document (`openapi.json`), tested against the router.
-//! - `fetch_stream` — a consumer instance's messages as an NDJSON stream.
+//! - `fetch_stream` — a consumer instance's messages as an NDJSON or server-sent-events stream.
 //! - `state` — the shared Pulsar client, the per-topic producers and the instances.
 //! - `tls` — the rustls acceptor for `--tls-cert`/`--tls-key`.
 //! - `server` — hyper, keep-alive, limits, access log, graceful shutdown.
@@ -26,6 +27,7 @@ pub mod consume;
 pub mod consumers;
 pub mod error;
 pub mod fetch_stream;
+pub mod logging;
 pub mod metrics;
 pub mod openapi;
 pub mod produce;

@@ -138,4 +138,42 @@ mod tests {
             assert!(d.pointer(r.trim_start_matches('#')).is_some(), "{r}");
         }
     }
+
+    #[test]
+    fn the_fetch_stream_formats_are_the_documented_ones() {
+        let d = doc();
+        for (_, path) in PATHS
+            .iter()
+            .filter(|(m, p)| *m == "GET" && p.contains("/consumer"))
+        {
+            let op = &d["paths"][*path]["get"];
+            let stream = op["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["name"] == "stream")
+                .unwrap_or_else(|| panic!("{path} documents no stream parameter"));
+            let documented: Vec<&str> = stream["schema"]["enum"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap())
+                .collect();
+            assert_eq!(documented, crate::fetch_stream::FORMATS, "{path}");
+            for f in crate::fetch_stream::FORMATS {
+                let framing = crate::fetch_stream::StreamParams::parse(
+                    &format!("stream={f}"),
+                    None,
+                    std::time::Duration::from_secs(1),
+                )
+                .unwrap()
+                .framing;
+                assert!(
+                    op["responses"]["200"]["content"][framing.content_type()].is_object(),
+                    "{path}: {} is not documented",
+                    framing.content_type()
+                );
+            }
+        }
+    }
 }

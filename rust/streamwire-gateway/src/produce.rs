@@ -60,6 +60,89 @@ impl ValueFormat {
     }
 }
 
+/// A schema info's `type` (given as an object or as its JSON text), upper-cased; `None` when
+/// it is not a schema info.
+fn info_type(v: &Value) -> Option<String> {
+    let obj = match v {
+        Value::String(text) => serde_json::from_str::<Value>(text).ok()?,
+        other => other.clone(),
+    };
+    obj.as_object()?
+        .get("type")?
+        .as_str()
+        .map(str::to_ascii_uppercase)
+}
+
+/// PIP-64's schema fields (`schema_type`, `key_schema`, `value_schema`) checked: the value
+/// format, or the 422 that says what is wrong — 42201 a key/value schema without both
+/// schemas, 42202 a structured schema without `value_schema`, 42203 an invalid (or, keys
+/// being strings here, non-string) key schema, 42204 an invalid or unsupported value schema.
+pub fn check_schemas(
+    schema_type: Option<&str>,
+    key_schema: Option<&Value>,
+    value_schema: Option<&Value>,
+) -> std::result::Result<ValueFormat, ApiError> {
+    let value_type = match value_schema {
+        None => None,
+        Some(v) => Some(info_type(v).ok_or_else(|| {
+            ApiError::new(
+                422,
+                4,
+                "value_schema is not a schema info (an object, or its JSON text, with a string \"type\")",
+            )
+        })?),
+    };
+    let key_type = match key_schema {
+        None => None,
+        Some(v) => Some(info_type(v).ok_or_else(|| {
+            ApiError::new(
+                422,
+                3,
+                "key_schema is not a schema info (an object, or its JSON text, with a string \"type\")",
+            )
+        })?),
+    };
+    let declared = schema_type.map(str::to_ascii_uppercase);
+    if let (Some(d), Some(v)) = (&declared, &value_type) {
+        if d != v && d != "KEY_VALUE" {
+            return Err(ApiError::new(
+                422,
+                4,
+                format!("schema_type {d} and value_schema's type {v} disagree"),
+            ));
+        }
+    }
+    let t = declared.or(value_type);
+    match t.as_deref() {
+        Some("KEY_VALUE") if key_schema.is_none() || value_schema.is_none() => {
+            return Err(ApiError::new(
+                422,
+                1,
+                "a KEY_VALUE schema needs both key_schema and value_schema",
+            ))
+        }
+        Some("AVRO" | "PROTOBUF" | "PROTOBUF_NATIVE") if value_schema.is_none() => {
+            return Err(ApiError::new(
+                422,
+                2,
+                format!(
+                    "schema type {} needs its definition in value_schema",
+                    t.as_deref().unwrap_or_default()
+                ),
+            ))
+        }
+        _ => {}
+    }
+    if let Some(k) = key_type.filter(|k| !matches!(k.as_str(), "STRING" | "BYTES" | "NONE")) {
+        return Err(ApiError::new(
+            422,
+            3,
+            format!("key_schema type {k} is not supported: message keys are strings here"),
+        ));
+    }
+    ValueFormat::from_schema(t.as_deref(), None).map_err(|e| ApiError::new(422, 4, e.to_string()))
+}
+
 /// One message of a PIP-64 produce request.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -250,8 +333,11 @@ pub fn parse_pip(body: &[u8], max_messages: usize) -> std::result::Result<Vec<Pr
             req.messages.len()
         )));
     }
-    let format = ValueFormat::from_schema(req.schema_type.as_deref(), req.value_schema.as_ref())
-        .map_err(|e| ApiError::new(422, 4, e.to_string()))?;
+    let format = check_schemas(
+        req.schema_type.as_deref(),
+        req.key_schema.as_ref(),
+        req.value_schema.as_ref(),
+    )?;
     req.messages
         .into_iter()
         .enumerate()
@@ -432,6 +518,29 @@ pub async fn send_all(
     Ok(out)
 }
 
+/// Back-pressure in a produce answer: `Full` when no message could be queued (nothing was
+/// written: the whole request answers 429 and may be retried as is), `Some` when some were
+/// refused for a full queue (their entries say `error_code` 2; the answer carries
+/// `Retry-After`), `None` otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pressure {
+    None,
+    Some,
+    Full,
+}
+
+pub fn pressure(outcomes: &[Outcome]) -> Pressure {
+    let full = outcomes
+        .iter()
+        .filter(|o| matches!(o, Err(e) if e.kind() == ErrorKind::QueueFull))
+        .count();
+    match full {
+        0 => Pressure::None,
+        n if n == outcomes.len() => Pressure::Full,
+        _ => Pressure::Some,
+    }
+}
+
 /// One entry of PIP-64's `messageIds`.
 #[derive(Debug, Serialize, PartialEq)]
 pub struct PipResult {
@@ -562,7 +671,7 @@ mod tests {
             parse_pip(br#"{"schema_type":"AVRO","messages":[]}"#, 1)
                 .unwrap_err()
                 .code,
-            42204
+            42202
         );
     }
 
@@ -601,6 +710,58 @@ mod tests {
             parse_binary(Bytes::new(), bad, vec![]).unwrap_err().status,
             400
         );
+    }
+
+    #[test]
+    fn schema_fields_are_checked_with_pip64s_codes() {
+        let v = |s: &str| serde_json::from_str::<Value>(s).unwrap();
+        let code = |t: Option<&str>, k: Option<&str>, val: Option<&str>| {
+            check_schemas(t, k.map(v).as_ref(), val.map(v).as_ref()).map_err(|e| e.code)
+        };
+        assert_eq!(code(None, None, None), Ok(ValueFormat::Base64));
+        assert_eq!(
+            code(None, None, Some(r#"{"type":"STRING"}"#)),
+            Ok(ValueFormat::Text)
+        );
+        assert_eq!(
+            code(
+                None,
+                Some(r#""{\"type\":\"STRING\"}""#),
+                Some(r#""{\"type\":\"json\"}""#)
+            ),
+            Ok(ValueFormat::Json)
+        );
+        assert_eq!(
+            code(Some("KEY_VALUE"), None, Some(r#"{"type":"STRING"}"#)),
+            Err(42201)
+        );
+        assert_eq!(code(Some("AVRO"), None, None), Err(42202));
+        assert_eq!(code(Some("PROTOBUF"), None, None), Err(42202));
+        assert_eq!(code(None, Some(r#""not json""#), None), Err(42203));
+        assert_eq!(code(None, Some(r#"{"type":"AVRO"}"#), None), Err(42203));
+        assert_eq!(code(None, None, Some(r#"{"schema":"x"}"#)), Err(42204));
+        assert_eq!(code(None, None, Some("5")), Err(42204));
+        assert_eq!(
+            code(Some("STRING"), None, Some(r#"{"type":"JSON"}"#)),
+            Err(42204)
+        );
+        assert_eq!(
+            code(None, None, Some(r#"{"type":"AVRO","schema":"{}"}"#)),
+            Err(42204)
+        );
+    }
+
+    #[test]
+    fn a_full_queue_is_back_pressure() {
+        let id = MessageId::new(3, 4, 1, -1, 0);
+        let full = || Err(Error::new(ErrorKind::QueueFull, "full"));
+        assert_eq!(
+            pressure(&[Ok(id), Err(Error::timeout("x"))]),
+            Pressure::None
+        );
+        assert_eq!(pressure(&[Ok(id), full()]), Pressure::Some);
+        assert_eq!(pressure(&[full(), full()]), Pressure::Full);
+        assert_eq!(pressure(&[]), Pressure::None);
     }
 
     #[test]

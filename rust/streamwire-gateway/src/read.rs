@@ -155,10 +155,13 @@ fn reader_name() -> String {
 }
 
 /// Read per `params` from `topic` (a partition, or a whole topic).
+/// `stopping` (the gateway shutting down) ends the read with what it has, as the timeout
+/// would.
 pub async fn read(
     client: &PulsarClient,
     topic: TopicName,
     params: &ReadParams,
+    stopping: impl std::future::Future<Output = ()>,
 ) -> Result<ReadResponse> {
     let deadline = Instant::now() + params.timeout;
     let (initial, filter) = match &params.start {
@@ -182,7 +185,7 @@ pub async fn read(
         ..ConsumerConfig::default()
     };
     let consumer = Consumer::subscribe(client, &[topic], cfg).await?;
-    let result = collect(&consumer, params, deadline).await;
+    let result = collect(&consumer, params, deadline, stopping).await;
     let _ = consumer.close().await;
     let messages = result?;
     let next_position =
@@ -203,7 +206,9 @@ async fn collect(
     consumer: &Consumer,
     params: &ReadParams,
     deadline: Instant,
+    stopping: impl std::future::Future<Output = ()>,
 ) -> Result<Vec<ReadMessage>> {
+    tokio::pin!(stopping);
     if let Start::PublishTime(t) = params.start {
         consumer.seek(SeekTarget::PublishTime(t)).await?;
     }
@@ -214,14 +219,14 @@ async fn collect(
         if left.is_zero() {
             break;
         }
-        let got = match tokio::time::timeout(
-            left,
-            consumer.receive_many(params.max_messages - out.len()),
-        )
-        .await
-        {
-            Ok(r) => r?,
-            Err(_) => break,
+        let got = tokio::select! {
+            got = tokio::time::timeout(left, consumer.receive_many(params.max_messages - out.len())) => {
+                match got {
+                    Ok(r) => r?,
+                    Err(_) => break,
+                }
+            }
+            () = &mut stopping => break,
         };
         let asked = params.max_messages - out.len();
         for m in &got {

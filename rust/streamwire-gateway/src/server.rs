@@ -1,8 +1,8 @@
 //! The HTTP side: hyper on the engine's Tokio runtime, one task per connection, keep-alive,
 //! bodies bounded before they are read, every request bounded by the request timeout, one
-//! access-log line per request on stderr (the process's log), and a graceful shutdown that
-//! stops accepting, lets requests in flight finish, then closes the producers and the
-//! consumer instances.
+//! access record per request through the project's logging (`logging`), and a graceful
+//! shutdown that stops accepting, ends long polls and streams, lets produces in flight finish
+//! (up to the request timeout), then closes the consumer instances and the producers.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -13,7 +13,9 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Either, Full, Limited};
 use hyper::body::Body as _;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION, RETRY_AFTER};
+use hyper::header::{
+    HeaderValue, ACCEPT, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, LOCATION, RETRY_AFTER,
+};
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -123,13 +125,28 @@ async fn handle(gw: Arc<Gateway>, req: Request<Incoming>, r: Route) -> Answer {
                 return reply(consume::fetch(&gw, &sub, &id, &query, &pq, token.as_deref()).await);
             }
             let metrics = gw.metrics.clone();
-            match fetch_stream::start(gw, &sub, &id, &query, &pq, token.as_deref()).await {
-                Ok(Ok(rx)) => {
+            let accept = accept.map(str::to_string);
+            match fetch_stream::start(
+                gw,
+                &sub,
+                &id,
+                &query,
+                accept.as_deref(),
+                &pq,
+                token.as_deref(),
+            )
+            .await
+            {
+                Ok(Ok((framing, rx))) => {
                     let mut r = Response::new(Either::Right(stream::Lines(rx, metrics)));
-                    r.headers_mut().insert(
+                    let h = r.headers_mut();
+                    h.insert(
                         CONTENT_TYPE,
-                        HeaderValue::from_static("application/x-ndjson"),
+                        HeaderValue::from_static(framing.content_type()),
                     );
+                    // Events are live: no cache, and no buffering by proxies that honour it.
+                    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+                    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
                     r
                 }
                 Ok(Err(answer)) => reply(Ok(answer)),
@@ -190,7 +207,7 @@ async fn handle(gw: Arc<Gateway>, req: Request<Incoming>, r: Route) -> Answer {
                 Ok(c) => c,
                 Err(e) => return error(e.into()),
             };
-            match read::read(&client, topic, &params).await {
+            match read::read(&client, topic, &params, gw.stopping()).await {
                 Ok(r) => json(200, serde_json::to_string(&r).unwrap_or_default()),
                 Err(e) => error(e.into()),
             }
@@ -291,12 +308,32 @@ async fn produce_request(
     let ok = outcomes.iter().filter(|o| o.is_ok()).count();
     Metrics::add(&gw.metrics.produced, ok);
     Metrics::add(&gw.metrics.produce_failed, outcomes.len() - ok);
+    let pressure = produce::pressure(&outcomes);
+    if pressure == produce::Pressure::Full {
+        return Err(ApiError::new(
+            429,
+            1,
+            format!(
+                "the producer of {} has --max-pending-messages unacknowledged: none of the {} \
+                 message(s) was written; retry the request",
+                t.name(),
+                outcomes.len()
+            ),
+        ));
+    }
     let body = if broker {
         serde_json::to_string(&produce::broker_response(&outcomes))
     } else {
         serde_json::to_string(&produce::pip_response(&outcomes))
     };
-    Ok(json(200, body.unwrap_or_default()))
+    let mut answer = json(200, body.unwrap_or_default());
+    if pressure == produce::Pressure::Some {
+        // Some messages were refused for a full queue (`error_code` 2): when to retry them.
+        answer
+            .headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    Ok(answer)
 }
 
 /// Serve until `shutdown` resolves; then stop accepting, finish the requests in flight (up
@@ -375,11 +412,14 @@ pub async fn serve_on(
                         if let Some(n) = answer.body().size_hint().exact() {
                             Metrics::add(&metrics.bytes_out, n as usize);
                         }
-                        eprintln!(
-                            "streamwire-gateway access peer={peer} method={m} path={p} status={} ms={:.1}",
-                            answer.status().as_u16(),
-                            t0.elapsed().as_secs_f64() * 1000.0
-                        );
+                        crate::logging::access(&crate::logging::Access {
+                            peer,
+                            method: m.as_str(),
+                            path: &p,
+                            route: crate::route::ROUTE_LABELS[label],
+                            status,
+                            elapsed: t0.elapsed(),
+                        });
                         Ok::<_, Infallible>(answer)
                     }
                 });
@@ -407,6 +447,8 @@ pub async fn serve_on(
         }
     }
     drop(listener);
+    // Long polls and streams end now; produces in flight finish (up to the grace).
+    gw.begin_stop();
     let _ = tokio::time::timeout(grace, graceful.shutdown()).await;
     sweeper.abort();
     consumer_sweeper.abort();

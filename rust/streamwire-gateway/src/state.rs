@@ -44,6 +44,9 @@ pub struct Gateway {
     pub advertised_url: String,
     /// The counters `/metrics` shows.
     pub metrics: Arc<Metrics>,
+    /// Set once shutdown begins: long polls answer what they have and streams end, so the
+    /// requests in flight finish promptly instead of at their own timeouts.
+    stop: tokio::sync::watch::Sender<bool>,
 }
 
 impl Gateway {
@@ -71,7 +74,22 @@ impl Gateway {
             node_id,
             advertised_url,
             metrics: Arc::new(Metrics::default()),
+            stop: tokio::sync::watch::Sender::new(false),
         }))
+    }
+
+    /// Resolves once shutdown has begun (at once if it has).
+    pub fn stopping(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut rx = self.stop.subscribe();
+        async move {
+            // An error means the gateway is gone: stopped too.
+            let _ = rx.wait_for(|stopped| *stopped).await;
+        }
+    }
+
+    /// Begin shutdown: every `stopping()` resolves.
+    pub fn begin_stop(&self) {
+        self.stop.send_replace(true);
     }
 
     /// The client a request talks to the broker through: the gateway's own without a token,
@@ -162,7 +180,7 @@ impl Gateway {
             // pending messages answered a third of the messages of 32 concurrent 500-message
             // bodies "queue full" (benches/gateway_faults.py). The memory budget still bounds
             // what is pending; past it callers get 429/error_code 2 as before.
-            max_pending_messages: 200_000,
+            max_pending_messages: self.config.max_pending_messages,
             ..ProducerConfig::default()
         };
         let p = Arc::new(

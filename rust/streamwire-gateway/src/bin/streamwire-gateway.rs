@@ -1,5 +1,6 @@
 //! `streamwire-gateway`: the PIP-64 REST gateway as a plain binary (no Python needed).
 //! Flags and environment: see `GatewayConfig::USAGE`; stops cleanly on Ctrl-C or SIGTERM.
+//! Its log (access records, engine events) is logfmt on stderr, at `--log-level`.
 
 use streamwire_gateway::config::{GatewayConfig, USAGE};
 
@@ -16,6 +17,7 @@ fn main() {
             std::process::exit(2);
         }
     };
+    streamwire_gateway::logging::install_stderr(config.log_level);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -45,6 +47,7 @@ fn main() {
         eprintln!("streamwire-gateway listening on {scheme}://{listen}");
         streamwire_gateway::serve(config, shutdown).await
     });
+    streamwire_gateway::logging::flush();
     if let Err(e) = result {
         eprintln!("streamwire-gateway: {e}");
         std::process::exit(1);
