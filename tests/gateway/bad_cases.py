@@ -1,5 +1,5 @@
 """Bad HTTP input to the gateway: each case's status and PIP-64 code, the single source of
-``docs/gateway-bad-input.md`` (``scripts/gateway_bad_input_table.py`` writes it;
+``docs/gateway-bad-input.md`` (``scripts/bad_input_table.py`` writes it;
 ``tests/gateway/test_bad_http.py`` runs every case against a live gateway and fails when the
 file is out of date). ``{t}`` is a fresh topic's path (``/topics/public/default/<new>``), and
 ``{id}`` a consumer instance made for the case on its subscription ``s``."""
@@ -202,7 +202,7 @@ def render_table() -> str:
     lines = [
         "# Bad HTTP input to the PIP-64 gateway",
         "",
-        "Generated from `tests/gateway/bad_cases.py` by `scripts/gateway_bad_input_table.py`;",
+        "Generated from `tests/gateway/bad_cases.py` by `scripts/bad_input_table.py`;",
         "`tests/gateway/test_bad_http.py` sends each request to a gateway in front of",
         "pulsar-lite and Apache Pulsar, checks the status and code, and checks that the gateway",
         'still produces afterwards. Errors are `{"code", "message"}` with code =',

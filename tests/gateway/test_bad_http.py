@@ -41,7 +41,7 @@ def test_bad_http_input_gets_its_status_and_code(
 
 
 def test_docs_table_is_current() -> None:
-    assert DOC.exists(), "run: .venv/bin/python scripts/gateway_bad_input_table.py"
+    assert DOC.exists(), "run: .venv/bin/python scripts/bad_input_table.py"
     assert DOC.read_text() == render_table(), (
-        f"{DOC} is out of date; run: .venv/bin/python scripts/gateway_bad_input_table.py"
+        f"{DOC} is out of date; run: .venv/bin/python scripts/bad_input_table.py"
     )
