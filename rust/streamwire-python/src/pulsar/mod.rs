@@ -10,6 +10,7 @@ pub mod consumer;
 pub mod consumer_options;
 pub mod dispatch;
 pub mod lookup_ext;
+pub mod many;
 pub mod message;
 pub mod message_id;
 pub mod producer;

@@ -28,6 +28,7 @@ use crate::common::pickle::refuse_pickle;
 use crate::common::untracked::untracked_list;
 use crate::pulsar::client::Client;
 use crate::pulsar::dispatch::{self, ErrorSlot, Job};
+use crate::pulsar::many::ManyOptions;
 use crate::pulsar::message_id::PyMessageId;
 use crate::pulsar::schema::{codec_of, Codec as SchemaCodec};
 pub(crate) use crate::pulsar::schema_send::{typed_many, typed_message};
@@ -376,38 +377,15 @@ pub(crate) fn many_messages(
         return typed_many(c, values, keys, properties, event_times, sequence_ids);
     }
     let payloads = crate::common::columns::payloads(values)?;
-    let n = payloads.len();
-    let keys = crate::common::columns::opt_strings(keys, n, "keys")?;
-    let event_times = crate::common::columns::opt_u64s(event_times, n, "event_times")?;
-    let sequence_ids = crate::common::columns::opt_u64s(sequence_ids, n, "sequence_ids")?;
-    if let Some(s) = &sequence_ids {
-        if s.iter().any(Option::is_none) {
-            return Err(to_py(Error::invalid("sequence_ids must not contain None")));
-        }
-    }
-    let user_seq = sequence_ids.is_some();
-    let props = crate::common::columns::properties(properties, n)?;
-    let mut msgs = Vec::with_capacity(n);
+    let opts = ManyOptions::parse(payloads.len(), keys, properties, event_times, sequence_ids)?;
+    let mut msgs = Vec::with_capacity(payloads.len());
     for (i, (payload, null)) in payloads.into_iter().enumerate() {
         let mut m = OutgoingMessage::new(payload, 0);
         m.null_value = null;
-        if let Some(k) = &keys {
-            m.key = k[i].clone();
-        }
-        if let Some(t) = &event_times {
-            m.event_time = t[i];
-        }
-        if let Some(s) = &sequence_ids {
-            m.sequence_id = s[i].unwrap_or(0);
-        }
-        match &props {
-            crate::common::columns::Props::None => {}
-            crate::common::columns::Props::Same(p) => m.properties = p.clone(),
-            crate::common::columns::Props::Each(v) => m.properties = v[i].clone(),
-        }
+        opts.apply(i, &mut m);
         msgs.push(m);
     }
-    Ok((msgs, user_seq))
+    Ok((msgs, opts.user_seq()))
 }
 
 /// A producer. Thread-safe; `close()` (or the context manager) flushes.

@@ -9,8 +9,9 @@ use pyo3::types::{PyBytes, PyString};
 use streamwire_core::error::Error;
 use streamwire_pulsar::engine::message::OutgoingMessage;
 
-use crate::common::columns::{self, freeze_slices, Props};
+use crate::common::columns::freeze_slices;
 use crate::common::errors::to_py;
+use crate::pulsar::many::ManyOptions;
 use crate::pulsar::schema::Codec;
 
 /// One message of `value`, with the caller's `key` (not allowed with a SEPARATED key/value
@@ -68,47 +69,25 @@ pub(crate) fn typed_many(
         lens.push((e.payload.len(), false));
         own_keys.push(e.key_b64);
     }
-    let n = lens.len();
-    let keys = columns::opt_strings(keys, n, "keys")?;
-    if keys.is_some() && own_keys.iter().any(Option::is_some) {
+    let opts = ManyOptions::parse(lens.len(), keys, properties, event_times, sequence_ids)?;
+    if opts.keys.is_some() && own_keys.iter().any(Option::is_some) {
         return Err(to_py(Error::invalid(
             "a SEPARATED key/value schema sends the values' keys; do not also give keys=",
         )));
     }
-    let event_times = columns::opt_u64s(event_times, n, "event_times")?;
-    let sequence_ids = columns::opt_u64s(sequence_ids, n, "sequence_ids")?;
-    if let Some(s) = &sequence_ids {
-        if s.iter().any(Option::is_none) {
-            return Err(to_py(Error::invalid("sequence_ids must not contain None")));
-        }
-    }
-    let user_seq = sequence_ids.is_some();
-    let props = columns::properties(properties, n)?;
-    let mut msgs = Vec::with_capacity(n);
+    let mut msgs = Vec::with_capacity(lens.len());
     for (i, ((payload, _), own_key)) in freeze_slices(buf, &lens)
         .into_iter()
         .zip(own_keys)
         .enumerate()
     {
         let mut m = OutgoingMessage::new(payload, 0);
+        opts.apply(i, &mut m);
         if let Some(k) = own_key {
             m.key = Some(k);
             m.partition_key_b64 = true;
-        } else if let Some(k) = &keys {
-            m.key = k[i].clone();
-        }
-        if let Some(t) = &event_times {
-            m.event_time = t[i];
-        }
-        if let Some(s) = &sequence_ids {
-            m.sequence_id = s[i].unwrap_or(0);
-        }
-        match &props {
-            Props::None => {}
-            Props::Same(p) => m.properties = p.clone(),
-            Props::Each(v) => m.properties = v[i].clone(),
         }
         msgs.push(m);
     }
-    Ok((msgs, user_seq))
+    Ok((msgs, opts.user_seq()))
 }
