@@ -1,0 +1,99 @@
+"""Instructions per send, counted by callgrind (load-independent, unlike wall-clock time on a
+shared machine): blocking ``send_async`` + ``flush`` vs ``streamwire.aio`` sends awaited in
+order and gathered, in one process each, against one pulsar-lite started outside valgrind.
+Per-send cost = (instructions of a run with N sends - a run with 0 sends) / N; every thread of
+the process is counted (the loop's, the engine's I/O threads, the dispatcher).
+
+Usage: .venv/bin/python benches/aio_cost.py [N]      (needs valgrind; N defaults to 20,000)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+WINDOW = 5000
+
+
+def run_one(url: str, mode: str, n: int) -> None:
+    """One measured process: ``n`` sends in ``mode`` (called under valgrind)."""
+    import streamwire
+    from streamwire import aio
+
+    topic = f"persistent://public/default/cost-{uuid.uuid4().hex}"
+    payload = b"x" * 100
+    if mode == "blocking":
+        with streamwire.Client(url) as c, c.create_producer(topic) as p:
+            for _ in range(n):
+                p.send_async(payload)
+            p.flush()
+        return
+
+    async def main() -> None:
+        async with aio.Client(url) as c, await c.create_producer(topic) as p:
+            for start in range(0, n, WINDOW):
+                k = min(WINDOW, n - start)
+                if mode == "gather":
+                    await asyncio.gather(*(p.send(payload) for _ in range(k)))
+                else:
+                    for f in [p.send(payload) for _ in range(k)]:
+                        await f
+            await p.flush()
+
+    asyncio.run(main())
+
+
+def instructions(url: str, mode: str, n: int) -> int:
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "cg.out"
+        subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={out}",
+                sys.executable,
+                __file__,
+                "--child",
+                url,
+                mode,
+                str(n),
+            ],
+            check=True,
+            capture_output=True,
+        )
+        m = re.search(rb"^summary: (\d+)", out.read_bytes(), re.M)
+        assert m, "no summary line in the callgrind output"
+        return int(m.group(1))
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--child"]:
+        run_one(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        return
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 20_000
+    from tests.peers.lite import PulsarLite
+
+    broker = PulsarLite().start()
+    try:
+        per: dict[str, float] = {}
+        for mode in ("blocking", "in_order", "gather"):
+            base = instructions(broker.service_url, mode, 0)
+            full = instructions(broker.service_url, mode, n)
+            per[mode] = (full - base) / n
+            print(f"{mode:>9}: {per[mode]:>8,.0f} instructions per send", flush=True)
+        for mode in ("in_order", "gather"):
+            print(f"aio {mode} / blocking send_async: {per[mode] / per['blocking']:.2f}x")
+    finally:
+        broker.stop()
+
+
+if __name__ == "__main__":
+    main()
