@@ -279,7 +279,9 @@ async fn stream(
             continue;
         };
         let out = {
-            let c = consumed(&m, inst.format);
+            // Streams answer record values by their JSON payloads only (no writer-schema
+            // lookups inside the stream loop): Avro values stay base64, flagged.
+            let c = consumed(&m, inst.format, None);
             frame(p.framing, &c.message_id, &c)
         };
         let permit = tokio::select! {

@@ -3,6 +3,7 @@
 //! answered in request order, one result per message.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::engine::general_purpose::STANDARD as B64;
@@ -18,6 +19,7 @@ use streamwire_pulsar::message_id::MessageId;
 use streamwire_pulsar::producer::{Completion, EntryOptions, TopicProducer};
 
 use crate::error::{message_error_code, ApiError};
+use crate::schemas::{encode_value, record_schema, RecordSchema};
 
 /// How a message's `value` is written in the JSON body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +30,9 @@ pub enum ValueFormat {
     Text,
     /// JSON: any JSON value, sent as its serialized text.
     Json,
+    /// A JSON or AVRO record schema's value: JSON in the body, checked and encoded by the
+    /// schema (`schemas`); read back decoded with the version it was written with.
+    Record,
 }
 
 fn schema_type(schema: Option<&Value>) -> Option<String> {
@@ -54,7 +59,10 @@ impl ValueFormat {
             Some("JSON") => Ok(ValueFormat::Json),
             Some(other) => Err(Error::new(
                 ErrorKind::NotSupported,
-                format!("schema type {other} is not supported by this gateway yet (BYTES, STRING, JSON are)"),
+                format!(
+                    "schema type {other} is not supported by this gateway (BYTES, STRING, and \
+                     JSON or AVRO records with their definition in value_schema are)"
+                ),
             )),
         }
     }
@@ -82,6 +90,15 @@ pub fn check_schemas(
     key_schema: Option<&Value>,
     value_schema: Option<&Value>,
 ) -> std::result::Result<ValueFormat, ApiError> {
+    checked_schemas(schema_type, key_schema, value_schema).map(|(f, _)| f)
+}
+
+/// [`check_schemas`], with the parsed record schema when the format is `Record`.
+pub fn checked_schemas(
+    schema_type: Option<&str>,
+    key_schema: Option<&Value>,
+    value_schema: Option<&Value>,
+) -> std::result::Result<(ValueFormat, Option<Arc<RecordSchema>>), ApiError> {
     let value_type = match value_schema {
         None => None,
         Some(v) => Some(info_type(v).ok_or_else(|| {
@@ -102,6 +119,9 @@ pub fn check_schemas(
             )
         })?),
     };
+    // A bare Avro record definition (`{"type": "record", ...}`) takes its type from
+    // `schema_type` (see `schemas::record_schema`).
+    let value_type = value_type.filter(|v| v != "RECORD");
     let declared = schema_type.map(str::to_ascii_uppercase);
     if let (Some(d), Some(v)) = (&declared, &value_type) {
         if d != v && d != "KEY_VALUE" {
@@ -140,7 +160,13 @@ pub fn check_schemas(
             format!("key_schema type {k} is not supported: message keys are strings here"),
         ));
     }
-    ValueFormat::from_schema(t.as_deref(), None).map_err(|e| ApiError::new(422, 4, e.to_string()))
+    // A JSON or AVRO definition is parsed here so a bad one is 42204 before anything else.
+    if let Some(r) = record_schema(t.as_deref(), value_schema)? {
+        return Ok((ValueFormat::Record, Some(r)));
+    }
+    ValueFormat::from_schema(t.as_deref(), None)
+        .map(|f| (f, None))
+        .map_err(|e| ApiError::new(422, 4, e.to_string()))
 }
 
 /// One message of a PIP-64 produce request.
@@ -257,6 +283,12 @@ fn value_bytes(v: &Value, format: ValueFormat, i: usize) -> std::result::Result<
             kind(other)
         ))),
         (ValueFormat::Json, v) => Ok(Bytes::from(v.to_string())),
+        // Only `parse_pip` has the record schema to encode with.
+        (ValueFormat::Record, _) => Err(ApiError::new(
+            422,
+            4,
+            "record schemas (JSON or AVRO with value_schema) are taken by the JSON produce body only",
+        )),
     }
 }
 
@@ -322,8 +354,15 @@ pub fn pip_message(
     ))
 }
 
+/// A parsed PIP-64 body: its messages and the record schema they were encoded with.
+#[derive(Debug)]
+pub struct PipBody {
+    pub messages: Vec<Prepared>,
+    pub schema: Option<Arc<RecordSchema>>,
+}
+
 /// Parse a PIP-64 body into messages (all or nothing: a bad message fails the request).
-pub fn parse_pip(body: &[u8], max_messages: usize) -> std::result::Result<Vec<Prepared>, ApiError> {
+pub fn parse_pip(body: &[u8], max_messages: usize) -> std::result::Result<PipBody, ApiError> {
     let req: PipRequest = serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(format!("the body is not a PIP-64 produce request: {e}"))
     })?;
@@ -333,17 +372,22 @@ pub fn parse_pip(body: &[u8], max_messages: usize) -> std::result::Result<Vec<Pr
             req.messages.len()
         )));
     }
-    let format = check_schemas(
+    let (format, schema) = checked_schemas(
         req.schema_type.as_deref(),
         req.key_schema.as_ref(),
         req.value_schema.as_ref(),
     )?;
-    req.messages
+    let messages = req
+        .messages
         .into_iter()
         .enumerate()
         .map(|(i, m)| {
+            let payload = match &schema {
+                Some(s) => encode_value(s, &m.value, i)?,
+                None => value_bytes(&m.value, format, i)?,
+            };
             Ok(prepared(
-                value_bytes(&m.value, format, i)?,
+                payload,
                 m.key,
                 m.properties,
                 m.event_time,
@@ -355,7 +399,8 @@ pub fn parse_pip(body: &[u8], max_messages: usize) -> std::result::Result<Vec<Pr
                 m.partition,
             ))
         })
-        .collect()
+        .collect::<std::result::Result<_, ApiError>>()?;
+    Ok(PipBody { messages, schema })
 }
 
 /// Parse the broker dialect's body: `payload` is text, base64 for a BYTES schema.
@@ -563,7 +608,8 @@ pub fn id_base64(id: &MessageId) -> String {
     B64.encode(id.serialize())
 }
 
-pub fn pip_response(outcomes: &[Outcome]) -> PipResponse {
+/// `schema_version`: the registry's version of the producer's schema, when it has one.
+pub fn pip_response(outcomes: &[Outcome], schema_version: Option<i64>) -> PipResponse {
     PipResponse {
         message_ids: outcomes
             .iter()
@@ -582,7 +628,7 @@ pub fn pip_response(outcomes: &[Outcome]) -> PipResponse {
                 },
             })
             .collect(),
-        schema_version: None,
+        schema_version,
     }
 }
 
@@ -631,7 +677,7 @@ mod tests {
     fn pip_bodies_parse_with_every_field() {
         let body = br#"{"messages":[{"key":"k1","value":"aGVsbG8=","properties":{"a":"1"},
             "eventTime":1700000000000,"sequenceId":7,"deliverAfterMs":1000,"partition":2}]}"#;
-        let m = &parse_pip(body, 10).unwrap()[0];
+        let m = &parse_pip(body, 10).unwrap().messages[0];
         assert_eq!(&m.msg.payload[..], b"hello");
         assert_eq!(m.msg.key.as_deref(), Some("k1"));
         assert_eq!(m.msg.properties, vec![("a".to_string(), "1".to_string())]);
@@ -644,9 +690,15 @@ mod tests {
     #[test]
     fn schemas_pick_the_value_format() {
         let s = br#"{"value_schema":{"type":"STRING"},"messages":[{"value":"plain"}]}"#;
-        assert_eq!(&parse_pip(s, 10).unwrap()[0].msg.payload[..], b"plain");
+        assert_eq!(
+            &parse_pip(s, 10).unwrap().messages[0].msg.payload[..],
+            b"plain"
+        );
         let j = br#"{"schema_type":"JSON","messages":[{"value":{"x":1}}]}"#;
-        assert_eq!(&parse_pip(j, 10).unwrap()[0].msg.payload[..], br#"{"x":1}"#);
+        assert_eq!(
+            &parse_pip(j, 10).unwrap().messages[0].msg.payload[..],
+            br#"{"x":1}"#
+        );
     }
 
     #[test]
@@ -768,7 +820,7 @@ mod tests {
     fn responses_have_the_pip_and_broker_shapes() {
         let id = MessageId::new(3, 4, 1, -1, 0);
         let outcomes = vec![Ok(id), Err(Error::timeout("send"))];
-        let pip = serde_json::to_value(pip_response(&outcomes)).unwrap();
+        let pip = serde_json::to_value(pip_response(&outcomes, None)).unwrap();
         assert_eq!(pip["messageIds"][0]["partition"], 1);
         assert_eq!(pip["messageIds"][0]["messageId"], id_base64(&id));
         assert_eq!(pip["messageIds"][1]["error_code"], 2);
