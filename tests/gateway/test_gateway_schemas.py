@@ -2,7 +2,10 @@
 JSON and AVRO records POSTed as JSON values are checked against ``value_schema``, encoded,
 registered by the gateway's producer (``schema_version`` answered), and read back as the
 same values by the official client's ``pulsar.schema`` classes and by ``streamwire.schema``;
-a value that does not fit is 422 42205 with nothing sent; an incompatible schema is 409."""
+a value that does not fit is 422 42205 with nothing sent; an incompatible schema is 409.
+Records the official client writes with ``AvroSchema`` come back as JSON values from reads
+with ``include_schema`` and from consumer instances (plain and streamed fetches) created
+with the record's ``value_schema``."""
 
 from __future__ import annotations
 
@@ -236,4 +239,26 @@ def test_a_consumer_instance_with_a_value_schema_gets_json_values(
         got += f.json()["messages"]
     assert [m["value"] for m in got] == [as_json(sample(i)) for i in range(N)]
     assert all("valueEncoding" not in m for m in got)
+    assert httpx.delete(base.replace("/consumer/", "/consumers/")).status_code in (200, 204)
+
+
+def test_a_streamed_fetch_decodes_records_too(
+    apache_gateway: Gateway, apache_broker: Any, official_pulsar: ModuleType
+) -> None:
+    _, path = official_avro_topic(official_pulsar, apache_broker.service_url, N)
+    r = httpx.post(
+        f"{apache_gateway.url}{path}/subscription/streamed",
+        json={
+            "subscriptionInitialPosition": "earliest",
+            "value_schema": {"type": "AVRO", "schema": definition_of("avro")},
+        },
+        timeout=30,
+    )
+    assert r.status_code == 200, r.text
+    base = r.json()["base_uri"]
+    params = {"stream": "ndjson", "timeout": 20000, "max_messages": N}
+    with httpx.stream("GET", f"{base}/messages", params=params, timeout=30) as s:
+        assert s.status_code == 200
+        got = [json.loads(line) for line in s.iter_lines() if line.strip()]
+    assert [m["value"] for m in got] == [as_json(sample(i)) for i in range(N)]
     assert httpx.delete(base.replace("/consumer/", "/consumers/")).status_code in (200, 204)
