@@ -262,3 +262,29 @@ def test_a_streamed_fetch_decodes_records_too(
         got = [json.loads(line) for line in s.iter_lines() if line.strip()]
     assert [m["value"] for m in got] == [as_json(sample(i)) for i in range(N)]
     assert httpx.delete(base.replace("/consumer/", "/consumers/")).status_code in (200, 204)
+
+
+def test_a_schema_named_by_its_version_alone(apache_gateway: Gateway, apache_broker: Any) -> None:
+    topic, path = fresh()
+    url = apache_gateway.url + path
+    r = httpx.post(url, json=body("avro", definition_of("avro"), [as_json(sample(0))]))
+    assert r.status_code == 200, r.text
+    version = r.json()["schema_version"]
+    by_version = {
+        "schema_type": "AVRO",
+        "schema_version": version,
+        "messages": [{"value": as_json(sample(1))}],
+    }
+    r = httpx.post(url, json=by_version)
+    assert r.status_code == 200, r.text
+    assert r.json()["schema_version"] == version
+    r = httpx.post(url, json=dict(by_version, schema_type="JSON"))
+    assert (r.status_code, r.json()["code"]) == (422, 42204)
+    r = httpx.post(url, json=dict(by_version, schema_version=version + 100))
+    assert (r.status_code, r.json()["code"]) == (422, 42204), r.text
+    with streamwire.Client(apache_broker.service_url) as client:
+        rd = client.create_reader(topic, "earliest", schema=AvroSchema(Reading))
+        got = [rd.read_next(timeout=15) for _ in range(2)]
+        assert [m.value for m in got] == [sample(0), sample(1)]
+        assert not rd.has_message_available()
+        rd.close()

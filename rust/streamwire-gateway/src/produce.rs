@@ -359,10 +359,22 @@ pub fn pip_message(
 pub struct PipBody {
     pub messages: Vec<Prepared>,
     pub schema: Option<Arc<RecordSchema>>,
+    /// A JSON or AVRO body naming its schema by `schema_version` alone: the caller fetches
+    /// that version and parses again with [`parse_pip_with`] (`messages` is empty).
+    pub wanted_version: Option<i64>,
 }
 
 /// Parse a PIP-64 body into messages (all or nothing: a bad message fails the request).
 pub fn parse_pip(body: &[u8], max_messages: usize) -> std::result::Result<PipBody, ApiError> {
+    parse_pip_with(body, max_messages, None)
+}
+
+/// [`parse_pip`], with `known` the record schema of the body's `schema_version`.
+pub fn parse_pip_with(
+    body: &[u8],
+    max_messages: usize,
+    known: Option<Arc<RecordSchema>>,
+) -> std::result::Result<PipBody, ApiError> {
     let req: PipRequest = serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(format!("the body is not a PIP-64 produce request: {e}"))
     })?;
@@ -372,11 +384,41 @@ pub fn parse_pip(body: &[u8], max_messages: usize) -> std::result::Result<PipBod
             req.messages.len()
         )));
     }
-    let (format, schema) = checked_schemas(
-        req.schema_type.as_deref(),
-        req.key_schema.as_ref(),
-        req.value_schema.as_ref(),
-    )?;
+    let declared = req.schema_type.as_deref().map(str::to_ascii_uppercase);
+    let by_version = req.value_schema.is_none()
+        && matches!(declared.as_deref(), Some("JSON" | "AVRO"))
+        && req.schema_version.is_some();
+    let (format, schema) = match (by_version, known) {
+        (true, Some(k)) => {
+            // The key schema is checked as usual; the value's is the registry's version.
+            checked_schemas(None, req.key_schema.as_ref(), None)?;
+            let kind = streamwire_pulsar::schema::SchemaInfo::type_name(k.info.kind);
+            if declared.as_deref() != Some(kind) {
+                return Err(ApiError::new(
+                    422,
+                    4,
+                    format!(
+                        "schema_type {} but schema_version {} is a {kind} schema",
+                        declared.unwrap_or_default(),
+                        req.schema_version.unwrap_or_default()
+                    ),
+                ));
+            }
+            (ValueFormat::Record, Some(k))
+        }
+        (true, None) => {
+            return Ok(PipBody {
+                messages: Vec::new(),
+                schema: None,
+                wanted_version: req.schema_version,
+            })
+        }
+        (false, _) => checked_schemas(
+            req.schema_type.as_deref(),
+            req.key_schema.as_ref(),
+            req.value_schema.as_ref(),
+        )?,
+    };
     let messages = req
         .messages
         .into_iter()
@@ -400,7 +442,11 @@ pub fn parse_pip(body: &[u8], max_messages: usize) -> std::result::Result<PipBod
             ))
         })
         .collect::<std::result::Result<_, ApiError>>()?;
-    Ok(PipBody { messages, schema })
+    Ok(PipBody {
+        messages,
+        schema,
+        wanted_version: None,
+    })
 }
 
 /// Parse the broker dialect's body: `payload` is text, base64 for a BYTES schema.
@@ -698,6 +744,29 @@ mod tests {
         assert_eq!(
             &parse_pip(j, 10).unwrap().messages[0].msg.payload[..],
             br#"{"x":1}"#
+        );
+    }
+
+    #[test]
+    fn records_are_encoded_or_named_by_version() {
+        let rec = r#"{"type":"record","name":"R","fields":[{"name":"n","type":"int"}]}"#;
+        let body = format!(
+            r#"{{"schema_type":"AVRO","value_schema":{{"type":"AVRO","schema":{}}},"messages":[{{"value":{{"n":1}}}}]}}"#,
+            serde_json::to_string(rec).unwrap()
+        );
+        let b = parse_pip(body.as_bytes(), 10).unwrap();
+        assert_eq!(&b.messages[0].msg.payload[..], &[2]);
+        let known = b.schema.unwrap();
+        let by_version =
+            br#"{"schema_type":"AVRO","schema_version":3,"messages":[{"value":{"n":2}}]}"#;
+        let first = parse_pip(by_version, 10).unwrap();
+        assert_eq!((first.wanted_version, first.messages.len()), (Some(3), 0));
+        let again = parse_pip_with(by_version, 10, Some(known.clone())).unwrap();
+        assert_eq!(&again.messages[0].msg.payload[..], &[4]);
+        let json = br#"{"schema_type":"JSON","schema_version":3,"messages":[{"value":{"n":2}}]}"#;
+        assert_eq!(
+            parse_pip_with(json, 10, Some(known)).unwrap_err().code,
+            42204
         );
     }
 

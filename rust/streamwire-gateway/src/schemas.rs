@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use streamwire_pulsar::schema::{json, RecordCodec, RecordEncoding, SchemaInfo, SchemaType};
 
+use crate::decode::WriterSchema;
 use crate::error::ApiError;
 
 /// A record schema a producer registers and its messages are encoded with.
@@ -106,6 +107,14 @@ pub fn record_schema(
         },
         codec,
     })))
+}
+
+/// The record schema of a writer's version from the registry, when it is JSON or AVRO.
+pub fn from_writer(w: &WriterSchema) -> Option<Arc<RecordSchema>> {
+    Some(Arc::new(RecordSchema {
+        info: w.info.clone(),
+        codec: w.codec.clone()?,
+    }))
 }
 
 /// `messages[i].value` checked against the record schema and encoded; 42205 when it does

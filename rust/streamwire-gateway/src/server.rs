@@ -292,7 +292,27 @@ async fn produce_request(
         if broker {
             produce::parse_broker(&raw, gw.config.max_messages)?
         } else {
-            let body = produce::parse_pip(&raw, gw.config.max_messages)?;
+            let mut body = produce::parse_pip(&raw, gw.config.max_messages)?;
+            if let Some(v) = body.wanted_version {
+                // The schema named by its registry version alone (PIP-64: "returned by a
+                // previous request using the same schema").
+                let client = gw.client_for(token).await?;
+                let writer = gw
+                    .writer_schemas
+                    .get(&client, &topic_name(t)?, &v.to_be_bytes())
+                    .await?;
+                let known = writer
+                    .as_deref()
+                    .and_then(crate::schemas::from_writer)
+                    .ok_or_else(|| {
+                        ApiError::new(
+                            422,
+                            4,
+                            format!("{} has no JSON or AVRO schema version {v}", t.name()),
+                        )
+                    })?;
+                body = produce::parse_pip_with(&raw, gw.config.max_messages, Some(known))?;
+            }
             schema = body.schema;
             body.messages
         }
