@@ -7,7 +7,7 @@
 //! - `config` — flags and environment (pure).
 //! - `route` — which endpoint a method and path are (pure).
 //! - `error` — errors as HTTP statuses and PIP-64 codes (pure).
-//! - `schemas` — JSON and AVRO record values checked and encoded by their `value_schema` (pure).
+//! - `schemas` — the schema fields checked; JSON and AVRO record values encoded by them (pure).
 //! - `produce` — the three produce bodies to engine messages and back (pure), and sending.
 //! - `decode` — values read back as JSON by their writer's schema version (GET_SCHEMA, cached).
 //! - `read` — a stateless reader per `GET …/messages`.

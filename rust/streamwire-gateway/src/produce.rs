@@ -19,7 +19,8 @@ use streamwire_pulsar::message_id::MessageId;
 use streamwire_pulsar::producer::{Completion, EntryOptions, TopicProducer};
 
 use crate::error::{message_error_code, ApiError};
-use crate::schemas::{encode_value, record_schema, RecordSchema};
+pub use crate::schemas::{check_schemas, checked_schemas};
+use crate::schemas::{encode_value, RecordSchema};
 
 /// How a message's `value` is written in the JSON body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,107 +67,6 @@ impl ValueFormat {
             )),
         }
     }
-}
-
-/// A schema info's `type` (given as an object or as its JSON text), upper-cased; `None` when
-/// it is not a schema info.
-fn info_type(v: &Value) -> Option<String> {
-    let obj = match v {
-        Value::String(text) => serde_json::from_str::<Value>(text).ok()?,
-        other => other.clone(),
-    };
-    obj.as_object()?
-        .get("type")?
-        .as_str()
-        .map(str::to_ascii_uppercase)
-}
-
-/// PIP-64's schema fields (`schema_type`, `key_schema`, `value_schema`) checked: the value
-/// format, or the 422 that says what is wrong — 42201 a key/value schema without both
-/// schemas, 42202 a structured schema without `value_schema`, 42203 an invalid (or, keys
-/// being strings here, non-string) key schema, 42204 an invalid or unsupported value schema.
-pub fn check_schemas(
-    schema_type: Option<&str>,
-    key_schema: Option<&Value>,
-    value_schema: Option<&Value>,
-) -> std::result::Result<ValueFormat, ApiError> {
-    checked_schemas(schema_type, key_schema, value_schema).map(|(f, _)| f)
-}
-
-/// [`check_schemas`], with the parsed record schema when the format is `Record`.
-pub fn checked_schemas(
-    schema_type: Option<&str>,
-    key_schema: Option<&Value>,
-    value_schema: Option<&Value>,
-) -> std::result::Result<(ValueFormat, Option<Arc<RecordSchema>>), ApiError> {
-    let value_type = match value_schema {
-        None => None,
-        Some(v) => Some(info_type(v).ok_or_else(|| {
-            ApiError::new(
-                422,
-                4,
-                "value_schema is not a schema info (an object, or its JSON text, with a string \"type\")",
-            )
-        })?),
-    };
-    let key_type = match key_schema {
-        None => None,
-        Some(v) => Some(info_type(v).ok_or_else(|| {
-            ApiError::new(
-                422,
-                3,
-                "key_schema is not a schema info (an object, or its JSON text, with a string \"type\")",
-            )
-        })?),
-    };
-    // A bare Avro record definition (`{"type": "record", ...}`) takes its type from
-    // `schema_type` (see `schemas::record_schema`).
-    let value_type = value_type.filter(|v| v != "RECORD");
-    let declared = schema_type.map(str::to_ascii_uppercase);
-    if let (Some(d), Some(v)) = (&declared, &value_type) {
-        if d != v && d != "KEY_VALUE" {
-            return Err(ApiError::new(
-                422,
-                4,
-                format!("schema_type {d} and value_schema's type {v} disagree"),
-            ));
-        }
-    }
-    let t = declared.or(value_type);
-    match t.as_deref() {
-        Some("KEY_VALUE") if key_schema.is_none() || value_schema.is_none() => {
-            return Err(ApiError::new(
-                422,
-                1,
-                "a KEY_VALUE schema needs both key_schema and value_schema",
-            ))
-        }
-        Some("AVRO" | "PROTOBUF" | "PROTOBUF_NATIVE") if value_schema.is_none() => {
-            return Err(ApiError::new(
-                422,
-                2,
-                format!(
-                    "schema type {} needs its definition in value_schema",
-                    t.as_deref().unwrap_or_default()
-                ),
-            ))
-        }
-        _ => {}
-    }
-    if let Some(k) = key_type.filter(|k| !matches!(k.as_str(), "STRING" | "BYTES" | "NONE")) {
-        return Err(ApiError::new(
-            422,
-            3,
-            format!("key_schema type {k} is not supported: message keys are strings here"),
-        ));
-    }
-    // A JSON or AVRO definition is parsed here so a bad one is 42204 before anything else.
-    if let Some(r) = record_schema(t.as_deref(), value_schema)? {
-        return Ok((ValueFormat::Record, Some(r)));
-    }
-    ValueFormat::from_schema(t.as_deref(), None)
-        .map(|f| (f, None))
-        .map_err(|e| ApiError::new(422, 4, e.to_string()))
 }
 
 /// One message of a PIP-64 produce request.
