@@ -92,12 +92,31 @@ HTTP_CASES: list[HttpCase] = [
         b'{"value_schema": {"schema": "x"}, "messages": [{"value": "eA=="}]}',
     ),
     HttpCase(
-        "unsupported value schema (AVRO, until the schemas work lands)",
+        "AVRO value_schema whose definition is not a record schema",
         "POST",
         "{t}",
         422,
         42204,
         b'{"value_schema": {"type": "AVRO", "schema": "{}"}, "messages": [{"value": "eA=="}]}',
+    ),
+    HttpCase(
+        "unsupported value schema (PROTOBUF)",
+        "POST",
+        "{t}",
+        422,
+        42204,
+        b'{"value_schema": {"type": "PROTOBUF", "schema": "x"}, "messages": [{"value": "eA=="}]}',
+    ),
+    HttpCase(
+        "value that does not fit its AVRO record schema",
+        "POST",
+        "{t}",
+        422,
+        42205,
+        b'{"schema_type": "AVRO", "value_schema": {"type": "AVRO", "schema": '
+        b'"{\\"type\\": \\"record\\", \\"name\\": \\"R\\", \\"fields\\": '
+        b'[{\\"name\\": \\"n\\", \\"type\\": \\"int\\"}]}"}, '
+        b'"messages": [{"value": {"n": "five"}}]}',
     ),
     HttpCase(
         "broker dialect without `messages`",

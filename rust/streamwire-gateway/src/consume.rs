@@ -25,6 +25,7 @@ use crate::consumers::{
     decode_message_id, encode_segment, parse_sub_type, sub_type_name, valid_name, InUse, Instance,
     InstanceId, Key,
 };
+use crate::decode::{decoded, Resolved};
 use crate::error::ApiError;
 use crate::produce::{id_base64, ValueFormat};
 use crate::route::{percent_decode, SubPath};
@@ -322,18 +323,34 @@ struct FetchAnswer<'a> {
     messages: Vec<ConsumedMessage<'a>>,
 }
 
-pub fn consumed(m: &ReceivedMessage, format: ValueFormat) -> ConsumedMessage<'_> {
+/// `m` as a fetch answer writes it. `schemas`: the writer schemas of a record-typed
+/// instance's batch (`decode`), by which its values are answered as JSON.
+pub fn consumed<'a>(
+    m: &'a ReceivedMessage,
+    format: ValueFormat,
+    schemas: Option<&Resolved>,
+) -> ConsumedMessage<'a> {
     let b64 = || ConsumedValue::Base64(B64.encode(&m.payload));
+    let json_or_b64 = || match serde_json::from_slice::<Value>(&m.payload) {
+        Ok(v) => (ConsumedValue::Json(v), None),
+        Err(_) => (b64(), Some("base64")),
+    };
     let (value, value_encoding) = match format {
         ValueFormat::Base64 => (b64(), None),
         ValueFormat::Text => match std::str::from_utf8(&m.payload) {
             Ok(s) => (ConsumedValue::Text(s), None),
             Err(_) => (b64(), Some("base64")),
         },
-        ValueFormat::Json => match serde_json::from_slice::<Value>(&m.payload) {
-            Ok(v) => (ConsumedValue::Json(v), None),
-            Err(_) => (b64(), Some("base64")),
+        // A record value by its writer's schema; a payload that does not decode by it stays
+        // base64, flagged; without a writer schema, JSON payloads still read as JSON.
+        ValueFormat::Record => match schemas.and_then(|s| s.get(m.schema_version()?)) {
+            Some(w) => match w.codec.as_ref().and_then(|c| decoded(c, &m.payload)) {
+                Some(v) => (ConsumedValue::Json(v), None),
+                None => (b64(), Some("base64")),
+            },
+            None => json_or_b64(),
         },
+        ValueFormat::Json => json_or_b64(),
     };
     ConsumedMessage {
         message_id: id_base64(&m.id),
@@ -581,7 +598,21 @@ pub async fn fetch(
     inst.delivered
         .fetch_add(out.len() as u64, Ordering::Relaxed);
     crate::metrics::Metrics::add(&gw.metrics.delivered, out.len());
-    let messages = out.iter().map(|m| consumed(m, inst.format)).collect();
+    let schemas = match inst.format {
+        ValueFormat::Record => {
+            let client = inst.client.as_ref().unwrap_or(&gw.client);
+            let topic = TopicName::parse(&inst.key.topic)
+                .map_err(|e| ApiError::bad_request(e.to_string()))?;
+            // Failing to fetch a writer schema leaves those values base64 (flagged): the
+            // messages are handed out either way and must not be lost.
+            gw.writer_schemas.resolve(client, &topic, &out).await.ok()
+        }
+        _ => None,
+    };
+    let messages = out
+        .iter()
+        .map(|m| consumed(m, inst.format, schemas.as_ref()))
+        .collect();
     ok(&FetchAnswer { messages })
 }
 

@@ -56,6 +56,15 @@ impl ApiError {
 impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
         let msg = e.to_string();
+        // The broker's IncompatibleSchema (producer creation with a schema the topic's
+        // compatibility policy refuses): the request conflicts with the topic's state.
+        if e.server_code() == Some(streamwire_pulsar::server_error::code::INCOMPATIBLE_SCHEMA) {
+            return ApiError::new(
+                409,
+                2,
+                format!("the value schema is incompatible with the topic's schema: {msg}"),
+            );
+        }
         match e.kind() {
             ErrorKind::TopicNotFound => ApiError::new(404, 1, msg),
             ErrorKind::PartitionNotFound => ApiError::new(404, 2, msg),

@@ -24,10 +24,13 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use streamwire_pulsar::topic::TopicName;
+
 use crate::consume::{consumed, consumer_error, find, query_pairs, Reply};
 use crate::consumers::InUse;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
+use crate::produce::ValueFormat;
 use crate::route::SubPath;
 use crate::state::Gateway;
 
@@ -173,7 +176,7 @@ pub async fn start(
     let (tx, rx) = mpsc::channel(IN_FLIGHT);
     let framing = p.framing;
     let stopping = gw.stopping();
-    tokio::spawn(run(inst, p, tx, gw.metrics.clone(), stopping));
+    tokio::spawn(run(inst, p, tx, gw.clone(), stopping));
     Ok(Ok((framing, rx)))
 }
 
@@ -215,7 +218,7 @@ async fn run(
     inst: InUse,
     p: StreamParams,
     tx: mpsc::Sender<Bytes>,
-    metrics: Arc<Metrics>,
+    gw: Arc<Gateway>,
     stopping: impl std::future::Future<Output = ()>,
 ) {
     let sse = p.framing == Framing::Sse;
@@ -227,7 +230,7 @@ async fn run(
         }
     }
     tokio::pin!(stopping);
-    let why = stream(&inst, &p, &tx, &metrics, stopping).await;
+    let why = stream(&inst, &p, &tx, &gw, stopping).await;
     if let (true, Some(why)) = (sse, why) {
         // Bounded: a client that stopped reading does not hold the task (or a shutdown).
         let _ = tokio::time::timeout(Duration::from_secs(1), tx.send(end_frame(why))).await;
@@ -240,7 +243,7 @@ async fn stream(
     inst: &InUse,
     p: &StreamParams,
     tx: &mpsc::Sender<Bytes>,
-    metrics: &Metrics,
+    gw: &Gateway,
     mut stopping: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
 ) -> Option<End> {
     let deadline = Instant::now() + p.timeout;
@@ -249,6 +252,10 @@ async fn stream(
     // Held for the whole stream: fetches of one instance are serialized.
     let mut held = inst.held.lock().await;
     let mut beat = Instant::now() + p.heartbeat;
+    let topic = match inst.format {
+        ValueFormat::Record => TopicName::parse(&inst.key.topic).ok(),
+        _ => None,
+    };
     while left > 0 {
         let Some(m) = held.pop_front() else {
             let want = left.min(IN_FLIGHT);
@@ -278,8 +285,20 @@ async fn stream(
             }
             continue;
         };
+        // A record-typed instance decodes by the writer's version: a cache hit after the
+        // first message of each version. A failed lookup leaves the value base64, flagged.
+        let schemas = match (inst.format, &topic) {
+            (ValueFormat::Record, Some(t)) => {
+                let client = inst.client.as_ref().unwrap_or(&gw.client);
+                gw.writer_schemas
+                    .resolve(client, t, std::iter::once(&m))
+                    .await
+                    .ok()
+            }
+            _ => None,
+        };
         let out = {
-            let c = consumed(&m, inst.format);
+            let c = consumed(&m, inst.format, schemas.as_ref());
             frame(p.framing, &c.message_id, &c)
         };
         let permit = tokio::select! {
@@ -300,7 +319,7 @@ async fn stream(
         permit.send(out);
         beat = Instant::now() + p.heartbeat;
         inst.delivered.fetch_add(1, Ordering::Relaxed);
-        Metrics::add(&metrics.delivered, 1);
+        Metrics::add(&gw.metrics.delivered, 1);
         left -= 1;
     }
     Some(End::MaxMessages)

@@ -7,7 +7,9 @@
 //! - `config` — flags and environment (pure).
 //! - `route` — which endpoint a method and path are (pure).
 //! - `error` — errors as HTTP statuses and PIP-64 codes (pure).
+//! - `schemas` — the schema fields checked; JSON and AVRO record values encoded by them (pure).
 //! - `produce` — the three produce bodies to engine messages and back (pure), and sending.
+//! - `decode` — values read back as JSON by their writer's schema version (GET_SCHEMA, cached).
 //! - `read` — a stateless reader per `GET …/messages`.
 //! - `stream` — streaming produce: NDJSON lines in, delivery reports out, in order.
 //! - `consumers` — consumer instances: ids naming their node, the registry, idle expiry.
@@ -25,6 +27,7 @@ pub mod callers;
 pub mod config;
 pub mod consume;
 pub mod consumers;
+pub mod decode;
 pub mod error;
 pub mod fetch_stream;
 pub mod logging;
@@ -33,6 +36,7 @@ pub mod openapi;
 pub mod produce;
 pub mod read;
 pub mod route;
+pub mod schemas;
 pub mod server;
 pub mod state;
 pub mod stream;

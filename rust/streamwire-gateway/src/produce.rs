@@ -3,6 +3,7 @@
 //! answered in request order, one result per message.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::engine::general_purpose::STANDARD as B64;
@@ -18,6 +19,8 @@ use streamwire_pulsar::message_id::MessageId;
 use streamwire_pulsar::producer::{Completion, EntryOptions, TopicProducer};
 
 use crate::error::{message_error_code, ApiError};
+pub use crate::schemas::{check_schemas, checked_schemas};
+use crate::schemas::{encode_value, RecordSchema};
 
 /// How a message's `value` is written in the JSON body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +31,9 @@ pub enum ValueFormat {
     Text,
     /// JSON: any JSON value, sent as its serialized text.
     Json,
+    /// A JSON or AVRO record schema's value: JSON in the body, checked and encoded by the
+    /// schema (`schemas`); read back decoded with the version it was written with.
+    Record,
 }
 
 fn schema_type(schema: Option<&Value>) -> Option<String> {
@@ -54,93 +60,13 @@ impl ValueFormat {
             Some("JSON") => Ok(ValueFormat::Json),
             Some(other) => Err(Error::new(
                 ErrorKind::NotSupported,
-                format!("schema type {other} is not supported by this gateway yet (BYTES, STRING, JSON are)"),
+                format!(
+                    "schema type {other} is not supported by this gateway (BYTES, STRING, and \
+                     JSON or AVRO records with their definition in value_schema are)"
+                ),
             )),
         }
     }
-}
-
-/// A schema info's `type` (given as an object or as its JSON text), upper-cased; `None` when
-/// it is not a schema info.
-fn info_type(v: &Value) -> Option<String> {
-    let obj = match v {
-        Value::String(text) => serde_json::from_str::<Value>(text).ok()?,
-        other => other.clone(),
-    };
-    obj.as_object()?
-        .get("type")?
-        .as_str()
-        .map(str::to_ascii_uppercase)
-}
-
-/// PIP-64's schema fields (`schema_type`, `key_schema`, `value_schema`) checked: the value
-/// format, or the 422 that says what is wrong — 42201 a key/value schema without both
-/// schemas, 42202 a structured schema without `value_schema`, 42203 an invalid (or, keys
-/// being strings here, non-string) key schema, 42204 an invalid or unsupported value schema.
-pub fn check_schemas(
-    schema_type: Option<&str>,
-    key_schema: Option<&Value>,
-    value_schema: Option<&Value>,
-) -> std::result::Result<ValueFormat, ApiError> {
-    let value_type = match value_schema {
-        None => None,
-        Some(v) => Some(info_type(v).ok_or_else(|| {
-            ApiError::new(
-                422,
-                4,
-                "value_schema is not a schema info (an object, or its JSON text, with a string \"type\")",
-            )
-        })?),
-    };
-    let key_type = match key_schema {
-        None => None,
-        Some(v) => Some(info_type(v).ok_or_else(|| {
-            ApiError::new(
-                422,
-                3,
-                "key_schema is not a schema info (an object, or its JSON text, with a string \"type\")",
-            )
-        })?),
-    };
-    let declared = schema_type.map(str::to_ascii_uppercase);
-    if let (Some(d), Some(v)) = (&declared, &value_type) {
-        if d != v && d != "KEY_VALUE" {
-            return Err(ApiError::new(
-                422,
-                4,
-                format!("schema_type {d} and value_schema's type {v} disagree"),
-            ));
-        }
-    }
-    let t = declared.or(value_type);
-    match t.as_deref() {
-        Some("KEY_VALUE") if key_schema.is_none() || value_schema.is_none() => {
-            return Err(ApiError::new(
-                422,
-                1,
-                "a KEY_VALUE schema needs both key_schema and value_schema",
-            ))
-        }
-        Some("AVRO" | "PROTOBUF" | "PROTOBUF_NATIVE") if value_schema.is_none() => {
-            return Err(ApiError::new(
-                422,
-                2,
-                format!(
-                    "schema type {} needs its definition in value_schema",
-                    t.as_deref().unwrap_or_default()
-                ),
-            ))
-        }
-        _ => {}
-    }
-    if let Some(k) = key_type.filter(|k| !matches!(k.as_str(), "STRING" | "BYTES" | "NONE")) {
-        return Err(ApiError::new(
-            422,
-            3,
-            format!("key_schema type {k} is not supported: message keys are strings here"),
-        ));
-    }
-    ValueFormat::from_schema(t.as_deref(), None).map_err(|e| ApiError::new(422, 4, e.to_string()))
 }
 
 /// One message of a PIP-64 produce request.
@@ -257,6 +183,12 @@ fn value_bytes(v: &Value, format: ValueFormat, i: usize) -> std::result::Result<
             kind(other)
         ))),
         (ValueFormat::Json, v) => Ok(Bytes::from(v.to_string())),
+        // Only `parse_pip` has the record schema to encode with.
+        (ValueFormat::Record, _) => Err(ApiError::new(
+            422,
+            4,
+            "record schemas (JSON or AVRO with value_schema) are taken by the JSON produce body only",
+        )),
     }
 }
 
@@ -322,8 +254,27 @@ pub fn pip_message(
     ))
 }
 
+/// A parsed PIP-64 body: its messages and the record schema they were encoded with.
+#[derive(Debug)]
+pub struct PipBody {
+    pub messages: Vec<Prepared>,
+    pub schema: Option<Arc<RecordSchema>>,
+    /// A JSON or AVRO body naming its schema by `schema_version` alone: the caller fetches
+    /// that version and parses again with [`parse_pip_with`] (`messages` is empty).
+    pub wanted_version: Option<i64>,
+}
+
 /// Parse a PIP-64 body into messages (all or nothing: a bad message fails the request).
-pub fn parse_pip(body: &[u8], max_messages: usize) -> std::result::Result<Vec<Prepared>, ApiError> {
+pub fn parse_pip(body: &[u8], max_messages: usize) -> std::result::Result<PipBody, ApiError> {
+    parse_pip_with(body, max_messages, None)
+}
+
+/// [`parse_pip`], with `known` the record schema of the body's `schema_version`.
+pub fn parse_pip_with(
+    body: &[u8],
+    max_messages: usize,
+    known: Option<Arc<RecordSchema>>,
+) -> std::result::Result<PipBody, ApiError> {
     let req: PipRequest = serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(format!("the body is not a PIP-64 produce request: {e}"))
     })?;
@@ -333,17 +284,52 @@ pub fn parse_pip(body: &[u8], max_messages: usize) -> std::result::Result<Vec<Pr
             req.messages.len()
         )));
     }
-    let format = check_schemas(
-        req.schema_type.as_deref(),
-        req.key_schema.as_ref(),
-        req.value_schema.as_ref(),
-    )?;
-    req.messages
+    let declared = req.schema_type.as_deref().map(str::to_ascii_uppercase);
+    let by_version = req.value_schema.is_none()
+        && matches!(declared.as_deref(), Some("JSON" | "AVRO"))
+        && req.schema_version.is_some();
+    let (format, schema) = match (by_version, known) {
+        (true, Some(k)) => {
+            // The key schema is checked as usual; the value's is the registry's version.
+            checked_schemas(None, req.key_schema.as_ref(), None)?;
+            let kind = streamwire_pulsar::schema::SchemaInfo::type_name(k.info.kind);
+            if declared.as_deref() != Some(kind) {
+                return Err(ApiError::new(
+                    422,
+                    4,
+                    format!(
+                        "schema_type {} but schema_version {} is a {kind} schema",
+                        declared.unwrap_or_default(),
+                        req.schema_version.unwrap_or_default()
+                    ),
+                ));
+            }
+            (ValueFormat::Record, Some(k))
+        }
+        (true, None) => {
+            return Ok(PipBody {
+                messages: Vec::new(),
+                schema: None,
+                wanted_version: req.schema_version,
+            })
+        }
+        (false, _) => checked_schemas(
+            req.schema_type.as_deref(),
+            req.key_schema.as_ref(),
+            req.value_schema.as_ref(),
+        )?,
+    };
+    let messages = req
+        .messages
         .into_iter()
         .enumerate()
         .map(|(i, m)| {
+            let payload = match &schema {
+                Some(s) => encode_value(s, &m.value, i)?,
+                None => value_bytes(&m.value, format, i)?,
+            };
             Ok(prepared(
-                value_bytes(&m.value, format, i)?,
+                payload,
                 m.key,
                 m.properties,
                 m.event_time,
@@ -355,7 +341,12 @@ pub fn parse_pip(body: &[u8], max_messages: usize) -> std::result::Result<Vec<Pr
                 m.partition,
             ))
         })
-        .collect()
+        .collect::<std::result::Result<_, ApiError>>()?;
+    Ok(PipBody {
+        messages,
+        schema,
+        wanted_version: None,
+    })
 }
 
 /// Parse the broker dialect's body: `payload` is text, base64 for a BYTES schema.
@@ -563,7 +554,8 @@ pub fn id_base64(id: &MessageId) -> String {
     B64.encode(id.serialize())
 }
 
-pub fn pip_response(outcomes: &[Outcome]) -> PipResponse {
+/// `schema_version`: the registry's version of the producer's schema, when it has one.
+pub fn pip_response(outcomes: &[Outcome], schema_version: Option<i64>) -> PipResponse {
     PipResponse {
         message_ids: outcomes
             .iter()
@@ -582,7 +574,7 @@ pub fn pip_response(outcomes: &[Outcome]) -> PipResponse {
                 },
             })
             .collect(),
-        schema_version: None,
+        schema_version,
     }
 }
 
@@ -631,7 +623,7 @@ mod tests {
     fn pip_bodies_parse_with_every_field() {
         let body = br#"{"messages":[{"key":"k1","value":"aGVsbG8=","properties":{"a":"1"},
             "eventTime":1700000000000,"sequenceId":7,"deliverAfterMs":1000,"partition":2}]}"#;
-        let m = &parse_pip(body, 10).unwrap()[0];
+        let m = &parse_pip(body, 10).unwrap().messages[0];
         assert_eq!(&m.msg.payload[..], b"hello");
         assert_eq!(m.msg.key.as_deref(), Some("k1"));
         assert_eq!(m.msg.properties, vec![("a".to_string(), "1".to_string())]);
@@ -644,9 +636,38 @@ mod tests {
     #[test]
     fn schemas_pick_the_value_format() {
         let s = br#"{"value_schema":{"type":"STRING"},"messages":[{"value":"plain"}]}"#;
-        assert_eq!(&parse_pip(s, 10).unwrap()[0].msg.payload[..], b"plain");
+        assert_eq!(
+            &parse_pip(s, 10).unwrap().messages[0].msg.payload[..],
+            b"plain"
+        );
         let j = br#"{"schema_type":"JSON","messages":[{"value":{"x":1}}]}"#;
-        assert_eq!(&parse_pip(j, 10).unwrap()[0].msg.payload[..], br#"{"x":1}"#);
+        assert_eq!(
+            &parse_pip(j, 10).unwrap().messages[0].msg.payload[..],
+            br#"{"x":1}"#
+        );
+    }
+
+    #[test]
+    fn records_are_encoded_or_named_by_version() {
+        let rec = r#"{"type":"record","name":"R","fields":[{"name":"n","type":"int"}]}"#;
+        let body = format!(
+            r#"{{"schema_type":"AVRO","value_schema":{{"type":"AVRO","schema":{}}},"messages":[{{"value":{{"n":1}}}}]}}"#,
+            serde_json::to_string(rec).unwrap()
+        );
+        let b = parse_pip(body.as_bytes(), 10).unwrap();
+        assert_eq!(&b.messages[0].msg.payload[..], &[2]);
+        let known = b.schema.unwrap();
+        let by_version =
+            br#"{"schema_type":"AVRO","schema_version":3,"messages":[{"value":{"n":2}}]}"#;
+        let first = parse_pip(by_version, 10).unwrap();
+        assert_eq!((first.wanted_version, first.messages.len()), (Some(3), 0));
+        let again = parse_pip_with(by_version, 10, Some(known.clone())).unwrap();
+        assert_eq!(&again.messages[0].msg.payload[..], &[4]);
+        let json = br#"{"schema_type":"JSON","schema_version":3,"messages":[{"value":{"n":2}}]}"#;
+        assert_eq!(
+            parse_pip_with(json, 10, Some(known)).unwrap_err().code,
+            42204
+        );
     }
 
     #[test]
@@ -768,7 +789,7 @@ mod tests {
     fn responses_have_the_pip_and_broker_shapes() {
         let id = MessageId::new(3, 4, 1, -1, 0);
         let outcomes = vec![Ok(id), Err(Error::timeout("send"))];
-        let pip = serde_json::to_value(pip_response(&outcomes)).unwrap();
+        let pip = serde_json::to_value(pip_response(&outcomes, None)).unwrap();
         assert_eq!(pip["messageIds"][0]["partition"], 1);
         assert_eq!(pip["messageIds"][0]["messageId"], id_base64(&id));
         assert_eq!(pip["messageIds"][1]["error_code"], 2);

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use serde::Serialize;
+use serde_json::Value;
 
 use streamwire_core::error::Result;
 use streamwire_pulsar::client::PulsarClient;
@@ -18,8 +19,10 @@ use streamwire_pulsar::message_id::MessageId;
 use streamwire_pulsar::protocol::commands::SeekTarget;
 use streamwire_pulsar::topic::TopicName;
 
+use crate::decode::{value_of, Resolved, SchemaEntry, WriterSchemas};
 use crate::error::ApiError;
 use crate::produce::id_base64;
+use crate::schemas::version_number;
 
 /// Where a read starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +42,8 @@ pub struct ReadParams {
     pub max_messages: usize,
     pub max_bytes: usize,
     pub start: Start,
+    /// Values written under a JSON or AVRO schema answered as JSON, and the `schemas`.
+    pub include_schema: bool,
 }
 
 fn query_pairs(q: &str) -> Vec<(String, String)> {
@@ -61,6 +66,7 @@ impl ReadParams {
             max_messages: 100,
             max_bytes: 10 * 1024 * 1024,
             start: Start::Earliest,
+            include_schema: false,
         };
         let mut inclusive = false;
         let mut position: Option<String> = None;
@@ -77,7 +83,17 @@ impl ReadParams {
                 "position" => position = Some(v),
                 "publish_time" => p.start = Start::PublishTime(num(&k, &v)?),
                 "inclusive" => inclusive = v == "true" || v == "1",
-                "include_schema" => {}
+                "include_schema" => {
+                    p.include_schema = match v.as_str() {
+                        "true" | "1" | "" => true,
+                        "false" | "0" => false,
+                        _ => {
+                            return Err(ApiError::bad_request(format!(
+                                "include_schema must be true or false, got {v:?}"
+                            )))
+                        }
+                    }
+                }
                 other => {
                     return Err(ApiError::bad_request(format!(
                         "unknown parameter {other:?} (timeout, max_messages, max_bytes, position, \
@@ -117,7 +133,14 @@ impl ReadParams {
 pub struct ReadMessage {
     pub message_id: String,
     pub key: Option<String>,
-    pub value: String,
+    /// Base64, or with `include_schema` the JSON value by the writer's schema.
+    pub value: Value,
+    /// "base64" when `include_schema` was asked but the value could not be decoded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value_encoding: Option<&'static str>,
+    /// The writer's schema version, with `include_schema`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema_version: Option<i64>,
     pub properties: BTreeMap<String, String>,
     pub event_time: Option<u64>,
     pub publish_time: u64,
@@ -129,15 +152,25 @@ pub struct ReadMessage {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReadResponse {
+    /// With `include_schema`: the schemas the returned messages were written with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schemas: Option<Vec<SchemaEntry>>,
     pub messages: Vec<ReadMessage>,
     pub next_position: Option<String>,
 }
 
-fn to_json(m: &ReceivedMessage) -> ReadMessage {
+fn to_json(m: &ReceivedMessage, schemas: Option<&Resolved>) -> ReadMessage {
+    let typed = schemas.and_then(|s| value_of(m, s));
+    let value_encoding = match (&typed, schemas) {
+        (None, Some(s)) if m.schema_version().is_some_and(|v| s.contains_key(v)) => Some("base64"),
+        _ => None,
+    };
     ReadMessage {
         message_id: id_base64(&m.id),
         key: m.key().map(str::to_string),
-        value: B64.encode(&m.payload),
+        value: typed.unwrap_or_else(|| Value::String(B64.encode(&m.payload))),
+        value_encoding,
+        schema_version: schemas.and(m.schema_version()).and_then(version_number),
         properties: m.properties().iter().cloned().collect(),
         event_time: m.event_time(),
         publish_time: m.publish_time(),
@@ -161,6 +194,7 @@ pub async fn read(
     client: &PulsarClient,
     topic: TopicName,
     params: &ReadParams,
+    writers: &WriterSchemas,
     stopping: impl std::future::Future<Output = ()>,
 ) -> Result<ReadResponse> {
     let deadline = Instant::now() + params.timeout;
@@ -184,10 +218,23 @@ pub async fn read(
         receiver_queue_size: params.max_messages.clamp(1, 1000) as u32,
         ..ConsumerConfig::default()
     };
-    let consumer = Consumer::subscribe(client, &[topic], cfg).await?;
+    let consumer = Consumer::subscribe(client, std::slice::from_ref(&topic), cfg).await?;
     let result = collect(&consumer, params, deadline, stopping).await;
     let _ = consumer.close().await;
-    let messages = result?;
+    let received = result?;
+    let resolved = match params.include_schema {
+        true => Some(writers.resolve(client, &topic, &received).await?),
+        false => None,
+    };
+    let messages: Vec<ReadMessage> = received
+        .iter()
+        .map(|m| to_json(m, resolved.as_ref()))
+        .collect();
+    let schemas = resolved.map(|r| {
+        let mut all: Vec<SchemaEntry> = r.values().map(|w| w.entry()).collect();
+        all.sort_by_key(|e| e.version);
+        all
+    });
     let next_position =
         messages
             .last()
@@ -197,6 +244,7 @@ pub async fn read(
                 _ => None,
             });
     Ok(ReadResponse {
+        schemas,
         messages,
         next_position,
     })
@@ -207,7 +255,7 @@ async fn collect(
     params: &ReadParams,
     deadline: Instant,
     stopping: impl std::future::Future<Output = ()>,
-) -> Result<Vec<ReadMessage>> {
+) -> Result<Vec<ReceivedMessage>> {
     tokio::pin!(stopping);
     if let Start::PublishTime(t) = params.start {
         consumer.seek(SeekTarget::PublishTime(t)).await?;
@@ -229,9 +277,10 @@ async fn collect(
             () = &mut stopping => break,
         };
         let asked = params.max_messages - out.len();
-        for m in &got {
+        let n = got.len();
+        for m in got {
             bytes += m.payload.len() + m.key().map_or(0, str::len);
-            out.push(to_json(m));
+            out.push(m);
             if bytes >= params.max_bytes {
                 break;
             }
@@ -239,7 +288,7 @@ async fn collect(
         // With something to return and nothing more written yet, answer now; an empty read
         // waits (a long poll at the tail) until its timeout.
         if !out.is_empty()
-            && got.len() < asked
+            && n < asked
             && consumer.queued() == 0
             && !consumer.has_message_available().await.unwrap_or(true)
         {

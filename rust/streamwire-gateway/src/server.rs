@@ -207,7 +207,7 @@ async fn handle(gw: Arc<Gateway>, req: Request<Incoming>, r: Route) -> Answer {
                 Ok(c) => c,
                 Err(e) => return error(e.into()),
             };
-            match read::read(&client, topic, &params, gw.stopping()).await {
+            match read::read(&client, topic, &params, &gw.writer_schemas, gw.stopping()).await {
                 Ok(r) => json(200, serde_json::to_string(&r).unwrap_or_default()),
                 Err(e) => error(e.into()),
             }
@@ -252,7 +252,7 @@ async fn produce_request(
             q if q.contains("value_format=json") => produce::ValueFormat::Json,
             _ => produce::ValueFormat::Base64,
         };
-        let producer = gw.producer_as(token, &topic_name(t)?).await?;
+        let producer = gw.producer_as(token, &topic_name(t)?, None).await?;
         let (tx, rx) = tokio::sync::mpsc::channel(1024);
         let max_line = gw.config.max_body_bytes;
         tokio::spawn(stream::run(
@@ -272,6 +272,7 @@ async fn produce_request(
         return Ok(r);
     }
     let raw = body(req, gw.config.max_body_bytes, &gw.metrics).await?;
+    let mut schema = None;
     let msgs = if ctype.starts_with("application/octet-stream") {
         let props: Vec<(String, String)> = headers
             .iter()
@@ -291,7 +292,29 @@ async fn produce_request(
         if broker {
             produce::parse_broker(&raw, gw.config.max_messages)?
         } else {
-            produce::parse_pip(&raw, gw.config.max_messages)?
+            let mut body = produce::parse_pip(&raw, gw.config.max_messages)?;
+            if let Some(v) = body.wanted_version {
+                // The schema named by its registry version alone (PIP-64: "returned by a
+                // previous request using the same schema").
+                let client = gw.client_for(token).await?;
+                let writer = gw
+                    .writer_schemas
+                    .get(&client, &topic_name(t)?, &v.to_be_bytes())
+                    .await?;
+                let known = writer
+                    .as_deref()
+                    .and_then(crate::schemas::from_writer)
+                    .ok_or_else(|| {
+                        ApiError::new(
+                            422,
+                            4,
+                            format!("{} has no JSON or AVRO schema version {v}", t.name()),
+                        )
+                    })?;
+                body = produce::parse_pip_with(&raw, gw.config.max_messages, Some(known))?;
+            }
+            schema = body.schema;
+            body.messages
         }
     } else {
         return Err(ApiError::new(
@@ -303,7 +326,9 @@ async fn produce_request(
         ));
     };
     let topic = topic_name(t)?;
-    let producer = gw.producer_as(token, &topic).await?;
+    let producer = gw
+        .producer_as(token, &topic, schema.as_ref().map(|s| &s.info))
+        .await?;
     let outcomes = produce::send_all(&producer, t.partition, msgs).await?;
     let ok = outcomes.iter().filter(|o| o.is_ok()).count();
     Metrics::add(&gw.metrics.produced, ok);
@@ -324,7 +349,11 @@ async fn produce_request(
     let body = if broker {
         serde_json::to_string(&produce::broker_response(&outcomes))
     } else {
-        serde_json::to_string(&produce::pip_response(&outcomes))
+        // The registry's version of the producer's schema; none without a schema.
+        let version = schema.as_ref().and_then(|_| {
+            crate::schemas::version_number(&producer.schema_version().unwrap_or_default())
+        });
+        serde_json::to_string(&produce::pip_response(&outcomes, version))
     };
     let mut answer = json(200, body.unwrap_or_default());
     if pressure == produce::Pressure::Some {

@@ -16,12 +16,16 @@ use streamwire_pulsar::auth::Auth;
 use streamwire_pulsar::client::PulsarClient;
 use streamwire_pulsar::connection::ConnectionConfig;
 use streamwire_pulsar::producer::{ProducerConfig, Routing, TopicProducer};
+use streamwire_pulsar::schema::SchemaInfo;
 use streamwire_pulsar::topic::TopicName;
 
 use crate::callers::{Lru, MAX_CALLERS};
 use crate::config::GatewayConfig;
 use crate::consumers::{default_node_id, Registry};
+use crate::decode::WriterSchemas;
 use crate::metrics::{Gauges, Metrics};
+
+type ProducerKey = (Option<String>, String, Option<(i32, Vec<u8>)>);
 
 struct Cached {
     producer: Arc<TopicProducer>,
@@ -33,11 +37,15 @@ pub struct Gateway {
     pub config: GatewayConfig,
     pub client: PulsarClient,
     budget: MemoryBudget,
-    /// Keyed by (the caller's token, or `None` for the gateway's own client; the topic).
-    producers: Mutex<HashMap<(Option<String>, String), Cached>>,
+    /// Keyed by (the caller's token, or `None` for the gateway's own client; the topic; the
+    /// schema's type and definition): a producer registers one schema, so another schema
+    /// on the same topic gets a producer of its own.
+    producers: Mutex<HashMap<ProducerKey, Cached>>,
     /// The clients of callers that brought a token.
     callers: Lru<PulsarClient>,
     pub consumers: Registry,
+    /// The writer schema versions fetched for decoding reads, per (topic, version).
+    pub writer_schemas: WriterSchemas,
     /// This node's id inside instance ids.
     pub node_id: String,
     /// Where clients reach this node (`base_uri`s and redirects start with it).
@@ -71,6 +79,7 @@ impl Gateway {
             producers: Mutex::new(HashMap::new()),
             callers: Lru::new(MAX_CALLERS),
             consumers: Registry::default(),
+            writer_schemas: WriterSchemas::default(),
             node_id,
             advertised_url,
             metrics: Arc::new(Metrics::default()),
@@ -123,7 +132,7 @@ impl Gateway {
             let mut map = self.producers.lock().await;
             let keys: Vec<_> = map
                 .keys()
-                .filter(|(t, _)| t.as_deref() == Some(token.as_str()))
+                .filter(|(t, _, _)| t.as_deref() == Some(token.as_str()))
                 .cloned()
                 .collect();
             keys.iter()
@@ -152,19 +161,25 @@ impl Gateway {
     /// The producer of `topic` (all its partitions) for the gateway itself, created on first
     /// use.
     pub async fn producer(&self, topic: &TopicName) -> Result<Arc<TopicProducer>> {
-        self.producer_as(None, topic).await
+        self.producer_as(None, topic, None).await
     }
 
     /// The producer of `topic` for the caller with `token` (`None`: the gateway itself),
     /// created on first use. Keyed messages go by the Java client's key hash, the others
-    /// round-robin, as the official clients do.
+    /// round-robin, as the official clients do. With `schema` the producer registers it
+    /// (the broker refuses one incompatible with the topic's).
     pub async fn producer_as(
         &self,
         token: Option<&str>,
         topic: &TopicName,
+        schema: Option<&SchemaInfo>,
     ) -> Result<Arc<TopicProducer>> {
         let client = self.client_for(token).await?;
-        let key = (token.map(str::to_string), topic.to_string());
+        let key = (
+            token.map(str::to_string),
+            topic.to_string(),
+            schema.map(|s| (s.kind as i32, s.data.clone())),
+        );
         let mut map = self.producers.lock().await;
         if let Some(c) = map.get_mut(&key) {
             if !c.producer.is_closed() {
@@ -181,6 +196,7 @@ impl Gateway {
             // bodies "queue full" (benches/gateway_faults.py). The memory budget still bounds
             // what is pending; past it callers get 429/error_code 2 as before.
             max_pending_messages: self.config.max_pending_messages,
+            schema: schema.map(SchemaInfo::to_proto),
             ..ProducerConfig::default()
         };
         let p = Arc::new(
@@ -210,7 +226,7 @@ impl Gateway {
         let idle = self.config.producer_idle;
         let stale: Vec<Arc<TopicProducer>> = {
             let mut map = self.producers.lock().await;
-            let keys: Vec<(Option<String>, String)> = map
+            let keys: Vec<ProducerKey> = map
                 .iter()
                 .filter(|(_, c)| c.last_used.elapsed() > idle)
                 .map(|(k, _)| k.clone())
