@@ -17,33 +17,18 @@ from typing import Any
 
 import httpx
 
+from tests.gateway.test_fetch_stream import instance as _instance
+from tests.gateway.test_fetch_stream import produce
 from tests.peers.gateway import Gateway
-
-
-def b64(b: bytes) -> str:
-    return base64.b64encode(b).decode()
 
 
 def fresh() -> str:
     return f"/topics/public/default/gwsse-{uuid.uuid4().hex[:12]}"
 
 
-def produce(gw: Gateway, path: str, values: list[bytes]) -> None:
-    body = {"messages": [{"value": b64(v)} for v in values]}
-    r = httpx.post(f"{gw.url}{path}", json=body, timeout=30)
-    assert r.status_code == 200, r.text
-    assert not any(x.get("error_code") for x in r.json()["messageIds"]), r.text
-
-
-def instance(gw: Gateway, path: str, sub: str, sub_type: str = "Shared") -> str:
-    r = httpx.post(
-        f"{gw.url}{path}/subscription/{sub}",
-        json={"subscriptionInitialPosition": "earliest", "subscriptionType": sub_type},
-        timeout=30,
-    )
-    assert r.status_code == 200, r.text
-    base_uri: str = r.json()["base_uri"]
-    return base_uri
+def instance(gw: Gateway, path: str, sub: str) -> str:
+    """A Shared consumer instance (SSE tests share subscriptions between streams)."""
+    return _instance(gw, path, sub, sub_type="Shared")
 
 
 @dataclass
