@@ -144,15 +144,29 @@ def test_writes_typed_rows_the_official_client_reads(
 
 def test_derived_schema_round_trip(spark: Any, apache_broker: Any, unique_topic: str) -> None:
     """A topic without a schema gets one derived from the DataFrame (registered by the
-    producer); reading it back gives the same typed columns."""
+    producer); reading it back gives the same typed columns (timestamps and dates too)."""
+    import datetime as dt
+
     url = apache_broker.service_url
+    t0 = dt.datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=dt.timezone.utc)
+    data = [
+        (
+            i,
+            f"n{i}",
+            float(i) / 4,
+            [i, i + 1],
+            {"x": f"v{i}"},
+            (i % 2 == 0, None),
+            None,
+            t0 + dt.timedelta(seconds=i),
+            dt.date(2024, 1, 1 + i),
+        )
+        for i in range(N)
+    ]
     df = spark.createDataFrame(
-        [
-            (i, f"n{i}", float(i) / 4, [i, i + 1], {"x": f"v{i}"}, (i % 2 == 0, None), None)
-            for i in range(N)
-        ],
+        data,
         "id bigint, name string, score double, xs array<int>, m map<string,string>, "
-        "st struct<flag:boolean,note:string>, opt int",
+        "st struct<flag:boolean,note:string>, opt int, at timestamp, day date",
     )
     df.write.format("streamwire").option("service_url", url).option("topic", unique_topic).option(
         "valueSchemaName", "test.Derived"
@@ -163,17 +177,12 @@ def test_derived_schema_round_trip(spark: Any, apache_broker: Any, unique_topic:
     definition = json.loads(got[1])
     assert definition["name"] == "Derived" and definition["namespace"] == "test"
     back = _read(spark, url, unique_topic).orderBy("id")
-    assert [f.name for f in back.schema.fields][:7] == [
-        "id",
-        "name",
-        "score",
-        "xs",
-        "m",
-        "st",
-        "opt",
-    ]
-    rows = back.select("id", "name", "score", "xs", "m", "st", "opt").collect()
-    assert [tuple(_as_plain(x) for x in r) for r in rows] == [
+    names = ["id", "name", "score", "xs", "m", "st", "opt", "at", "day"]
+    assert [f.name for f in back.schema.fields][:9] == names
+    assert back.schema["at"].dataType.simpleString() == "timestamp"
+    assert back.schema["day"].dataType.simpleString() == "date"
+    rows = back.select(*names).collect()
+    want = [
         (
             i,
             f"n{i}",
@@ -182,9 +191,14 @@ def test_derived_schema_round_trip(spark: Any, apache_broker: Any, unique_topic:
             {"x": f"v{i}"},
             {"flag": i % 2 == 0, "note": None},
             None,
+            t0 + dt.timedelta(seconds=i),
+            dt.date(2024, 1, 1 + i),
         )
         for i in range(N)
     ]
+    got_rows = [tuple(_as_plain(x) for x in r) for r in rows]
+    # Spark gives local naive datetimes: compare instants.
+    assert [(*r[:7], r[7].astimezone(dt.timezone.utc), r[8]) for r in got_rows] == want
 
 
 @dataclasses.dataclass

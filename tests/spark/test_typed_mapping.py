@@ -33,7 +33,7 @@ def test_nested_record_maps_to_spark_types() -> None:
         "id": "bigint",
         "inner": "struct<a:int,e:string>",
         "again": "struct<a:int,e:string>",
-        "ts": "bigint",
+        "ts": "timestamp",
         "fx": "binary",
         "xs": "array<string>",
         "m": "map<string,double>",
@@ -80,8 +80,8 @@ def test_spark_schema_derives_an_avro_record_that_maps_back() -> None:
         "st": "struct<b:boolean>",
         "xs": "array<int>",
         "m": "map<string,float>",
-        "at": "bigint",
-        "day": "int",
+        "at": "timestamp",
+        "day": "date",
         "small": "int",
     }
     check_fits(fields, d)  # a DataFrame fits the schema derived from it

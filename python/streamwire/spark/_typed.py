@@ -15,11 +15,13 @@ Type mapping (both ways)::
     array                     array<...>
     map                       map<string, ...>
     ["null", X]               X (nullable)
-    long timestamp-micros     bigint     (a Spark timestamp column is written as this)
-    int date                  int        (a Spark date column is written as this)
+    long timestamp-millis     timestamp  (top-level fields; nested ones read as bigint)
+    long timestamp-micros     timestamp  (a Spark timestamp column is written as this)
+    int date                  date       (a Spark date column is written as this)
 
-Logical types read as their underlying type (the engine decodes them so). Other unions, and
-records that contain themselves, have no Spark type and raise :class:`SchemaError`.
+Other logical types, and those of nested fields, read as their underlying type (the engine
+decodes them so). Other unions, and records that contain themselves, have no Spark type and
+raise :class:`SchemaError`.
 """
 
 from __future__ import annotations
@@ -121,7 +123,40 @@ def spark_struct(definition: Mapping[str, Any]) -> Any:
         raise SchemaError("streamwire: the topic's schema is not a record")
     named: dict[str, Any] = {}
     out = _record_type(definition, _namespace(definition, ""), named, set())
-    return StructType([StructField(f.name, f.dataType, True) for f in out.fields])
+    logical = top_level_logical(definition)
+    return StructType(
+        [
+            StructField(f.name, _logical_spark(logical.get(f.name), f.dataType), True)
+            for f in out.fields
+        ]
+    )
+
+
+def top_level_logical(definition: Mapping[str, Any]) -> dict[str, str]:
+    """Top-level field name -> its logical type, for the ones Spark has a type for
+    (``timestamp-millis``, ``timestamp-micros`` on ``long``; ``date`` on ``int``)."""
+    out: dict[str, str] = {}
+    for f in definition.get("fields", []):
+        _, t = _nullable(f["type"])
+        if isinstance(t, Mapping):
+            lt = t.get("logicalType")
+            if (t.get("type"), lt) in (
+                ("long", "timestamp-millis"),
+                ("long", "timestamp-micros"),
+                ("int", "date"),
+            ):
+                out[str(f["name"])] = str(lt)
+    return out
+
+
+def _logical_spark(logical: Optional[str], dt: Any) -> Any:
+    from pyspark.sql import types as T
+
+    if logical in ("timestamp-millis", "timestamp-micros"):
+        return T.TimestampType()
+    if logical == "date":
+        return T.DateType()
+    return dt
 
 
 def _namespace(d: Mapping[str, Any], enclosing: str) -> str:

@@ -182,15 +182,25 @@ def typed_to_schema(rb: Any, partition: int, options: ReadOptions) -> Any:
     assert options.typed is not None
     fields = set(record_fields(options.typed.parsed))
     sources = {name: src for name, src, _ in _metadata(options.scala_names)}
+    logical = _logical(options.typed)
     value = rb.column("value")
     n = rb.num_rows
     arrays = []
     for f in target:
         if f.name in fields:
             col = value.field(f.name)
+            if logical.get(f.name) == "timestamp-millis":
+                col = col.cast(pa.timestamp("ms", tz="UTC"))
         elif sources.get(f.name) == "partition":
             col = pa.repeat(pa.scalar(partition, pa.int32()), n)
         else:
             col = rb.column(sources[f.name])
         arrays.append(col if col.type.equals(f.type) else col.cast(f.type))
     return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+@functools.lru_cache(maxsize=16)
+def _logical(typed: TypedSchema) -> dict[str, str]:
+    from streamwire.spark._typed import top_level_logical
+
+    return top_level_logical(typed.parsed)
