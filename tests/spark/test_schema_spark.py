@@ -292,3 +292,65 @@ def test_streaming_read_has_typed_columns(
     assert sorted((r.name, r.total, r.inner.a) for r in rows) == sorted(
         2 * [(f"sensor-{i}", 10_000_000_000 + i, 2 * i) for i in range(6)]
     )
+
+
+def test_streaming_typed_read_into_a_typed_streaming_write(
+    spark: Any, apache_broker: Any, official_pulsar: ModuleType, unique_topic: str, tmp_path: Path
+) -> None:
+    """Typed columns out of one topic's micro-batches into another topic as records (schema
+    derived from the stream's columns), read back typed."""
+    url = apache_broker.service_url
+    _official_write(official_pulsar, url, unique_topic, "avro", n=8)
+    sink = unique_topic + "-copy"
+    q = (
+        spark.readStream.format("streamwire")
+        .option("service_url", url)
+        .option("topic", unique_topic)
+        .option("startingOffsets", "earliest")
+        .load()
+        .select("name", "total", "inner", "key")
+        .writeStream.format("streamwire")
+        .option("service_url", url)
+        .option("topic", sink)
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    q.awaitTermination(120)
+    assert q.exception() is None, q.exception()
+    with streamwire.Client(url) as client:
+        got = client.lookup().schema(sink)
+    assert got is not None and got[0] == "AVRO"
+    assert [f["name"] for f in json.loads(got[1])["fields"]] == ["name", "total", "inner"]
+    rows = _read(spark, url, sink).select("name", "total", "inner").collect()
+    assert sorted((r.name, r.total, r.inner.a, r.inner.tag) for r in rows) == sorted(
+        (f"sensor-{i}", 10_000_000_000 + i, 2 * i, None if i % 2 else "x") for i in range(8)
+    )
+
+
+def test_schema_discovery_keeps_planner_imports_light(
+    apache_broker: Any, official_pulsar: ModuleType, unique_topic: str
+) -> None:
+    """schema() with valueSchema=auto (a planner worker's call) asks the registry without
+    loading the read and write paths, the client cache or pyarrow."""
+    import subprocess
+    import sys
+
+    _official_write(official_pulsar, apache_broker.service_url, unique_topic, "avro", n=1)
+    code = (
+        "import sys, streamwire.spark.datasource as d\n"
+        "s = d.StreamwireDataSource({'service_url': sys.argv[1], 'topic': sys.argv[2]}).schema()\n"
+        "heavy = [m for m in ('streamwire.spark.reading', 'streamwire.spark.writing',"
+        " 'streamwire.spark.executor', 'streamwire.spark.cache', 'pyarrow')"
+        " if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+        "print(s.simpleString())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, apache_broker.service_url, unique_topic],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert out[0] == ""
+    assert out[1].startswith("struct<name:string,count:int,total:bigint,")

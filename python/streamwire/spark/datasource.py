@@ -115,18 +115,27 @@ def _columns(schema: Any, options: Mapping[str, str]) -> Optional[tuple[int, ...
 def _typed_schema(options: Mapping[str, str]) -> Any:
     """The record schema of a typed read (``valueSchema`` option; by default the topic's own,
     when it is JSON or Avro), or None: the raw ``value`` column."""
-    from streamwire.spark.cache import get_client
-    from streamwire.spark.reading import resolve_topics
-    from streamwire.spark.typed_read import resolve_schema
+    from streamwire.spark.typed_read import resolve_schema, schema_partitions
 
     config = ClientConfig.from_options(options)
     topics, pattern = _topics(options)
-    with _timing.phase("schema: registry"):
-        return resolve_schema(
-            options,
-            lambda: get_client(config),
-            lambda: resolve_topics(get_client(config), topics, pattern),
-        )
+    # A client of its own, closed again: schema() runs in planner workers, which should not
+    # load the cache and read modules (nor keep a connection) for one registry look-up.
+    clients: list[Any] = []
+
+    def client() -> Any:
+        if not clients:
+            clients.append(config.new_client())
+        return clients[0]
+
+    try:
+        with _timing.phase("schema: registry"):
+            return resolve_schema(
+                options, client, lambda: schema_partitions(client(), topics, pattern)
+            )
+    finally:
+        for c in clients:
+            c.close()
 
 
 def _pulsar_read_options(options: Mapping[str, str], schema: Any) -> ReadOptions:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "discover",
     "resolve_schema",
+    "schema_partitions",
     "select_output",
     "spark_schema",
     "typed_reader_columns",
@@ -57,6 +58,22 @@ def discover(client: Any, partitions: Sequence[str]) -> Optional[TypedSchema]:
             + "); read them apart, or give one with the valueSchema option"
         )
     return next(iter(found.values()), None)
+
+
+def schema_partitions(client: Any, topics: Sequence[str], pattern: Optional[str]) -> list[str]:
+    """The partitions whose schema to look up (the first of each topic is enough: a
+    partition's schema is its topic's). A pattern is resolved by the read path's resolver."""
+    if pattern:
+        from streamwire.spark.reading import resolve_topics
+
+        return resolve_topics(client, topics, pattern)
+    from streamwire.spark.offsets import normalize_topic
+
+    lookup = client.lookup()
+    out: list[str] = []
+    for t in dict.fromkeys(normalize_topic(x) for x in topics):
+        out.extend(lookup.topic_partitions(t)[:1])
+    return out
 
 
 def resolve_schema(
