@@ -184,7 +184,9 @@ def test_planner_imports_stay_light() -> None:
         " 'streamwire.spark.pravega_source', 'streamwire.spark.cache', 'pyarrow')"
         " if m in sys.modules]\n"
         "print(','.join(heavy))\n"
-        "print(d.StreamwireDataSource({'service_url': 'pulsar://x', 'topic': 't'}).schema())\n"
+        # valueSchema=none: no registry look-up (auto asks the broker; see test_schema_spark)
+        "print(d.StreamwireDataSource({'service_url': 'pulsar://x', 'topic': 't',"
+        " 'valueSchema': 'none'}).schema())\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Optional
 
 from pyspark.sql.datasource import (
@@ -112,6 +112,46 @@ def _columns(schema: Any, options: Mapping[str, str]) -> Optional[tuple[int, ...
     return projection([(f.name, f.dataType.simpleString()) for f in fields], scala)
 
 
+def _typed_schema(options: Mapping[str, str]) -> Any:
+    """The record schema of a typed read (``valueSchema`` option; by default the topic's own,
+    when it is JSON or Avro), or None: the raw ``value`` column."""
+    from streamwire.spark.typed_read import resolve_schema, schema_partitions
+
+    config = ClientConfig.from_options(options)
+    topics, pattern = _topics(options)
+    # A client of its own, closed again: schema() runs in planner workers, which should not
+    # load the cache and read modules (nor keep a connection) for one registry look-up.
+    clients: list[Any] = []
+
+    def client() -> Any:
+        if not clients:
+            clients.append(config.new_client())
+        return clients[0]
+
+    try:
+        with _timing.phase("schema: registry"):
+            return resolve_schema(
+                options, client, lambda: schema_partitions(client(), topics, pattern)
+            )
+    finally:
+        for c in clients:
+            c.close()
+
+
+def _pulsar_read_options(options: Mapping[str, str], schema: Any) -> ReadOptions:
+    """Read options for ``schema`` (Spark's: ours, or a user-given one selecting columns)."""
+    from dataclasses import replace
+
+    typed = _typed_schema(options)
+    if typed is None:
+        return _read_options(options, _columns(schema, options))
+    from streamwire.spark.typed_read import select_output, spark_schema
+
+    scala = parse_bool(get_option(options, "scalaNames"), False)
+    out = select_output(spark_schema(typed, scala), schema)
+    return replace(_read_options(options), typed=typed, typed_output=out.json())
+
+
 def _read_options(
     options: Mapping[str, str], columns: Optional[tuple[int, ...]] = None
 ) -> ReadOptions:
@@ -142,7 +182,7 @@ class StreamwireDataSource(DataSource):
     # tank:// (streamwire.spark.tank_source), tcp:// = a Pravega controller
     # (streamwire.spark.pravega_source).
 
-    def schema(self) -> str:
+    def schema(self) -> Any:
         if _is_tank(self.options):
             from streamwire.spark.tank_source import SCHEMA as TANK_SCHEMA
 
@@ -151,7 +191,13 @@ class StreamwireDataSource(DataSource):
             from streamwire.spark.pravega_source import SCHEMA as PRAVEGA_SCHEMA
 
             return PRAVEGA_SCHEMA
-        return spark_schema_ddl(parse_bool(get_option(self.options, "scalaNames"), False))
+        scala = parse_bool(get_option(self.options, "scalaNames"), False)
+        typed = _typed_schema(self.options)
+        if typed is not None:
+            from streamwire.spark.typed_read import spark_schema
+
+            return spark_schema(typed, scala)
+        return spark_schema_ddl(scala)
 
     def reader(self, schema: Any) -> DataSourceReader:
         if _is_tank(self.options):
@@ -162,7 +208,8 @@ class StreamwireDataSource(DataSource):
             from streamwire.spark.pravega_source import PravegaBatchReader
 
             return PravegaBatchReader(dict(self.options), schema)
-        return StreamwireBatchReader(dict(self.options), _columns(schema, self.options))
+        options = dict(self.options)
+        return StreamwireBatchReader(options, read_options=_pulsar_read_options(options, schema))
 
     def writer(self, schema: Any, overwrite: bool) -> DataSourceArrowWriter:
         if _is_tank(self.options):
@@ -173,7 +220,7 @@ class StreamwireDataSource(DataSource):
             from streamwire.spark.pravega_source import PravegaWriter
 
             return PravegaWriter(dict(self.options))
-        return StreamwireWriter(dict(self.options))
+        return StreamwireWriter(dict(self.options), schema)
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
         if _is_tank(self.options):
@@ -184,7 +231,8 @@ class StreamwireDataSource(DataSource):
             from streamwire.spark.pravega_source import PravegaStreamReader
 
             return PravegaStreamReader(dict(self.options), schema)
-        return StreamwireStreamReader(dict(self.options), _columns(schema, self.options))
+        options = dict(self.options)
+        return StreamwireStreamReader(options, read_options=_pulsar_read_options(options, schema))
 
     def streamWriter(self, schema: Any, overwrite: bool) -> StreamwireStreamWriter:
         if _is_tank(self.options) or _is_pravega(self.options):
@@ -193,7 +241,7 @@ class StreamwireDataSource(DataSource):
                 "micro-batch with foreachBatch("
                 "lambda df, _: df.write.format('streamwire')...save())"
             )
-        return StreamwireStreamWriter(dict(self.options))
+        return StreamwireStreamWriter(dict(self.options), schema)
 
 
 # -- batch read --------------------------------------------------------------------------------
@@ -202,10 +250,15 @@ class StreamwireDataSource(DataSource):
 class StreamwireBatchReader(DataSourceReader):
     """Plans one input partition per topic partition (more with ``minPartitions``)."""
 
-    def __init__(self, options: dict[str, str], columns: Optional[tuple[int, ...]] = None) -> None:
+    def __init__(
+        self,
+        options: dict[str, str],
+        columns: Optional[tuple[int, ...]] = None,
+        read_options: Optional[ReadOptions] = None,
+    ) -> None:
         self.options = options
         self.config = ClientConfig.from_options(options)
-        self.read_options = _read_options(options, columns)
+        self.read_options = read_options or _read_options(options, columns)
         self.topics, self.pattern = _topics(options)
         from streamwire.spark.offsets import parse_offsets_option
 
@@ -257,15 +310,35 @@ class WriteCommit(WriterCommitMessage):
     per_topic: dict[str, int] = field(default_factory=dict)
 
 
+def _typed_write(options: Mapping[str, str], config: ClientConfig, schema: Any) -> Any:
+    """The record schema of a typed write (checked against the DataFrame here, on the driver),
+    or None for a raw ``value`` write."""
+    fields = getattr(schema, "fields", None)
+    if fields is None:
+        return None
+    from streamwire.spark.typed_write import resolve_write_schema
+
+    def registry() -> Any:
+        from streamwire.spark.cache import get_client
+
+        topic = get_option(options, "topic")
+        if not topic:
+            return None
+        return get_client(config).lookup().schema(str(topic))
+
+    return resolve_write_schema(options, fields, registry)
+
+
 class StreamwireWriter(DataSourceArrowWriter):
     """Arrow batches -> ``send_many``; flushes before the task returns; raises if undelivered."""
 
-    def __init__(self, options: dict[str, str]) -> None:
+    def __init__(self, options: dict[str, str], schema: Any = None) -> None:
         self.options = options
         self.config = ClientConfig.from_options(options)
         from streamwire.spark.writing import ProduceOptions, job_sequence_base
 
         ProduceOptions.from_options(options, 0)  # validate on the driver
+        self.typed = _typed_write(options, self.config, schema)
         # Fixed here, on the driver, so every attempt of every task numbers rows alike.
         self.sequence_base = job_sequence_base()
 
@@ -275,6 +348,7 @@ class StreamwireWriter(DataSourceArrowWriter):
 
         pid = _partition_id()
         options = ProduceOptions.from_options(self.options, pid, self.sequence_base)
+        options = replace(options, typed=self.typed)
         with _timing.phase("write.task"):
             stats = produce_batches(self.config, iterator, options)
         return WriteCommit(pid, stats.rows, stats.bytes, stats.per_topic)
@@ -306,19 +380,20 @@ class StreamwireWriter(DataSourceArrowWriter):
 class StreamwireStreamWriter(_StreamWriterBase):
     """Micro-batch sink: each micro-batch is produced and flushed before the batch commits."""
 
-    def __init__(self, options: dict[str, str]) -> None:
+    def __init__(self, options: dict[str, str], schema: Any = None) -> None:
         self.options = options
         self.config = ClientConfig.from_options(options)
         from streamwire.spark.writing import ProduceOptions
 
         ProduceOptions.from_options(options, 0)
+        self.typed = _typed_write(options, self.config, schema)
 
     def write(self, iterator: Iterator[Any]) -> WriteCommit:
         from streamwire.spark.executor import _partition_id
         from streamwire.spark.writing import ProduceOptions, produce_batches
 
         pid = _partition_id()
-        options = ProduceOptions.from_options(self.options, pid)
+        options = replace(ProduceOptions.from_options(self.options, pid), typed=self.typed)
         stats = produce_batches(self.config, _as_arrow(iterator), options)
         return WriteCommit(pid, stats.rows, stats.bytes, stats.per_topic)
 
@@ -365,12 +440,17 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     backlog monitoring sees progress; the checkpoint, not the subscription, is the source of truth.
     """
 
-    def __init__(self, options: dict[str, str], columns: Optional[tuple[int, ...]] = None) -> None:
+    def __init__(
+        self,
+        options: dict[str, str],
+        columns: Optional[tuple[int, ...]] = None,
+        read_options: Optional[ReadOptions] = None,
+    ) -> None:
         from streamwire.spark.offsets import parse_offsets_option
 
         self.options = options
         self.config = ClientConfig.from_options(options)
-        self.read_options = _read_options(options, columns)
+        self.read_options = read_options or _read_options(options, columns)
         self.topics, self.pattern = _topics(options)
         self.starting = parse_offsets_option(
             get_option(options, "startingOffsets"), default="latest"

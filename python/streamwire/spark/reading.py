@@ -16,6 +16,7 @@ from typing import Any, Optional
 import streamwire
 from streamwire.spark import _timing
 from streamwire.spark._columns import ARROW_COLUMNS, column_names, spark_schema_ddl
+from streamwire.spark._typed import TypedSchema
 from streamwire.spark.config import ClientConfig
 from streamwire.spark.offsets import Position, RangeSpec, partition_index, position_key
 
@@ -64,6 +65,10 @@ class ReadOptions:
     ending_time_ms: Optional[int] = None
     # indexes into ARROW_COLUMNS to emit, in order (None: all); from a user-given schema
     columns: Optional[tuple[int, ...]] = None
+    # A topic with a JSON or Avro schema read as typed columns: the record's schema, and the
+    # Spark schema (JSON) of the columns to emit, record fields and metadata by name.
+    typed: Optional[TypedSchema] = None
+    typed_output: Optional[str] = None
 
 
 def projection(fields: Sequence[tuple[str, str]], scala_names: bool) -> Optional[tuple[int, ...]]:
@@ -246,12 +251,18 @@ def read_range(config: ClientConfig, spec: RangeSpec, options: ReadOptions) -> I
         # filtered here, and the entry's presence proves nothing was deleted before it.
         start_id = streamwire.MessageId(spec.start[0], spec.start[1], max(spec.partition, -1))
         expect_entry = (spec.start[0], spec.start[1])
+    extra: dict[str, Any] = {}
+    if options.typed is not None:
+        # The reader decodes in Rust (each message with its writer's version, reshaped to
+        # this schema): read_arrow's value column is then a struct of the record's fields.
+        extra["schema"] = options.typed.codec()
     with _timing.phase("reader create"):
         reader = client.create_reader(
             spec.topic,
             start_id,
             inclusive=True,
             receiver_queue_size=options.receiver_queue_size,
+            **extra,
         )
     try:
         yield from _read_arrow_loop(reader, spec, options, expect_entry)
@@ -475,6 +486,10 @@ def reader_columns(options: ReadOptions) -> list[str]:
     """The columns to ask the reader for: positions (for the filter), publish time when a time
     range applies, and what the selected Data Source columns are made of."""
     out = ["ledger_id", "entry_id", "batch_index"]
+    if options.typed is not None:
+        from streamwire.spark.typed_read import typed_reader_columns
+
+        return out + typed_reader_columns(options)
     if options.starting_time_ms is not None or options.ending_time_ms is not None:
         out.append("publish_time")
     picked = options.columns if options.columns is not None else range(len(_SOURCE))
@@ -488,6 +503,11 @@ def reader_columns(options: ReadOptions) -> list[str]:
 def arrow_to_schema(rb: Any, partition: int, options: ReadOptions) -> Any:
     """A reader's Arrow batch -> the Data Source schema (only the selected columns)."""
     import pyarrow as pa
+
+    if options.typed is not None:
+        from streamwire.spark.typed_read import typed_to_schema
+
+        return typed_to_schema(rb, partition, options)
 
     schema = arrow_schema(options.scala_names)
     n = rb.num_rows

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from streamwire.spark import _timing
+from streamwire.spark._typed import TypedSchema
 from streamwire.spark.cache import discard_producer, get_producer
 from streamwire.spark.config import ClientConfig
 from streamwire.spark.offsets import normalize_topic
@@ -36,6 +37,9 @@ class ProduceOptions:
     # With a producer name: the first sequence id of this write job (fixed on the driver, so
     # every attempt of a task numbers its rows the same way). None: the producer numbers them.
     sequence_base: Optional[int] = None
+    # Typed rows: the record schema the producer registers; its fields' columns are encoded
+    # in Rust from the Arrow batch (see streamwire.spark.typed_write).
+    typed: Optional[TypedSchema] = None
 
     def producer_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
@@ -49,6 +53,8 @@ class ProduceOptions:
             kwargs["compression"] = self.compression
         if self.producer_name:
             kwargs["producer_name"] = self.producer_name
+        if self.typed is not None:
+            kwargs["schema"] = self.typed
         return kwargs
 
     @classmethod
@@ -132,7 +138,12 @@ def job_sequence_base(now_ms: Optional[int] = None) -> int:
     return ms << 22
 
 
-def _send_batch(producer: Any, batch: Any, first_sequence_id: Optional[int] = None) -> int:
+def _send_batch(
+    producer: Any,
+    batch: Any,
+    first_sequence_id: Optional[int] = None,
+    typed: Optional[TypedSchema] = None,
+) -> int:
     """Send one batch (all rows to one producer) with one ``send_many``; returns payload bytes.
 
     Columns go to the engine as Arrow arrays (values through their buffers, no per-row objects);
@@ -140,8 +151,13 @@ def _send_batch(producer: Any, batch: Any, first_sequence_id: Optional[int] = No
     """
     import pyarrow as pa
 
-    values = _values(batch)
     kwargs: dict[str, Any] = {}
+    if typed is not None:
+        from streamwire.spark.typed_write import record_batch
+
+        values, batch = record_batch(batch, typed)  # batch: the metadata columns left
+    else:
+        values = _values(batch)
     keys = _optional(batch, "key", "__key")
     if keys is not None and keys.null_count < len(keys):
         if not pa.types.is_string(keys.type):
@@ -157,16 +173,16 @@ def _send_batch(producer: Any, batch: Any, first_sequence_id: Optional[int] = No
                 f"streamwire: 'event_time' must be a timestamp or long (ms), not {events.type}"
             )
         kwargs["event_times"] = events
+    n = values.num_rows if typed is not None else len(values)
     if first_sequence_id is not None:
         kwargs["sequence_ids"] = pa.array(
-            range(first_sequence_id, first_sequence_id + len(values)), pa.int64()
+            range(first_sequence_id, first_sequence_id + n), pa.int64()
         )
     ids = producer.send_many(values, **kwargs)
-    if len(ids) != len(values):
-        raise RuntimeError(
-            f"streamwire: {len(values) - len(ids)} of {len(values)} messages were not delivered"
-        )
-    return _payload_bytes(values)
+    if len(ids) != n:
+        raise RuntimeError(f"streamwire: {n - len(ids)} of {n} messages were not delivered")
+    # Typed rows: the Arrow size of the record columns (the payloads are made in Rust).
+    return int(values.nbytes) if typed is not None else _payload_bytes(values)
 
 
 def _payload_bytes(values: Any) -> int:
@@ -218,7 +234,7 @@ def produce_batches(
             offsets[topic] = done + piece.num_rows
         producer = producer_for(topic)
         with _timing.phase("write.task: send_many"):
-            return _send_batch(producer, piece, first)
+            return _send_batch(producer, piece, first, options.typed)
 
     def producer_for(topic: str) -> Any:
         p = producers.get(topic)

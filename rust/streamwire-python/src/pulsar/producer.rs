@@ -600,7 +600,9 @@ impl Producer {
     /// Send many messages, crossing into the engine once; waits for every receipt and
     /// returns the ids in input order. `values` is a sequence of bytes-like objects or a
     /// pyarrow binary/string array; `keys`/`event_times` likewise (None entries allowed);
-    /// `properties` is one dict for all or a sequence of dicts.
+    /// `properties` is one dict for all or a sequence of dicts. A producer with a JSON or
+    /// Avro schema also takes a `pyarrow.RecordBatch` (or struct array) whose columns are the
+    /// record's fields: the rows are read and encoded in Rust, no Python object per row.
     ///
     /// `sequence_ids` (ints, one per value) replace the producer's own numbering, so that with
     /// broker deduplication and a fixed producer name a retried call is not published twice;

@@ -12,7 +12,9 @@ use streamwire_pulsar::engine::message::OutgoingMessage;
 use crate::common::columns::freeze_slices;
 use crate::common::errors::to_py;
 use crate::pulsar::many::ManyOptions;
-use crate::pulsar::schema::Codec;
+use crate::pulsar::schema::{Codec, Kind};
+use crate::pulsar::schema_encode_arrow::{arrow_records, is_arrow_records};
+use crate::pulsar::schema_values::schema_error;
 
 /// One message of `value`, with the caller's `key` (not allowed with a SEPARATED key/value
 /// schema, whose key is the value's).
@@ -48,6 +50,31 @@ pub(crate) fn typed_many(
     sequence_ids: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(Vec<OutgoingMessage>, bool)> {
     let py = values.py();
+    // One buffer for every payload: one allocation, sliced per message.
+    let mut buf = BytesMut::new();
+    let mut lens = Vec::new();
+    let mut own_keys = Vec::new();
+    if let (Kind::Record { codec: rc, .. }, true) = (&codec.kind, is_arrow_records(values)) {
+        // Arrow columns (a record batch or struct array): read in Rust, no Python per row.
+        let mut out = Vec::with_capacity(64);
+        for (i, v) in arrow_records(py, &rc.schema, values)?.iter().enumerate() {
+            out.clear();
+            rc.encode(v, &mut out)
+                .map_err(|e| schema_error(py, format!("row {i}: {}", e.0)))?;
+            buf.extend_from_slice(&out);
+            lens.push((out.len(), false));
+            own_keys.push(None);
+        }
+        return finish(
+            buf,
+            lens,
+            own_keys,
+            keys,
+            properties,
+            event_times,
+            sequence_ids,
+        );
+    }
     if values.is_instance_of::<PyBytes>() || values.is_instance_of::<PyString>() {
         return Err(pyo3::exceptions::PyTypeError::new_err(
             "send_many takes a sequence of values, not a single value",
@@ -56,10 +83,6 @@ pub(crate) fn typed_many(
     let iter = values.try_iter().map_err(|_| {
         pyo3::exceptions::PyTypeError::new_err("send_many takes a sequence of values")
     })?;
-    // One buffer for every payload: one allocation, sliced per message.
-    let mut buf = BytesMut::new();
-    let mut lens = Vec::new();
-    let mut own_keys = Vec::new();
     for (i, v) in iter.enumerate() {
         let e = codec.encode(py, &v?).map_err(|err| {
             let msg = format!("value {i}: {}", err.value(py));
@@ -69,6 +92,27 @@ pub(crate) fn typed_many(
         lens.push((e.payload.len(), false));
         own_keys.push(e.key_b64);
     }
+    finish(
+        buf,
+        lens,
+        own_keys,
+        keys,
+        properties,
+        event_times,
+        sequence_ids,
+    )
+}
+
+/// The messages of encoded payloads (`buf` cut at `lens`) with the per-message options.
+fn finish(
+    buf: BytesMut,
+    lens: Vec<(usize, bool)>,
+    own_keys: Vec<Option<String>>,
+    keys: Option<&Bound<'_, PyAny>>,
+    properties: Option<&Bound<'_, PyAny>>,
+    event_times: Option<&Bound<'_, PyAny>>,
+    sequence_ids: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(Vec<OutgoingMessage>, bool)> {
     let opts = ManyOptions::parse(lens.len(), keys, properties, event_times, sequence_ids)?;
     if opts.keys.is_some() && own_keys.iter().any(Option::is_some) {
         return Err(to_py(Error::invalid(

@@ -1,0 +1,212 @@
+"""Bad input to the Spark Data Source's typed columns (``valueSchema`` and friends) and to the
+engine calls under them (``Producer.send_many`` of a ``pyarrow.RecordBatch``,
+``Lookup.schema``): each case raises its documented typed exception on the driver (the
+source's ``schema()`` / ``writer()``, run here without a Spark job) and the client keeps
+working. Rendered into ``docs/bad-input.md`` (see ``tests/test_bad_input.py``); run against
+Apache Pulsar by ``tests/spark/test_schema_bad_input.py``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import streamwire
+from streamwire import InvalidArgumentError, SchemaError
+
+POINT = {
+    "type": "record",
+    "name": "Point",
+    "fields": [
+        {"name": "name", "type": "string"},
+        {"name": "count", "type": "int"},
+        {"name": "color", "type": ["null", {"type": "enum", "name": "C", "symbols": ["R", "G"]}]},
+    ],
+}
+UNION = {
+    "type": "record",
+    "name": "U",
+    "fields": [{"name": "either", "type": ["int", "string"]}],
+}
+CLASH = {"type": "record", "name": "K", "fields": [{"name": "key", "type": "string"}]}
+
+
+@dataclass
+class SparkCtx:
+    url: str
+    client: streamwire.Client
+    topic: str  # AVRO schema POINT
+    union_topic: str  # AVRO schema UNION
+    clash_topic: str  # AVRO schema CLASH
+    string_topic: str  # STRING schema
+    plain_topic: str  # no schema
+    producer: streamwire.Producer  # POINT, on topic
+
+
+@dataclass(frozen=True)
+class SparkCase:
+    call: str
+    input: str
+    expected: type[BaseException]
+    fn: Callable[[SparkCtx], object]
+    group: str = "input"
+    note: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.call}: {self.input}"
+
+
+def _source(c: SparkCtx, topic: str, **options: str) -> Any:
+    from streamwire.spark.datasource import StreamwireDataSource
+
+    return StreamwireDataSource({"service_url": c.url, "topic": topic, **options})
+
+
+def _read(topic_attr: str, **options: str) -> Callable[[SparkCtx], object]:
+    return lambda c: _source(c, getattr(c, topic_attr), **options).schema()
+
+
+def _write(ddl: str, topic_attr: str = "topic", **options: str) -> Callable[[SparkCtx], object]:
+    def run(c: SparkCtx) -> object:
+        return _source(c, getattr(c, topic_attr), **options).writer(_struct(ddl), False)
+
+    return run
+
+
+def _struct(ddl: str) -> Any:
+    """A StructType from ``name type, ...`` with simple types (no JVM needed)."""
+    from pyspark.sql import types as T
+
+    simple = {
+        "string": T.StringType(),
+        "int": T.IntegerType(),
+        "bigint": T.LongType(),
+        "double": T.DoubleType(),
+        "decimal": T.DecimalType(10, 2),
+        "map<int,string>": T.MapType(T.IntegerType(), T.StringType()),
+        "binary": T.BinaryType(),
+    }
+    fields = []
+    for part in ddl.split(","):
+        name, typ = part.split()
+        fields.append(T.StructField(name, simple[typ], True))
+    return T.StructType(fields)
+
+
+def _batch(**columns: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_pydict(columns)
+
+
+def _send(**columns: Any) -> Callable[[SparkCtx], object]:
+    return lambda c: c.producer.send_many(_batch(**columns))
+
+
+SPARK_SCHEMA_CASES: list[SparkCase] = [
+    SparkCase("read: valueSchema", "not JSON", SchemaError, _read("topic", valueSchema="{nope")),
+    SparkCase(
+        "read: valueSchema",
+        "JSON that is no record definition",
+        SchemaError,
+        _read("topic", valueSchema='{"type": "string"}'),
+    ),
+    SparkCase(
+        "read: valueSchemaType",
+        "xml",
+        SchemaError,
+        _read("topic", valueSchema=json.dumps(POINT), valueSchemaType="xml"),
+    ),
+    SparkCase(
+        "read: topic schema",
+        "a union other than [null, X]",
+        SchemaError,
+        _read("union_topic"),
+        note="read it with valueSchema=none",
+    ),
+    SparkCase(
+        "read: topic schema",
+        "a record field named like a metadata column (key)",
+        SchemaError,
+        _read("clash_topic"),
+        note="scalaNames=true names the metadata __key, ...",
+    ),
+    SparkCase(
+        "write: DataFrame",
+        "a column that is no field of the topic's record",
+        SchemaError,
+        _write("name string, count int, extra string"),
+        note="on the driver, nothing sent",
+    ),
+    SparkCase(
+        "write: DataFrame",
+        "a string column for an int field",
+        SchemaError,
+        _write("name string, count string"),
+        note="on the driver, nothing sent",
+    ),
+    SparkCase(
+        "write: DataFrame",
+        "no column for a non-nullable field",
+        SchemaError,
+        _write("count int"),
+        note="on the driver, nothing sent",
+    ),
+    SparkCase(
+        "write: DataFrame",
+        "a decimal column, topic without a schema",
+        SchemaError,
+        _write("price decimal", "plain_topic"),
+    ),
+    SparkCase(
+        "write: DataFrame",
+        "typed columns for a topic with a STRING schema",
+        SchemaError,
+        _write("name string", "string_topic"),
+    ),
+    SparkCase(
+        "write: valueSchemaType",
+        "xml",
+        SchemaError,
+        _write("name string, count int", valueSchema=json.dumps(POINT), valueSchemaType="xml"),
+    ),
+    SparkCase(
+        "Producer.send_many()",
+        "RecordBatch with a null in a non-nullable field",
+        SchemaError,
+        _send(name=["a", None], count=[1, 2]),
+        note="nothing of the batch is sent",
+    ),
+    SparkCase(
+        "Producer.send_many()",
+        "RecordBatch with a column that is no field",
+        SchemaError,
+        _send(name=["a"], count=[1], extra=[1]),
+    ),
+    SparkCase(
+        "Producer.send_many()",
+        "RecordBatch with a bigint beyond an Avro int",
+        SchemaError,
+        _send(name=["a"], count=[1 << 40]),
+    ),
+    SparkCase(
+        "Producer.send_many()",
+        "RecordBatch with a string that is no enum symbol",
+        SchemaError,
+        _send(name=["a"], count=[1], color=["blue"]),
+    ),
+    SparkCase(
+        "Producer.send_many()",
+        "RecordBatch with a string column for an int field",
+        SchemaError,
+        _send(name=["a"], count=["1"]),
+    ),
+    SparkCase(
+        "Lookup.schema()",
+        "malformed topic name",
+        InvalidArgumentError,
+        lambda c: c.client.lookup().schema("persistent://only-tenant"),
+    ),
+]

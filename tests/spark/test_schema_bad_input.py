@@ -1,0 +1,65 @@
+"""Runs ``tests/spark/bad_cases.py`` against Apache Pulsar: each case raises its typed
+exception, and the client and the typed producer keep working after it (nothing of a refused
+batch reaches the topic)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import streamwire
+from streamwire.schema import AvroSchema, StringSchema
+
+from tests.spark.bad_cases import CLASH, POINT, SPARK_SCHEMA_CASES, UNION, SparkCase, SparkCtx
+
+
+@pytest.fixture(scope="module")
+def sctx(apache_broker: Any) -> Iterator[tuple[SparkCtx, streamwire.Consumer]]:
+    url = apache_broker.service_url
+    base = f"persistent://public/default/bad-spark-{uuid.uuid4().hex}"
+    with streamwire.Client(url, operation_timeout=20) as client:
+        producer = client.create_producer(base, schema=AvroSchema(definition=POINT))
+        consumer = client.subscribe(
+            base, "live", initial_position="earliest", schema=AvroSchema(definition=POINT)
+        )
+        for suffix, schema in (
+            ("-union", AvroSchema(definition=UNION)),
+            ("-clash", AvroSchema(definition=CLASH)),
+            ("-string", StringSchema()),
+        ):
+            client.create_producer(base + suffix, schema=schema).close()
+        yield (
+            SparkCtx(
+                url,
+                client,
+                base,
+                base + "-union",
+                base + "-clash",
+                base + "-string",
+                base + "-plain",
+                producer,
+            ),
+            consumer,
+        )
+
+
+@pytest.mark.parametrize("case", SPARK_SCHEMA_CASES, ids=[c.id for c in SPARK_SCHEMA_CASES])
+def test_spark_schema_bad_input(
+    sctx: tuple[SparkCtx, streamwire.Consumer], case: SparkCase
+) -> None:
+    ctx, consumer = sctx
+    with pytest.raises(case.expected) as info:
+        case.fn(ctx)
+    assert type(info.value) is case.expected, (type(info.value), info.value)
+    assert str(info.value), "the error message is empty"
+    # Still works: a good record batch goes through and is the next message.
+    import pyarrow as pa
+
+    tag = uuid.uuid4().hex
+    ctx.producer.send_many(pa.RecordBatch.from_pydict({"name": [tag], "count": [1]}))
+    m = consumer.receive(timeout=15)
+    consumer.acknowledge(m)
+    assert m.value == {"name": tag, "count": 1, "color": None}, json.dumps(str(m.value))
