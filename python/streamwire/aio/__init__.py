@@ -248,9 +248,8 @@ class Producer:
     def __init__(self, native: _native.Producer) -> None:
         self._native = native
         # ``send`` is the engine's call itself on each producer (it takes this module's
-        # ``Transaction`` too): a Python frame, an ``**options`` dict and a second call per
-        # send cost a tenth of a send's instructions. The method below documents it and
-        # behaves the same.
+        # ``Transaction`` too), so a send costs no Python frame, ``**options`` dict or second
+        # call. The method below documents it and behaves the same.
         self.send = native._asend  # type: ignore[method-assign,assignment]
 
     @property
