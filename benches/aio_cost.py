@@ -4,6 +4,11 @@ order and gathered, in one process each, against one pulsar-lite started outside
 Per-send cost = (instructions of a run with N sends - a run with 0 sends) / N; every thread of
 the process is counted (the loop's, the engine's I/O threads, the dispatcher).
 
+A last row is asyncio's own floor for the gathered pattern, with no engine at all: N plain
+``asyncio.Future``s created, resolved from one loop callback per window and gathered, in the
+same windows. ``gather`` is Python code in asyncio (a callback per child, a result loop), so
+this is what any future costs in it before a message is sent.
+
 Usage: .venv/bin/python benches/aio_cost.py [N]      (needs valgrind; N defaults to 20,000)
 """
 
@@ -35,6 +40,22 @@ def run_one(url: str, mode: str, n: int) -> None:
             for _ in range(n):
                 p.send_async(payload)
             p.flush()
+        return
+
+    async def floor() -> None:
+        loop = asyncio.get_running_loop()
+        for start in range(0, n, WINDOW):
+            futs = [loop.create_future() for _ in range(min(WINDOW, n - start))]
+
+            def resolve(futs: list[asyncio.Future[None]] = futs) -> None:
+                for f in futs:
+                    f.set_result(None)
+
+            loop.call_soon(resolve)
+            await asyncio.gather(*futs)
+
+    if mode == "floor":
+        asyncio.run(floor())
         return
 
     async def main() -> None:
@@ -84,13 +105,17 @@ def main() -> None:
     broker = PulsarLite().start()
     try:
         per: dict[str, float] = {}
-        for mode in ("blocking", "in_order", "gather"):
+        for mode in ("blocking", "in_order", "gather", "floor"):
             base = instructions(broker.service_url, mode, 0)
             full = instructions(broker.service_url, mode, n)
             per[mode] = (full - base) / n
             print(f"{mode:>9}: {per[mode]:>8,.0f} instructions per send", flush=True)
         for mode in ("in_order", "gather"):
             print(f"aio {mode} / blocking send_async: {per[mode] / per['blocking']:.2f}x")
+        print(
+            "asyncio floor (plain asyncio.Futures gathered, no engine) / blocking send_async: "
+            f"{per['floor'] / per['blocking']:.2f}x"
+        )
     finally:
         broker.stop()
 

@@ -215,6 +215,41 @@ def test_callbacks_context_and_removal(lite_broker: PulsarLite, unique_topic: st
     asyncio.run(main())
 
 
+def test_a_raising_callback_is_reported_and_the_batch_still_completes(
+    lite_broker: PulsarLite, unique_topic: str
+) -> None:
+    """The sends' callbacks run from the loop callback that stores a batch of receipts (not
+    one loop handle each): a callback that raises goes to the loop's exception handler with
+    the future, as asyncio's handles do, and every other callback of the batch still runs."""
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        reported: list[dict[str, Any]] = []
+        loop.set_exception_handler(lambda _loop, context: reported.append(context))
+        client, producer, consumer = await _pair(lite_broker.service_url, unique_topic)
+        ran: list[int] = []
+
+        def boom(f: Any) -> None:
+            raise ValueError("callback failed")
+
+        futs = [producer.send(b"%d" % i) for i in range(200)]
+        futs[0].add_done_callback(boom)
+        for i, f in enumerate(futs):
+            f.add_done_callback(lambda _f, i=i: ran.append(i))
+        ids = await asyncio.gather(*futs)
+        await asyncio.sleep(0)
+        assert sorted(ran) == list(range(200))
+        assert len(reported) == 1
+        assert isinstance(reported[0]["exception"], ValueError)
+        assert reported[0]["future"] is futs[0]
+        assert "Exception in callback" in reported[0]["message"]
+        assert len(set(ids)) == 200
+        await _received(consumer, 200)
+        await client.close()
+
+    asyncio.run(main())
+
+
 def test_failed_sends_raise_and_unawaited_failures_are_reported(
     lite_broker: PulsarLite, unique_topic: str
 ) -> None:

@@ -27,7 +27,7 @@ use streamwire_core::error::{Error, Result};
 use streamwire_core::runtime;
 use streamwire_pulsar::message_id::MessageId;
 
-use crate::common::aio_future::AioSendFuture;
+use crate::common::aio_future::{run_callbacks, AioSendFuture};
 use crate::common::errors::to_py;
 use crate::common::untracked::{untracked, untracked_list};
 use crate::pulsar::aio_consumer::Received;
@@ -298,42 +298,42 @@ type Outcomes = Vec<(Py<PyAny>, Result<Value>)>;
 
 #[pymethods]
 impl Resolve {
-    fn __call__(&self, py: Python<'_>) {
+    fn __call__(&self, py: Python<'_>) -> PyResult<()> {
         let items = std::mem::take(&mut *self.items.lock().unwrap_or_else(|p| p.into_inner()));
-        // The loop's `call_soon`, looked up once per batch for the sends' callbacks.
-        let mut call_soon: Option<Bound<'_, PyAny>> = None;
+        // Every outcome of the batch is stored first; the sends' callbacks (their awaiting
+        // Tasks, `gather`...) run after, from here (see `aio_future::run_callbacks`).
+        let mut due = Vec::new();
+        let mut event_loop: Option<Py<PyAny>> = None;
         for (fut, outcome) in items {
             let res = match fut.bind(py).cast::<AioSendFuture>() {
-                Ok(send) => settle_send(py, send, &mut call_soon, outcome),
+                Ok(send) => {
+                    let cbs = AioSendFuture::settle(send, send_outcome(py, outcome));
+                    if !cbs.is_empty() {
+                        event_loop.get_or_insert_with(|| send.borrow().loop_ref(py));
+                        due.push((fut.clone_ref(py), cbs));
+                    }
+                    Ok(())
+                }
                 Err(_) => resolve_one(py, fut.bind(py), outcome),
             };
             if let Err(e) = res {
                 e.write_unraisable(py, Some(fut.bind(py)));
             }
         }
+        match event_loop {
+            Some(l) => run_callbacks(py, l.bind(py), due),
+            None => Ok(()),
+        }
     }
 }
 
-/// Store a send's outcome in its `AioSendFuture` and schedule its callbacks.
-fn settle_send<'py>(
-    py: Python<'py>,
-    fut: &Bound<'py, AioSendFuture>,
-    call_soon: &mut Option<Bound<'py, PyAny>>,
-    outcome: Result<Value>,
-) -> PyResult<()> {
-    let outcome = match outcome.map(|v| v.into_py(py)) {
+/// A send's outcome as the value or exception object its future stores.
+fn send_outcome(py: Python<'_>, outcome: Result<Value>) -> Result<Py<PyAny>, Py<PyAny>> {
+    match outcome.map(|v| v.into_py(py)) {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(e.into_value(py).into_any()),
         Err(e) => Err(exception(py, e)),
-    };
-    let cs = match call_soon {
-        Some(cs) => cs,
-        None => {
-            let event_loop = fut.call_method0(pyo3::intern!(py, "get_loop"))?;
-            call_soon.insert(event_loop.getattr(pyo3::intern!(py, "call_soon"))?)
-        }
-    };
-    AioSendFuture::settle(fut, cs, outcome)
+    }
 }
 
 /// Resolve one future; a receive's messages whose future is already done (cancelled) go

@@ -20,13 +20,14 @@ use streamwire_pulsar::message_id::MessageId;
 use streamwire_pulsar::producer::{
     Completion, EntryOptions, Group, Producer as PartitionProducer, Rejected, TopicProducer,
 };
+use streamwire_pulsar::transaction::Transaction;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
 use crate::common::aio::{self, Target, Value};
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::pulsar::client::Client;
 use crate::pulsar::producer::{build_message, many_messages, producer_plan, Producer};
-use crate::pulsar::transaction::txn_arg;
+use crate::pulsar::transaction::{txn_arg, PyTransaction};
 
 /// Work that must wait its turn behind earlier sends.
 // `One` is the common variant (a single send waiting for room); boxing its message to shrink
@@ -184,6 +185,22 @@ fn many_outcome(results: Vec<Result<MessageId>>, n: usize) -> Result<Value> {
     }
 }
 
+/// `txn=` of an awaitable send: a `streamwire.aio.Transaction` (whose `_native` is the
+/// engine transaction) or anything `txn_arg` takes. Done here, not in a Python wrapper, so
+/// `streamwire.aio.Producer.send` can be this call itself (no Python frame per send).
+fn aio_txn_arg(txn: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Transaction>> {
+    if let Some(t) = txn {
+        if !t.is_none() && t.cast::<PyTransaction>().is_err() {
+            if let Ok(native) = t.getattr(pyo3::intern!(t.py(), "_native")) {
+                if native.cast::<PyTransaction>().is_ok() {
+                    return txn_arg(Some(&native));
+                }
+            }
+        }
+    }
+    txn_arg(txn)
+}
+
 #[pymethods]
 impl Producer {
     /// `send` as an awaitable (see `streamwire.aio.Producer.send`).
@@ -207,7 +224,7 @@ impl Producer {
         txn: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let tp = self.alive(py)?;
-        let txn = txn_arg(txn)?;
+        let txn = aio_txn_arg(txn)?;
         let (msg, user_seq, entry) = build_message(
             self.codec.as_deref(),
             value,
