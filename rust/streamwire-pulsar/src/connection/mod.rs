@@ -636,16 +636,29 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         tokio::select! {
             item = rx.recv() => {
                 let Some(item) = item else { return Ok(()) };
-                encode(item, &mut out);
-                // Coalesce whatever else is already queued into the same write.
-                while out.len() < 256 * 1024 {
-                    match rx.try_recv() {
-                        Ok(item) => encode(item, &mut out),
-                        Err(_) => break,
+                let mut next = Some(item);
+                // Coalesce whatever else is already queued into the same write; a large
+                // pre-encoded frame (a producer's batch) is written from its own buffer
+                // instead of being copied into `out` first.
+                while let Some(item) = next.take() {
+                    match item {
+                        Outgoing::Encoded(b) if b.len() >= DIRECT_WRITE => {
+                            if !out.is_empty() {
+                                wr.write_all(&out).await.map_err(lost)?;
+                                out.clear();
+                            }
+                            wr.write_all(&b).await.map_err(lost)?;
+                        }
+                        item => encode(item, &mut out),
+                    }
+                    if out.len() < 256 * 1024 {
+                        next = rx.try_recv().ok();
                     }
                 }
-                wr.write_all(&out).await.map_err(lost)?;
-                out.clear();
+                if !out.is_empty() {
+                    wr.write_all(&out).await.map_err(lost)?;
+                    out.clear();
+                }
             }
             _ = tick.tick() => {
                 sweep_expired(inner);
@@ -676,6 +689,11 @@ async fn write_loop<W: AsyncWrite + Unpin>(
 async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
     let _ = stop.wait_for(|v| *v).await;
 }
+
+/// Pre-encoded frames at least this long skip the coalescing buffer: a 1,000-message batch
+/// (about 110 KB at 100 B) copied into it cost about 110 instructions per message
+/// (callgrind, `send_many` of 100 B messages), for a write syscall the frame fills anyway.
+const DIRECT_WRITE: usize = 16 * 1024;
 
 fn encode(item: Outgoing, out: &mut BytesMut) {
     match item {

@@ -124,9 +124,14 @@ impl AckTracker {
 
     /// Record an individual ack. Returns true when a flush is due.
     pub fn individual(&mut self, id: MessageId) -> bool {
-        if self.below_cumulative(&id) || self.recent.contains(&id.entry()) {
-            return self.should_flush();
+        if !(self.below_cumulative(&id) || self.recent.contains(&id.entry())) {
+            self.record_individual(id);
         }
+        self.should_flush()
+    }
+
+    /// Record an individual ack known not to be covered already.
+    fn record_individual(&mut self, id: MessageId) {
         if id.is_batch() && id.batch_size > 1 {
             let key = (id.ledger_id, id.entry_id);
             let size = id.batch_size as u32;
@@ -146,6 +151,29 @@ impl AckTracker {
             }
         } else {
             self.individual.insert(id.entry());
+        }
+    }
+
+    /// Record many individual acks (a list acknowledge); returns true when a flush is due.
+    /// The same as `individual` for each id in turn, but the checks that depend only on
+    /// the entry (below the cumulative ack, acknowledged recently) are made once per run of
+    /// ids of one entry, and whether a flush is due once at the end: the pending count only
+    /// grows while acks are recorded, so checking it last answers as checking it each time.
+    pub fn individual_many(&mut self, ids: impl IntoIterator<Item = MessageId>) -> bool {
+        let mut run: Option<(EntryKey, bool)> = None;
+        for id in ids {
+            let key = (id.ledger_id, id.entry_id);
+            let skip = match run {
+                Some((k, skip)) if k == key => skip,
+                _ => {
+                    let skip = self.below_cumulative(&id) || self.recent.contains(&id.entry());
+                    run = Some((key, skip));
+                    skip
+                }
+            };
+            if !skip {
+                self.record_individual(id);
+            }
         }
         self.should_flush()
     }
@@ -467,5 +495,44 @@ mod tests {
         let b = t.take();
         assert_eq!(b[0].ids[0].ack_set, vec![0b1100]);
         assert_eq!(b[0].ids[0].entry_id, 7);
+    }
+
+    proptest::proptest! {
+        /// A list acknowledge records what acking its ids one by one records, and says a
+        /// flush is due exactly when the last of the one-by-one calls does.
+        #[test]
+        fn individual_many_is_individual_in_turn(
+            ids in proptest::collection::vec((0i64..4, -1i32..6, 0i32..6), 0..60),
+            cumulative_at in proptest::option::of(0i64..4),
+            batch_index_ack: bool,
+            max_pending in 1usize..8,
+        ) {
+            let ids: Vec<MessageId> = ids
+                .into_iter()
+                .map(|(e, i, n)| if i < 0 { id(1, e) } else { bid(e, i.min(n.max(1) - 1), n.max(1)) })
+                .collect();
+            let mut one = AckTracker::new(batch_index_ack, max_pending);
+            let mut many = AckTracker::new(batch_index_ack, max_pending);
+            if let Some(e) = cumulative_at {
+                one.cumulative(id(1, e));
+                many.cumulative(id(1, e));
+            }
+            let mut due_one = false;
+            for m in &ids {
+                due_one = one.individual(*m);
+            }
+            let due_many = many.individual_many(ids.iter().copied());
+            proptest::prop_assert_eq!(due_one || ids.is_empty() && one.should_flush(), due_many);
+            proptest::prop_assert_eq!(one.pending(), many.pending());
+            // Compared as sets: partial batches come out in hash-map order.
+            let sorted = |mut b: Vec<AckBatch>| {
+                for x in &mut b {
+                    x.ids.sort_by_key(|d| (d.ledger_id, d.entry_id, d.ack_set.clone()));
+                }
+                b
+            };
+            let t0 = Instant::now();
+            proptest::prop_assert_eq!(sorted(one.take_at(t0)), sorted(many.take_at(t0)));
+        }
     }
 }

@@ -625,13 +625,7 @@ impl Consumer {
         let n = ids.clone().count() as u64;
         s.stats.acked.fetch_add(n, Ordering::Relaxed);
         s.metrics.add(C::Acks, n);
-        let mut due = false;
-        {
-            let mut acks = s.acks();
-            for id in ids.chain(chunks) {
-                due |= acks.individual(id);
-            }
-        }
+        let due = s.acks().individual_many(ids.chain(chunks));
         self.wake_if(s, due);
     }
 

@@ -83,6 +83,8 @@ pub struct BatchBuilder {
     first_sequence_id: u64,
     last_sequence_id: u64,
     opened_at: Option<Instant>,
+    /// Serialized size of the last batch taken: the next one reserves that much up front.
+    last_len: usize,
 }
 
 impl BatchBuilder {
@@ -96,6 +98,7 @@ impl BatchBuilder {
             first_sequence_id: 0,
             last_sequence_id: 0,
             opened_at: None,
+            last_len: 0,
         }
     }
 
@@ -154,10 +157,14 @@ impl BatchBuilder {
         if self.num_messages == 0 {
             self.first_sequence_id = msg.sequence_id;
             self.opened_at = Some(now);
-            if self.buf.capacity() == 0 {
-                // One allocation for a typical batch rather than repeated doubling.
-                self.buf
-                    .reserve(self.config.max_bytes.min(size.saturating_mul(16)));
+            // One allocation for a typical batch rather than repeated doubling: as large as
+            // the last batch (a bulk sender's batches are alike), at most `max_bytes`.
+            let want = self
+                .config
+                .max_bytes
+                .min(size.saturating_mul(16).max(self.last_len));
+            if self.buf.capacity() < want {
+                self.buf.reserve(want);
             }
         }
         match &meta {
@@ -180,6 +187,7 @@ impl BatchBuilder {
             return None;
         }
         let payload = self.buf.split().freeze();
+        self.last_len = payload.len();
         let batch = BatchToSend {
             uncompressed_size: payload.len(),
             payload,

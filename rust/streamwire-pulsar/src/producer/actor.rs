@@ -393,7 +393,11 @@ impl Actor {
         let Some(batch) = self.batcher.as_mut().and_then(|b| b.take()) else {
             return;
         };
-        let mut items = std::mem::take(&mut self.batch_items);
+        // The next batch starts with room for as many items as this one had: grown from
+        // empty, a 1,000-message batch reallocated its item list ten times (callgrind:
+        // about 90 instructions per message of `send_many`, mostly copying items over).
+        let room = self.batch_items.len();
+        let mut items = std::mem::replace(&mut self.batch_items, Vec::with_capacity(room));
         let payload_bytes = std::mem::take(&mut self.batch_payload_bytes);
         let enqueued_at = self.batch_opened_at.take().unwrap_or_else(Instant::now);
         if batch.num_messages == 1 && items.len() == 1 {

@@ -79,6 +79,26 @@ impl Group {
         }
     }
 
+    /// Set many slots under one lock and one count update: the receipts of one batch of a
+    /// bulk send (a thousand messages of one `send_many`) arrive together.
+    pub(super) fn set_many(&self, results: impl IntoIterator<Item = (usize, Result<MessageId>)>) {
+        let mut filled = 0;
+        {
+            let mut r = self.results.lock().unwrap_or_else(|p| p.into_inner());
+            for (i, res) in results {
+                if let Some(slot) = r.get_mut(i) {
+                    if slot.is_none() {
+                        *slot = Some(res);
+                        filled += 1;
+                    }
+                }
+            }
+        }
+        if filled > 0 && self.remaining.fetch_sub(filled, Ordering::AcqRel) == filled {
+            self.done.notify_one();
+        }
+    }
+
     /// Fail every slot not filled yet (used when a bulk send is abandoned half-way).
     pub fn fail_unfilled(&self, err: &streamwire_core::error::Error) {
         let n = self.results.lock().unwrap_or_else(|p| p.into_inner()).len();
@@ -129,6 +149,22 @@ mod tests {
         assert_eq!(r[0].as_ref().unwrap(), &id(0));
         assert_eq!(r[1].as_ref().unwrap_err().kind(), ErrorKind::Timeout);
         assert_eq!(r[2].as_ref().unwrap(), &id(2));
+    }
+
+    #[tokio::test]
+    async fn set_many_fills_once_and_wakes_at_the_last() {
+        let g = Group::new(4);
+        let id = |e| MessageId::new(1, e, -1, -1, 0);
+        g.set_many([(1, Ok(id(1))), (3, Ok(id(3)))]);
+        assert_eq!(g.remaining(), 2);
+        // Slots filled already and slots out of range change nothing.
+        g.set_many([(1, Ok(id(9))), (7, Ok(id(7)))]);
+        assert_eq!(g.remaining(), 2);
+        g.set_many([(0, Ok(id(0))), (2, Err(Error::timeout("send")))]);
+        let r = g.wait().await;
+        assert_eq!(r[1].as_ref().unwrap(), &id(1));
+        assert_eq!(r[2].as_ref().unwrap_err().kind(), ErrorKind::Timeout);
+        assert_eq!(r[3].as_ref().unwrap(), &id(3));
     }
 
     #[tokio::test]

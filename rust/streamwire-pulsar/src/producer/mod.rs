@@ -445,18 +445,19 @@ impl Producer {
             self.check_size(m)?;
         }
         let chunk = self.config.max_pending_messages.clamp(1, 1000);
+        // Each chunk's (count, bytes) read up front, so that the messages then move once,
+        // straight into their queue items, rather than first into a vector per chunk.
+        let parts: Vec<(usize, usize)> = msgs
+            .chunks(chunk)
+            .map(|c| (c.len(), c.iter().map(|m| m.payload.len()).sum()))
+            .collect();
         let mut it = msgs.into_iter().zip(indexes);
-        loop {
-            let part: Vec<(OutgoingMessage, usize)> = it.by_ref().take(chunk).collect();
-            if part.is_empty() {
-                return Ok(());
-            }
-            let bytes: usize = part.iter().map(|(m, _)| m.payload.len()).sum();
-            let (mut res, mut permits) = self.reserve(part.len(), bytes).await?;
-            let mut items = Vec::with_capacity(part.len());
+        for (n, bytes) in parts {
+            let (mut res, mut permits) = self.reserve(n, bytes).await?;
+            let mut items = Vec::with_capacity(n);
             // One clock read per chunk: the chunk is handed over at one moment.
             let at = Instant::now();
-            for (m, i) in part {
+            for (m, i) in it.by_ref().take(n) {
                 // Split the chunk's reservation so each message releases its own share.
                 let r = res.split(m.payload.len() as u64);
                 let p = permits.split(1);
@@ -472,6 +473,7 @@ impl Producer {
             }
             self.push(items).await?;
         }
+        Ok(())
     }
 
     /// Close the open batch and send it now rather than at the batching delay, without

@@ -5,15 +5,16 @@
 //! timeout passed (entries queued later expire later). No sockets, no clock reads.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
 use tokio::sync::OwnedSemaphorePermit;
 
 use streamwire_core::budget::Reservation;
-use streamwire_core::error::Error;
+use streamwire_core::error::{Error, Result};
 
-use super::completion::Completion;
+use super::completion::{Completion, Group};
 use crate::message_id::MessageId;
 use crate::protocol::pb;
 
@@ -78,14 +79,34 @@ impl InFlight {
         drop(self.permits.take());
         drop(self.reservation.take());
         let n = self.num_messages as i32;
+        // Runs of one bulk send's messages are reported to its group in one step (one lock,
+        // one count update); anything else completes alone, in order.
+        let mut group: Option<Arc<Group>> = None;
+        let mut run: Vec<(usize, Result<MessageId>)> = Vec::new();
         for (i, c) in self.completions.into_iter().enumerate() {
             let id = if self.batched {
                 MessageId::new(ledger_id, entry_id, partition, i as i32, n)
             } else {
                 MessageId::new(ledger_id, entry_id, partition, -1, 0)
             };
-            c.complete(Ok(id));
+            match c {
+                Completion::Group(g, k) => {
+                    if group.as_ref().is_some_and(|cur| !Arc::ptr_eq(cur, &g)) {
+                        flush_run(&mut group, &mut run);
+                    }
+                    if group.is_none() {
+                        run.reserve(n.max(1) as usize);
+                        group = Some(g);
+                    }
+                    run.push((k, Ok(id)));
+                }
+                other => {
+                    flush_run(&mut group, &mut run);
+                    other.complete(Ok(id));
+                }
+            }
         }
+        flush_run(&mut group, &mut run);
     }
 
     pub fn fail(mut self, err: &Error) {
@@ -179,6 +200,13 @@ impl PendingQueue {
     }
 }
 
+/// Hand `run` to `group` (if any) and start afresh.
+fn flush_run(group: &mut Option<Arc<Group>>, run: &mut Vec<(usize, Result<MessageId>)>) {
+    if let Some(g) = group.take() {
+        g.set_many(run.drain(..));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,6 +277,29 @@ mod tests {
         );
         assert!(q.is_empty());
         assert_eq!(q.messages(), 0);
+    }
+
+    #[tokio::test]
+    async fn mixed_completions_each_get_their_id() {
+        // Two bulk sends and a single send share one batch: each group hears its own
+        // messages' ids at their slots, the single send its own.
+        let t = Instant::now();
+        let (mut e, _) = entry(0, 5, t);
+        let (g1, g2) = (Group::new(3), Group::new(1));
+        let (tx, rx) = oneshot::channel();
+        e.completions = vec![
+            Completion::Group(g1.clone(), 2),
+            Completion::Group(g1.clone(), 0),
+            Completion::Once(tx),
+            Completion::Group(g2.clone(), 0),
+            Completion::Group(g1.clone(), 1),
+        ];
+        e.complete(4, 5, -1);
+        let id = |i| MessageId::new(4, 5, -1, i, 5);
+        let r1: Vec<MessageId> = g1.wait().await.into_iter().map(|r| r.unwrap()).collect();
+        assert_eq!(r1, vec![id(1), id(4), id(0)]);
+        assert_eq!(rx.await.unwrap().unwrap(), id(2));
+        assert_eq!(g2.wait().await[0].as_ref().unwrap(), &id(3));
     }
 
     #[test]

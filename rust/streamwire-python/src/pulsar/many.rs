@@ -49,6 +49,14 @@ impl ManyOptions {
         self.sequence_ids.is_some()
     }
 
+    /// Whether no column was given (then `apply` has nothing to do).
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_none()
+            && self.event_times.is_none()
+            && self.sequence_ids.is_none()
+            && matches!(self.props, Props::None)
+    }
+
     /// Set message `i`'s key, event time, sequence id and properties.
     pub fn apply(&self, i: usize, m: &mut OutgoingMessage) {
         if let Some(k) = &self.keys {

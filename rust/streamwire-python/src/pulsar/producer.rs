@@ -378,11 +378,14 @@ pub(crate) fn many_messages(
     }
     let payloads = crate::common::columns::payloads(values)?;
     let opts = ManyOptions::parse(payloads.len(), keys, properties, event_times, sequence_ids)?;
+    let plain = opts.is_empty(); // the common bulk call: values only
     let mut msgs = Vec::with_capacity(payloads.len());
     for (i, (payload, null)) in payloads.into_iter().enumerate() {
         let mut m = OutgoingMessage::new(payload, 0);
         m.null_value = null;
-        opts.apply(i, &mut m);
+        if !plain {
+            opts.apply(i, &mut m);
+        }
         msgs.push(m);
     }
     Ok((msgs, opts.user_seq()))
