@@ -222,7 +222,8 @@ class ProtobufNative(Schema):
     as lists of ``{key, value}`` structs), enums as their value names (null for a number
     the descriptor does not name), 64-bit unsigned values as ``int64`` holding the same
     bits; proto3 scalars without presence are never null (their default when unset).
-    A message type that contains itself sends and receives but has no Arrow columns.
+    In a message type that contains itself, the inner occurrence's column is its serialized
+    bytes (``binary``; parse it with ``message_class.FromString``).
 
     Args:
         message_class: a generated message class (``google.protobuf.message.Message``
@@ -238,7 +239,9 @@ class ProtobufNative(Schema):
             )
         self.message_class = message_class
         definition = _protobuf_schema_data(descriptor)
-        self._codec = _native.SchemaCodec.protobuf_native(definition, message_class)
+        self._codec = _native.SchemaCodec.protobuf_native(
+            definition, message_class, "", [("__PARSING_INFO__", _parsing_info(descriptor))]
+        )
 
 
 def _protobuf_schema_data(descriptor: Any) -> bytes:
@@ -267,6 +270,28 @@ def _protobuf_schema_data(descriptor: Any) -> bytes:
         "rootFileDescriptorName": descriptor.file.name,
     }
     return json.dumps(data, separators=(",", ":")).encode()
+
+
+def _parsing_info(descriptor: Any) -> str:
+    """The ``__PARSING_INFO__`` property the Java client registers with PROTOBUF_NATIVE: the
+    root message's fields in order, as ``{number, name, type, label, definition}``."""
+    descriptor_pb2: Any = importlib.import_module("google.protobuf.descriptor_pb2")
+    proto = descriptor_pb2.DescriptorProto()
+    descriptor.CopyToProto(proto)
+    f = descriptor_pb2.FieldDescriptorProto
+    return json.dumps(
+        [
+            {
+                "number": x.number,
+                "name": x.name,
+                "type": f.Type.Name(x.type)[len("TYPE_") :],
+                "label": f.Label.Name(x.label),
+                "definition": None,
+            }
+            for x in proto.field
+        ],
+        separators=(",", ":"),
+    )
 
 
 def _is_typeddict(tp: Any) -> bool:

@@ -122,3 +122,15 @@ def sample(reading: Any, point: Any, i: int) -> Any:
         r.where.CopyFrom(point(x=i + 0.5, y=2.0))
         r.note = f"note {i}"
     return r
+
+
+def tree_class() -> Any:
+    """``sw.test.Tree``, a message that contains itself."""
+    fd = descriptor_pb2.FileDescriptorProto(
+        name="sw/tree.proto", package="sw.test", syntax="proto3"
+    )
+    m = fd.message_type.add(name="Tree")
+    _field(m, "name", 1, F.TYPE_STRING)
+    _field(m, "child", 2, F.TYPE_MESSAGE, type_name=".sw.test.Tree")
+    (cls,) = _classes([fd], ["sw.test.Tree"])
+    return cls

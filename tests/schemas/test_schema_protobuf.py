@@ -16,7 +16,7 @@ import streamwire
 from streamwire.exceptions import IncompatibleSchemaError, SchemaError
 from streamwire.schema import ProtobufNative
 
-from tests.schemas.protos import reading_classes, reading_v2_class, sample
+from tests.schemas.protos import reading_classes, reading_v2_class, sample, tree_class
 
 N = 12
 
@@ -58,6 +58,19 @@ def test_round_trip_and_the_registry_holds_the_descriptor(
     # The root file and its import, each once, imports first.
     assert [f.name for f in fds.file] == ["sw/common.proto", "sw/reading.proto"]
     assert [m.name for m in fds.file[1].message_type] == ["Reading"]
+    # The Java client's field summary property.
+    info = json.loads(held["properties"]["__PARSING_INFO__"])
+    assert info[0] == {
+        "number": 1,
+        "name": "sensor",
+        "type": "STRING",
+        "label": "LABEL_OPTIONAL",
+        "definition": None,
+    }
+    assert [(x["name"], x["type"], x["label"]) for x in info[8:10]] == [
+        ("where", "MESSAGE", "LABEL_OPTIONAL"),
+        ("tags", "STRING", "LABEL_REPEATED"),
+    ]
 
 
 def test_receive_arrow_gives_typed_columns(
@@ -218,3 +231,23 @@ def test_codec_round_trip_without_a_broker(classes: tuple[Any, Any, Any]) -> Non
         schema.decode(b"\x0a\xff")
     with pytest.raises(SchemaError):
         schema.encode(other(sensor="x"))
+
+
+def test_a_recursive_message_keeps_its_inner_occurrence_as_bytes_in_arrow(
+    apache_broker: Any, unique_topic: str
+) -> None:
+    tree = tree_class()
+    value = tree(name="root", child=tree(name="leaf", child=tree(name="deeper")))
+    with streamwire.Client(apache_broker.service_url) as client:
+        p = client.create_producer(unique_topic, schema=ProtobufNative(tree))
+        c = client.subscribe(
+            unique_topic, "s", initial_position="earliest", schema=ProtobufNative(tree)
+        )
+        p.send_many([value, value])
+        assert c.receive(timeout=15).value == value
+        batch = c.receive_arrow(10, timeout=15, columns=["value"])
+        rows = batch.column("value").to_pylist()
+        child = value.child.SerializeToString()
+        assert rows == [{"name": "root", "child": child}]
+        p.close()
+        c.close()

@@ -11,7 +11,8 @@
 //! when a field), repeated fields arrays, `map<string, V>` maps (other key types a list of
 //! `{key, value}` records), enums their value names. Why a tree rather than one node per
 //! message type: each occurrence gets its own [`Layout`] slot, and a message type that
-//! contains itself has no finite column type, so it is refused here (see [`ProtoSchema::parse`]).
+//! contains itself has no finite column type, so a field of a type already being laid out
+//! is kept as that message's serialized bytes.
 //!
 //! Integer mapping: int32/sint32/sfixed32 → int, int64/sint64/sfixed64/uint32/fixed32 →
 //! long, uint64/fixed64 → long holding the same 64 bits (values above `i64::MAX` read
@@ -268,12 +269,6 @@ impl Builder<'_> {
         let Some(&(m, proto3)) = self.idx.messages.get(full) else {
             return err(format!("no message type {:?} in the set", &full[1..]));
         };
-        if self.path.iter().any(|p| p == full) {
-            return err(format!(
-                "message type {:?} contains itself: it has no finite column type",
-                &full[1..]
-            ));
-        }
         if self.path.len() >= MAX_DEPTH {
             return err("message types nest too deeply");
         }
@@ -318,7 +313,13 @@ impl Builder<'_> {
             .ok_or_else(|| {
                 SchemaError(format!("field {:?} has number {}", f.name(), f.number()))
             })?;
-        let (scalar, mut enum_numbers) = (scalar_of(f)?, Vec::new());
+        let (mut scalar, mut enum_numbers) = (scalar_of(f)?, Vec::new());
+        // A message type inside itself has no finite column type: that occurrence is its
+        // serialized bytes (null when absent), one level down.
+        let recursive = scalar == Scalar::Message && self.path.iter().any(|p| p == f.type_name());
+        if recursive {
+            scalar = Scalar::Bytes;
+        }
         let mut map = None;
         let node = match scalar {
             Scalar::Message => {
@@ -346,6 +347,7 @@ impl Builder<'_> {
         };
         let nullable = !repeated
             && (scalar == Scalar::Message
+                || recursive
                 || !proto3
                 || f.proto3_optional()
                 || f.oneof_index.is_some());

@@ -75,15 +75,22 @@ fn bad_schema_data_is_refused() {
 }
 
 #[test]
-fn recursive_messages_are_refused() {
+fn a_recursive_field_is_kept_as_bytes() {
     let mut set = sample_set();
     let sample = &mut set.file[0].message_type[0];
     sample.field[16].type_name = Some(".sw.test.Sample".into());
     let data = schema_data(&set.encode_to_vec(), "sw.test.Sample", "sample.proto");
-    assert!(ProtoSchema::parse(&data)
-        .unwrap_err()
-        .0
-        .contains("contains itself"));
+    let s = ProtoSchema::parse(&data).unwrap();
+    let Node::Record(r) = s.avro.root_node() else {
+        panic!()
+    };
+    let inner = s.avro.nullable_inner(r.fields[16].node).unwrap();
+    assert!(matches!(s.avro.node(inner), Node::Bytes));
+    // inner = Sample{i32: 5} stays its bytes.
+    let Value::Record(f) = decode(&s, &[0x8a, 0x01, 0x02, 0x08, 0x05]).unwrap() else {
+        panic!()
+    };
+    assert_eq!(f[16], Value::Bytes(vec![0x08, 0x05]));
 }
 
 #[test]

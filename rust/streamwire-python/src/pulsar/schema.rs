@@ -234,19 +234,11 @@ impl Typed {
             .decode(py, &m.payload, m.key(), writer.as_deref())
     }
 
-    /// The reader's record schema, when the schema is a record's (JSON or Avro).
+    /// The reader's record schema, when the schema is a record's (JSON, Avro, protobuf).
     pub(crate) fn record_schema(&self) -> Option<&streamwire_pulsar::schema::avro::AvroSchema> {
         match &self.codec.kind {
             Kind::Record { codec, .. } => Some(&codec.schema),
-            Kind::Protobuf(p) => p.arrow_schema().ok(),
-            _ => None,
-        }
-    }
-
-    /// Why the schema's values have no Arrow columns (a recursive protobuf message).
-    pub(crate) fn arrow_error(&self) -> Option<&str> {
-        match &self.codec.kind {
-            Kind::Protobuf(p) => p.arrow_schema().err(),
+            Kind::Protobuf(p) => Some(p.arrow_schema()),
             _ => None,
         }
     }

@@ -29,9 +29,6 @@ pub(crate) fn typed_batch<'py>(
     let (Some(t), Some(at)) = (typed, names.iter().position(|n| *n == "value")) else {
         return Ok(batch);
     };
-    if let Some(why) = t.arrow_error() {
-        return Err(schema_error(py, format!("receive_arrow: {why}")));
-    }
     let Some(schema) = t.record_schema() else {
         return Ok(batch);
     };

@@ -23,11 +23,10 @@ use streamwire_pulsar::schema::{SchemaInfo, SchemaType};
 use crate::pulsar::schema::{Codec, Kind, PySchemaCodec};
 use crate::pulsar::schema_values::schema_error;
 
-/// A PROTOBUF_NATIVE codec: the message class, and the root message's layout (or why it
-/// has no Arrow columns: a message type that contains itself).
+/// A PROTOBUF_NATIVE codec: the message class, and the root message's layout.
 pub(crate) struct ProtoCodec {
     class: Py<PyType>,
-    layout: Result<ProtoSchema, String>,
+    layout: ProtoSchema,
 }
 
 impl ProtoCodec {
@@ -66,18 +65,14 @@ impl ProtoCodec {
             .map_err(|e| schema_error(py, format!("cannot decode the message: {e}")))
     }
 
-    /// The record layout for Arrow columns, or why there is none.
-    pub(crate) fn arrow_schema(&self) -> Result<&AvroSchema, &str> {
-        self.layout
-            .as_ref()
-            .map(|s| &s.avro)
-            .map_err(String::as_str)
+    /// The record layout for Arrow columns.
+    pub(crate) fn arrow_schema(&self) -> &AvroSchema {
+        &self.layout.avro
     }
 
     /// A payload decoded into the record layout (for Arrow columns).
     pub(crate) fn value(&self, payload: &[u8]) -> Result<Value, String> {
-        let s = self.layout.as_ref().map_err(Clone::clone)?;
-        protobuf_wire::decode(s, payload).map_err(|e| e.0)
+        protobuf_wire::decode(&self.layout, payload).map_err(|e| e.0)
     }
 }
 
@@ -89,27 +84,24 @@ impl PySchemaCodec {
     ///     definition: the registry schema data (the JSON document with the descriptor set).
     ///     message_class: the generated message class values are instances of.
     ///     name: the registry name of the schema.
+    ///     properties: registry properties (str to str).
     #[staticmethod]
-    #[pyo3(signature = (definition, message_class, name=String::new()))]
+    #[pyo3(signature = (definition, message_class, name=String::new(), properties=None))]
     fn protobuf_native(
         py: Python<'_>,
         definition: &[u8],
         message_class: &Bound<'_, PyType>,
         name: String,
+        properties: Option<Vec<(String, String)>>,
     ) -> PyResult<Self> {
-        let layout = match ProtoSchema::parse(definition) {
-            Ok(s) => Ok(s),
-            // A recursive message still sends and receives; only its Arrow columns are refused.
-            Err(e) if e.0.contains("contains itself") => Err(e.0),
-            Err(e) => return Err(schema_error(py, e.0)),
-        };
+        let layout = ProtoSchema::parse(definition).map_err(|e| schema_error(py, e.0))?;
         Ok(PySchemaCodec {
             inner: Arc::new(Codec {
                 info: SchemaInfo {
                     name,
                     kind: SchemaType::ProtobufNative,
                     data: definition.to_vec(),
-                    properties: Vec::new(),
+                    properties: properties.unwrap_or_default(),
                 },
                 kind: Kind::Protobuf(ProtoCodec {
                     class: message_class.clone().unbind(),
