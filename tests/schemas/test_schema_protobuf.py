@@ -251,3 +251,21 @@ def test_a_recursive_message_keeps_its_inner_occurrence_as_bytes_in_arrow(
         assert rows == [{"name": "root", "child": child}]
         p.close()
         c.close()
+
+
+@pytest.mark.parametrize("encoding", ["inline", "separated"])
+def test_as_the_value_half_of_a_key_value_schema(
+    apache_broker: Any, unique_topic: str, classes: tuple[Any, Any, Any], encoding: str
+) -> None:
+    from streamwire.schema import KeyValueSchema, StringSchema
+
+    reading, point, _ = classes
+    schema = KeyValueSchema(StringSchema(), ProtobufNative(reading), encoding=encoding)
+    values = [(f"k{i}", sample(reading, point, i)) for i in range(3)]
+    with streamwire.Client(apache_broker.service_url) as client:
+        p = client.create_producer(unique_topic, schema=schema)
+        c = client.subscribe(unique_topic, "s", initial_position="earliest", schema=schema)
+        p.send_many(values)
+        assert [c.receive(timeout=15).value for _ in values] == values
+        p.close()
+        c.close()
