@@ -187,6 +187,13 @@ class SchemaCodec:
         value: Optional[SchemaCodec] = None,
         separated: bool = False,
     ) -> SchemaCodec: ...
+    @staticmethod
+    def protobuf_native(
+        definition: bytes,
+        message_class: type,
+        name: str = ...,
+        properties: Optional[list[tuple[str, str]]] = None,
+    ) -> SchemaCodec: ...
     def encode(self, value: Any) -> bytes: ...
     def decode(self, data: bytes, key: Optional[str] = None) -> Any: ...
     @property

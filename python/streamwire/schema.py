@@ -30,8 +30,10 @@ so both clients' producers and consumers share a topic. Python ``int`` is Avro `
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import enum
+import importlib
 import json
 import sys
 import types
@@ -49,6 +51,7 @@ __all__ = [
     "BytesSchema",
     "JsonSchema",
     "KeyValueSchema",
+    "ProtobufNative",
     "Schema",
     "StringSchema",
 ]
@@ -202,6 +205,93 @@ class KeyValueSchema(Schema):
             value=value._codec,
             separated=encoding == "separated",
         )
+
+
+class ProtobufNative(Schema):
+    """Instances of a generated ``google.protobuf`` message class (PROTOBUF_NATIVE).
+
+    The registry definition is the Java client's: JSON with the base64 of a
+    ``FileDescriptorSet`` holding the class's ``.proto`` file and every file it imports
+    (each once, imports first), the message's full name and its file's name. The broker
+    refuses a change of the root message's full name (``IncompatibleSchemaError``). Values
+    are sent as ``SerializeToString()`` and received as ``message_class.FromString``;
+    payloads written with an older or newer descriptor of the same message read with the
+    reader's class (protobuf fields are numbered). ``receive_arrow`` gives the ``value``
+    column as a struct of the message's fields, decoded in Rust: nested messages as
+    nullable structs, repeated fields as lists, ``map<string, V>`` as maps (other key types
+    as lists of ``{key, value}`` structs), enums as their value names (null for a number
+    the descriptor does not name), 64-bit unsigned values as ``int64`` holding the same
+    bits; proto3 scalars without presence are never null (their default when unset).
+    In a message type that contains itself, the inner occurrence's column is its serialized
+    bytes (``binary``; parse it with ``message_class.FromString``).
+
+    Args:
+        message_class: a generated message class (``google.protobuf.message.Message``
+            subclass, e.g. from a ``_pb2`` module).
+    """
+
+    def __init__(self, message_class: type) -> None:
+        descriptor = getattr(message_class, "DESCRIPTOR", None)
+        file = getattr(descriptor, "file", None)
+        if not isinstance(message_class, type) or file is None:
+            raise SchemaError(
+                f"ProtobufNative takes a generated protobuf message class, not {message_class!r}"
+            )
+        self.message_class = message_class
+        definition = _protobuf_schema_data(descriptor)
+        self._codec = _native.SchemaCodec.protobuf_native(
+            definition, message_class, "", [("__PARSING_INFO__", _parsing_info(descriptor))]
+        )
+
+
+def _protobuf_schema_data(descriptor: Any) -> bytes:
+    """The registry definition (schema data) for a message descriptor."""
+    # Imported here: protobuf is needed only by this schema (the "protobuf" extra).
+    descriptor_pb2: Any = importlib.import_module("google.protobuf.descriptor_pb2")
+    files: list[Any] = []
+    seen: set[str] = set()
+
+    def visit(f: Any) -> None:
+        # Imports first, each file once (as protoc --include_imports orders them).
+        if f.name in seen:
+            return
+        seen.add(f.name)
+        for dep in f.dependencies:
+            visit(dep)
+        files.append(f)
+
+    visit(descriptor.file)
+    fds = descriptor_pb2.FileDescriptorSet()
+    for f in files:
+        fds.file.add().ParseFromString(f.serialized_pb)
+    data = {
+        "fileDescriptorSet": base64.b64encode(fds.SerializeToString()).decode("ascii"),
+        "rootMessageTypeName": descriptor.full_name,
+        "rootFileDescriptorName": descriptor.file.name,
+    }
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
+def _parsing_info(descriptor: Any) -> str:
+    """The ``__PARSING_INFO__`` property the Java client registers with PROTOBUF_NATIVE: the
+    root message's fields in order, as ``{number, name, type, label, definition}``."""
+    descriptor_pb2: Any = importlib.import_module("google.protobuf.descriptor_pb2")
+    proto = descriptor_pb2.DescriptorProto()
+    descriptor.CopyToProto(proto)
+    f = descriptor_pb2.FieldDescriptorProto
+    return json.dumps(
+        [
+            {
+                "number": x.number,
+                "name": x.name,
+                "type": f.Type.Name(x.type)[len("TYPE_") :],
+                "label": f.Label.Name(x.label),
+                "definition": None,
+            }
+            for x in proto.field
+        ],
+        separators=(",", ":"),
+    )
 
 
 def _is_typeddict(tp: Any) -> bool:

@@ -13,7 +13,15 @@ from typing import Optional
 
 import streamwire
 from streamwire import IncompatibleSchemaError, InvalidArgumentError, SchemaError
-from streamwire.schema import AvroSchema, JsonSchema, KeyValueSchema, StringSchema
+from streamwire.schema import (
+    AvroSchema,
+    JsonSchema,
+    KeyValueSchema,
+    ProtobufNative,
+    StringSchema,
+)
+
+from tests.schemas.protos import reading_classes
 
 
 @dataclasses.dataclass
@@ -56,6 +64,7 @@ def _fresh() -> str:
 
 TYP = TypeError
 POINT_STR = dataclasses.replace(Point(1, None), x="one")  # type: ignore[arg-type]
+PB_READING, PB_POINT, _ = reading_classes()
 
 SCHEMA_CASES: list[SchemaCase] = [
     SchemaCase("AvroSchema()", "not a record type (int)", SchemaError, lambda c: AvroSchema(int)),
@@ -89,6 +98,30 @@ SCHEMA_CASES: list[SchemaCase] = [
         "encoding='sideways'",
         SchemaError,
         lambda c: KeyValueSchema(StringSchema(), StringSchema(), encoding="sideways"),
+    ),
+    SchemaCase(
+        "ProtobufNative()",
+        "not a protobuf message class (Point dataclass)",
+        SchemaError,
+        lambda c: ProtobufNative(Point),
+    ),
+    SchemaCase(
+        "ProtobufNative()",
+        "a message instance, not its class",
+        SchemaError,
+        lambda c: ProtobufNative(PB_READING()),  # type: ignore[arg-type]
+    ),
+    SchemaCase(
+        "Schema.encode()",
+        "ProtobufNative: a message of another class",
+        SchemaError,
+        lambda c: ProtobufNative(PB_READING).encode(PB_POINT(x=1.0)),
+    ),
+    SchemaCase(
+        "Schema.decode()",
+        "ProtobufNative: payload not of the message (truncated field)",
+        SchemaError,
+        lambda c: ProtobufNative(PB_READING).decode(b"\x0a\xff"),
     ),
     SchemaCase(
         "Schema.encode()",

@@ -8,11 +8,15 @@
 //! * [`fuzz_txn_response`]: transaction answers (`txn_response`, `tests/fuzz_txn.rs`).
 //! * [`fuzz_schema`]: Avro binary / JSON payload decoding by a record schema
 //!   (`schema_decode`, `tests/fuzz_schema.rs`).
+//! * [`fuzz_protobuf`]: PROTOBUF_NATIVE payload decoding (`protobuf_decode`,
+//!   `tests/fuzz_protobuf.rs`).
 
 mod entry;
+mod protobuf;
 mod schema;
 mod txn;
 
+pub use protobuf::{fuzz_protobuf, fuzz_protobuf_with, sample_schema, sample_set};
 pub use schema::fuzz_schema;
 pub use txn::{fuzz_txn_response, valid_txn_response};
 

@@ -6,6 +6,7 @@
 //! * [`binary`] — Avro binary encoding (AVRO payloads);
 //! * [`json`] — plain JSON encoding (JSON payloads);
 //! * [`keyvalue`] — KEY_VALUE schema data and inline payloads;
+//! * [`protobuf`], [`protobuf_wire`] — PROTOBUF_NATIVE schema data and payloads;
 //! * [`project`] — a writer-version value reshaped to the reader's schema;
 //! * [`registry`] — GetSchema on a broker connection (I/O).
 //!
@@ -18,9 +19,13 @@ pub mod json;
 mod json_read;
 pub mod keyvalue;
 pub mod project;
+pub mod protobuf;
+pub mod protobuf_wire;
 pub mod registry;
 pub mod value;
 
+#[cfg(test)]
+mod protobuf_tests;
 #[cfg(test)]
 mod tests;
 

@@ -39,6 +39,8 @@ pub(crate) enum Kind {
         value: Arc<Codec>,
         separated: bool,
     },
+    /// PROTOBUF_NATIVE: instances of a generated message class (`schema_protobuf`).
+    Protobuf(crate::pulsar::schema_protobuf::ProtoCodec),
 }
 
 /// A schema: its registry description and its payload codec.
@@ -126,6 +128,12 @@ impl Codec {
                     .map_err(|e| schema_error(py, e.0))?;
                 out
             }
+            Kind::Protobuf(p) => {
+                if obj.is_none() {
+                    return Ok(None);
+                }
+                p.encode(py, obj)?
+            }
             Kind::KeyValue { .. } => {
                 return Err(schema_error(py, "a key/value schema cannot nest"));
             }
@@ -155,6 +163,7 @@ impl Codec {
                     .map_err(|e| schema_error(py, format!("cannot decode the message: {}", e.0)))?;
                 to_py(py, &c.schema, c.schema.root, v, types)
             }
+            Kind::Protobuf(p) => p.decode(py, payload),
             Kind::KeyValue {
                 key: kc,
                 value: vc,
@@ -225,10 +234,11 @@ impl Typed {
             .decode(py, &m.payload, m.key(), writer.as_deref())
     }
 
-    /// The reader's record schema, when the schema is a record's (JSON or Avro).
+    /// The reader's record schema, when the schema is a record's (JSON, Avro, protobuf).
     pub(crate) fn record_schema(&self) -> Option<&streamwire_pulsar::schema::avro::AvroSchema> {
         match &self.codec.kind {
             Kind::Record { codec, .. } => Some(&codec.schema),
+            Kind::Protobuf(p) => Some(p.arrow_schema()),
             _ => None,
         }
     }
@@ -240,8 +250,14 @@ impl Typed {
         py: Python<'_>,
         m: &streamwire_pulsar::consumer::ReceivedMessage,
     ) -> PyResult<Value> {
-        let Kind::Record { codec, .. } = &self.codec.kind else {
-            return Err(schema_error(py, "not a record schema"));
+        let codec = match &self.codec.kind {
+            Kind::Record { codec, .. } => codec,
+            Kind::Protobuf(p) => {
+                return p.value(&m.payload).map_err(|e| {
+                    schema_error(py, format!("cannot decode message {:?}: {e}", m.id))
+                })
+            }
+            _ => return Err(schema_error(py, "not a record schema")),
         };
         let writer = match m.schema_version() {
             Some(ver) if !ver.is_empty() => self.writer(py, m.topic(), ver)?,
@@ -338,7 +354,7 @@ pub(crate) fn codec_of(schema: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Arc
             None => {
                 return Err(pyo3::exceptions::PyTypeError::new_err(format!(
                     "schema must be a streamwire.schema object (BytesSchema, StringSchema, \
-                     JsonSchema, AvroSchema, KeyValueSchema), not {}",
+                     JsonSchema, AvroSchema, KeyValueSchema, ProtobufNative), not {}",
                     s.get_type().name()?
                 )))
             }
