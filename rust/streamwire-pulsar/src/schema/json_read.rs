@@ -9,18 +9,24 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::avro::{AvroSchema, Node, NodeId};
-use super::json::{from_json, missing};
+use super::json::{from_json, missing, EnumValues};
 use super::value::{type_name, Value, ValueError};
 
 const MAX_DEPTH: usize = 128;
 
 /// Decode JSON text into a value of node `id`.
-pub fn decode(schema: &AvroSchema, id: NodeId, data: &[u8]) -> Result<Value, ValueError> {
+pub fn decode(
+    schema: &AvroSchema,
+    id: NodeId,
+    data: &[u8],
+    enums: &EnumValues,
+) -> Result<Value, ValueError> {
     let mut de = serde_json::Deserializer::from_slice(data);
     let v = Seed {
         schema,
         id,
         depth: 0,
+        enums,
     }
     .deserialize(&mut de)
     .map_err(|e| ValueError(e.to_string()))?;
@@ -33,14 +39,27 @@ struct Seed<'s> {
     schema: &'s AvroSchema,
     id: NodeId,
     depth: usize,
+    enums: &'s EnumValues,
 }
 
 impl<'s> Seed<'s> {
     fn at(self, id: NodeId) -> Seed<'s> {
         Seed {
-            schema: self.schema,
             id,
             depth: self.depth + 1,
+            ..self
+        }
+    }
+
+    /// An enum written as another writer's value for a symbol (see [`EnumValues`]).
+    fn enum_value<E: de::Error>(self, j: serde_json::Value) -> Result<Value, E> {
+        match self.schema.node(self.id) {
+            Node::Enum { name, symbols } => self
+                .enums
+                .symbol_index(name, symbols, &j)
+                .map(Value::Enum)
+                .ok_or_else(|| E::custom(format!("{j} is not a symbol or value of enum {name}"))),
+            _ => Err(self.wrong("a number")),
         }
     }
 
@@ -110,6 +129,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
     fn visit_bool<E: de::Error>(self, b: bool) -> Result<Value, E> {
         match self.schema.node(self.id) {
             Node::Boolean => Ok(Value::Boolean(b)),
+            Node::Enum { .. } => self.enum_value(serde_json::Value::Bool(b)),
             _ => Err(self.wrong("a boolean")),
         }
     }
@@ -122,6 +142,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
             Node::Long => Ok(Value::Long(i)),
             Node::Float => Ok(Value::Float(i as f32)),
             Node::Double => Ok(Value::Double(i as f64)),
+            Node::Enum { .. } => self.enum_value(i.into()),
             _ => Err(self.wrong("a number")),
         }
     }
@@ -134,6 +155,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
                 Ok(i) => self.visit_i64(i),
                 Err(_) => Err(E::custom(format!("{u} is not a 64-bit integer"))),
             },
+            Node::Enum { .. } => self.enum_value(u.into()),
             _ => Err(self.wrong("a number")),
         }
     }
@@ -144,6 +166,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
             Node::Double => Ok(Value::Double(f)),
             Node::Int => Err(E::custom(format!("{f} is not a 32-bit integer"))),
             Node::Long => Err(E::custom(format!("{f} is not a 64-bit integer"))),
+            Node::Enum { .. } => self.enum_value(f.into()),
             _ => Err(self.wrong("a number")),
         }
     }
@@ -153,11 +176,10 @@ impl<'de> Visitor<'de> for Seed<'_> {
             Node::String => Ok(Value::String(s.to_owned())),
             Node::Bytes => Ok(Value::Bytes(s.as_bytes().to_vec())),
             Node::Fixed { size, .. } if s.len() == *size => Ok(Value::Fixed(s.as_bytes().to_vec())),
-            Node::Enum { symbols, .. } => symbols
-                .iter()
-                .position(|x| x == s)
-                .map(|i| Value::Enum(i as u32))
-                .ok_or_else(|| E::custom(format!("{s:?} is not a symbol of the enum"))),
+            Node::Enum { symbols, .. } => match symbols.iter().position(|x| x == s) {
+                Some(i) => Ok(Value::Enum(i as u32)),
+                None => self.enum_value(serde_json::Value::String(s.to_owned())),
+            },
             _ => Err(self.wrong("a string")),
         }
     }

@@ -126,6 +126,8 @@ pub enum RecordEncoding {
 pub struct RecordCodec {
     pub encoding: RecordEncoding,
     pub schema: avro::AvroSchema,
+    /// JSON only: enum values other writers use for symbols, and whether to write them.
+    pub enum_values: std::sync::Arc<json::EnumValues>,
 }
 
 impl RecordCodec {
@@ -134,13 +136,22 @@ impl RecordCodec {
         Ok(RecordCodec {
             encoding,
             schema: avro::AvroSchema::parse(definition)?,
+            enum_values: Default::default(),
         })
+    }
+
+    /// The same codec reading (and, if `enums.write_values`, writing) enums as `enums` says.
+    pub fn with_enum_values(mut self, enums: std::sync::Arc<json::EnumValues>) -> Self {
+        self.enum_values = enums;
+        self
     }
 
     /// Append the payload of `v` to `out`; on error `out` may hold part of it.
     pub fn encode(&self, v: &value::Value, out: &mut Vec<u8>) -> Result<(), value::ValueError> {
         match self.encoding {
-            RecordEncoding::Json => json::encode(&self.schema, self.schema.root, v, out),
+            RecordEncoding::Json => {
+                json::encode_with(&self.schema, self.schema.root, v, out, &self.enum_values)
+            }
             RecordEncoding::Avro => binary::encode(&self.schema, self.schema.root, v, out),
         }
     }
@@ -148,7 +159,9 @@ impl RecordCodec {
     /// Decode a payload.
     pub fn decode(&self, payload: &[u8]) -> Result<value::Value, value::ValueError> {
         match self.encoding {
-            RecordEncoding::Json => json::decode(&self.schema, self.schema.root, payload),
+            RecordEncoding::Json => {
+                json::decode_with(&self.schema, self.schema.root, payload, &self.enum_values)
+            }
             RecordEncoding::Avro => binary::decode(&self.schema, self.schema.root, payload),
         }
     }

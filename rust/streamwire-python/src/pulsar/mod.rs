@@ -16,6 +16,7 @@ pub mod message_id;
 pub mod producer;
 pub mod schema;
 pub mod schema_arrow;
+pub mod schema_multi;
 pub mod schema_send;
 pub mod schema_values;
 pub mod transaction;
