@@ -7,7 +7,7 @@
 //! * [`json`] — plain JSON encoding (JSON payloads);
 //! * [`keyvalue`] — KEY_VALUE schema data and inline payloads;
 //! * [`project`] — a writer-version value reshaped to the reader's schema;
-//! * [`registry`] — GetSchema on a broker connection (I/O).
+//! * [`registry`] — GetSchema and GetOrCreateSchema on a broker connection (I/O).
 //!
 //! The `Type` values are those of the protocol's `Schema.Type` enum (`proto/pulsar.proto`):
 //! a producer or consumer without a schema sends none, which the broker takes as BYTES.

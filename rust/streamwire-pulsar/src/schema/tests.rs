@@ -360,3 +360,26 @@ fn json_enums_read_as_symbols_or_the_official_python_values() {
     assert_eq!(out, br#"{"s":2}"#);
     assert_eq!(official.decode(&out).unwrap(), v);
 }
+
+#[test]
+fn json_records_of_many_fields_in_any_order() {
+    // More than 64 fields (the vector form of the seen-set), keys out of declaration order,
+    // an unknown key, and a missing field taking its default.
+    let fields: Vec<serde_json::Value> = (0..70)
+        .map(|i| json!({"name": format!("f{i}"), "type": "long", "default": -1}))
+        .collect();
+    let def = json!({"type": "record", "name": "Wide", "fields": fields});
+    let s = AvroSchema::from_json(&def).unwrap();
+    let mut obj = serde_json::Map::new();
+    obj.insert("zzz".into(), json!([1, {"a": 2}]));
+    for i in (1..70).rev() {
+        obj.insert(format!("f{i}"), json!(i));
+    }
+    let text = serde_json::to_vec(&serde_json::Value::Object(obj)).unwrap();
+    let mut want = vec![Value::Long(-1)];
+    want.extend((1..70).map(Value::Long));
+    assert_eq!(
+        super::json::decode(&s, s.root, &text).unwrap(),
+        Value::Record(want)
+    );
+}
