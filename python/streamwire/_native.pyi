@@ -150,6 +150,8 @@ class Client:
     ) -> Any: ...
     def transaction(self, timeout: float = 60.0) -> Transaction: ...
     def _atransaction(self, timeout: float = 60.0) -> Any: ...
+    def get_or_create_schema(self, topic: str, schema: Schema) -> bytes: ...
+    def _aget_or_create_schema(self, topic: str, schema: Schema) -> Any: ...
     def __enter__(self) -> Client: ...
     def __exit__(
         self,
@@ -186,6 +188,7 @@ class SchemaCodec:
         key: Optional[SchemaCodec] = None,
         value: Optional[SchemaCodec] = None,
         separated: bool = False,
+        enum_values: bool = False,
     ) -> SchemaCodec: ...
     @staticmethod
     def protobuf_native(
@@ -416,6 +419,7 @@ class Producer:
         replication_clusters: Optional[list[str]] = None,
         disable_replication: bool = False,
         txn: Optional[Transaction] = None,
+        schema: Optional[Schema] = None,
     ) -> MessageId: ...
     def send_async(
         self,
@@ -432,6 +436,7 @@ class Producer:
         replication_clusters: Optional[list[str]] = None,
         disable_replication: bool = False,
         txn: Optional[Transaction] = None,
+        schema: Optional[Schema] = None,
     ) -> SendFuture: ...
     def send_many(
         self,
@@ -457,6 +462,8 @@ class Producer:
     def last_sequence_id(self) -> int: ...
     @property
     def schema_version(self) -> Optional[bytes]: ...
+    def register_schema(self, schema: Schema) -> bytes: ...
+    def _aregister_schema(self, schema: Schema) -> Any: ...
     @property
     def num_partitions(self) -> int: ...
     def _asend(
@@ -473,6 +480,7 @@ class Producer:
         replication_clusters: Optional[list[str]] = None,
         disable_replication: bool = False,
         txn: Optional[Transaction] = None,
+        schema: Optional[Schema] = None,
     ) -> AioSendFuture: ...
     def _asend_many(
         self,

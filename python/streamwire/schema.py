@@ -129,6 +129,7 @@ class _RecordSchema(Schema):
         record_type: Optional[type] = None,
         *,
         definition: Optional[Union[str, Mapping[str, Any]]] = None,
+        _enum_values: bool = False,
     ) -> None:
         if (record_type is None) == (definition is None):
             raise SchemaError("give a record type or a definition (one of them)")
@@ -150,21 +151,40 @@ class _RecordSchema(Schema):
         # keeps both clients on one schema version.
         text = json.dumps(defn, indent=True).encode()
         self._codec = _native.SchemaCodec(
-            self._kind, self._name, text, records=records, enums=enums
+            self._kind, self._name, text, records=records, enums=enums, enum_values=_enum_values
         )
 
 
 class JsonSchema(_RecordSchema):
     """Records sent as UTF-8 JSON text (the registry's JSON type, with an Avro definition).
 
+    An ``enum.Enum`` field is written as its member's name, the Avro symbol (as the Java
+    client writes it); the official Python client's ``JsonSchema`` writes the member's
+    ``.value`` instead. Reading takes both forms (the value form through the record type's
+    ``Enum`` classes), so records from either client decode to the same member.
+
     Args:
         record_type: a dataclass, ``TypedDict`` or pydantic model class.
         definition: instead of a type, an Avro record definition (JSON text or a mapping);
             values are then dicts.
+        enum_values: write an enum as its member's ``.value`` (the official Python client's
+            form, for consumers that only read that form) instead of its name. Default
+            False.
     """
 
     _kind = "json"
     _name = "JSON"
+
+    def __init__(
+        self,
+        record_type: Optional[type] = None,
+        *,
+        definition: Optional[Union[str, Mapping[str, Any]]] = None,
+        enum_values: bool = False,
+    ) -> None:
+        if not isinstance(enum_values, bool):
+            raise TypeError(f"enum_values must be a bool, not {type(enum_values).__name__}")
+        super().__init__(record_type, definition=definition, _enum_values=enum_values)
 
 
 class AvroSchema(_RecordSchema):

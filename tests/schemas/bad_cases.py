@@ -65,6 +65,17 @@ def _fresh() -> str:
 TYP = TypeError
 POINT_STR = dataclasses.replace(Point(1, None), x="one")  # type: ignore[arg-type]
 PB_READING, PB_POINT, _ = reading_classes()
+# Point with x a string: the topic's compatibility policy refuses it.
+LONG_X = AvroSchema(
+    definition={
+        "type": "record",
+        "name": "Point",
+        "fields": [
+            {"name": "x", "type": "string"},
+            {"name": "label", "type": ["null", "string"]},
+        ],
+    }
+)
 
 SCHEMA_CASES: list[SchemaCase] = [
     SchemaCase("AvroSchema()", "not a record type (int)", SchemaError, lambda c: AvroSchema(int)),
@@ -210,5 +221,61 @@ SCHEMA_CASES: list[SchemaCase] = [
         SchemaError,
         lambda c: c.producer.send_many([Point(1, None), POINT_STR]),
         note="none of the values is sent",
+    ),
+    SchemaCase(
+        "JsonSchema()",
+        "enum_values not a bool ('yes')",
+        TYP,
+        lambda c: JsonSchema(Point, enum_values="yes"),  # type: ignore[arg-type]
+    ),
+    SchemaCase(
+        "Client.get_or_create_schema()",
+        "schema incompatible with the topic's",
+        IncompatibleSchemaError,
+        lambda c: c.client.get_or_create_schema(c.topic, StringSchema()),
+    ),
+    SchemaCase(
+        "Client.get_or_create_schema()",
+        "schema not a schema (None)",
+        TYP,
+        lambda c: c.client.get_or_create_schema(c.topic, None),  # type: ignore[arg-type]
+    ),
+    SchemaCase(
+        "Client.get_or_create_schema()",
+        "malformed topic name ('a/b')",
+        InvalidArgumentError,
+        lambda c: c.client.get_or_create_schema("persistent://a/b", StringSchema()),
+    ),
+    SchemaCase(
+        "Producer.register_schema()",
+        "schema incompatible with the topic's",
+        IncompatibleSchemaError,
+        lambda c: c.producer.register_schema(LONG_X),
+    ),
+    SchemaCase(
+        "Producer.register_schema()",
+        "schema not a schema ('json')",
+        TYP,
+        lambda c: c.producer.register_schema("json"),  # type: ignore[arg-type]
+    ),
+    SchemaCase(
+        "Producer.send()",
+        "schema= incompatible with the topic's",
+        IncompatibleSchemaError,
+        lambda c: c.producer.send({"x": "one", "label": None}, schema=LONG_X),
+        note="nothing is sent",
+    ),
+    SchemaCase(
+        "Producer.send()",
+        "value does not match the schema= given",
+        SchemaError,
+        lambda c: c.producer.send({"x": 1, "label": None}, schema=StringSchema()),
+        note="checked before the schema is registered; nothing is sent",
+    ),
+    SchemaCase(
+        "Producer.send_async()",
+        "schema= not a schema (3)",
+        TYP,
+        lambda c: c.producer.send_async(Point(1, None), schema=3),  # type: ignore[arg-type]
     ),
 ]

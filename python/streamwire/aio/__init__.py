@@ -22,6 +22,7 @@ from typing import Any, Optional, Union
 from streamwire import _native
 from streamwire._native import AioSendFuture, Message, MessageId, Received
 from streamwire.exceptions import StreamwireError
+from streamwire.schema import Schema
 
 __all__ = [
     "AioSendFuture",
@@ -114,6 +115,16 @@ class Client:
         """
         native: _native.Transaction = await self._native._atransaction(timeout)
         return Transaction(native)
+
+    async def get_or_create_schema(self, topic: str, schema: Schema) -> bytes:
+        """Register ``schema`` with ``topic`` (GET_OR_CREATE_SCHEMA); its registry version.
+
+        Args:
+            topic: a topic name (one partition, or a non-partitioned topic); it must exist.
+            schema: a ``streamwire.schema`` object.
+        """
+        version: bytes = await self._native._aget_or_create_schema(topic, schema)
+        return version
 
     def lookup(self) -> Lookup:
         """Topic metadata lookups (owner broker, partition count) as awaitables."""
@@ -261,6 +272,17 @@ class Producer:
     def name(self) -> str:
         """The producer name (given, or assigned by the broker)."""
         return self._native.name
+
+    async def register_schema(self, schema: Schema) -> bytes:
+        """Register ``schema`` with the producer's topic for ``send(..., schema=schema)``;
+        its registry version. A ``send`` with a schema not registered yet blocks for that
+        round trip, so await this first.
+
+        Args:
+            schema: a ``streamwire.schema`` object.
+        """
+        version: bytes = await self._native._aregister_schema(schema)
+        return version
 
     def send(self, value: Any, **options: Any) -> AioSendFuture:
         """Queue one message now; the returned future resolves to its ``MessageId``.

@@ -228,6 +228,7 @@ fn prepared(
             replicate_to: replication_clusters.unwrap_or_default(),
             disable_replication: disable_replication.unwrap_or(false),
             txn: None,
+            schema_version: None,
         },
         user_sequence_id: sequence_id.is_some(),
         partition,

@@ -3,7 +3,7 @@
 //! Modules (one concern each; pure logic is kept apart from I/O):
 //! * [`protocol`] — wire format: frame codec, CRC32C, command builders. No I/O, no Tokio.
 //! * [`schema`] — typed messages: registry schema descriptions, Avro binary / JSON / KeyValue
-//!   payload codecs (pure) and GetSchema requests.
+//!   payload codecs (pure) and GetSchema / GetOrCreateSchema requests.
 //!
 //! `fuzzing` is a hidden helper shared by the cargo-fuzz target and the stable-toolchain
 //! fuzz test; it is not part of the supported API.

@@ -512,6 +512,9 @@ impl Actor {
         if entry.disable_replication {
             md.replicate_to = vec!["__local__".to_owned()];
         }
+        if let Some(v) = &entry.schema_version {
+            md.schema_version = Some(v.clone());
+        }
         if let Some(t) = entry.txn {
             md.txnid_least_bits = Some(t.least);
             md.txnid_most_bits = Some(t.most);

@@ -95,6 +95,10 @@ pub struct EntryOptions {
     /// The transaction the message belongs to (a batch belongs to one transaction, so a
     /// transactional message goes unbatched).
     pub txn: Option<crate::transaction::TxnId>,
+    /// The registry version of this message's schema when it is not the producer's own
+    /// (from GET_OR_CREATE_SCHEMA; a batch carries one version, so such a message goes
+    /// unbatched).
+    pub schema_version: Option<bytes::Bytes>,
 }
 
 impl EntryOptions {
@@ -103,6 +107,7 @@ impl EntryOptions {
             && self.replicate_to.is_empty()
             && !self.disable_replication
             && self.txn.is_none()
+            && self.schema_version.is_none()
     }
 }
 

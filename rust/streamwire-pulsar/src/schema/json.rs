@@ -6,7 +6,8 @@
 //! are written as a string (the Python client writes `bytes.decode()`); enums as their
 //! symbol. Decoding is lenient where the writers differ: an int is accepted for a float
 //! field, a missing field takes its default (or null when nullable), unknown fields are
-//! ignored.
+//! ignored, and an enum may come as one of the values an [`EnumValues`] table gives (the
+//! official Python client writes a Python `Enum` by its `.value`, not its name).
 
 use serde_json::Value as Json;
 
@@ -20,6 +21,51 @@ fn fail<T>(msg: impl Into<String>) -> Result<T, ValueError> {
 
 const MAX_DEPTH: usize = 128;
 
+/// The values other writers put in place of enum symbols: for each enum (by full or short
+/// name), a JSON value and the symbol it stands for. The official Python client's
+/// `JsonSchema` writes a Python `Enum` member as its `.value` (`2`, `"a-val"`); the table
+/// comes from the reader's `Enum` classes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EnumValues {
+    pub by_enum: Vec<(String, Vec<(Json, String)>)>,
+    /// Write an enum as its value from the table (the official Python client's form)
+    /// instead of its symbol (the Java client's form, and the default).
+    pub write_values: bool,
+}
+
+/// No table: symbols only.
+pub static NO_ENUM_VALUES: EnumValues = EnumValues {
+    by_enum: Vec::new(),
+    write_values: false,
+};
+
+impl EnumValues {
+    fn table(&self, name: &str) -> Option<&[(Json, String)]> {
+        let short = |n: &str| n.rsplit('.').next().unwrap_or(n).to_owned();
+        self.by_enum
+            .iter()
+            .find(|(n, _)| n == name)
+            .or_else(|| {
+                let s = short(name);
+                self.by_enum.iter().find(|(n, _)| short(n) == s)
+            })
+            .map(|(_, t)| t.as_slice())
+    }
+
+    /// The symbol index a value `j` stands for in enum `name` (None: not one of its values).
+    pub fn symbol_index(&self, name: &str, symbols: &[String], j: &Json) -> Option<u32> {
+        let (_, sym) = self.table(name)?.iter().find(|(v, _)| v == j)?;
+        symbols.iter().position(|s| s == sym).map(|i| i as u32)
+    }
+
+    fn value_of(&self, name: &str, symbol: &str) -> Option<&Json> {
+        self.table(name)?
+            .iter()
+            .find(|(_, s)| s == symbol)
+            .map(|(v, _)| v)
+    }
+}
+
 /// Append `v` (following node `id`) as compact JSON text.
 pub fn encode(
     schema: &AvroSchema,
@@ -27,7 +73,18 @@ pub fn encode(
     v: &Value,
     out: &mut Vec<u8>,
 ) -> Result<(), ValueError> {
-    write(schema, id, v, out, 0)
+    write(schema, id, v, out, &NO_ENUM_VALUES, 0)
+}
+
+/// [`encode`], enums written as `enums` says.
+pub fn encode_with(
+    schema: &AvroSchema,
+    id: NodeId,
+    v: &Value,
+    out: &mut Vec<u8>,
+    enums: &EnumValues,
+) -> Result<(), ValueError> {
+    write(schema, id, v, out, enums, 0)
 }
 
 fn write_str(out: &mut Vec<u8>, s: &str) {
@@ -40,6 +97,7 @@ fn write(
     id: NodeId,
     v: &Value,
     out: &mut Vec<u8>,
+    enums: &EnumValues,
     depth: usize,
 ) -> Result<(), ValueError> {
     if depth > MAX_DEPTH {
@@ -68,13 +126,23 @@ fn write(
                 }
                 write_str(out, &f.name);
                 out.push(b':');
-                write(schema, f.node, fv, out, depth + 1)
+                write(schema, f.node, fv, out, enums, depth + 1)
                     .map_err(|e| ValueError(format!("{}: {}", f.name, e.0)))?;
             }
             out.push(b'}');
         }
-        (Node::Enum { symbols, .. }, Value::Enum(i)) if (*i as usize) < symbols.len() => {
-            write_str(out, &symbols[*i as usize])
+        (Node::Enum { symbols, name }, Value::Enum(i)) if (*i as usize) < symbols.len() => {
+            let sym = &symbols[*i as usize];
+            match enums
+                .write_values
+                .then(|| enums.value_of(name, sym))
+                .flatten()
+            {
+                Some(j) => {
+                    let _ = serde_json::to_writer(&mut *out, j);
+                }
+                None => write_str(out, sym),
+            }
         }
         (Node::Array(item), Value::Array(items)) => {
             out.push(b'[');
@@ -82,7 +150,7 @@ fn write(
                 if i > 0 {
                     out.push(b',');
                 }
-                write(schema, *item, x, out, depth + 1)?;
+                write(schema, *item, x, out, enums, depth + 1)?;
             }
             out.push(b']');
         }
@@ -94,12 +162,12 @@ fn write(
                 }
                 write_str(out, k);
                 out.push(b':');
-                write(schema, *val, x, out, depth + 1)?;
+                write(schema, *val, x, out, enums, depth + 1)?;
             }
             out.push(b'}');
         }
         (Node::Union(branches), v) => match branch_for(schema, branches, v) {
-            Some(b) => write(schema, branches[b], v, out, depth + 1)?,
+            Some(b) => write(schema, branches[b], v, out, enums, depth + 1)?,
             None => {
                 return fail(format!(
                     "a {} does not fit {}",
@@ -129,7 +197,17 @@ fn write_float(out: &mut Vec<u8>, f: f64) -> Result<(), ValueError> {
 
 /// Decode JSON text into a value of node `id` (streamed by the schema, see `json_read`).
 pub fn decode(schema: &AvroSchema, id: NodeId, data: &[u8]) -> Result<Value, ValueError> {
-    super::json_read::decode(schema, id, data)
+    super::json_read::decode(schema, id, data, &NO_ENUM_VALUES)
+}
+
+/// [`decode`], also taking an enum as one of the values `enums` lists.
+pub fn decode_with(
+    schema: &AvroSchema,
+    id: NodeId,
+    data: &[u8],
+    enums: &EnumValues,
+) -> Result<Value, ValueError> {
+    super::json_read::decode(schema, id, data, enums)
 }
 
 /// A JSON value (a payload's, or a field default's) as a value of node `id`.

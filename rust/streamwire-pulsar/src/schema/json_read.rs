@@ -3,24 +3,29 @@
 //! cost more than the rest of the decode). The rules are [`json::from_json`]'s (which this
 //! falls back to for unions other than `["null", T]`).
 
-use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::avro::{AvroSchema, Node, NodeId};
-use super::json::{from_json, missing};
+use super::json::{from_json, missing, EnumValues};
 use super::value::{type_name, Value, ValueError};
 
 const MAX_DEPTH: usize = 128;
 
 /// Decode JSON text into a value of node `id`.
-pub fn decode(schema: &AvroSchema, id: NodeId, data: &[u8]) -> Result<Value, ValueError> {
+pub fn decode(
+    schema: &AvroSchema,
+    id: NodeId,
+    data: &[u8],
+    enums: &EnumValues,
+) -> Result<Value, ValueError> {
     let mut de = serde_json::Deserializer::from_slice(data);
     let v = Seed {
         schema,
         id,
         depth: 0,
+        enums,
     }
     .deserialize(&mut de)
     .map_err(|e| ValueError(e.to_string()))?;
@@ -33,14 +38,27 @@ struct Seed<'s> {
     schema: &'s AvroSchema,
     id: NodeId,
     depth: usize,
+    enums: &'s EnumValues,
 }
 
 impl<'s> Seed<'s> {
     fn at(self, id: NodeId) -> Seed<'s> {
         Seed {
-            schema: self.schema,
             id,
             depth: self.depth + 1,
+            ..self
+        }
+    }
+
+    /// An enum written as another writer's value for a symbol (see [`EnumValues`]).
+    fn enum_value<E: de::Error>(self, j: serde_json::Value) -> Result<Value, E> {
+        match self.schema.node(self.id) {
+            Node::Enum { name, symbols } => self
+                .enums
+                .symbol_index(name, symbols, &j)
+                .map(Value::Enum)
+                .ok_or_else(|| E::custom(format!("{j} is not a symbol or value of enum {name}"))),
+            _ => Err(self.wrong("a number")),
         }
     }
 
@@ -110,6 +128,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
     fn visit_bool<E: de::Error>(self, b: bool) -> Result<Value, E> {
         match self.schema.node(self.id) {
             Node::Boolean => Ok(Value::Boolean(b)),
+            Node::Enum { .. } => self.enum_value(serde_json::Value::Bool(b)),
             _ => Err(self.wrong("a boolean")),
         }
     }
@@ -122,6 +141,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
             Node::Long => Ok(Value::Long(i)),
             Node::Float => Ok(Value::Float(i as f32)),
             Node::Double => Ok(Value::Double(i as f64)),
+            Node::Enum { .. } => self.enum_value(i.into()),
             _ => Err(self.wrong("a number")),
         }
     }
@@ -134,6 +154,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
                 Ok(i) => self.visit_i64(i),
                 Err(_) => Err(E::custom(format!("{u} is not a 64-bit integer"))),
             },
+            Node::Enum { .. } => self.enum_value(u.into()),
             _ => Err(self.wrong("a number")),
         }
     }
@@ -144,6 +165,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
             Node::Double => Ok(Value::Double(f)),
             Node::Int => Err(E::custom(format!("{f} is not a 32-bit integer"))),
             Node::Long => Err(E::custom(format!("{f} is not a 64-bit integer"))),
+            Node::Enum { .. } => self.enum_value(f.into()),
             _ => Err(self.wrong("a number")),
         }
     }
@@ -153,11 +175,10 @@ impl<'de> Visitor<'de> for Seed<'_> {
             Node::String => Ok(Value::String(s.to_owned())),
             Node::Bytes => Ok(Value::Bytes(s.as_bytes().to_vec())),
             Node::Fixed { size, .. } if s.len() == *size => Ok(Value::Fixed(s.as_bytes().to_vec())),
-            Node::Enum { symbols, .. } => symbols
-                .iter()
-                .position(|x| x == s)
-                .map(|i| Value::Enum(i as u32))
-                .ok_or_else(|| E::custom(format!("{s:?} is not a symbol of the enum"))),
+            Node::Enum { symbols, .. } => match symbols.iter().position(|x| x == s) {
+                Some(i) => Ok(Value::Enum(i as u32)),
+                None => self.enum_value(serde_json::Value::String(s.to_owned())),
+            },
             _ => Err(self.wrong("a string")),
         }
     }
@@ -176,30 +197,43 @@ impl<'de> Visitor<'de> for Seed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         match self.schema.node(self.id) {
             Node::Record(r) => {
-                let mut fields: Vec<Option<Value>> = vec![None; r.fields.len()];
-                while let Some(k) = map.next_key::<Cow<'de, str>>()? {
-                    match r.fields.iter().position(|f| f.name == k) {
+                // Every field starts as Null and `seen` marks the ones the text gave: one
+                // allocation per record. Keys are matched where they sit in the input
+                // (borrowed, no String per key), the next declared field tried first, as
+                // writers put fields in declaration order.
+                let mut out = Vec::with_capacity(r.fields.len());
+                // resize_with, not vec![Null; n]: that clones through Value's Clone.
+                out.resize_with(r.fields.len(), || Value::Null);
+                let mut seen = Seen::new(r.fields.len());
+                let mut hint = 0;
+                while let Some(k) = map.next_key_seed(FieldKey {
+                    fields: &r.fields,
+                    hint,
+                })? {
+                    match k {
                         Some(i) => {
-                            let v = map
-                                .next_value_seed(self.at(r.fields[i].node))
-                                .map_err(|e| de::Error::custom(format!("{k}: {e}")))?;
-                            fields[i] = Some(v);
+                            let v =
+                                map.next_value_seed(self.at(r.fields[i].node))
+                                    .map_err(|e| {
+                                        de::Error::custom(format!("{}: {e}", r.fields[i].name))
+                                    })?;
+                            out[i] = v;
+                            seen.set(i);
+                            hint = i + 1;
                         }
                         None => {
                             map.next_value::<IgnoredAny>()?;
                         }
                     }
                 }
-                let mut out = Vec::with_capacity(fields.len());
-                for (f, v) in r.fields.iter().zip(fields) {
-                    out.push(match v {
-                        Some(v) => v,
-                        None => missing(self.schema, f.node, f.default.as_ref(), self.depth)
+                for (i, f) in r.fields.iter().enumerate() {
+                    if !seen.get(i) {
+                        out[i] = missing(self.schema, f.node, f.default.as_ref(), self.depth)
                             .ok_or_else(|| {
                                 de::Error::custom(format!("field {} is missing", f.name))
                             })?
-                            .map_err(|e| de::Error::custom(e.0))?,
-                    });
+                            .map_err(|e| de::Error::custom(e.0))?;
+                    }
                 }
                 Ok(Value::Record(out))
             }
@@ -213,5 +247,72 @@ impl<'de> Visitor<'de> for Seed<'_> {
             }
             _ => Err(self.wrong("an object")),
         }
+    }
+}
+
+/// Which fields of a record the input gave (a bit set; records of more than 64 fields use
+/// a vector).
+enum Seen {
+    Bits(u64),
+    Many(Vec<bool>),
+}
+
+impl Seen {
+    fn new(n: usize) -> Seen {
+        if n <= 64 {
+            Seen::Bits(0)
+        } else {
+            Seen::Many(vec![false; n])
+        }
+    }
+
+    fn set(&mut self, i: usize) {
+        match self {
+            Seen::Bits(b) => *b |= 1 << i,
+            Seen::Many(v) => v[i] = true,
+        }
+    }
+
+    fn get(&self, i: usize) -> bool {
+        match self {
+            Seen::Bits(b) => b & (1 << i) != 0,
+            Seen::Many(v) => v[i],
+        }
+    }
+}
+
+/// A record key read as the index of the field it names (None: not a field), compared in
+/// place in the input.
+struct FieldKey<'a> {
+    fields: &'a [super::avro::Field],
+    hint: usize,
+}
+
+impl FieldKey<'_> {
+    fn index(&self, k: &str) -> Option<usize> {
+        match self.fields.get(self.hint) {
+            Some(f) if f.name == k => Some(self.hint),
+            _ => self.fields.iter().position(|f| f.name == k),
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for FieldKey<'_> {
+    type Value = Option<usize>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<usize>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FieldKey<'_> {
+    type Value = Option<usize>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a field name")
+    }
+
+    fn visit_str<E: de::Error>(self, k: &str) -> Result<Option<usize>, E> {
+        Ok(self.index(k))
     }
 }

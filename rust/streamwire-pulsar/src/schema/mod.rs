@@ -8,7 +8,7 @@
 //! * [`keyvalue`] — KEY_VALUE schema data and inline payloads;
 //! * [`protobuf`], [`protobuf_wire`] — PROTOBUF_NATIVE schema data and payloads;
 //! * [`project`] — a writer-version value reshaped to the reader's schema;
-//! * [`registry`] — GetSchema on a broker connection (I/O).
+//! * [`registry`] — GetSchema and GetOrCreateSchema on a broker connection (I/O).
 //!
 //! The `Type` values are those of the protocol's `Schema.Type` enum (`proto/pulsar.proto`):
 //! a producer or consumer without a schema sends none, which the broker takes as BYTES.
@@ -131,6 +131,8 @@ pub enum RecordEncoding {
 pub struct RecordCodec {
     pub encoding: RecordEncoding,
     pub schema: avro::AvroSchema,
+    /// JSON only: enum values other writers use for symbols, and whether to write them.
+    pub enum_values: std::sync::Arc<json::EnumValues>,
 }
 
 impl RecordCodec {
@@ -139,13 +141,22 @@ impl RecordCodec {
         Ok(RecordCodec {
             encoding,
             schema: avro::AvroSchema::parse(definition)?,
+            enum_values: Default::default(),
         })
+    }
+
+    /// The same codec reading (and, if `enums.write_values`, writing) enums as `enums` says.
+    pub fn with_enum_values(mut self, enums: std::sync::Arc<json::EnumValues>) -> Self {
+        self.enum_values = enums;
+        self
     }
 
     /// Append the payload of `v` to `out`; on error `out` may hold part of it.
     pub fn encode(&self, v: &value::Value, out: &mut Vec<u8>) -> Result<(), value::ValueError> {
         match self.encoding {
-            RecordEncoding::Json => json::encode(&self.schema, self.schema.root, v, out),
+            RecordEncoding::Json => {
+                json::encode_with(&self.schema, self.schema.root, v, out, &self.enum_values)
+            }
             RecordEncoding::Avro => binary::encode(&self.schema, self.schema.root, v, out),
         }
     }
@@ -153,7 +164,9 @@ impl RecordCodec {
     /// Decode a payload.
     pub fn decode(&self, payload: &[u8]) -> Result<value::Value, value::ValueError> {
         match self.encoding {
-            RecordEncoding::Json => json::decode(&self.schema, self.schema.root, payload),
+            RecordEncoding::Json => {
+                json::decode_with(&self.schema, self.schema.root, payload, &self.enum_values)
+            }
             RecordEncoding::Avro => binary::decode(&self.schema, self.schema.root, payload),
         }
     }

@@ -1,10 +1,12 @@
 //! The broker's schema registry over the binary protocol: GET_SCHEMA (a topic's schema,
 //! latest or by version), which consumers use to decode each message with the version it
-//! was written with. (GET_OR_CREATE_SCHEMA, which the Java client sends when one producer
-//! switches schemas, is not needed: our producers register their one schema with PRODUCER.)
+//! was written with, and GET_OR_CREATE_SCHEMA (register a schema with a topic, or find the
+//! version it already has), which a producer sends before a message whose schema is not its
+//! own (as the Java client's multi-schema producers do) — the producer's own schema travels
+//! in PRODUCER.
 //!
-//! Command building is pure (`get_schema_command`); the request goes to the topic owner's
-//! connection.
+//! Command building is pure (`get_schema_command`, `get_or_create_schema_command`); the
+//! request goes to the topic owner's connection.
 
 use streamwire_core::error::Result;
 
@@ -27,7 +29,57 @@ pub fn get_schema_command(topic: &str, request_id: u64, version: Option<&[u8]>) 
     cmd
 }
 
+/// GET_OR_CREATE_SCHEMA of `schema` for `topic`.
+pub fn get_or_create_schema_command(
+    topic: &str,
+    request_id: u64,
+    schema: &SchemaInfo,
+) -> pb::BaseCommand {
+    let mut cmd = pb::BaseCommand::default();
+    cmd.set_type(Type::GetOrCreateSchema);
+    cmd.get_or_create_schema = Some(Box::new(pb::CommandGetOrCreateSchema {
+        request_id,
+        topic: topic.to_owned(),
+        schema: schema.to_proto(),
+        producer_name: None,
+    }));
+    cmd
+}
+
 impl PulsarClient {
+    /// Register `schema` with `topic` (or find it there) and give its version bytes. The
+    /// broker checks it against the topic's compatibility policy: a refusal is the
+    /// IncompatibleSchema server error. The topic must exist (a producer or consumer
+    /// creates it); a BYTES schema (`SchemaType::None`) gets an empty version.
+    pub async fn get_or_create_schema(
+        &self,
+        topic: &TopicName,
+        schema: &SchemaInfo,
+    ) -> Result<Vec<u8>> {
+        let name = topic.to_string();
+        let (conn, _) = self.connection_for(topic).await?;
+        let rid = conn.new_request_id();
+        let frame = conn
+            .request(
+                rid,
+                "get or create schema",
+                get_or_create_schema_command(&name, rid, schema),
+            )
+            .await
+            .map_err(|e| e.context(format!("register a schema with {name}")))?;
+        let resp = frame
+            .command
+            .get_or_create_schema_response
+            .unwrap_or_default();
+        if let Some(code) = resp.error_code {
+            return Err(
+                server_error(code, resp.error_message.as_deref().unwrap_or(""))
+                    .context(format!("register a schema with {name}")),
+            );
+        }
+        Ok(resp.schema_version.as_deref().unwrap_or_default().to_vec())
+    }
+
     /// The schema of `topic` at `version` (None: the latest) and its version bytes, or None
     /// when the topic has no schema (or not that version).
     pub async fn get_schema(

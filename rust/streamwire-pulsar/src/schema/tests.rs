@@ -267,3 +267,119 @@ fn get_schema_command_names_topic_and_version() {
         );
     }
 }
+
+proptest! {
+    /// GET_OR_CREATE_SCHEMA survives the wire (prost encode, decode) with any topic, request
+    /// id and schema.
+    #[test]
+    fn get_or_create_schema_command_round_trips(
+        topic in "[a-z/:-]{1,40}",
+        rid in any::<u64>(),
+        data in prop::collection::vec(any::<u8>(), 0..64),
+        props in prop::collection::vec(("[a-z.]{1,8}", "[ -~]{0,8}"), 0..4),
+    ) {
+        use prost::Message;
+        let info = SchemaInfo {
+            name: "JSON".into(),
+            kind: SchemaType::Json,
+            data,
+            properties: props,
+        };
+        let cmd = super::registry::get_or_create_schema_command(&topic, rid, &info);
+        let back = crate::protocol::pb::BaseCommand::decode(&cmd.encode_to_vec()[..]).unwrap();
+        prop_assert_eq!(back.r#type(), crate::protocol::pb::base_command::Type::GetOrCreateSchema);
+        let body = back.get_or_create_schema.unwrap();
+        prop_assert_eq!((body.request_id, body.topic.as_str()), (rid, topic.as_str()));
+        prop_assert_eq!(SchemaInfo::from_proto(&body.schema), info);
+    }
+}
+
+fn enum_values(write_values: bool) -> super::json::EnumValues {
+    super::json::EnumValues {
+        by_enum: vec![(
+            "n.Shade".into(),
+            vec![
+                (json!("d-value"), "dark".into()),
+                (json!(2), "light".into()),
+                (json!(2.5), "mid".into()),
+                (json!(true), "on".into()),
+            ],
+        )],
+        write_values,
+    }
+}
+
+const SHADE: &str = r#"{"type":"record","name":"P","namespace":"n","fields":[
+    {"name":"s","type":["null",{"type":"enum","name":"Shade",
+        "symbols":["dark","light","mid","on"]}]}]}"#;
+
+#[test]
+fn json_enums_read_as_symbols_or_the_official_python_values() {
+    let codec = RecordCodec::new(RecordEncoding::Json, SHADE.as_bytes())
+        .unwrap()
+        .with_enum_values(std::sync::Arc::new(enum_values(false)));
+    for (text, sym) in [
+        (r#"{"s":"dark"}"#, 0),
+        (r#"{"s":"d-value"}"#, 0),
+        (r#"{"s":"light"}"#, 1),
+        (r#"{"s":2}"#, 1),
+        (r#"{"s":2.5}"#, 2),
+        (r#"{"s":true}"#, 3),
+    ] {
+        assert_eq!(
+            codec.decode(text.as_bytes()).unwrap(),
+            Value::Record(vec![Value::Enum(sym)]),
+            "{text}"
+        );
+    }
+    for bad in [
+        r#"{"s":"nope"}"#,
+        r#"{"s":3}"#,
+        r#"{"s":false}"#,
+        r#"{"s":1.5}"#,
+    ] {
+        let e = codec.decode(bad.as_bytes()).unwrap_err();
+        assert!(
+            e.0.contains("enum") || e.0.contains("symbol"),
+            "{bad}: {e:?}"
+        );
+    }
+    // Without a table only symbols are read.
+    let plain = RecordCodec::new(RecordEncoding::Json, SHADE.as_bytes()).unwrap();
+    assert!(plain.decode(br#"{"s":2}"#).is_err());
+    // Written as the symbol by default, as the value with write_values.
+    let v = Value::Record(vec![Value::Enum(1)]);
+    let mut out = Vec::new();
+    codec.encode(&v, &mut out).unwrap();
+    assert_eq!(out, br#"{"s":"light"}"#);
+    let official = codec
+        .clone()
+        .with_enum_values(std::sync::Arc::new(enum_values(true)));
+    out.clear();
+    official.encode(&v, &mut out).unwrap();
+    assert_eq!(out, br#"{"s":2}"#);
+    assert_eq!(official.decode(&out).unwrap(), v);
+}
+
+#[test]
+fn json_records_of_many_fields_in_any_order() {
+    // More than 64 fields (the vector form of the seen-set), keys out of declaration order,
+    // an unknown key, and a missing field taking its default.
+    let fields: Vec<serde_json::Value> = (0..70)
+        .map(|i| json!({"name": format!("f{i}"), "type": "long", "default": -1}))
+        .collect();
+    let def = json!({"type": "record", "name": "Wide", "fields": fields});
+    let s = AvroSchema::from_json(&def).unwrap();
+    let mut obj = serde_json::Map::new();
+    obj.insert("zzz".into(), json!([1, {"a": 2}]));
+    for i in (1..70).rev() {
+        obj.insert(format!("f{i}"), json!(i));
+    }
+    let text = serde_json::to_vec(&serde_json::Value::Object(obj)).unwrap();
+    let mut want = vec![Value::Long(-1)];
+    want.extend((1..70).map(Value::Long));
+    assert_eq!(
+        super::json::decode(&s, s.root, &text).unwrap(),
+        Value::Record(want)
+    );
+}

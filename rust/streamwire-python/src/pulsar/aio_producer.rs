@@ -206,7 +206,7 @@ impl Producer {
     /// `send` as an awaitable (see `streamwire.aio.Producer.send`).
     #[pyo3(signature = (value, *, key=None, ordering_key=None, properties=None, event_time=None,
         sequence_id=None, deliver_after=None, deliver_at=None, replication_clusters=None,
-        disable_replication=false, txn=None))]
+        disable_replication=false, txn=None, schema=None))]
     #[allow(clippy::too_many_arguments)]
     fn _asend<'py>(
         &self,
@@ -222,11 +222,13 @@ impl Producer {
         replication_clusters: Option<Vec<String>>,
         disable_replication: bool,
         txn: Option<&Bound<'py, PyAny>>,
+        schema: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let tp = self.alive(py)?;
         let txn = aio_txn_arg(txn)?;
-        let (msg, user_seq, entry) = build_message(
-            self.codec.as_deref(),
+        let codec = self.message_codec(schema)?;
+        let (msg, user_seq, mut entry) = build_message(
+            codec.as_deref().or(self.codec.as_deref()),
             value,
             key,
             ordering_key,
@@ -238,6 +240,10 @@ impl Producer {
             replication_clusters,
             disable_replication,
         )?;
+        // A schema met for the first time is registered here, blocking this call for one
+        // round trip (the message must be queued now, in order); `await
+        // producer.register_schema(schema)` beforehand avoids it.
+        entry.schema_version = self.message_schema_version(py, codec.as_ref())?;
         let (fut, target) = aio::new_send_future(py)?;
         let fut = fut.into_any();
         if let Some(t) = txn {

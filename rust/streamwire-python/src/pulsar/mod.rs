@@ -18,6 +18,7 @@ pub mod producer;
 pub mod schema;
 pub mod schema_arrow;
 pub mod schema_encode_arrow;
+pub mod schema_multi;
 pub mod schema_protobuf;
 pub mod schema_send;
 pub mod schema_values;

@@ -31,6 +31,7 @@ use crate::pulsar::dispatch::{self, ErrorSlot, Job};
 use crate::pulsar::many::ManyOptions;
 use crate::pulsar::message_id::PyMessageId;
 use crate::pulsar::schema::{codec_of, Codec as SchemaCodec};
+use crate::pulsar::schema_multi::SchemaVersions;
 pub(crate) use crate::pulsar::schema_send::{typed_many, typed_message};
 use crate::pulsar::transaction::txn_arg;
 
@@ -152,7 +153,9 @@ impl ProducerPlan {
     pub(crate) async fn open(self) -> Result<Producer> {
         let topic = self.topic.to_string();
         let block = self.config.block_if_queue_full;
+        let client = self.client.clone();
         let tp = TopicProducer::create(self.client, self.topic, self.config, self.budget).await?;
+        let schema_topic = tp.partition_producers()[0].topic().clone();
         log::event(log::Level::Info, "pulsar.producer", || {
             (
                 "producer opened".to_owned(),
@@ -168,6 +171,7 @@ impl ProducerPlan {
             callback_errors: Arc::new(Mutex::new(None)),
             room: Default::default(),
             codec: self.codec,
+            schemas: SchemaVersions::new(client, self.timeout, schema_topic),
         })
     }
 }
@@ -360,6 +364,7 @@ pub(crate) fn build_message(
         replicate_to: replication_clusters.unwrap_or_default(),
         disable_replication,
         txn: None,
+        schema_version: None,
     };
     Ok((msg, user_seq, entry))
 }
@@ -404,6 +409,8 @@ pub struct Producer {
     pub(crate) room: crate::pulsar::aio_producer::Room,
     /// The schema values are encoded with (`schema=`), or None: bytes.
     pub(crate) codec: Option<Arc<SchemaCodec>>,
+    /// Versions of other schemas its messages were sent with (`send(..., schema=)`).
+    pub(crate) schemas: SchemaVersions,
 }
 
 impl Producer {
@@ -447,14 +454,19 @@ impl Producer {
     ///     disable_replication: do not geo-replicate this message. Default False.
     ///     txn: a `Transaction` (from `Client.transaction()`): the message becomes visible
     ///         only when it commits, and is sent unbatched. Default None.
+    ///     schema: a `streamwire.schema` object other than the producer's: `value` is
+    ///         encoded with it, registered with the topic (GET_OR_CREATE_SCHEMA, once per
+    ///         schema) and its version goes on the message, which is sent unbatched.
+    ///         Default None: the producer's schema.
     ///
     /// Raises:
     ///     InvalidArgumentError: a bad option (nothing is sent).
     ///     OperationTimeoutError: no receipt within the producer's `send_timeout`.
     ///     InvalidTransactionStateError: `txn` is no longer open.
+    ///     IncompatibleSchemaError: the topic refuses `schema`.
     #[pyo3(signature = (value, *, key=None, ordering_key=None, properties=None, event_time=None,
         sequence_id=None, deliver_after=None, deliver_at=None, replication_clusters=None,
-        disable_replication=false, txn=None))]
+        disable_replication=false, txn=None, schema=None))]
     #[allow(clippy::too_many_arguments)]
     fn send(
         &self,
@@ -470,11 +482,13 @@ impl Producer {
         replication_clusters: Option<Vec<String>>,
         disable_replication: bool,
         txn: Option<&Bound<'_, PyAny>>,
+        schema: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyMessageId> {
         let tp = self.live()?;
         let txn = txn_arg(txn)?;
-        let (msg, user_seq, entry) = build_message(
-            self.codec.as_deref(),
+        let codec = self.message_codec(schema)?;
+        let (msg, user_seq, mut entry) = build_message(
+            codec.as_deref().or(self.codec.as_deref()),
             value,
             key,
             ordering_key,
@@ -486,6 +500,7 @@ impl Producer {
             replication_clusters,
             disable_replication,
         )?;
+        entry.schema_version = self.message_schema_version(py, codec.as_ref())?;
         let id = wait(py, "send", None, async move {
             let (tx, rx) = tokio::sync::oneshot::channel();
             if let Some(t) = txn {
@@ -510,13 +525,13 @@ impl Producer {
     ///         exception it raises is re-raised by the next `flush()` or `close()`.
     ///         Default None.
     ///     key, ordering_key, properties, event_time, sequence_id, deliver_after, deliver_at,
-    ///         replication_clusters, disable_replication, txn: as for `send`.
+    ///         replication_clusters, disable_replication, txn, schema: as for `send`.
     ///
     /// A full queue waits (or raises `ProducerQueueFullError` with
     /// `block_if_queue_full=False`, without queueing the message).
     #[pyo3(signature = (value, callback=None, *, key=None, ordering_key=None, properties=None,
         event_time=None, sequence_id=None, deliver_after=None, deliver_at=None,
-        replication_clusters=None, disable_replication=false, txn=None))]
+        replication_clusters=None, disable_replication=false, txn=None, schema=None))]
     #[allow(clippy::too_many_arguments)]
     fn send_async(
         &self,
@@ -533,6 +548,7 @@ impl Producer {
         replication_clusters: Option<Vec<String>>,
         disable_replication: bool,
         txn: Option<&Bound<'_, PyAny>>,
+        schema: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<SendFuture> {
         let tp = self.live()?;
         let txn = txn_arg(txn)?;
@@ -543,8 +559,9 @@ impl Producer {
                 ));
             }
         }
-        let (msg, user_seq, entry) = build_message(
-            self.codec.as_deref(),
+        let codec = self.message_codec(schema)?;
+        let (msg, user_seq, mut entry) = build_message(
+            codec.as_deref().or(self.codec.as_deref()),
             value,
             key,
             ordering_key,
@@ -556,6 +573,7 @@ impl Producer {
             replication_clusters,
             disable_replication,
         )?;
+        entry.schema_version = self.message_schema_version(py, codec.as_ref())?;
         let state = Arc::new(FutureState::default());
         let st = Arc::clone(&state);
         let errors = Arc::clone(&self.callback_errors);

@@ -5,7 +5,8 @@
 //! Consumers decode each message with the schema version it was written with: the first
 //! message of a version not seen yet fetches that version (GET_SCHEMA) once per topic, and
 //! later ones hit the cache. A message without a version, or of the reader's own
-//! definition, uses the reader's schema.
+//! definition, uses the reader's schema. The writer's value is then resolved to the
+//! reader's schema (`project`); a KEY_VALUE version's key and value halves each so.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -17,7 +18,9 @@ use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
 use streamwire_pulsar::client::PulsarClient;
 use streamwire_pulsar::schema::avro::Node;
-use streamwire_pulsar::schema::keyvalue::{encode_inline, kv_schema, split_halves, KvEncoding};
+use streamwire_pulsar::schema::keyvalue::{
+    encode_inline, kv_schema, split_halves, split_kv_schema, KvEncoding,
+};
 use streamwire_pulsar::schema::project::project;
 use streamwire_pulsar::schema::value::Value;
 use streamwire_pulsar::schema::{RecordCodec, RecordEncoding, SchemaInfo, SchemaType};
@@ -140,13 +143,14 @@ impl Codec {
         }))
     }
 
-    /// Decode a payload written with `writer` (None: this schema's own definition).
+    /// Decode a payload written with `writer`'s record schemas (None, or a None half: this
+    /// schema's own definition); a writer's value is resolved to this schema's.
     pub(crate) fn decode<'py>(
         &self,
         py: Python<'py>,
         payload: &[u8],
         key: Option<&str>,
-        writer: Option<&RecordCodec>,
+        writer: Option<&Writer>,
     ) -> PyResult<Bound<'py, PyAny>> {
         match &self.kind {
             Kind::Bytes => Ok(PyBytes::new(py, payload).into_any()),
@@ -157,11 +161,9 @@ impl Codec {
             )
             .into_any()),
             Kind::Record { codec, types } => {
-                let c = writer.unwrap_or(codec);
-                let v = c
-                    .decode(payload)
+                let v = decode_resolved(codec, writer.and_then(|w| w.value.as_deref()), payload)
                     .map_err(|e| schema_error(py, format!("cannot decode the message: {}", e.0)))?;
-                to_py(py, &c.schema, c.schema.root, v, types)
+                to_py(py, &codec.schema, codec.schema.root, v, types)
             }
             Kind::Protobuf(p) => p.decode(py, payload),
             Kind::KeyValue {
@@ -181,12 +183,22 @@ impl Codec {
                     let (k, v) = split_halves(payload).map_err(|e| schema_error(py, e.0))?;
                     (k.map(<[u8]>::to_vec), v.map(<[u8]>::to_vec))
                 };
+                // Each half with the writer version's schema of that half (KEY_VALUE
+                // versions carry both), resolved to the reader's.
+                let half = |w: Option<&Arc<RecordCodec>>| Writer {
+                    key: None,
+                    value: w.cloned(),
+                };
+                let (wk, wv) = (
+                    half(writer.and_then(|w| w.key.as_ref())),
+                    half(writer.and_then(|w| w.value.as_ref())),
+                );
                 let k = match k {
-                    Some(k) => kc.decode(py, &k, None, None)?,
+                    Some(k) => kc.decode(py, &k, None, Some(&wk))?,
                     None => py.None().into_bound(py),
                 };
                 let v = match v {
-                    Some(v) => vc.decode(py, &v, None, None)?,
+                    Some(v) => vc.decode(py, &v, None, Some(&wv))?,
                     None => py.None().into_bound(py),
                 };
                 Ok(PyTuple::new(py, [k, v])?.into_any())
@@ -195,9 +207,69 @@ impl Codec {
     }
 }
 
-/// topic → version → the writer's codec; None: that version is the reader's own. Nested so
-/// that the per-message look-up borrows the topic and version (no allocation).
-type Versions = HashMap<Arc<str>, HashMap<Vec<u8>, Option<Arc<RecordCodec>>>>;
+/// The record schemas of a writer's version that differ from the reader's: `value` for a
+/// record schema, `key` and `value` halves for a KEY_VALUE one (None: the reader's own).
+#[derive(Default)]
+pub(crate) struct Writer {
+    pub key: Option<Arc<RecordCodec>>,
+    pub value: Option<Arc<RecordCodec>>,
+}
+
+/// A payload decoded with `writer` (None: the reader's definition) and resolved to the
+/// reader's `codec`.
+fn decode_resolved(
+    codec: &RecordCodec,
+    writer: Option<&RecordCodec>,
+    payload: &[u8],
+) -> Result<Value, streamwire_pulsar::schema::value::ValueError> {
+    match writer {
+        None => codec.decode(payload),
+        Some(w) => project(
+            &w.schema,
+            w.schema.root,
+            w.decode(payload)?,
+            &codec.schema,
+            codec.schema.root,
+        ),
+    }
+}
+
+/// The writer's codec of one record half: None when it is the reader's definition or not a
+/// record schema of the same encoding family (then the reader's codec reads it).
+fn writer_half(
+    py: Python<'_>,
+    reader: &Codec,
+    info: &SchemaInfo,
+) -> PyResult<Option<Arc<RecordCodec>>> {
+    let Kind::Record { codec: own, .. } = &reader.kind else {
+        return Ok(None);
+    };
+    if info.data == reader.info.data {
+        return Ok(None);
+    }
+    let enc = match info.kind {
+        SchemaType::Json => RecordEncoding::Json,
+        SchemaType::Avro => RecordEncoding::Avro,
+        other => {
+            return Err(schema_error(
+                py,
+                format!(
+                    "message written with a {} schema, read with {}",
+                    SchemaInfo::type_name(other),
+                    SchemaInfo::type_name(reader.info.kind)
+                ),
+            ))
+        }
+    };
+    let c = RecordCodec::new(enc, &info.data)
+        .map_err(|e| schema_error(py, format!("writer schema: {e}")))?
+        .with_enum_values(Arc::clone(&own.enum_values));
+    Ok(Some(Arc::new(c)))
+}
+
+/// topic → version → the writer's schemas; None: that version is the reader's own. Nested
+/// so that the per-message look-up borrows the topic and version (no allocation).
+type Versions = HashMap<Arc<str>, HashMap<Vec<u8>, Option<Arc<Writer>>>>;
 
 /// A consumer's schema: the codec, and the writer versions fetched so far.
 pub(crate) struct Typed {
@@ -225,7 +297,7 @@ impl Typed {
         m: &streamwire_pulsar::consumer::ReceivedMessage,
     ) -> PyResult<Bound<'py, PyAny>> {
         let writer = match (&self.codec.kind, m.schema_version()) {
-            (Kind::Record { .. }, Some(ver)) if !ver.is_empty() => {
+            (Kind::Record { .. } | Kind::KeyValue { .. }, Some(ver)) if !ver.is_empty() => {
                 self.writer(py, m.topic(), ver)?
             }
             _ => None,
@@ -263,23 +335,12 @@ impl Typed {
             Some(ver) if !ver.is_empty() => self.writer(py, m.topic(), ver)?,
             _ => None,
         };
-        let bad = |e: streamwire_pulsar::schema::value::ValueError| {
-            schema_error(py, format!("cannot decode message {:?}: {}", m.id, e.0))
-        };
-        match writer {
-            None => codec.decode(&m.payload).map_err(bad),
-            Some(w) => {
-                let v = w.decode(&m.payload).map_err(bad)?;
-                project(
-                    &w.schema,
-                    w.schema.root,
-                    v,
-                    &codec.schema,
-                    codec.schema.root,
-                )
-                .map_err(bad)
-            }
-        }
+        decode_resolved(
+            codec,
+            writer.as_deref().and_then(|w| w.value.as_deref()),
+            &m.payload,
+        )
+        .map_err(|e| schema_error(py, format!("cannot decode message {:?}: {}", m.id, e.0)))
     }
 
     fn writer(
@@ -287,7 +348,7 @@ impl Typed {
         py: Python<'_>,
         topic: &Arc<str>,
         version: &[u8],
-    ) -> PyResult<Option<Arc<RecordCodec>>> {
+    ) -> PyResult<Option<Arc<Writer>>> {
         if let Some(c) = self
             .lock()
             .get(&**topic)
@@ -301,25 +362,23 @@ impl Typed {
         let got = wait(py, "get schema", Some(self.timeout), async move {
             client.get_schema(&name, Some(&ver)).await
         })?;
-        let codec = match got {
+        let writer = match got {
             Some((info, _)) if info.data != self.codec.info.data => {
-                let enc = match info.kind {
-                    SchemaType::Json => RecordEncoding::Json,
-                    SchemaType::Avro => RecordEncoding::Avro,
-                    other => {
-                        return Err(schema_error(
-                            py,
-                            format!(
-                                "message written with a {} schema, read with {}",
-                                SchemaInfo::type_name(other),
-                                SchemaInfo::type_name(self.codec.info.kind)
-                            ),
-                        ))
+                let w = match &self.codec.kind {
+                    Kind::KeyValue { key, value, .. } => {
+                        let (k, v, _) = split_kv_schema(&info)
+                            .map_err(|e| schema_error(py, format!("writer schema: {}", e.0)))?;
+                        Writer {
+                            key: writer_half(py, key, &k)?,
+                            value: writer_half(py, value, &v)?,
+                        }
                     }
+                    _ => Writer {
+                        key: None,
+                        value: writer_half(py, &self.codec, &info)?,
+                    },
                 };
-                let c = RecordCodec::new(enc, &info.data)
-                    .map_err(|e| schema_error(py, format!("writer schema: {e}")))?;
-                Some(Arc::new(c))
+                (w.key.is_some() || w.value.is_some()).then(|| Arc::new(w))
             }
             // The reader's own definition, or a version the registry no longer has: read
             // with the reader's schema.
@@ -328,8 +387,8 @@ impl Typed {
         self.lock()
             .entry(Arc::clone(topic))
             .or_default()
-            .insert(version.to_vec(), codec.clone());
-        Ok(codec)
+            .insert(version.to_vec(), writer.clone());
+        Ok(writer)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Versions> {
@@ -369,6 +428,47 @@ pub struct PySchemaCodec {
     pub(crate) inner: Arc<Codec>,
 }
 
+/// The JSON form of each `enum.Enum` member's value (None for a value JSON cannot hold).
+fn json_of(v: &Bound<'_, PyAny>) -> Option<serde_json::Value> {
+    if let Ok(b) = v.cast::<pyo3::types::PyBool>() {
+        return Some(serde_json::Value::Bool(b.is_true()));
+    }
+    if v.is_instance_of::<pyo3::types::PyInt>() {
+        return v.extract::<i64>().ok().map(serde_json::Value::from);
+    }
+    if let Ok(f) = v.cast::<pyo3::types::PyFloat>() {
+        return serde_json::Number::from_f64(f.value()).map(serde_json::Value::Number);
+    }
+    v.cast::<PyString>().ok().and_then(|s| {
+        s.to_str()
+            .ok()
+            .map(|s| serde_json::Value::String(s.to_owned()))
+    })
+}
+
+/// The enum value table of a JSON schema's `enums` (full name -> `enum.Enum` class): how
+/// the official Python client writes each member.
+fn enum_table(
+    enums: Option<&Bound<'_, PyDict>>,
+    write_values: bool,
+) -> PyResult<streamwire_pulsar::schema::json::EnumValues> {
+    let mut by_enum = Vec::new();
+    for (name, cls) in enums.into_iter().flat_map(|d| d.iter()) {
+        let mut table = Vec::new();
+        for member in cls.try_iter()? {
+            let member = member?;
+            if let Some(j) = json_of(&member.getattr("value")?) {
+                table.push((j, member.getattr("name")?.extract::<String>()?));
+            }
+        }
+        by_enum.push((name.extract::<String>()?, table));
+    }
+    Ok(streamwire_pulsar::schema::json::EnumValues {
+        by_enum,
+        write_values,
+    })
+}
+
 fn names_of(d: Option<&Bound<'_, PyDict>>) -> PyResult<HashMap<String, Py<PyAny>>> {
     let mut out = HashMap::new();
     if let Some(d) = d {
@@ -393,9 +493,11 @@ impl PySchemaCodec {
     ///     key: the key codec of a "key_value" schema.
     ///     value: the value codec of a "key_value" schema.
     ///     separated: a "key_value" schema sends the key as the message key.
+    ///     enum_values: a "json" schema writes an enum as its Python value (the official
+    ///         Python client's form) instead of its symbol (Java's form).
     #[new]
     #[pyo3(signature = (kind, name, definition=None, records=None, enums=None, properties=None,
-        key=None, value=None, separated=false))]
+        key=None, value=None, separated=false, enum_values=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -408,6 +510,7 @@ impl PySchemaCodec {
         key: Option<PyRef<'_, PySchemaCodec>>,
         value: Option<PyRef<'_, PySchemaCodec>>,
         separated: bool,
+        enum_values: bool,
     ) -> PyResult<Self> {
         let properties = properties.unwrap_or_default();
         let plain = |kind: SchemaType, k: Kind| Codec {
@@ -430,7 +533,10 @@ impl PySchemaCodec {
                 } else {
                     (RecordEncoding::Avro, SchemaType::Avro)
                 };
-                let codec = RecordCodec::new(enc, def).map_err(|e| schema_error(py, e.0))?;
+                let mut codec = RecordCodec::new(enc, def).map_err(|e| schema_error(py, e.0))?;
+                if kind == "json" {
+                    codec = codec.with_enum_values(Arc::new(enum_table(enums, enum_values)?));
+                }
                 let fields = codec
                     .schema
                     .nodes

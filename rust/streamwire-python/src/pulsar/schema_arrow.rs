@@ -25,13 +25,16 @@ pub(crate) fn typed_batch<'py>(
     msgs: &[ReceivedMessage],
     names: &[&str],
 ) -> PyResult<Bound<'py, PyAny>> {
-    let batch = to_record_batch(py, msgs, names)?;
     let (Some(t), Some(at)) = (typed, names.iter().position(|n| *n == "value")) else {
-        return Ok(batch);
+        return to_record_batch(py, msgs, names);
     };
     let Some(schema) = t.record_schema() else {
-        return Ok(batch);
+        return to_record_batch(py, msgs, names);
     };
+    // The other columns as usual; the raw payload column would be built only to be
+    // replaced, so it is not.
+    let others: Vec<&str> = names.iter().copied().filter(|n| *n != "value").collect();
+    let batch = to_record_batch(py, msgs, &others)?;
     let values = msgs
         .iter()
         .map(|m| t.record_value(py, m))
@@ -40,7 +43,7 @@ pub(crate) fn typed_batch<'py>(
     let b = ArrowBuilder::new(py, msgs.len())?;
     let col = column(&b, schema, schema.root, &refs)?;
     let cols = batch.getattr("columns")?.cast_into::<PyList>()?;
-    cols.set_item(at, col)?;
+    cols.insert(at, col)?;
     let kwargs = PyDict::new(py);
     kwargs.set_item("names", PyList::new(py, names)?)?;
     b.pa()
