@@ -197,9 +197,6 @@ impl Gateway {
             // what is pending; past it callers get 429/error_code 2 as before.
             max_pending_messages: self.config.max_pending_messages,
             schema: schema.map(SchemaInfo::to_proto),
-            // Each HTTP caller waits for its own receipt: batch only what arrives while the
-            // broker is busy, never wait for the 1 ms timer (it set the single-POST rate).
-            flush_when_idle: true,
             ..ProducerConfig::default()
         };
         let p = Arc::new(

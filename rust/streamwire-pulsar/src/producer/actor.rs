@@ -253,15 +253,6 @@ impl Actor {
         }
         // Let more queued sends join the batch before the deadline; an unbatched producer
         // has already written everything.
-        self.flush_if_idle().await;
-    }
-
-    /// With `flush_when_idle`: nothing awaits a receipt, so waiting for the batch timer would
-    /// only add latency. Called after a hand-over and after each receipt.
-    async fn flush_if_idle(&mut self) {
-        if self.config.flush_when_idle && self.pending.is_empty() {
-            self.flush_batch().await;
-        }
     }
 
     async fn enqueue(&mut self, q: Queued, now: Instant) {
@@ -703,7 +694,6 @@ impl Actor {
                     }
                 }
                 self.check_flush_waiters();
-                self.flush_if_idle().await;
             }
             Some(Type::SendError) => {
                 let e = frame

@@ -57,12 +57,6 @@ pub struct ProducerConfig {
     pub chunking: bool,
     /// The schema registered for (and checked against) the topic; `None`: BYTES.
     pub schema: Option<pb::Schema>,
-    /// Send an open batch at once when nothing is awaiting a receipt, instead of at
-    /// `batch.max_delay` (Nagle's rule turned round: batch only while the broker is busy).
-    /// For callers that each wait for their own receipt, like the HTTP gateway's single-message
-    /// requests: with a handful of them in flight a batch never fills, so the delay was paid on
-    /// every request. Off by default: a `send_async` loop batches better on the timer.
-    pub flush_when_idle: bool,
 }
 
 impl Default for ProducerConfig {
@@ -81,7 +75,6 @@ impl Default for ProducerConfig {
             routing: Routing::RoundRobin,
             chunking: false,
             schema: None,
-            flush_when_idle: false,
         }
     }
 }
