@@ -15,8 +15,6 @@ Usage: .venv/bin/python benches/aio_cost.py [N]      (needs valgrind; N defaults
 from __future__ import annotations
 
 import asyncio
-import re
-import subprocess
 import sys
 import tempfile
 import uuid
@@ -24,6 +22,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benches import callgrind  # noqa: E402
 
 WINDOW = 5000
 
@@ -74,25 +74,7 @@ def run_one(url: str, mode: str, n: int) -> None:
 
 def instructions(url: str, mode: str, n: int) -> int:
     with tempfile.TemporaryDirectory() as d:
-        out = Path(d) / "cg.out"
-        subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                f"--callgrind-out-file={out}",
-                sys.executable,
-                __file__,
-                "--child",
-                url,
-                mode,
-                str(n),
-            ],
-            check=True,
-            capture_output=True,
-        )
-        m = re.search(rb"^summary: (\d+)", out.read_bytes(), re.M)
-        assert m, "no summary line in the callgrind output"
-        return int(m.group(1))
+        return callgrind.instructions(__file__, [url, mode, str(n)], Path(d) / "cg.out")
 
 
 def main() -> None:

@@ -15,7 +15,6 @@ Usage: .venv/bin/python benches/pulsar_bulk_cost.py [N] [--keep DIR]
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benches import callgrind  # noqa: E402
 
 CHUNK = 10_000
 MODES = ("send_list", "send_arrow", "receive_many_ack", "receive_arrow_cum")
@@ -71,25 +72,7 @@ def run_one(url: str, mode: str, topic: str, n: int) -> None:
 def instructions(url: str, mode: str, topic: str, n: int, keep: Path | None) -> int:
     with tempfile.TemporaryDirectory() as d:
         out = (keep or Path(d)) / f"cg.{mode}.{n}.out"
-        subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                f"--callgrind-out-file={out}",
-                sys.executable,
-                __file__,
-                "--child",
-                url,
-                mode,
-                topic,
-                str(n),
-            ],
-            check=True,
-            capture_output=True,
-        )
-        m = re.search(rb"^summary: (\d+)", out.read_bytes(), re.M)
-        assert m, "no summary line in the callgrind output"
-        return int(m.group(1))
+        return callgrind.instructions(__file__, [url, mode, topic, str(n)], out)
 
 
 def main() -> None:
