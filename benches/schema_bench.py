@@ -87,22 +87,17 @@ def timed(fn: Callable[[], None]) -> float:
     return time.perf_counter() - t0
 
 
-def run(url: str, n: int, kind: str) -> dict[str, float]:
-    ours_schema = AvroSchema(Trade) if kind == "avro" else JsonSchema(Trade)
-    official_schema = (
-        ps.AvroSchema(OfficialTrade) if kind == "avro" else ps.JsonSchema(OfficialTrade)
-    )
-    ours_records = [Trade(**fields(i)) for i in range(n)]
-    official_records = [OfficialTrade(**fields(i)) for i in range(n)]
+def ours(url: str, schema: Any, records: list[Any], n: int) -> dict[str, float]:
+    """Our rows (send, receive, send_many, receive_many, receive_arrow) for ``records`` of
+    ``schema``, each timed on its own topic; shared with ``schema_protobuf_bench.py``."""
     out: dict[str, float] = {}
-
     with streamwire.Client(url) as client:
         t = topic()
-        p = client.create_producer(t, schema=ours_schema)
-        c = client.subscribe(t, "b", initial_position="earliest", schema=ours_schema)
+        p = client.create_producer(t, schema=schema)
+        c = client.subscribe(t, "b", initial_position="earliest", schema=schema)
 
         def ours_send() -> None:
-            for r in ours_records:
+            for r in records:
                 p.send_async(r)
             p.flush()
 
@@ -115,12 +110,12 @@ def run(url: str, n: int, kind: str) -> dict[str, float]:
 
         out["ours receive"] = timed(ours_receive)
         t2 = topic()
-        p2 = client.create_producer(t2, schema=ours_schema)
-        c2 = client.subscribe(t2, "b", initial_position="earliest", schema=ours_schema)
+        p2 = client.create_producer(t2, schema=schema)
+        c2 = client.subscribe(t2, "b", initial_position="earliest", schema=schema)
 
         def ours_send_many() -> None:
             for s in range(0, n, SLICE):
-                p2.send_many(ours_records[s : s + SLICE])
+                p2.send_many(records[s : s + SLICE])
 
         out["ours send_many"] = timed(ours_send_many)
 
@@ -135,7 +130,7 @@ def run(url: str, n: int, kind: str) -> dict[str, float]:
         out["ours receive_many"] = timed(ours_receive_many)
         # A receive queue as large as one receive_arrow call (the default 1000 caps a call).
         c3 = client.subscribe(
-            t2, "arrow", initial_position="earliest", schema=ours_schema, receiver_queue_size=SLICE
+            t2, "arrow", initial_position="earliest", schema=schema, receiver_queue_size=SLICE
         )
 
         def ours_receive_arrow() -> None:
@@ -147,6 +142,18 @@ def run(url: str, n: int, kind: str) -> dict[str, float]:
         out["ours receive_arrow"] = timed(ours_receive_arrow)
         for h in (p, c, p2, c2, c3):
             h.close()
+
+    return out
+
+
+def run(url: str, n: int, kind: str) -> dict[str, float]:
+    ours_schema = AvroSchema(Trade) if kind == "avro" else JsonSchema(Trade)
+    official_schema = (
+        ps.AvroSchema(OfficialTrade) if kind == "avro" else ps.JsonSchema(OfficialTrade)
+    )
+    ours_records = [Trade(**fields(i)) for i in range(n)]
+    official_records = [OfficialTrade(**fields(i)) for i in range(n)]
+    out = ours(url, ours_schema, ours_records, n)
 
     oc = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:

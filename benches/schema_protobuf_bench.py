@@ -21,11 +21,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pulsar
-import streamwire
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from streamwire.schema import ProtobufNative
 
-from benches.schema_bench import ROUNDS, SLICE, fields, timed, topic
+from benches.schema_bench import ROUNDS, fields, ours, timed, topic
 
 F = descriptor_pb2.FieldDescriptorProto
 TYPES = {
@@ -58,55 +57,7 @@ def run(url: str, n: int) -> dict[str, float]:
     trade = trade_class()
     schema = ProtobufNative(trade)
     records = [trade(**fields(i)) for i in range(n)]
-    out: dict[str, float] = {}
-    with streamwire.Client(url) as client:
-        t = topic()
-        p = client.create_producer(t, schema=schema)
-        c = client.subscribe(t, "b", initial_position="earliest", schema=schema)
-
-        def ours_send() -> None:
-            for r in records:
-                p.send_async(r)
-            p.flush()
-
-        out["ours send"] = timed(ours_send)
-
-        def ours_receive() -> None:
-            for _ in range(n):
-                c.receive(timeout=30).value  # noqa: B018  (decode)
-
-        out["ours receive"] = timed(ours_receive)
-        t2 = topic()
-        p2 = client.create_producer(t2, schema=schema)
-        c2 = client.subscribe(t2, "b", initial_position="earliest", schema=schema)
-
-        def ours_send_many() -> None:
-            for s in range(0, n, SLICE):
-                p2.send_many(records[s : s + SLICE])
-
-        out["ours send_many"] = timed(ours_send_many)
-
-        def ours_receive_many() -> None:
-            got = 0
-            while got < n:
-                batch = c2.receive_many(1000, timeout=30)
-                for m in batch:
-                    m.value  # noqa: B018
-                got += len(batch)
-
-        out["ours receive_many"] = timed(ours_receive_many)
-        c3 = client.subscribe(
-            t2, "arrow", initial_position="earliest", schema=schema, receiver_queue_size=SLICE
-        )
-
-        def ours_receive_arrow() -> None:
-            got = 0
-            while got < n:
-                got += c3.receive_arrow(SLICE, timeout=30, columns=["value"]).num_rows
-
-        out["ours receive_arrow"] = timed(ours_receive_arrow)
-        for h in (p, c, p2, c2, c3):
-            h.close()
+    out = ours(url, schema, records, n)
 
     oc = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:
