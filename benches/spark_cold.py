@@ -15,6 +15,11 @@ Two child modes, each run ``--runs`` times (median reported), against one embedd
   ``mapInArrow(read_ranges_arrow(...))``), which starts no Python planner worker.
 - ``oneshot``: a fresh session whose first Data Source call is a ``--rows`` write of ~100 B rows
   (no warm-up), then a ``count()`` of the topic through the Data Source; then both again (warm).
+- ``plain``: Spark's own floor for ``oneshot``, with no streamwire in it: a fresh session whose
+  first job moves the same ``--rows`` rows into Python workers as Arrow batches (``mapInArrow``
+  that counts them: what a write must do at least), then a job whose Python workers yield that
+  many ~100 B rows as Arrow batches and Spark counts them (what a read must do at least); then
+  both again (warm).
 
 With ``--breakdown`` every child runs with ``STREAMWIRE_SPARK_TIMING`` set, and the table of
 our own phases (``streamwire.spark._timing``) per call is printed under the figures.
@@ -45,7 +50,9 @@ if str(ROOT) not in sys.path:
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--mode", choices=["first", "oneshot", "helpers", "both"], default="both")
+    p.add_argument(
+        "--mode", choices=["first", "oneshot", "helpers", "plain", "both"], default="both"
+    )
     p.add_argument("--runs", type=int, default=3, help="fresh sessions per mode (median)")
     p.add_argument("--rows", type=int, default=1_000_000, help="rows of the one-shot job")
     p.add_argument("--service-url", default=None, help="a running broker (default: embedded)")
@@ -70,7 +77,9 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
         help="also run every sample with PYTHONPATH=DIR (another checkout's python/ directory, "
         "e.g. main's), alternating with this tree's runs so both see the same machine load",
     )
-    p.add_argument("--child", choices=["first", "oneshot", "helpers"], help=argparse.SUPPRESS)
+    p.add_argument(
+        "--child", choices=["first", "oneshot", "helpers", "plain"], help=argparse.SUPPRESS
+    )
     p.add_argument("--out", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -186,11 +195,18 @@ def child(args: argparse.Namespace) -> None:
             .cast("binary")
             .alias("value")
         )
-        for tag in ("cold", "warm"):
-            t = f"{topic}-{tag}"
-            timed(f"write {n} {tag}", lambda t=t: writer(data, t).save())
-            got = timed(f"read {n} {tag}", lambda t=t: count(t))
-            assert got == n, (got, n)
+        if args.child == "plain":
+            for tag in ("cold", "warm"):
+                got = timed(f"into-python {n} {tag}", lambda: _plain_into(data))
+                assert got == n, (got, n)
+                got = timed(f"from-python {n} {tag}", lambda: _plain_from(spark, n))
+                assert got == n, (got, n)
+        else:
+            for tag in ("cold", "warm"):
+                t = f"{topic}-{tag}"
+                timed(f"write {n} {tag}", lambda t=t: writer(data, t).save())
+                got = timed(f"read {n} {tag}", lambda t=t: count(t))
+                assert got == n, (got, n)
     spark.stop()
     with open(args.out, "w") as f:
         json.dump({"startup": startup, "calls": calls}, f)
@@ -198,6 +214,40 @@ def child(args: argparse.Namespace) -> None:
 
 def _count(it: Any) -> list[int]:
     return [sum(1 for _ in it)]
+
+
+def _plain_into(data: Any) -> int:
+    """Rows moved into Python workers as Arrow batches and counted there: a write's floor."""
+
+    def fn(batches: Any) -> Any:
+        import pyarrow as pa
+
+        rows = 0
+        for b in batches:
+            rows += b.num_rows
+        yield pa.RecordBatch.from_pydict({"rows": [rows]})
+
+    return int(sum(r[0] for r in data.mapInArrow(fn, "rows long").collect()))
+
+
+def _plain_from(spark: Any, n: int) -> int:
+    """Rows of ~100 B built by Python workers as Arrow batches and counted by Spark: a read's
+    floor (each of 2 tasks yields n/2 rows in batches of 10,000, one shared 100 B value)."""
+    per = n // 2
+
+    def fn(batches: Any) -> Any:
+        import pyarrow as pa
+
+        for _ in batches:
+            pass
+        chunk = pa.array([b"x" * 100] * 10_000, pa.binary())
+        left = per
+        while left > 0:
+            k = min(left, 10_000)
+            yield pa.RecordBatch.from_arrays([chunk.slice(0, k)], ["value"])
+            left -= k
+
+    return int(spark.range(2, numPartitions=2).mapInArrow(fn, "value binary").count())
 
 
 # -- parent ------------------------------------------------------------------------------------
@@ -313,7 +363,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         broker = PulsarLite().start()
         url = broker.service_url
     try:
-        modes = ["first", "helpers", "oneshot"] if args.mode == "both" else [args.mode]
+        modes = ["first", "helpers", "oneshot", "plain"] if args.mode == "both" else [args.mode]
         print(
             f"broker {url}; confs {args.conf or 'default'}; read schema {args.read_schema!r}; "
             f"register() {args.register}"
