@@ -50,7 +50,7 @@ def discover(client: Any, partitions: Sequence[str]) -> Optional[TypedSchema]:
     found: dict[str, Optional[TypedSchema]] = {}
     for parent, first in parents.items():
         found[parent] = from_registry(lookup.schema(first))
-    distinct = {(s.kind, s.definition) if s else None for s in found.values()}
+    distinct = {(s.kind, s.definition, s.properties) if s else None for s in found.values()}
     if len(distinct) > 1:
         raise SchemaError(
             "streamwire: the topics have different schemas ("
