@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 import streamwire
@@ -25,6 +25,22 @@ LEVELS = {0: "LOW", 1: "MID", 7: "HIGH"}
 class Id:
     region: str
     n: int
+
+
+@dataclasses.dataclass
+class V1:
+    name: str
+    count: int
+
+
+@dataclasses.dataclass
+class V2:
+    name: str
+    count: int
+    note: Optional[str] = None
+
+
+V1.__name__ = V2.__name__ = "Evolving"
 
 
 def _read(spark: Any, url: str, topic: str) -> Any:
@@ -177,6 +193,24 @@ def test_key_value_topic_reads_typed_halves_and_writes_them_back(
             got.append(m.value)
         consumer.close()
     assert sorted(got, key=repr) == sorted(pairs, key=repr)
+
+
+def test_key_value_record_half_of_two_versions_reads_as_the_latest(
+    spark: Any, apache_broker: Any, unique_topic: str
+) -> None:
+    url = apache_broker.service_url
+    with streamwire.Client(url) as client:
+        for cls, rows in ((V1, [V1(f"a{i}", i) for i in range(3)]), (V2, [V2("b", 10, "x")])):
+            schema = KeyValueSchema(StringSchema(), AvroSchema(cls), encoding="separated")
+            p = client.create_producer(unique_topic, schema=schema)
+            p.send_many([(r.name, r) for r in rows])
+            p.close()
+    df = _read(spark, url, unique_topic)
+    assert (
+        df.schema["value"].dataType.simpleString() == "struct<name:string,count:bigint,note:string>"
+    )
+    got = sorted((r.key, r.value["count"], r.value["note"]) for r in df.collect())
+    assert got == [("a0", 0, None), ("a1", 1, None), ("a2", 2, None), ("b", 10, "x")]
 
 
 def test_key_value_misfit_fails_on_the_driver(
