@@ -121,7 +121,7 @@ def test_protobuf_topic_reads_typed_and_writes_back_what_from_string_reads(
         _write(df.select(*fields).repartition(2), url, sink)
         got = []
         for _ in range(N):
-            m = consumer.receive(timeout=15)
+            m = consumer.receive(timeout=30)
             consumer.acknowledge(m)
             assert reading.FromString(m.data()) == m.value
             got.append(m.value)
@@ -188,7 +188,7 @@ def test_key_value_topic_reads_typed_halves_and_writes_them_back(
         _write(df.select("key", "value").repartition(2), url, sink)
         got = []
         for _ in range(N):
-            m = consumer.receive(timeout=15)
+            m = consumer.receive(timeout=30)
             consumer.acknowledge(m)
             got.append(m.value)
         consumer.close()
