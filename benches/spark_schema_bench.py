@@ -12,7 +12,12 @@ Read: the N records back, materialized with the ``noop`` sink.
   raw:       the raw read alone (no decoding): the floor
 Rates are rows/s of the whole Spark job (local[2], warm JVM: each job runs once untimed first).
 
-Usage: .venv/bin/python benches/spark_schema_bench.py [N]   (starts Apache Pulsar 4.0.7)
+With ``--protobuf`` the same 10 fields are a PROTOBUF_NATIVE message (proto3, built with
+``descriptor_pb2``): ours writes to a topic registered with it and reads it back typed; the
+reference encodes each row with the generated class's ``SerializeToString`` in ``mapInArrow``
+before a raw write, and decodes each row with ``FromString`` after a raw read.
+
+Usage: .venv/bin/python benches/spark_schema_bench.py [N] [--protobuf]  (starts Apache Pulsar)
 """
 
 from __future__ import annotations
@@ -64,6 +69,66 @@ def official_record() -> Any:
     return Trade
 
 
+def trade_class() -> Any:
+    """The generated-style protobuf class of the 10 fields (``bench.Trade``, proto3)."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    F = descriptor_pb2.FieldDescriptorProto
+    types = {
+        "string": F.TYPE_STRING,
+        "int": F.TYPE_INT32,
+        "bigint": F.TYPE_INT64,
+        "double": F.TYPE_DOUBLE,
+        "boolean": F.TYPE_BOOL,
+    }
+    fd = descriptor_pb2.FileDescriptorProto(name="bench/trade.proto", package="bench")
+    fd.syntax = "proto3"
+    m = fd.message_type.add(name="Trade")
+    for i, part in enumerate(DDL.split(", "), start=1):
+        name, ddl = part.split()
+        m.field.add(name=name, number=i, type=types[ddl], label=F.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fd)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("bench.Trade"))
+
+
+def encode_rows_protobuf(batches: Iterator[Any]) -> Iterator[Any]:
+    import pyarrow as pa
+
+    trade = trade_class()
+    for b in batches:
+        out = [trade(**row).SerializeToString() for row in b.to_pylist()]
+        yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary())], names=["value"])
+
+
+def decode_rows_protobuf(batches: Iterator[Any]) -> Iterator[Any]:
+    import pyarrow as pa
+
+    trade = trade_class()
+    names = [n for n, _ in (p.split() for p in DDL.split(", "))]
+    for b in batches:
+        recs = [trade.FromString(v) for v in b.column("value").to_pylist()]
+        yield pa.RecordBatch.from_pylist(
+            [{n: getattr(r, n) for n in names} for r in recs], schema=_arrow_schema(names)
+        )
+
+
+def _arrow_schema(names: list[str]) -> Any:
+    import pyarrow as pa
+
+    return pa.schema(
+        list(
+            zip(
+                names,
+                [pa.string()] * 4
+                + [pa.int32(), pa.int64(), pa.int64()]
+                + [pa.float64()] * 2
+                + [pa.bool_()],
+            )
+        )
+    )
+
+
 def encode_rows(batches: Iterator[Any]) -> Iterator[Any]:
     import pyarrow as pa
     from pulsar import schema as ps
@@ -85,19 +150,7 @@ def decode_rows(batches: Iterator[Any]) -> Iterator[Any]:
     for b in batches:
         recs = [schema.decode(v) for v in b.column("value").to_pylist()]
         yield pa.RecordBatch.from_pylist(
-            [{n: getattr(r, n) for n in names} for r in recs],
-            schema=pa.schema(
-                [
-                    (n, t)
-                    for n, t in zip(
-                        names,
-                        [pa.string()] * 4
-                        + [pa.int32(), pa.int64(), pa.int64()]
-                        + [pa.float64()] * 2
-                        + [pa.bool_()],
-                    )
-                ]
-            ),
+            [{n: getattr(r, n) for n in names} for r in recs], schema=_arrow_schema(names)
         )
 
 
@@ -107,12 +160,14 @@ def timed(label: str, n: int, fn: Callable[[], Any]) -> float:
     fn()
     dt = time.perf_counter() - t
     rate = n / dt
-    print(f"{label:<58} {dt:7.2f} s  {rate:>10,.0f} rows/s", flush=True)
+    print(f"{label:<60} {dt:7.2f} s  {rate:>10,.0f} rows/s", flush=True)
     return rate
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 200_000
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    protobuf = "--protobuf" in sys.argv[1:]
+    n = int(args[0]) if args else 200_000
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     import streamwire.spark
     from pyspark.sql import SparkSession
@@ -136,13 +191,25 @@ def main() -> None:
     try:
         df = spark.range(n).selectExpr(*COLUMNS).repartition(2).cache()
         df.count()
+        kind = "PROTOBUF_NATIVE" if protobuf else "Avro"
         print(
-            f"N={n} rows, 10 fields, Apache Pulsar 4.0.7, Spark local[2]; load: {os.getloadavg()}"
+            f"N={n} rows, 10 fields ({kind}), Apache Pulsar 4.0.7, Spark local[2]; "
+            f"load: {os.getloadavg()}"
         )
         topics = {k: f"persistent://public/default/bench-{k}-{uuid.uuid4().hex}" for k in "ab"}
 
-        # Both sides use the official record's definition (every field ["null", X]).
+        # Both sides use the official record's definition (every field ["null", X]); for
+        # protobuf, topic a is registered with the message (ours writes it as the registry's).
         definition = json.dumps(official_record().schema())
+        opts: dict[str, str] = {"valueSchema": definition}
+        encoder, decoder, ref_name = encode_rows, decode_rows, "official"
+        if protobuf:
+            from streamwire.schema import ProtobufNative
+
+            with streamwire.Client(url) as client:
+                client.create_producer(topics["a"], schema=ProtobufNative(trade_class())).close()
+            opts, encoder, decoder = {}, encode_rows_protobuf, decode_rows_protobuf
+            ref_name = "protobuf"
 
         def write(topic: str, frame: Any, **opts: str) -> Callable[[], Any]:
             def run() -> None:
@@ -156,11 +223,11 @@ def main() -> None:
         ours_w = timed(
             "write ours (typed columns, Rust encode)",
             n,
-            write(topics["a"], df, valueSchema=definition),
+            write(topics["a"], df, **opts),
         )
-        ref = df.mapInArrow(encode_rows, "value binary")
+        ref = df.mapInArrow(encoder, "value binary")
         ref_w = timed(
-            "write reference (Python per-row official encode + raw)", n, write(topics["b"], ref)
+            f"write reference (Python per-row {ref_name} encode + raw)", n, write(topics["b"], ref)
         )
 
         def read(topic: str, **opts: str) -> Any:
@@ -177,12 +244,12 @@ def main() -> None:
             lambda: read(topics["a"]).write.format("noop").mode("overwrite").save(),
         )
         ref_r = timed(
-            "read reference (raw + Python per-row official decode)",
+            f"read reference (raw + Python per-row {ref_name} decode)",
             m,
             lambda: (
                 read(topics["a"], valueSchema="none")
                 .select("value")
-                .mapInArrow(decode_rows, DDL)
+                .mapInArrow(decoder, DDL)
                 .write.format("noop")
                 .mode("overwrite")
                 .save()

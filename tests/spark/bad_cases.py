@@ -42,6 +42,8 @@ class SparkCtx:
     string_topic: str  # STRING schema
     plain_topic: str  # no schema
     producer: streamwire.Producer  # POINT, on topic
+    protobuf_topic: str = ""  # PROTOBUF_NATIVE schema sw.test.Reading (tests/schemas/protos.py)
+    kv_topic: str = ""  # KEY_VALUE schema: key AVRO POINT, value STRING, SEPARATED
 
 
 @dataclass(frozen=True)
@@ -202,6 +204,34 @@ SPARK_SCHEMA_CASES: list[SparkCase] = [
         "RecordBatch with a string column for an int field",
         SchemaError,
         _send(name=["a"], count=["1"]),
+    ),
+    SparkCase(
+        "write: DataFrame",
+        "a string column for an int32 field of a PROTOBUF_NATIVE topic",
+        SchemaError,
+        _write("sensor string, count string", "protobuf_topic"),
+        note="on the driver, nothing sent",
+    ),
+    SparkCase(
+        "write: DataFrame",
+        "a column that is no field of a PROTOBUF_NATIVE topic's message",
+        SchemaError,
+        _write("sensor string, extra int", "protobuf_topic"),
+        note="on the driver, nothing sent",
+    ),
+    SparkCase(
+        "write: DataFrame",
+        "no 'value' column for a KEY_VALUE topic",
+        SchemaError,
+        _write("key string", "kv_topic"),
+        note="on the driver, nothing sent",
+    ),
+    SparkCase(
+        "write: DataFrame",
+        "a string 'key' column for a KEY_VALUE topic's record key half",
+        SchemaError,
+        _write("key string, value string", "kv_topic"),
+        note="on the driver, nothing sent",
     ),
     SparkCase(
         "Lookup.schema()",

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 import streamwire
-from streamwire.schema import AvroSchema, StringSchema
+from streamwire.schema import AvroSchema, KeyValueSchema, ProtobufNative, StringSchema
 
+from tests.schemas.protos import reading_classes
 from tests.spark.bad_cases import CLASH, POINT, SPARK_SCHEMA_CASES, UNION, SparkCase, SparkCtx
 
 
@@ -29,6 +30,11 @@ def sctx(apache_broker: Any) -> Iterator[tuple[SparkCtx, streamwire.Consumer]]:
             ("-union", AvroSchema(definition=UNION)),
             ("-clash", AvroSchema(definition=CLASH)),
             ("-string", StringSchema()),
+            ("-protobuf", ProtobufNative(reading_classes()[0])),
+            (
+                "-kv",
+                KeyValueSchema(AvroSchema(definition=POINT), StringSchema(), encoding="separated"),
+            ),
         ):
             client.create_producer(base + suffix, schema=schema).close()
         yield (
@@ -41,6 +47,8 @@ def sctx(apache_broker: Any) -> Iterator[tuple[SparkCtx, streamwire.Consumer]]:
                 base + "-string",
                 base + "-plain",
                 producer,
+                base + "-protobuf",
+                base + "-kv",
             ),
             consumer,
         )

@@ -68,12 +68,19 @@ WRITE_METADATA: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class TypedSchema:
-    """A record schema a typed read or write uses (picklable): ``kind`` is ``"avro"`` or
-    ``"json"``, ``definition`` the registry's definition bytes, kept as they are (the reader
-    subscribes with them: the same bytes are the same registry version)."""
+    """A schema a typed read or write uses (picklable): ``kind`` is ``"avro"``, ``"json"``,
+    ``"protobuf_native"`` or ``"key_value"``, ``definition`` the registry's schema data, kept
+    as it is (the reader subscribes with it: the same bytes are the same registry version),
+    ``properties`` the registry's properties (a key/value schema's halves are named there)."""
 
     kind: str
     definition: bytes
+    properties: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def is_record(self) -> bool:
+        """An Avro record definition (JSON or Avro): the columns come from ``parsed``."""
+        return self.kind in ("avro", "json")
 
     @property
     def parsed(self) -> dict[str, Any]:
@@ -84,6 +91,10 @@ class TypedSchema:
         """The engine codec (``schema=`` of a producer or reader)."""
         from streamwire import _native
 
+        if not self.is_record:
+            from streamwire.spark._typed_kv import native_codec
+
+            return native_codec(self)
         return _native.SchemaCodec(self.kind, self.kind.upper(), self.definition)
 
     @property

@@ -1,12 +1,14 @@
-"""Typed reads: a topic with a JSON or Avro schema read as the record's fields as columns.
+"""Typed reads: a topic with a JSON, Avro or PROTOBUF_NATIVE schema read as the record's (the
+message's) fields as columns, a KEY_VALUE topic as ``key`` and ``value`` typed per half.
 
-On the driver, :func:`resolve_schema` finds the record schema (the registry's latest, through
+On the driver, :func:`resolve_schema` finds the schema (the registry's latest, through
 GET_SCHEMA on the binary protocol, or the ``valueSchema`` option) and :func:`spark_schema` the
-Spark schema: the record's top-level fields, then the message-metadata columns (``value``
-left out: its fields are the columns). On executors the reader decodes in Rust (each message
-with the version it was written with, reshaped to the reader's schema) and ``read_arrow``'s
-``value`` is a struct column; :func:`typed_to_schema` only picks its children and the
-metadata columns by name (no Python object per row).
+Spark schema: the record's top-level fields (or ``key`` and ``value``), then the
+message-metadata columns (``value`` left out: its fields are the columns; ``key`` too for a
+KEY_VALUE topic: the key half is the key). On executors the reader decodes in Rust (each
+message with the version it was written with, reshaped to the reader's schema) and
+``read_arrow``'s ``value`` (and a KEY_VALUE ``key``) is a typed column;
+:func:`typed_to_schema` only picks columns and children by name (no Python object per row).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from streamwire.exceptions import SchemaError
 from streamwire.spark._columns import ARROW_COLUMNS
 from streamwire.spark._typed import TypedSchema, parse_definition, record_fields, spark_struct
+from streamwire.spark._typed_kv import field_names, from_registry, spark_columns
 from streamwire.spark.config import get_option
 
 if TYPE_CHECKING:
@@ -34,23 +37,20 @@ __all__ = [
     "typed_to_schema",
 ]
 
-_KINDS = {"AVRO": "avro", "JSON": "json"}
-
 
 def discover(client: Any, partitions: Sequence[str]) -> Optional[TypedSchema]:
-    """The record schema of the topics of ``partitions`` (their registry's latest), or None
-    when they have none, or one that is not JSON or Avro (read as bytes then). Topics with
-    different schemas raise ``SchemaError``: one DataFrame has one schema."""
+    """The schema of the topics of ``partitions`` (their registry's latest), or None when they
+    have none, or one without typed columns (read as bytes then: STRING, INT32, ..., a
+    KEY_VALUE of such halves). Topics with different schemas raise ``SchemaError``: one
+    DataFrame has one schema."""
     parents: dict[str, str] = {}
     for p in partitions:
         parents.setdefault(p.rpartition("-partition-")[0] if "-partition-" in p else p, p)
     lookup = client.lookup()
     found: dict[str, Optional[TypedSchema]] = {}
     for parent, first in parents.items():
-        got = lookup.schema(first)
-        kind = _KINDS.get(got[0]) if got is not None else None
-        found[parent] = TypedSchema(kind, bytes(got[1])) if kind and got is not None else None
-    distinct = {(s.kind, s.definition) if s else None for s in found.values()}
+        found[parent] = from_registry(lookup.schema(first))
+    distinct = {(s.kind, s.definition, s.properties) if s else None for s in found.values()}
     if len(distinct) > 1:
         raise SchemaError(
             "streamwire: the topics have different schemas ("
@@ -92,28 +92,30 @@ def resolve_schema(
     kind = get_option(options, "valueSchemaType")
     if kind is None:
         found = discover(client_fn(), partitions_fn())
-        kind = found.kind if found is not None else "avro"
+        kind = found.kind if found is not None and found.is_record else "avro"
     kind = str(kind).lower()
     if kind not in ("avro", "json"):
         raise SchemaError(f"streamwire: valueSchemaType must be 'avro' or 'json', not {kind!r}")
     return TypedSchema(kind, json.dumps(definition).encode())
 
 
-def _metadata(scala_names: bool) -> list[tuple[str, str, str]]:
-    """(output name, reader column, Spark DDL type) of each metadata column."""
+def _metadata(scala_names: bool, kv: bool = False) -> list[tuple[str, str, str]]:
+    """(output name, reader column, Spark DDL type) of each metadata column (a KEY_VALUE
+    read has no message-key column: its ``key`` is the key half)."""
     return [
         (scala if scala_names else ours, ours, t)
         for ours, scala, t in ARROW_COLUMNS
-        if ours != "value"
+        if ours != "value" and not (kv and ours == "key")
     ]
 
 
 def spark_schema(typed: TypedSchema, scala_names: bool) -> Any:
-    """The ``StructType`` of a typed read: the record's fields, then the metadata columns."""
+    """The ``StructType`` of a typed read: the record's fields (a KEY_VALUE topic's ``key``
+    and ``value``), then the metadata columns."""
     from pyspark.sql.types import StructField, StructType
 
-    record = spark_struct(typed.parsed)
-    meta = _metadata(scala_names)
+    record = spark_struct(typed.parsed) if typed.is_record else spark_columns(typed)
+    meta = _metadata(scala_names, typed.kind == "key_value")
     clash = [n for n, _, _ in meta if n in record.fieldNames()]
     if clash:
         hint = "" if scala_names else " (scalaNames=true names them __key, __topic, ...)"
@@ -169,10 +171,12 @@ def select_output(full: Any, given: Any) -> Any:
 
 def typed_reader_columns(options: ReadOptions) -> list[str]:
     """The reader columns behind a typed read's output columns (positions come first)."""
-    out = ["value"]
+    assert options.typed is not None
+    kv = options.typed.kind == "key_value"
+    out = ["key", "value"] if kv else ["value"]
     if options.starting_time_ms is not None or options.ending_time_ms is not None:
         out.append("publish_time")
-    sources = {name: src for name, src, _ in _metadata(options.scala_names)}
+    sources = {name: src for name, src, _ in _metadata(options.scala_names, kv)}
     for name in _output(options.typed_output or "").names:
         src = sources.get(name)
         if src is not None and src != "partition" and src not in out:
@@ -197,14 +201,17 @@ def typed_to_schema(rb: Any, partition: int, options: ReadOptions) -> Any:
 
     target = _output(options.typed_output or "")
     assert options.typed is not None
-    fields = set(record_fields(options.typed.parsed))
-    sources = {name: src for name, src, _ in _metadata(options.scala_names)}
+    kv = options.typed.kind == "key_value"
+    fields = _fields(options.typed)
+    sources = {name: src for name, src, _ in _metadata(options.scala_names, kv)}
     logical = _logical(options.typed)
     value = rb.column("value")
     n = rb.num_rows
     arrays = []
     for f in target:
-        if f.name in fields:
+        if kv and f.name in fields:
+            col = rb.column(f.name)
+        elif f.name in fields:
             col = value.field(f.name)
             if logical.get(f.name) == "timestamp-millis":
                 col = col.cast(pa.timestamp("ms", tz="UTC"))
@@ -217,7 +224,12 @@ def typed_to_schema(rb: Any, partition: int, options: ReadOptions) -> Any:
 
 
 @functools.lru_cache(maxsize=16)
+def _fields(typed: TypedSchema) -> frozenset[str]:
+    return frozenset(record_fields(typed.parsed) if typed.is_record else field_names(typed))
+
+
+@functools.lru_cache(maxsize=16)
 def _logical(typed: TypedSchema) -> dict[str, str]:
     from streamwire.spark._typed import top_level_logical
 
-    return top_level_logical(typed.parsed)
+    return top_level_logical(typed.parsed) if typed.is_record else {}

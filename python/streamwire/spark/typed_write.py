@@ -1,4 +1,5 @@
-"""Typed writes: DataFrame columns encoded as the records of a JSON or Avro schema.
+"""Typed writes: DataFrame columns encoded as the records of a JSON or Avro schema, the
+messages of a PROTOBUF_NATIVE schema, or the ``key`` and ``value`` halves of a KEY_VALUE one.
 
 On the driver, :func:`resolve_write_schema` picks the record schema (``valueSchema``: by
 default the topic's own in the registry, else one derived from the DataFrame's Spark schema)
@@ -24,6 +25,7 @@ from streamwire.spark._typed import (
     parse_definition,
     record_fields,
 )
+from streamwire.spark._typed_kv import check_fits_native, field_names, from_registry
 from streamwire.spark.config import get_option
 
 __all__ = ["record_batch", "resolve_write_schema"]
@@ -52,7 +54,14 @@ def resolve_write_schema(
         return None
     explicit = text.lower() != "auto"
     if not explicit and _is_raw(spark_fields):
-        return None
+        # A raw value column stays raw, except on a KEY_VALUE topic whose value half is
+        # STRING or BYTES: there it is that half (raw bytes would not be key/value data).
+        if not any(f.name == "key" for f in spark_fields):
+            return None
+        kv = from_registry(registry())
+        if kv is None or kv.kind != "key_value":
+            return None
+        return _native_fit(kv, spark_fields)
     record = [f for f in spark_fields if f.name not in WRITE_METADATA]
     kind_opt = get_option(options, "valueSchemaType")
     found = None
@@ -62,6 +71,9 @@ def resolve_write_schema(
             found = registry()
     else:
         found = registry()
+        native = from_registry(found)
+        if native is not None and not native.is_record:
+            return _native_fit(native, spark_fields)
         if found is not None and _KINDS.get(found[0]):
             definition = json.loads(bytes(found[1]))
             # Columns named like metadata that are fields of the topic's record are fields.
@@ -89,6 +101,16 @@ def resolve_write_schema(
     return TypedSchema(kind, json.dumps(definition).encode())
 
 
+def _native_fit(typed: TypedSchema, spark_fields: Sequence[Any]) -> TypedSchema:
+    """``typed`` (PROTOBUF_NATIVE or KEY_VALUE) once the DataFrame's columns fit it: the
+    message's fields (columns named like metadata that are fields count as fields), or
+    ``key`` and ``value``."""
+    names = set(field_names(typed))
+    cols = [f for f in spark_fields if f.name in names or f.name not in WRITE_METADATA]
+    check_fits_native(typed, cols)
+    return typed
+
+
 def record_batch(batch: Any, typed: TypedSchema) -> tuple[Any, Any]:
     """(the record columns, the metadata columns) of an Arrow batch.
 
@@ -96,6 +118,11 @@ def record_batch(batch: Any, typed: TypedSchema) -> tuple[Any, Any]:
     (``timestamp-millis`` or ``-micros``; micros otherwise), dates their day number."""
     import pyarrow as pa
 
+    if not typed.is_record:
+        names = set(field_names(typed))
+        rec_names = [n for n in batch.schema.names if n in names or n not in WRITE_METADATA]
+        rest = [n for n in batch.schema.names if n not in rec_names]
+        return batch.select(rec_names), batch.select(rest)
     fields = _fields(typed)
     rec_names = [n for n in batch.schema.names if n in fields]
     meta_names = [n for n in batch.schema.names if n not in fields]

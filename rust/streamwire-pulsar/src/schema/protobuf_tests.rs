@@ -222,6 +222,30 @@ proptest! {
         prop_assert_eq!(decode(&s, &out).unwrap(), v);
     }
 
+    /// Arrow columns written to protobuf (Spark writes) give a null, or a missing column, as
+    /// a `Value::Null` in any field: it is the field left out, so it reads back as an
+    /// absent field does (null with presence, the protobuf default without).
+    #[test]
+    fn nulls_are_fields_left_out(v in sample(), mask in proptest::collection::vec(any::<bool>(), 23)) {
+        let s = sample_schema();
+        let Value::Record(fields) = &v else { unreachable!() };
+        let Value::Record(absent) = decode(&s, &[]).unwrap() else { unreachable!() };
+        let masked: Vec<Value> = fields
+            .iter()
+            .zip(&mask)
+            .map(|(f, m)| if *m { Value::Null } else { f.clone() })
+            .collect();
+        let want: Vec<Value> = fields
+            .iter()
+            .zip(&mask)
+            .zip(&absent)
+            .map(|((f, m), a)| if *m { a.clone() } else { f.clone() })
+            .collect();
+        let mut out = Vec::new();
+        encode(&s, &Value::Record(masked), &mut out).unwrap();
+        prop_assert_eq!(decode(&s, &out).unwrap(), Value::Record(want));
+    }
+
     #[test]
     fn arbitrary_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..64)) {
         crate::fuzzing::fuzz_protobuf(&data);

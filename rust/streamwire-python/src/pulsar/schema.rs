@@ -217,7 +217,7 @@ pub(crate) struct Writer {
 
 /// A payload decoded with `writer` (None: the reader's definition) and resolved to the
 /// reader's `codec`.
-fn decode_resolved(
+pub(crate) fn decode_resolved(
     codec: &RecordCodec,
     writer: Option<&RecordCodec>,
     payload: &[u8],
@@ -343,7 +343,7 @@ impl Typed {
         .map_err(|e| schema_error(py, format!("cannot decode message {:?}: {}", m.id, e.0)))
     }
 
-    fn writer(
+    pub(crate) fn writer(
         &self,
         py: Python<'_>,
         topic: &Arc<str>,

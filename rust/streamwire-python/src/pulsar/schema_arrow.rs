@@ -13,7 +13,7 @@ use streamwire_pulsar::schema::value::Value;
 
 use crate::common::arrow::ArrowBuilder;
 use crate::pulsar::message::to_record_batch;
-use crate::pulsar::schema::Typed;
+use crate::pulsar::schema::{Kind, Typed};
 use crate::pulsar::schema_values::schema_error;
 
 static NULL: Value = Value::Null;
@@ -25,6 +25,9 @@ pub(crate) fn typed_batch<'py>(
     msgs: &[ReceivedMessage],
     names: &[&str],
 ) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(t) = typed.filter(|t| matches!(t.codec.kind, Kind::KeyValue { .. })) {
+        return crate::pulsar::schema_arrow_kv::kv_batch(py, t, msgs, names);
+    }
     let (Some(t), Some(at)) = (typed, names.iter().position(|n| *n == "value")) else {
         return to_record_batch(py, msgs, names);
     };
@@ -51,7 +54,7 @@ pub(crate) fn typed_batch<'py>(
         .call_method("from_arrays", (cols,), Some(&kwargs))
 }
 
-fn field<'py>(
+pub(crate) fn field<'py>(
     b: &ArrowBuilder<'py>,
     name: &str,
     col: &Bound<'py, PyAny>,
@@ -61,8 +64,9 @@ fn field<'py>(
         .call_method1("field", (name, col.getattr("type")?, nullable))
 }
 
-/// The column of node `id` for `vals` (one per row of `b`).
-fn column<'py>(
+/// The column of node `id` for `vals` (one per row of `b`). A null where the node has no
+/// null (a null key or value half of a key/value) is a null row of the column.
+pub(crate) fn column<'py>(
     b: &ArrowBuilder<'py>,
     s: &AvroSchema,
     id: NodeId,
@@ -72,6 +76,10 @@ fn column<'py>(
     let (id, valid) = match s.nullable_inner(id) {
         Some(inner) => (
             inner,
+            b.validity(vals.iter().map(|v| !matches!(v, Value::Null))),
+        ),
+        None if vals.iter().any(|v| matches!(v, Value::Null)) => (
+            id,
             b.validity(vals.iter().map(|v| !matches!(v, Value::Null))),
         ),
         None => (id, None),

@@ -27,11 +27,25 @@ pub(crate) fn is_arrow_records(values: &Bound<'_, PyAny>) -> bool {
         && arrow_type(values).is_ok_and(|t| t.starts_with("struct<"))
 }
 
-/// The record values of every row of `values` (a record batch, table or struct array).
+/// How strictly Arrow columns are read into values.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ArrowRead {
+    /// A null (or a missing column) where the schema has no null is a `Value::Null` instead
+    /// of an error: PROTOBUF_NATIVE fields without presence, which the encoder then leaves
+    /// out (the reader sees the protobuf default, as protobuf has it).
+    pub nulls_as_absent: bool,
+    /// A null row of a struct array is a `Value::Null` (a null half of a key/value) instead
+    /// of an error.
+    pub null_rows: bool,
+}
+
+/// The record values of every row of `values` (a record batch, table or struct array),
+/// read as `how` says.
 pub(crate) fn arrow_records(
     py: Python<'_>,
     schema: &AvroSchema,
     values: &Bound<'_, PyAny>,
+    how: ArrowRead,
 ) -> PyResult<Vec<Value>> {
     let root = schema.nullable_inner(schema.root).unwrap_or(schema.root);
     let Node::Record(rec) = schema.node(root) else {
@@ -78,9 +92,10 @@ pub(crate) fn arrow_records(
             } else {
                 batch.call_method1("field", (f.name.as_str(),))?
             };
-            column(py, schema, f.node, &arr, &f.name)?
+            column(py, schema, f.node, &arr, &f.name, how)?
         } else if schema.nullable_inner(f.node).is_some()
             || matches!(schema.node(f.node), Node::Null)
+            || how.nulls_as_absent
         {
             vec![Value::Null; n]
         } else {
@@ -102,14 +117,18 @@ pub(crate) fn arrow_records(
             .map(|c| c.next().unwrap_or(Value::Null))
             .collect();
         if struct_valid.as_ref().is_some_and(|v| !v.get(i)) {
-            return Err(schema_error(py, format!("row {i} is null, not a record")));
+            if !how.null_rows {
+                return Err(schema_error(py, format!("row {i} is null, not a record")));
+            }
+            rows.push(Value::Null);
+            continue;
         }
         rows.push(Value::Record(fields));
     }
     Ok(rows)
 }
 
-fn arrow_type(arr: &Bound<'_, PyAny>) -> PyResult<String> {
+pub(crate) fn arrow_type(arr: &Bound<'_, PyAny>) -> PyResult<String> {
     arr.getattr("type")?.str()?.extract()
 }
 
@@ -130,13 +149,13 @@ fn buffer(arr: &Bound<'_, PyAny>, i: usize) -> PyResult<Option<Vec<u8>>> {
 }
 
 /// A validity bitmap and the array's offset into it.
-struct Validity {
+pub(crate) struct Validity {
     bits: Vec<u8>,
     offset: usize,
 }
 
 impl Validity {
-    fn of(arr: &Bound<'_, PyAny>) -> PyResult<Option<Validity>> {
+    pub(crate) fn of(arr: &Bound<'_, PyAny>) -> PyResult<Option<Validity>> {
         if arr.getattr("null_count")?.extract::<usize>()? == 0 {
             return Ok(None);
         }
@@ -146,7 +165,7 @@ impl Validity {
         }))
     }
 
-    fn get(&self, i: usize) -> bool {
+    pub(crate) fn get(&self, i: usize) -> bool {
         bit(&self.bits, self.offset + i)
     }
 }
@@ -219,7 +238,12 @@ fn floats(py: Python<'_>, arr: &Bound<'_, PyAny>, ty: &str, n: usize) -> PyResul
 }
 
 /// The byte strings of a (large) binary / string or fixed-size binary column.
-fn var(py: Python<'_>, arr: &Bound<'_, PyAny>, ty: &str, n: usize) -> PyResult<Vec<Vec<u8>>> {
+pub(crate) fn var(
+    py: Python<'_>,
+    arr: &Bound<'_, PyAny>,
+    ty: &str,
+    n: usize,
+) -> PyResult<Vec<Vec<u8>>> {
     let offset: usize = arr.getattr("offset")?.extract()?;
     if let Some(size) = ty
         .strip_prefix("fixed_size_binary[")
@@ -285,11 +309,12 @@ fn column(
     id: NodeId,
     arr: &Bound<'_, PyAny>,
     path: &str,
+    how: ArrowRead,
 ) -> PyResult<Vec<Value>> {
     if arr.hasattr("chunks")? && !arr.hasattr("buffers")? {
         let mut out = Vec::new();
         for chunk in arr.getattr("chunks")?.try_iter()? {
-            out.extend(column(py, s, id, &chunk?, path)?);
+            out.extend(column(py, s, id, &chunk?, path, how)?);
         }
         return Ok(out);
     }
@@ -299,7 +324,7 @@ fn column(
     let node_id = inner.unwrap_or(id);
     let valid = Validity::of(arr)?;
     if ty == "null" {
-        if inner.is_none() && !matches!(s.node(id), Node::Null) && n > 0 {
+        if inner.is_none() && !matches!(s.node(id), Node::Null) && n > 0 && !how.nulls_as_absent {
             return Err(not_nullable(py, s, id, path, 0));
         }
         return Ok(vec![Value::Null; n]);
@@ -469,8 +494,8 @@ fn column(
                 let sub = format!("{path}.{}", f.name);
                 let c = if names.contains(&f.name) {
                     let child = arr.call_method1("field", (f.name.as_str(),))?;
-                    column(py, s, f.node, &child, &sub)?
-                } else if s.nullable_inner(f.node).is_some() {
+                    column(py, s, f.node, &child, &sub, how)?
+                } else if s.nullable_inner(f.node).is_some() || how.nulls_as_absent {
                     vec![Value::Null; n]
                 } else {
                     return Err(schema_error(
@@ -499,7 +524,9 @@ fn column(
             let child = arr
                 .getattr("values")?
                 .call_method1("slice", (lo, hi.saturating_sub(lo)))?;
-            let mut items = column(py, s, *item, &child, &format!("{path}[]"))?.into_iter();
+            let items = column(py, s, *item, &child, &format!("{path}[]"), how)?;
+            no_null_items(py, s, *item, &items, path, how)?;
+            let mut items = items.into_iter();
             (0..n)
                 .map(|i| {
                     Value::Array(
@@ -528,7 +555,8 @@ fn column(
             }
             let keys = var(py, &keys, &key_ty, len)?;
             let items = arr.getattr("items")?.call_method1("slice", (lo, len))?;
-            let vals = column(py, s, *val, &items, &format!("{path}{{}}"))?;
+            let vals = column(py, s, *val, &items, &format!("{path}{{}}"), how)?;
+            no_null_items(py, s, *val, &vals, path, how)?;
             let mut pairs = keys
                 .into_iter()
                 .map(|k| String::from_utf8(k).unwrap_or_default())
@@ -559,13 +587,35 @@ fn column(
     let mut out = values;
     for (i, x) in out.iter_mut().enumerate() {
         if !v.get(i) {
-            if inner.is_none() && !matches!(s.node(id), Node::Null) {
+            if inner.is_none() && !matches!(s.node(id), Node::Null) && !how.nulls_as_absent {
                 return Err(not_nullable(py, s, id, path, i));
             }
             *x = Value::Null;
         }
     }
     Ok(out)
+}
+
+/// Nulls read as absent fields must not hide in lists and maps: a protobuf repeated field
+/// or map has no null item, and leaving it out would drop it silently.
+fn no_null_items(
+    py: Python<'_>,
+    s: &AvroSchema,
+    item: NodeId,
+    items: &[Value],
+    path: &str,
+    how: ArrowRead,
+) -> PyResult<()> {
+    if !how.nulls_as_absent || s.nullable_inner(item).is_some() {
+        return Ok(());
+    }
+    match items.iter().position(|v| matches!(v, Value::Null)) {
+        Some(i) => Err(schema_error(
+            py,
+            format!("column {path:?}: item {i} is null, which a repeated field or map cannot hold"),
+        )),
+        None => Ok(()),
+    }
 }
 
 fn not_nullable(py: Python<'_>, s: &AvroSchema, id: NodeId, path: &str, row: usize) -> PyErr {

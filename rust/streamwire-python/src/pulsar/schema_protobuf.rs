@@ -23,16 +23,18 @@ use streamwire_pulsar::schema::{SchemaInfo, SchemaType};
 use crate::pulsar::schema::{Codec, Kind, PySchemaCodec};
 use crate::pulsar::schema_values::schema_error;
 
-/// A PROTOBUF_NATIVE codec: the message class, and the root message's layout.
+/// A PROTOBUF_NATIVE codec: the message class, and the root message's layout. Without a
+/// class (the Spark Data Source, which knows only the registry's descriptor) it reads and
+/// writes Arrow columns only.
 pub(crate) struct ProtoCodec {
-    class: Py<PyType>,
+    class: Option<Py<PyType>>,
     layout: ProtoSchema,
 }
 
 impl ProtoCodec {
     /// The payload of `obj`, an instance of the class (a subclass will do).
     pub(crate) fn encode(&self, py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
-        let class = self.class.bind(py);
+        let class = self.class(py)?;
         if !obj.is_instance(class)? {
             return Err(schema_error(
                 py,
@@ -59,10 +61,24 @@ impl ProtoCodec {
         py: Python<'py>,
         payload: &[u8],
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.class
-            .bind(py)
+        self.class(py)?
             .call_method1(intern!(py, "FromString"), (PyBytes::new(py, payload),))
             .map_err(|e| schema_error(py, format!("cannot decode the message: {e}")))
+    }
+
+    fn class<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyType>> {
+        self.class.as_ref().map(|c| c.bind(py)).ok_or_else(|| {
+            schema_error(
+                py,
+                "this PROTOBUF_NATIVE schema has no message class: it reads and writes Arrow \
+                 columns only (receive_arrow, send_many of a pyarrow.RecordBatch)",
+            )
+        })
+    }
+
+    /// The root message's layout (for Arrow columns in and out).
+    pub(crate) fn layout(&self) -> &ProtoSchema {
+        &self.layout
     }
 
     /// The record layout for Arrow columns.
@@ -82,15 +98,16 @@ impl PySchemaCodec {
     ///
     /// Args:
     ///     definition: the registry schema data (the JSON document with the descriptor set).
-    ///     message_class: the generated message class values are instances of.
+    ///     message_class: the generated message class values are instances of; None: a
+    ///         codec for Arrow columns only (reads and writes of the Spark Data Source).
     ///     name: the registry name of the schema.
     ///     properties: registry properties (str to str).
     #[staticmethod]
-    #[pyo3(signature = (definition, message_class, name=String::new(), properties=None))]
+    #[pyo3(signature = (definition, message_class=None, name=String::new(), properties=None))]
     fn protobuf_native(
         py: Python<'_>,
         definition: &[u8],
-        message_class: &Bound<'_, PyType>,
+        message_class: Option<&Bound<'_, PyType>>,
         name: String,
         properties: Option<Vec<(String, String)>>,
     ) -> PyResult<Self> {
@@ -104,7 +121,7 @@ impl PySchemaCodec {
                     properties: properties.unwrap_or_default(),
                 },
                 kind: Kind::Protobuf(ProtoCodec {
-                    class: message_class.clone().unbind(),
+                    class: message_class.map(|c| c.clone().unbind()),
                     layout,
                 }),
             }),

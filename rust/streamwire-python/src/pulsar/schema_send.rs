@@ -12,9 +12,9 @@ use streamwire_pulsar::engine::message::OutgoingMessage;
 use crate::common::columns::freeze_slices;
 use crate::common::errors::to_py;
 use crate::pulsar::many::ManyOptions;
-use crate::pulsar::schema::{Codec, Kind};
-use crate::pulsar::schema_encode_arrow::{arrow_records, is_arrow_records};
-use crate::pulsar::schema_values::schema_error;
+use crate::pulsar::schema::Codec;
+use crate::pulsar::schema_encode_arrow::is_arrow_records;
+use crate::pulsar::schema_encode_halves::arrow_payloads;
 
 /// One message of `value`, with the caller's `key` (not allowed with a SEPARATED key/value
 /// schema, whose key is the value's).
@@ -54,26 +54,21 @@ pub(crate) fn typed_many(
     let mut buf = BytesMut::new();
     let mut lens = Vec::new();
     let mut own_keys = Vec::new();
-    if let (Kind::Record { codec: rc, .. }, true) = (&codec.kind, is_arrow_records(values)) {
+    if is_arrow_records(values) {
         // Arrow columns (a record batch or struct array): read in Rust, no Python per row.
-        let mut out = Vec::with_capacity(64);
-        for (i, v) in arrow_records(py, &rc.schema, values)?.iter().enumerate() {
-            out.clear();
-            rc.encode(v, &mut out)
-                .map_err(|e| schema_error(py, format!("row {i}: {}", e.0)))?;
-            buf.extend_from_slice(&out);
-            lens.push((out.len(), false));
-            own_keys.push(None);
+        if let Some(p) = arrow_payloads(py, codec, values)? {
+            let lens = p.lens.iter().map(|&n| (n, false)).collect();
+            // The Vec becomes the buffer as it is (no copy).
+            return finish(
+                BytesMut::from(bytes::Bytes::from(p.buf)),
+                lens,
+                p.keys,
+                keys,
+                properties,
+                event_times,
+                sequence_ids,
+            );
         }
-        return finish(
-            buf,
-            lens,
-            own_keys,
-            keys,
-            properties,
-            event_times,
-            sequence_ids,
-        );
     }
     if values.is_instance_of::<PyBytes>() || values.is_instance_of::<PyString>() {
         return Err(pyo3::exceptions::PyTypeError::new_err(
