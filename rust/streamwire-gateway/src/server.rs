@@ -290,7 +290,9 @@ async fn produce_request(
         vec![produce::parse_binary(raw, header, props)?]
     } else if ctype.starts_with("application/json") {
         if broker {
-            produce::parse_broker(&raw, gw.config.max_messages)?
+            let body = produce::parse_broker(&raw, gw.config.max_messages)?;
+            schema = body.schema;
+            body.messages
         } else {
             let mut body = produce::parse_pip(&raw, gw.config.max_messages)?;
             if let Some(v) = body.wanted_version {
@@ -308,7 +310,11 @@ async fn produce_request(
                         ApiError::new(
                             422,
                             4,
-                            format!("{} has no JSON or AVRO schema version {v}", t.name()),
+                            format!(
+                                "{} has no schema version {v} the gateway encodes with (JSON, \
+                                 AVRO, PROTOBUF_NATIVE, KEY_VALUE)",
+                                t.name()
+                            ),
                         )
                     })?;
                 body = produce::parse_pip_with(&raw, gw.config.max_messages, Some(known))?;
