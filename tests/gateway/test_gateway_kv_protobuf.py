@@ -391,3 +391,55 @@ def test_the_broker_dialect_takes_key_and_value_schemas(
             (f"k{i}", record_sample(i)) for i in range(3)
         ]
         rd.close()
+
+
+def test_a_streamed_produce_encodes_by_a_schema_version(
+    apache_gateway: Gateway,  # noqa: F811
+    apache_broker: Any,
+    classes: tuple[Any, Any, Any],
+) -> None:
+    reading, point, _ = classes
+    topic, path = fresh()
+    url = apache_gateway.url + path
+    key_schema = {"type": "STRING"}
+    value_schema = {"type": "PROTOBUF_NATIVE", "schema": proto_definition(reading)}
+    first = protos.sample(reading, point, 0)
+    r = httpx.post(
+        url,
+        json=kv_body(
+            key_schema, value_schema, "separated", [("k0", json_format.MessageToDict(first))]
+        ),
+        timeout=30,
+    )
+    assert r.status_code == 200, r.text
+    version = r.json()["schema_version"]
+    want = [(f"k{i}", protos.sample(reading, point, i)) for i in range(1, N)]
+    lines = [json.dumps({"key": k, "value": json_format.MessageToDict(v)}) for k, v in want]
+    lines.insert(2, json.dumps({"key": "bad", "value": {"count": "many"}}))
+    with httpx.stream(
+        "POST",
+        url,
+        params={"schema_version": version},
+        content="\n".join(lines).encode() + b"\n",
+        headers={"Content-Type": "application/x-ndjson"},
+        timeout=60,
+    ) as s:
+        assert s.status_code == 200
+        reports = [json.loads(line) for line in s.iter_lines() if line]
+    assert len(reports) == len(lines)
+    assert "count" in reports[2]["error"] and reports[2].get("messageId") is None
+    assert all(x.get("messageId") for i, x in enumerate(reports) if i != 2), reports
+    schema = KeyValueSchema(StringSchema(), ProtobufNative(reading), encoding="separated")
+    with streamwire.Client(apache_broker.service_url) as client:
+        rd = client.create_reader(topic, "earliest", schema=schema)
+        got = [rd.read_next(timeout=15) for _ in range(N)]
+        assert [m.value for m in got] == [("k0", first), *want]
+        assert {int.from_bytes(m.schema_version, "big") for m in got} == {version}
+        rd.close()
+    r = httpx.post(
+        url,
+        params={"schema_version": version + 50},
+        content=b"",
+        headers={"Content-Type": "application/x-ndjson"},
+    )
+    assert (r.status_code, r.json()["code"]) == (422, 42204), r.text

@@ -274,15 +274,31 @@ fn prepared(
     }
 }
 
+/// How the streaming produce's lines carry their values: a value format, or the typed
+/// schema the stream names by `schema_version` (which then encodes every line).
+#[derive(Debug, Clone)]
+pub struct LineFormat {
+    pub format: ValueFormat,
+    pub schema: Option<Arc<RecordSchema>>,
+}
+
 /// One PIP-64 message (as in `messages[i]`) into an engine message.
 pub fn pip_message(
     m: PipMessage,
-    format: ValueFormat,
+    line: &LineFormat,
     i: usize,
 ) -> std::result::Result<Prepared, ApiError> {
-    Ok(prepared(
-        value_bytes(&m.value, format, i)?,
-        string_key(m.key, i)?,
+    let (payload, key, key_b64) = match &line.schema {
+        Some(s) => typed_payload(s, m.key, &m.value, i)?,
+        None => (
+            value_bytes(&m.value, line.format, i)?,
+            string_key(m.key, i)?,
+            false,
+        ),
+    };
+    let mut p = prepared(
+        payload,
+        key,
         m.properties,
         m.event_time,
         m.sequence_id,
@@ -291,7 +307,9 @@ pub fn pip_message(
         m.deliver_at,
         m.deliver_after_ms,
         m.partition,
-    ))
+    );
+    p.msg.partition_key_b64 = key_b64;
+    Ok(p)
 }
 
 /// A parsed PIP-64 body: its messages and the record schema they were encoded with.
@@ -771,6 +789,36 @@ mod tests {
             parse_pip_with(json, 10, Some(known)).unwrap_err().code,
             42204
         );
+    }
+
+    #[test]
+    fn stream_lines_take_a_typed_schema() {
+        let kv = br#"{"schema_type":"KEY_VALUE","key_schema":{"type":"INT32"},
+            "value_schema":{"type":"STRING"},"kv_encoding":"SEPARATED","messages":[]}"#;
+        let schema = parse_pip(kv, 10).unwrap().schema.unwrap();
+        let line = LineFormat {
+            format: ValueFormat::Record,
+            schema: Some(schema),
+        };
+        let m: PipMessage = serde_json::from_str(r#"{"key": 1, "value": "v"}"#).unwrap();
+        let p = pip_message(m, &line, 0).unwrap();
+        assert_eq!(&p.msg.payload[..], b"v");
+        assert_eq!(p.msg.key.as_deref(), Some("AAAAAQ=="));
+        assert!(p.msg.partition_key_b64);
+        let bad: PipMessage = serde_json::from_str(r#"{"key": "one", "value": "v"}"#).unwrap();
+        assert_eq!(pip_message(bad, &line, 0).unwrap_err().code, 42205);
+        let plain = LineFormat {
+            format: ValueFormat::Text,
+            schema: None,
+        };
+        let m: PipMessage = serde_json::from_str(r#"{"key": "k", "value": "v"}"#).unwrap();
+        let p = pip_message(m, &plain, 0).unwrap();
+        assert_eq!(
+            (p.msg.key.as_deref(), p.msg.partition_key_b64),
+            (Some("k"), false)
+        );
+        let m: PipMessage = serde_json::from_str(r#"{"key": 5, "value": "v"}"#).unwrap();
+        assert_eq!(pip_message(m, &plain, 0).unwrap_err().status, 400);
     }
 
     #[test]

@@ -247,12 +247,54 @@ async fn produce_request(
                 "streaming produce is a PIP-64 endpoint: POST to /topics/{tenant}/{namespace}/{topic}",
             ));
         }
-        let format = match req.uri().query().unwrap_or("") {
+        let query = req.uri().query().unwrap_or("");
+        let format = match query {
             q if q.contains("value_format=text") => produce::ValueFormat::Text,
             q if q.contains("value_format=json") => produce::ValueFormat::Json,
             _ => produce::ValueFormat::Base64,
         };
-        let producer = gw.producer_as(token, &topic_name(t)?, None).await?;
+        // `schema_version=N`: every line is encoded by that registry version of the topic's
+        // schema (a typed one: JSON, AVRO, PROTOBUF_NATIVE, KEY_VALUE, a primitive), which
+        // the stream's producer registers.
+        let version = crate::consume::query_pairs(query)?
+            .into_iter()
+            .find(|(k, _)| k == "schema_version")
+            .map(|(_, v)| {
+                v.parse::<i64>().map_err(|_| {
+                    ApiError::bad_request(format!("schema_version must be an integer, got {v:?}"))
+                })
+            })
+            .transpose()?;
+        let topic = topic_name(t)?;
+        let schema = match version {
+            None => None,
+            Some(v) => {
+                let client = gw.client_for(token).await?;
+                let writer = gw
+                    .writer_schemas
+                    .get(&client, &topic, &v.to_be_bytes())
+                    .await?;
+                Some(
+                    writer
+                        .as_deref()
+                        .and_then(crate::schemas::from_writer)
+                        .ok_or_else(|| {
+                            ApiError::new(
+                                422,
+                                4,
+                                format!(
+                                    "{} has no schema version {v} the gateway encodes with",
+                                    t.name()
+                                ),
+                            )
+                        })?,
+                )
+            }
+        };
+        let producer = gw
+            .producer_as(token, &topic, schema.as_ref().map(|s| &s.info))
+            .await?;
+        let format = produce::LineFormat { format, schema };
         let (tx, rx) = tokio::sync::mpsc::channel(1024);
         let max_line = gw.config.max_body_bytes;
         tokio::spawn(stream::run(
