@@ -5,6 +5,6 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let schema = streamwire_pulsar::fuzzing::sample_schema();
+    let schema = streamwire_gateway::proto_json::ProtoJson::new(streamwire_pulsar::fuzzing::sample_schema());
     streamwire_gateway::fuzzing::fuzz_proto_json_with(&schema, data);
 });

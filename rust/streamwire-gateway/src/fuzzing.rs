@@ -3,15 +3,13 @@
 //! give a typed error or bytes that decode again — never a panic. Hidden from the docs;
 //! shared by the cargo-fuzz target and the stable-toolchain test.
 
+use crate::proto_json::{decode, encode, encoded_from_base64, ProtoJson};
 use serde_json::Value;
-use streamwire_pulsar::schema::protobuf::ProtoSchema;
-
-use crate::proto_json::{decode, encode, encoded_from_base64};
 
 /// Parse `data` as a JSON `value` and encode it by `schema` (both forms: an object, and a
 /// string of base64 bytes); check nothing panics, that what encodes decodes, and that the
 /// decoded (canonical) JSON encodes to the same bytes.
-pub fn fuzz_proto_json_with(schema: &ProtoSchema, data: &[u8]) {
+pub fn fuzz_proto_json_with(schema: &ProtoJson, data: &[u8]) {
     let Ok(j) = serde_json::from_slice::<Value>(data) else {
         return;
     };

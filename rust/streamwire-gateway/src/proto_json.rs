@@ -26,6 +26,8 @@
 //! Well-known types (`google.protobuf.Timestamp`, wrappers, `Struct`, `Any`) are plain
 //! messages here, not their special JSON forms.
 
+use std::collections::HashMap;
+
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use base64::Engine as _;
 use serde_json::{Map, Number, Value as Json};
@@ -52,6 +54,57 @@ fn fail<T>(msg: impl Into<String>) -> R<T> {
     Err(ProtoJsonError(msg.into()))
 }
 
+/// A PROTOBUF_NATIVE schema with what its JSON mapping needs per message node, computed
+/// once: every field's JSON name (by field index), and the layout's fields in declaration
+/// order. Why: looking fields up by name for every message would otherwise allocate each
+/// name again per message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProtoJson {
+    pub schema: ProtoSchema,
+    names: HashMap<NodeId, Names>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Names {
+    /// (proto name, JSON name) by field index.
+    fields: Vec<(String, String)>,
+    /// Positions in the layout's `fields`, in declaration (field index) order.
+    order: Vec<usize>,
+}
+
+impl ProtoJson {
+    pub fn new(schema: ProtoSchema) -> ProtoJson {
+        let mut names = HashMap::new();
+        for (&id, layout) in &schema.layouts {
+            let Node::Record(r) = schema.avro.node(id) else {
+                continue;
+            };
+            let fields = r
+                .fields
+                .iter()
+                .map(|f| (f.name.clone(), json_name(&f.name)))
+                .collect();
+            let mut order: Vec<usize> = (0..layout.fields.len()).collect();
+            order.sort_by_key(|&i| layout.fields[i].index);
+            names.insert(id, Names { fields, order });
+        }
+        ProtoJson { schema, names }
+    }
+
+    fn names(&self, id: NodeId) -> R<&Names> {
+        self.names
+            .get(&id)
+            .ok_or_else(|| ProtoJsonError("not a message node".into()))
+    }
+}
+
+impl std::ops::Deref for ProtoJson {
+    type Target = ProtoSchema;
+    fn deref(&self) -> &ProtoSchema {
+        &self.schema
+    }
+}
+
 /// protoc's JSON name of a field: underscores dropped, the letter after one upper-cased.
 pub fn json_name(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
@@ -70,7 +123,7 @@ pub fn json_name(name: &str) -> String {
 }
 
 /// Encode the JSON object `j` as the root message's wire bytes.
-pub fn encode(s: &ProtoSchema, j: &Json) -> R<Vec<u8>> {
+pub fn encode(s: &ProtoJson, j: &Json) -> R<Vec<u8>> {
     let v = message_from_json(s, s.avro.root, j, 0)?;
     let mut out = Vec::with_capacity(64);
     protobuf_wire::encode(s, &v, &mut out).map_err(|e| ProtoJsonError(e.0))?;
@@ -78,41 +131,31 @@ pub fn encode(s: &ProtoSchema, j: &Json) -> R<Vec<u8>> {
 }
 
 /// Decode the root message's wire bytes as its canonical JSON object.
-pub fn decode(s: &ProtoSchema, payload: &[u8]) -> R<Json> {
+pub fn decode(s: &ProtoJson, payload: &[u8]) -> R<Json> {
     let v = protobuf_wire::decode(s, payload).map_err(|e| ProtoJsonError(e.0))?;
     message_to_json(s, s.avro.root, &v, 0)
 }
 
-fn fields_of(s: &ProtoSchema, id: NodeId) -> R<&[streamwire_pulsar::schema::avro::Field]> {
-    match s.avro.node(id) {
-        Node::Record(r) => Ok(&r.fields),
-        _ => fail("not a message node"),
-    }
-}
-
-fn message_from_json(s: &ProtoSchema, id: NodeId, j: &Json, depth: usize) -> R<Value> {
+fn message_from_json(s: &ProtoJson, id: NodeId, j: &Json, depth: usize) -> R<Value> {
     if depth >= MAX_DEPTH {
         return fail("messages nest too deeply");
     }
     let Json::Object(obj) = j else {
         return fail(format!("a message is a JSON object, not {}", kind(j)));
     };
-    let names = fields_of(s, id)?;
+    let names = s.names(id)?;
     let Some(layout) = s.layout(id) else {
         return fail("not a message node");
     };
     for k in obj.keys() {
-        if !names
-            .iter()
-            .any(|f| f.name == *k || json_name(&f.name) == *k)
-        {
+        if !names.fields.iter().any(|(p, j)| p == k || j == k) {
             return fail(format!("{k:?} is not a field of the message"));
         }
     }
-    let mut out = vec![Value::Null; names.len()];
+    let mut out = vec![Value::Null; names.fields.len()];
     for f in &layout.fields {
-        let name = &names[f.index].name;
-        let given = obj.get(&json_name(name)).or_else(|| obj.get(name));
+        let (name, json) = &names.fields[f.index];
+        let given = obj.get(json).or_else(|| obj.get(name));
         out[f.index] = match given {
             None | Some(Json::Null) => Value::Null,
             Some(x) => field_from_json(s, f, x, depth).map_err(|e| at(name, e))?,
@@ -125,7 +168,7 @@ fn at(name: &str, e: ProtoJsonError) -> ProtoJsonError {
     ProtoJsonError(format!("{name}: {}", e.0))
 }
 
-fn field_from_json(s: &ProtoSchema, f: &FieldLayout, j: &Json, depth: usize) -> R<Value> {
+fn field_from_json(s: &ProtoJson, f: &FieldLayout, j: &Json, depth: usize) -> R<Value> {
     if let Some(m) = &f.map {
         let Json::Object(obj) = j else {
             return fail(format!("a map is a JSON object, not {}", kind(j)));
@@ -235,15 +278,15 @@ fn bytes_from(text: &str) -> R<Vec<u8>> {
         .map_err(|e| ProtoJsonError(format!("bytes must be base64: {e}")))
 }
 
-fn enum_symbols(s: &ProtoSchema, f: &FieldLayout) -> R<Vec<String>> {
+fn enum_symbols<'a>(s: &'a ProtoJson, f: &FieldLayout) -> R<&'a [String]> {
     match s.avro.node(f.node) {
-        Node::Enum { symbols, .. } => Ok(symbols.clone()),
+        Node::Enum { symbols, .. } => Ok(symbols),
         _ => fail("an enum field without its values"),
     }
 }
 
 /// One value (an item of a repeated field, a map value) of field `f`.
-fn one_from_json(s: &ProtoSchema, f: &FieldLayout, j: &Json, depth: usize) -> R<Value> {
+fn one_from_json(s: &ProtoJson, f: &FieldLayout, j: &Json, depth: usize) -> R<Value> {
     const I32: (i128, i128) = (i32::MIN as i128, i32::MAX as i128);
     const U32: (i128, i128) = (0, u32::MAX as i128);
     const I64: (i128, i128) = (i64::MIN as i128, i64::MAX as i128);
@@ -339,29 +382,29 @@ fn kind(j: &Json) -> &'static str {
     }
 }
 
-fn message_to_json(s: &ProtoSchema, id: NodeId, v: &Value, depth: usize) -> R<Json> {
+fn message_to_json(s: &ProtoJson, id: NodeId, v: &Value, depth: usize) -> R<Json> {
     if depth >= MAX_DEPTH {
         return fail("messages nest too deeply");
     }
-    let names = fields_of(s, id)?;
+    let names = s.names(id)?;
     let (Some(layout), Value::Record(values)) = (s.layout(id), v) else {
         return fail("a message value must be a record");
     };
-    // Declaration order: the layout is by number, `index` is the declaration position.
-    let mut by_index: Vec<&FieldLayout> = layout.fields.iter().collect();
-    by_index.sort_by_key(|f| f.index);
     let mut out = Map::new();
-    for f in by_index {
+    for &at in &names.order {
+        let f = &layout.fields[at];
         let Some(fv) = values.get(f.index) else {
             return fail("record has too few fields");
         };
-        let name = json_name(&names[f.index].name);
-        out.insert(name, field_to_json(s, f, fv, depth)?);
+        out.insert(
+            names.fields[f.index].1.clone(),
+            field_to_json(s, f, fv, depth)?,
+        );
     }
     Ok(Json::Object(out))
 }
 
-fn field_to_json(s: &ProtoSchema, f: &FieldLayout, v: &Value, depth: usize) -> R<Json> {
+fn field_to_json(s: &ProtoJson, f: &FieldLayout, v: &Value, depth: usize) -> R<Json> {
     match (v, &f.map) {
         (Value::Null, _) => Ok(Json::Null),
         (Value::Map(items), Some(m)) => {
@@ -414,7 +457,7 @@ fn float_json(x: f64) -> Json {
     }
 }
 
-fn one_to_json(s: &ProtoSchema, f: &FieldLayout, v: &Value, depth: usize) -> R<Json> {
+fn one_to_json(s: &ProtoJson, f: &FieldLayout, v: &Value, depth: usize) -> R<Json> {
     Ok(match (f.scalar, v) {
         (_, Value::Null) => Json::Null,
         (Scalar::Message, Value::Record(_)) => message_to_json(s, f.node, v, depth + 1)?,
@@ -441,7 +484,7 @@ fn one_to_json(s: &ProtoSchema, f: &FieldLayout, v: &Value, depth: usize) -> R<J
 
 /// Base64 text of already-encoded message bytes (the other form a PROTOBUF_NATIVE `value`
 /// may take), checked to decode by the descriptor.
-pub fn encoded_from_base64(s: &ProtoSchema, text: &str) -> R<Vec<u8>> {
+pub fn encoded_from_base64(s: &ProtoJson, text: &str) -> R<Vec<u8>> {
     let b = STANDARD
         .decode(text)
         .or_else(|_| URL_SAFE.decode(text))
@@ -471,7 +514,7 @@ mod tests {
 
     #[test]
     fn every_kind_of_field_round_trips() {
-        let s = sample_schema();
+        let s = ProtoJson::new(sample_schema());
         let input = json!({
             "i32": -5, "i64": "-9007199254740993", "u32": 4294967295u32, "u64": "18446744073709551615",
             "s32": "-7", "s64": 12, "f32": 7, "f64": "8", "sf32": -9, "sf64": "-10",
@@ -502,7 +545,7 @@ mod tests {
 
     #[test]
     fn defaults_are_left_out_and_absent_messages_are_null() {
-        let s = sample_schema();
+        let s = ProtoJson::new(sample_schema());
         // Zero values of fields without presence are not written; an optional one is.
         let bytes = encode(&s, &json!({"i32": 0, "s": "", "color": "RED", "opt": ""})).unwrap();
         assert_eq!(bytes, vec![0xb2, 0x01, 0x00]);
@@ -522,7 +565,7 @@ mod tests {
 
     #[test]
     fn values_that_do_not_fit_say_where() {
-        let s = sample_schema();
+        let s = ProtoJson::new(sample_schema());
         let err = |j: Json| encode(&s, &j).unwrap_err().0;
         assert!(err(json!({"nope": 1})).contains("\"nope\" is not a field"));
         assert!(err(json!({"i32": 2147483648u64})).starts_with("i32: "));
@@ -601,7 +644,7 @@ mod tests {
         /// the canonical JSON encodes to the same bytes.
         #[test]
         fn json_to_protobuf_and_back((input, expected) in sample()) {
-            let s = sample_schema();
+            let s = ProtoJson::new(sample_schema());
             let bytes = encode(&s, &input).unwrap();
             let out = decode(&s, &bytes).unwrap();
             for (k, v) in expected.as_object().unwrap() {
@@ -613,7 +656,7 @@ mod tests {
         /// Whatever bytes decode give JSON that encodes and decodes to the same JSON.
         #[test]
         fn decoded_bytes_reencode(data in proptest::collection::vec(any::<u8>(), 0..64)) {
-            let s = sample_schema();
+            let s = ProtoJson::new(sample_schema());
             if let Ok(j) = decode(&s, &data) {
                 let again = decode(&s, &encode(&s, &j).unwrap()).unwrap();
                 prop_assert_eq!(format!("{again}"), format!("{j}"));

@@ -29,7 +29,7 @@ use streamwire_pulsar::schema::keyvalue::{
 use streamwire_pulsar::schema::protobuf::ProtoSchema;
 use streamwire_pulsar::schema::{json, RecordCodec, RecordEncoding, SchemaInfo, SchemaType};
 
-use crate::proto_json;
+use crate::proto_json::{self, ProtoJson};
 
 /// How one value (a whole message value, or one half of a key/value) is written.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,7 +40,7 @@ pub enum Half {
     AnyJson,
     Primitive(SchemaType),
     Record(RecordCodec),
-    Protobuf(Arc<ProtoSchema>),
+    Protobuf(Arc<ProtoJson>),
 }
 
 /// A value's whole codec.
@@ -82,9 +82,9 @@ impl Half {
                         .map_err(|e| TypedError(format!("the record definition: {e}")))?,
                 )
             }
-            SchemaType::ProtobufNative => Half::Protobuf(Arc::new(
+            SchemaType::ProtobufNative => Half::Protobuf(Arc::new(ProtoJson::new(
                 ProtoSchema::parse(&info.data).map_err(|e| TypedError(e.0))?,
-            )),
+            ))),
             SchemaType::Bool
             | SchemaType::Int8
             | SchemaType::Int16

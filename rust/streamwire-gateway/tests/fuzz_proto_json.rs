@@ -28,7 +28,7 @@ fn fuzz_proto_json_deterministic() {
     let iters = env_u64("STREAMWIRE_FUZZ_ITERS", 20_000);
     let seed = env_u64("STREAMWIRE_FUZZ_SEED", 0x5eed_91a7);
     let mut rng = SplitMix64(seed);
-    let schema = sample_schema();
+    let schema = streamwire_gateway::proto_json::ProtoJson::new(sample_schema());
     for s in SEEDS {
         let j: serde_json::Value = serde_json::from_str(s).unwrap();
         let ok = match &j {
