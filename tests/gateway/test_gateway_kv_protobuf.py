@@ -443,3 +443,24 @@ def test_a_streamed_produce_encodes_by_a_schema_version(
         headers={"Content-Type": "application/x-ndjson"},
     )
     assert (r.status_code, r.json()["code"]) == (422, 42204), r.text
+
+
+def test_key_values_of_boolean_keys_and_null_halves(
+    apache_gateway: Gateway,  # noqa: F811
+) -> None:
+    _, path = fresh()
+    url = apache_gateway.url + path
+    pairs = [(True, "a"), (False, None), (None, "c")]
+    r = httpx.post(
+        url, json=kv_body({"type": "BOOLEAN"}, {"type": "STRING"}, "inline", pairs), timeout=30
+    )
+    assert r.status_code == 200, r.text
+    r = httpx.get(f"{url}/messages", params={"include_schema": "true", "timeout": 5000}, timeout=30)
+    assert r.status_code == 200, r.text
+    # null is a null half (length -1) and reads back as null.
+    assert [(m["key"], m["value"]) for m in r.json()["messages"]] == pairs
+    # A JSON half needs its definition (the broker would refuse it): 42204 up front.
+    r = httpx.post(
+        url, json=kv_body({"type": "STRING"}, {"type": "JSON"}, "inline", [("k", 1)]), timeout=30
+    )
+    assert (r.status_code, r.json()["code"]) == (422, 42204), r.text

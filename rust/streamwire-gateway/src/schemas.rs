@@ -166,10 +166,12 @@ fn key_value_schema(
             return Err(bad("a key/value half cannot itself be KEY_VALUE".into()));
         }
         let info = info_from(&obj, kind).map_err(bad)?;
-        if kind == SchemaType::Avro && info.data.is_empty() {
-            return Err(bad(
-                "an AVRO half needs its record definition in \"schema\"".into(),
-            ));
+        // The broker refuses a JSON half without a definition too (it parses the data).
+        if matches!(kind, SchemaType::Avro | SchemaType::Json) && info.data.is_empty() {
+            return Err(bad(format!(
+                "a {} half needs its record definition in \"schema\"",
+                SchemaInfo::type_name(kind)
+            )));
         }
         let h = Half::from_info(&info).map_err(|e| bad(e.0))?;
         Ok((info, h))
@@ -449,6 +451,10 @@ mod tests {
         assert_eq!(
             code(r#"{"type": "INT64"}"#, r#"{"type": "BOOLEAN"}"#, None),
             Ok(())
+        );
+        assert_eq!(
+            code(r#"{"type": "STRING"}"#, r#"{"type": "JSON"}"#, None),
+            Err(42204)
         );
         assert_eq!(
             code(r#"{"type": "STRING"}"#, r#"{"type": "STRING"}"#, Some("x")),
