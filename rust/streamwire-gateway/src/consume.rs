@@ -325,7 +325,7 @@ struct FetchAnswer<'a> {
     messages: Vec<ConsumedMessage<'a>>,
 }
 
-/// `m` as a fetch answer writes it. `schemas`: the writer schemas of a record-typed
+/// `m` as a fetch answer writes it. `schemas`: the writer schemas of a typed
 /// instance's batch (`decode`), by which its values are answered as JSON.
 pub fn consumed<'a>(
     m: &'a ReceivedMessage,

@@ -191,11 +191,11 @@ fn value_bytes(v: &Value, format: ValueFormat, i: usize) -> std::result::Result<
             kind(other)
         ))),
         (ValueFormat::Json, v) => Ok(Bytes::from(v.to_string())),
-        // Only `parse_pip` has the record schema to encode with.
+        // Only the callers holding a typed schema (`typed_payload`) encode these.
         (ValueFormat::Record, _) => Err(ApiError::new(
             422,
             4,
-            "record schemas (JSON or AVRO with value_schema) are taken by the JSON produce body only",
+            "typed schemas are taken by the JSON bodies, and by NDJSON with ?schema_version",
         )),
     }
 }
@@ -312,13 +312,14 @@ pub fn pip_message(
     Ok(p)
 }
 
-/// A parsed PIP-64 body: its messages and the record schema they were encoded with.
+/// A parsed PIP-64 body: its messages and the typed schema they were encoded with.
 #[derive(Debug)]
 pub struct PipBody {
     pub messages: Vec<Prepared>,
     pub schema: Option<Arc<RecordSchema>>,
-    /// A JSON or AVRO body naming its schema by `schema_version` alone: the caller fetches
-    /// that version and parses again with [`parse_pip_with`] (`messages` is empty).
+    /// A typed body (JSON, AVRO, PROTOBUF_NATIVE, KEY_VALUE) naming its schema by
+    /// `schema_version` alone: the caller fetches that version and parses again with
+    /// [`parse_pip_with`] (`messages` is empty).
     pub wanted_version: Option<i64>,
 }
 
@@ -327,7 +328,7 @@ pub fn parse_pip(body: &[u8], max_messages: usize) -> std::result::Result<PipBod
     parse_pip_with(body, max_messages, None)
 }
 
-/// [`parse_pip`], with `known` the record schema of the body's `schema_version`.
+/// [`parse_pip`], with `known` the typed schema of the body's `schema_version`.
 pub fn parse_pip_with(
     body: &[u8],
     max_messages: usize,

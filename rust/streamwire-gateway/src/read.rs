@@ -42,7 +42,8 @@ pub struct ReadParams {
     pub max_messages: usize,
     pub max_bytes: usize,
     pub start: Start,
-    /// Values written under a JSON or AVRO schema answered as JSON, and the `schemas`.
+    /// Values written under a typed schema (JSON/AVRO records, PROTOBUF_NATIVE, primitives,
+    /// KEY_VALUE with its key) answered as JSON, and the `schemas`.
     pub include_schema: bool,
 }
 

@@ -188,7 +188,7 @@ fn key_value_schema(
     }))
 }
 
-/// The record schema of a request whose type is JSON or AVRO (see [`typed_schema`]).
+/// The typed schema of a request without a key schema (see [`typed_schema`]).
 pub fn record_schema(
     schema_type: Option<&str>,
     value_schema: Option<&Value>,
