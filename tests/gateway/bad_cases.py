@@ -6,6 +6,7 @@ file is out of date). ``{t}`` is a fresh topic's path (``/topics/public/default/
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +34,20 @@ class HttpCase:
     @property
     def id(self) -> str:
         return self.input
+
+
+def _proto_definition() -> bytes:
+    """The registry document of ``sw.test.Reading`` (tests/schemas/protos.py), as a JSON
+    string literal."""
+    from streamwire.schema import ProtobufNative
+
+    from tests.schemas.protos import reading_classes
+
+    d = ProtobufNative(reading_classes()[0]).definition
+    return json.dumps(d.decode() if isinstance(d, bytes) else str(d)).encode()
+
+
+_PROTO_DEFINITION = _proto_definition()
 
 
 def _msgs(n: int) -> bytes:
@@ -106,6 +121,61 @@ HTTP_CASES: list[HttpCase] = [
         422,
         42204,
         b'{"value_schema": {"type": "PROTOBUF", "schema": "x"}, "messages": [{"value": "eA=="}]}',
+    ),
+    HttpCase(
+        "non-string `key` without schema_type KEY_VALUE",
+        "POST",
+        "{t}",
+        400,
+        40001,
+        b'{"messages": [{"key": 5, "value": "eA=="}]}',
+    ),
+    HttpCase(
+        "KEY_VALUE key that does not fit its key_schema (INT32)",
+        "POST",
+        "{t}",
+        422,
+        42205,
+        b'{"schema_type": "KEY_VALUE", "key_schema": {"type": "INT32"}, '
+        b'"value_schema": {"type": "STRING"}, "messages": [{"key": "one", "value": "v"}]}',
+    ),
+    HttpCase(
+        "KEY_VALUE with an AVRO key_schema without its definition",
+        "POST",
+        "{t}",
+        422,
+        42203,
+        b'{"schema_type": "KEY_VALUE", "key_schema": {"type": "AVRO"}, '
+        b'"value_schema": {"type": "STRING"}, "messages": [{"key": "k", "value": "v"}]}',
+    ),
+    HttpCase(
+        "KEY_VALUE with kv_encoding neither INLINE nor SEPARATED",
+        "POST",
+        "{t}",
+        422,
+        42201,
+        b'{"schema_type": "KEY_VALUE", "key_schema": {"type": "STRING"}, '
+        b'"value_schema": {"type": "STRING"}, "kv_encoding": "SIDEWAYS", '
+        b'"messages": [{"key": "k", "value": "v"}]}',
+    ),
+    HttpCase(
+        "PROTOBUF_NATIVE value_schema whose descriptor set does not parse",
+        "POST",
+        "{t}",
+        422,
+        42204,
+        b'{"value_schema": {"type": "PROTOBUF_NATIVE", "schema": '
+        b'"{\\"fileDescriptorSet\\": \\"AAAA\\"}"}, "messages": [{"value": {}}]}',
+    ),
+    HttpCase(
+        "PROTOBUF_NATIVE value that does not fit its descriptor",
+        "POST",
+        "{t}",
+        422,
+        42205,
+        b'{"value_schema": {"type": "PROTOBUF_NATIVE", "schema": '
+        + _PROTO_DEFINITION
+        + b'}, "messages": [{"value": {"sensor": 5}}]}',
     ),
     HttpCase(
         "value that does not fit its AVRO record schema",

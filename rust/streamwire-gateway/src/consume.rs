@@ -294,7 +294,9 @@ impl AckParams {
 #[serde(rename_all = "camelCase")]
 pub struct ConsumedMessage<'a> {
     pub message_id: String,
-    pub key: Option<&'a str>,
+    /// The message key; for a KEY_VALUE value decoded by its writer's schema, the key
+    /// half's JSON value.
+    pub key: Option<ConsumedValue<'a>>,
     pub value: ConsumedValue<'a>,
     /// Present (`"base64"`) only when the instance's schema is STRING or JSON and this value
     /// is not that: it is then given as base64 rather than altered.
@@ -323,7 +325,7 @@ struct FetchAnswer<'a> {
     messages: Vec<ConsumedMessage<'a>>,
 }
 
-/// `m` as a fetch answer writes it. `schemas`: the writer schemas of a record-typed
+/// `m` as a fetch answer writes it. `schemas`: the writer schemas of a typed
 /// instance's batch (`decode`), by which its values are answered as JSON.
 pub fn consumed<'a>(
     m: &'a ReceivedMessage,
@@ -335,17 +337,23 @@ pub fn consumed<'a>(
         Ok(v) => (ConsumedValue::Json(v), None),
         Err(_) => (b64(), Some("base64")),
     };
+    let mut key = m.key().map(ConsumedValue::Text);
     let (value, value_encoding) = match format {
         ValueFormat::Base64 => (b64(), None),
         ValueFormat::Text => match std::str::from_utf8(&m.payload) {
             Ok(s) => (ConsumedValue::Text(s), None),
             Err(_) => (b64(), Some("base64")),
         },
-        // A record value by its writer's schema; a payload that does not decode by it stays
+        // A typed value by its writer's schema; a payload that does not decode by it stays
         // base64, flagged; without a writer schema, JSON payloads still read as JSON.
         ValueFormat::Record => match schemas.and_then(|s| s.get(m.schema_version()?)) {
-            Some(w) => match w.codec.as_ref().and_then(|c| decoded(c, &m.payload)) {
-                Some(v) => (ConsumedValue::Json(v), None),
+            Some(w) => match w.codec.as_ref().and_then(|c| decoded(c, m)) {
+                Some((k, v)) => {
+                    if let Some(k) = k {
+                        key = Some(ConsumedValue::Json(k));
+                    }
+                    (ConsumedValue::Json(v), None)
+                }
                 None => (b64(), Some("base64")),
             },
             None => json_or_b64(),
@@ -354,7 +362,7 @@ pub fn consumed<'a>(
     };
     ConsumedMessage {
         message_id: id_base64(&m.id),
-        key: m.key(),
+        key,
         value,
         value_encoding,
         properties: m

@@ -1,6 +1,8 @@
-//! Schema-typed values read back: a message written under a JSON or AVRO schema version is
-//! answered as its JSON value when the request asks (`include_schema`, or a consumer
-//! instance created with a value schema), decoded with the version it was written with.
+//! Schema-typed values read back: a message written under a JSON or AVRO (with its record
+//! definition), PROTOBUF_NATIVE, primitive or KEY_VALUE schema version is answered as its
+//! JSON value (and a key/value's key as the key's) when the request asks (`include_schema`,
+//! or a consumer instance created with a value schema), decoded with the version it was
+//! written with.
 //! Versions are fetched with GET_SCHEMA once per (topic, version) and cached; the decoding
 //! itself is pure (`decoded`).
 
@@ -15,18 +17,19 @@ use serde_json::Value;
 use streamwire_core::error::Result;
 use streamwire_pulsar::client::PulsarClient;
 use streamwire_pulsar::consumer::ReceivedMessage;
-use streamwire_pulsar::schema::{json, RecordCodec, RecordEncoding, SchemaInfo, SchemaType};
+use streamwire_pulsar::schema::{SchemaInfo, SchemaType};
 use streamwire_pulsar::topic::TopicName;
 
 use crate::schemas::version_number;
+use crate::typed::Shape;
 
-/// A writer's schema version: what the registry holds, and its codec when it is a record
-/// schema (JSON or AVRO) the gateway can decode.
+/// A writer's schema version: what the registry holds, and its codec when it is a typed
+/// schema the gateway decodes (not BYTES or STRING, whose values are answered as before).
 #[derive(Debug)]
 pub struct WriterSchema {
     pub info: SchemaInfo,
     pub version: Vec<u8>,
-    pub codec: Option<RecordCodec>,
+    pub codec: Option<Shape>,
 }
 
 /// PIP-64's `schemas[i]` of a read answer.
@@ -42,13 +45,13 @@ pub struct SchemaEntry {
 
 impl WriterSchema {
     pub fn new(info: SchemaInfo, version: Vec<u8>) -> WriterSchema {
-        let encoding = match info.kind {
-            SchemaType::Json => Some(RecordEncoding::Json),
-            SchemaType::Avro => Some(RecordEncoding::Avro),
-            _ => None,
+        let codec = match info.kind {
+            SchemaType::None | SchemaType::String => None,
+            // A definition the codec cannot parse leaves the values base64, as without a
+            // schema (so does a JSON schema without one).
+            SchemaType::Json if info.data.is_empty() => None,
+            _ => Shape::from_info(&info).ok(),
         };
-        // A definition the codec cannot parse leaves the values base64, as without a schema.
-        let codec = encoding.and_then(|e| RecordCodec::new(e, &info.data).ok());
         WriterSchema {
             info,
             version,
@@ -66,19 +69,10 @@ impl WriterSchema {
     }
 }
 
-/// The payload as its JSON value, or `None` when it does not decode (the caller answers
-/// base64 then, flagged).
-pub fn decoded(codec: &RecordCodec, payload: &[u8]) -> Option<Value> {
-    match codec.encoding {
-        // JSON payloads are the value's text already.
-        RecordEncoding::Json => serde_json::from_slice(payload).ok(),
-        RecordEncoding::Avro => {
-            let v = codec.decode(payload).ok()?;
-            let mut text = Vec::with_capacity(payload.len() * 2);
-            json::encode(&codec.schema, codec.schema.root, &v, &mut text).ok()?;
-            serde_json::from_slice(&text).ok()
-        }
-    }
+/// The message's (key for a key/value, value) as JSON by `codec`, or `None` when it does
+/// not decode (the caller answers base64 then, flagged).
+pub fn decoded(codec: &Shape, m: &ReceivedMessage) -> Option<(Option<Value>, Value)> {
+    codec.decode(&m.payload, m.key())
 }
 
 /// More distinct (topic, version) pairs than this and the cache starts over (a bound on
@@ -151,10 +145,11 @@ impl WriterSchemas {
     }
 }
 
-/// The JSON value of `m` by its writer's schema, if it has one the gateway decodes.
-pub fn value_of(m: &ReceivedMessage, schemas: &Resolved) -> Option<Value> {
+/// The JSON (key, value) of `m` by its writer's schema, if it has one the gateway decodes
+/// (the key is `Some` for key/value schemas only).
+pub fn value_of(m: &ReceivedMessage, schemas: &Resolved) -> Option<(Option<Value>, Value)> {
     let codec = schemas.get(m.schema_version()?)?.codec.as_ref()?;
-    decoded(codec, &m.payload)
+    decoded(codec, m)
 }
 
 #[cfg(test)]
@@ -162,6 +157,10 @@ mod tests {
     use super::*;
 
     const REC: &str = r#"{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":["null","bytes"]},{"name":"c","type":{"type":"enum","name":"E","symbols":["x","y"]}}]}"#;
+
+    fn decoded(c: &Shape, b: &[u8]) -> Option<Value> {
+        c.decode(b, None).map(|(_, v)| v)
+    }
 
     fn info(kind: SchemaType) -> SchemaInfo {
         SchemaInfo {

@@ -285,7 +285,7 @@ async fn stream(
             }
             continue;
         };
-        // A record-typed instance decodes by the writer's version: a cache hit after the
+        // A typed instance decodes by the writer's version: a cache hit after the
         // first message of each version. A failed lookup leaves the value base64, flagged.
         let schemas = match (inst.format, &topic) {
             (ValueFormat::Record, Some(t)) => {

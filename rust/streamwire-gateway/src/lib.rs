@@ -7,7 +7,10 @@
 //! - `config` — flags and environment (pure).
 //! - `route` — which endpoint a method and path are (pure).
 //! - `error` — errors as HTTP statuses and PIP-64 codes (pure).
-//! - `schemas` — the schema fields checked; JSON and AVRO record values encoded by them (pure).
+//! - `schemas` — the schema fields checked, and the typed schema they give (pure).
+//! - `typed` — values of every supported schema type between JSON and payloads (pure).
+//! - `proto_json` — PROTOBUF_NATIVE messages between proto3 JSON and wire bytes (pure).
+//! - `fuzzing` — the fuzz body of the `proto_json` encoder (hidden).
 //! - `produce` — the three produce bodies to engine messages and back (pure), and sending.
 //! - `decode` — values read back as JSON by their writer's schema version (GET_SCHEMA, cached).
 //! - `read` — a stateless reader per `GET …/messages`.
@@ -30,10 +33,13 @@ pub mod consumers;
 pub mod decode;
 pub mod error;
 pub mod fetch_stream;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod logging;
 pub mod metrics;
 pub mod openapi;
 pub mod produce;
+pub mod proto_json;
 pub mod read;
 pub mod route;
 pub mod schemas;
@@ -41,6 +47,7 @@ pub mod server;
 pub mod state;
 pub mod stream;
 pub mod tls;
+pub mod typed;
 
 pub use config::GatewayConfig;
 pub use server::{serve, serve_on};

@@ -20,7 +20,7 @@ use streamwire_pulsar::producer::{Completion, EntryOptions, TopicProducer};
 
 use crate::error::{message_error_code, ApiError};
 pub use crate::schemas::{check_schemas, checked_schemas};
-use crate::schemas::{encode_value, RecordSchema};
+use crate::schemas::{encode_message, RecordSchema};
 
 /// How a message's `value` is written in the JSON body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,8 +31,9 @@ pub enum ValueFormat {
     Text,
     /// JSON: any JSON value, sent as its serialized text.
     Json,
-    /// A JSON or AVRO record schema's value: JSON in the body, checked and encoded by the
-    /// schema (`schemas`); read back decoded with the version it was written with.
+    /// A typed schema's value (a JSON or AVRO record, PROTOBUF_NATIVE, a primitive, or
+    /// KEY_VALUE): JSON in the body, checked and encoded by the schema (`schemas`,
+    /// `typed`); read back decoded with the version it was written with.
     Record,
 }
 
@@ -61,8 +62,8 @@ impl ValueFormat {
             Some(other) => Err(Error::new(
                 ErrorKind::NotSupported,
                 format!(
-                    "schema type {other} is not supported by this gateway (BYTES, STRING, and \
-                     JSON or AVRO records with their definition in value_schema are)"
+                    "schema type {other} is not supported by this gateway (BYTES, STRING, JSON, \
+                     AVRO, PROTOBUF_NATIVE, KEY_VALUE and the primitive types are)"
                 ),
             )),
         }
@@ -73,8 +74,9 @@ impl ValueFormat {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PipMessage {
+    /// A string, or under a KEY_VALUE schema the key half's JSON value.
     #[serde(default)]
-    pub key: Option<String>,
+    pub key: Option<Value>,
     pub value: Value,
     #[serde(default)]
     pub partition: Option<u32>,
@@ -110,6 +112,9 @@ pub struct PipRequest {
     pub key_schema: Option<Value>,
     #[serde(default, alias = "valueSchema")]
     pub value_schema: Option<Value>,
+    /// A KEY_VALUE schema's encoding: `INLINE` (the default) or `SEPARATED`.
+    #[serde(default, alias = "kvEncoding", alias = "kv_encoding_type")]
+    pub kv_encoding: Option<String>,
 }
 
 /// One message of the broker dialect (Apache's `ProducerMessage`).
@@ -148,6 +153,9 @@ pub struct BrokerRequest {
     pub producer_name: Option<String>,
     #[serde(default)]
     pub schema_version: Option<i64>,
+    /// With both `keySchema` and `valueSchema`: the KEY_VALUE encoding (INLINE default).
+    #[serde(default, alias = "kv_encoding")]
+    pub kv_encoding: Option<String>,
 }
 
 /// A message ready for the engine.
@@ -183,11 +191,11 @@ fn value_bytes(v: &Value, format: ValueFormat, i: usize) -> std::result::Result<
             kind(other)
         ))),
         (ValueFormat::Json, v) => Ok(Bytes::from(v.to_string())),
-        // Only `parse_pip` has the record schema to encode with.
+        // Only the callers holding a typed schema (`typed_payload`) encode these.
         (ValueFormat::Record, _) => Err(ApiError::new(
             422,
             4,
-            "record schemas (JSON or AVRO with value_schema) are taken by the JSON produce body only",
+            "typed schemas are taken by the JSON bodies, and by NDJSON with ?schema_version",
         )),
     }
 }
@@ -201,6 +209,37 @@ fn kind(v: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
+}
+
+/// A message key outside KEY_VALUE: a string (or none).
+fn string_key(k: Option<Value>, i: usize) -> std::result::Result<Option<String>, ApiError> {
+    match k {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "messages[{i}].key must be a string, not {} (keys of other types need schema_type \
+             KEY_VALUE)",
+            kind(&other)
+        ))),
+    }
+}
+
+/// `messages[i]` encoded by a typed schema: its payload, and its key (a SEPARATED
+/// key/value's base64 key half; the message's string key otherwise).
+fn typed_payload(
+    schema: &RecordSchema,
+    key: Option<Value>,
+    value: &Value,
+    i: usize,
+) -> std::result::Result<(Bytes, Option<String>, bool), ApiError> {
+    if !schema.codec.is_key_value() {
+        let key = string_key(key, i)?;
+        let e = encode_message(schema, None, value, i)?;
+        return Ok((Bytes::from(e.payload), key, false));
+    }
+    let e = encode_message(schema, key.as_ref(), value, i)?;
+    let b64 = e.key_b64.is_some();
+    Ok((Bytes::from(e.payload), e.key_b64, b64))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -235,15 +274,31 @@ fn prepared(
     }
 }
 
+/// How the streaming produce's lines carry their values: a value format, or the typed
+/// schema the stream names by `schema_version` (which then encodes every line).
+#[derive(Debug, Clone)]
+pub struct LineFormat {
+    pub format: ValueFormat,
+    pub schema: Option<Arc<RecordSchema>>,
+}
+
 /// One PIP-64 message (as in `messages[i]`) into an engine message.
 pub fn pip_message(
     m: PipMessage,
-    format: ValueFormat,
+    line: &LineFormat,
     i: usize,
 ) -> std::result::Result<Prepared, ApiError> {
-    Ok(prepared(
-        value_bytes(&m.value, format, i)?,
-        m.key,
+    let (payload, key, key_b64) = match &line.schema {
+        Some(s) => typed_payload(s, m.key, &m.value, i)?,
+        None => (
+            value_bytes(&m.value, line.format, i)?,
+            string_key(m.key, i)?,
+            false,
+        ),
+    };
+    let mut p = prepared(
+        payload,
+        key,
         m.properties,
         m.event_time,
         m.sequence_id,
@@ -252,16 +307,19 @@ pub fn pip_message(
         m.deliver_at,
         m.deliver_after_ms,
         m.partition,
-    ))
+    );
+    p.msg.partition_key_b64 = key_b64;
+    Ok(p)
 }
 
-/// A parsed PIP-64 body: its messages and the record schema they were encoded with.
+/// A parsed PIP-64 body: its messages and the typed schema they were encoded with.
 #[derive(Debug)]
 pub struct PipBody {
     pub messages: Vec<Prepared>,
     pub schema: Option<Arc<RecordSchema>>,
-    /// A JSON or AVRO body naming its schema by `schema_version` alone: the caller fetches
-    /// that version and parses again with [`parse_pip_with`] (`messages` is empty).
+    /// A typed body (JSON, AVRO, PROTOBUF_NATIVE, KEY_VALUE) naming its schema by
+    /// `schema_version` alone: the caller fetches that version and parses again with
+    /// [`parse_pip_with`] (`messages` is empty).
     pub wanted_version: Option<i64>,
 }
 
@@ -270,7 +328,7 @@ pub fn parse_pip(body: &[u8], max_messages: usize) -> std::result::Result<PipBod
     parse_pip_with(body, max_messages, None)
 }
 
-/// [`parse_pip`], with `known` the record schema of the body's `schema_version`.
+/// [`parse_pip`], with `known` the typed schema of the body's `schema_version`.
 pub fn parse_pip_with(
     body: &[u8],
     max_messages: usize,
@@ -287,12 +345,18 @@ pub fn parse_pip_with(
     }
     let declared = req.schema_type.as_deref().map(str::to_ascii_uppercase);
     let by_version = req.value_schema.is_none()
-        && matches!(declared.as_deref(), Some("JSON" | "AVRO"))
+        && matches!(
+            declared.as_deref(),
+            Some("JSON" | "AVRO" | "KEY_VALUE" | "PROTOBUF_NATIVE")
+        )
         && req.schema_version.is_some();
     let (format, schema) = match (by_version, known) {
         (true, Some(k)) => {
-            // The key schema is checked as usual; the value's is the registry's version.
-            checked_schemas(None, req.key_schema.as_ref(), None)?;
+            // The key schema is checked as usual (a key/value's halves are the version's);
+            // the value's is the registry's version.
+            if declared.as_deref() != Some("KEY_VALUE") {
+                checked_schemas(None, req.key_schema.as_ref(), None, None)?;
+            }
             let kind = streamwire_pulsar::schema::SchemaInfo::type_name(k.info.kind);
             if declared.as_deref() != Some(kind) {
                 return Err(ApiError::new(
@@ -318,6 +382,7 @@ pub fn parse_pip_with(
             req.schema_type.as_deref(),
             req.key_schema.as_ref(),
             req.value_schema.as_ref(),
+            req.kv_encoding.as_deref(),
         )?,
     };
     let messages = req
@@ -325,13 +390,17 @@ pub fn parse_pip_with(
         .into_iter()
         .enumerate()
         .map(|(i, m)| {
-            let payload = match &schema {
-                Some(s) => encode_value(s, &m.value, i)?,
-                None => value_bytes(&m.value, format, i)?,
+            let (payload, key, key_b64) = match &schema {
+                Some(s) => typed_payload(s, m.key, &m.value, i)?,
+                None => (
+                    value_bytes(&m.value, format, i)?,
+                    string_key(m.key, i)?,
+                    false,
+                ),
             };
-            Ok(prepared(
+            let mut p = prepared(
                 payload,
-                m.key,
+                key,
                 m.properties,
                 m.event_time,
                 m.sequence_id,
@@ -340,7 +409,9 @@ pub fn parse_pip_with(
                 m.deliver_at,
                 m.deliver_after_ms,
                 m.partition,
-            ))
+            );
+            p.msg.partition_key_b64 = key_b64;
+            Ok(p)
         })
         .collect::<std::result::Result<_, ApiError>>()?;
     Ok(PipBody {
@@ -350,11 +421,31 @@ pub fn parse_pip_with(
     })
 }
 
-/// Parse the broker dialect's body: `payload` is text, base64 for a BYTES schema.
-pub fn parse_broker(
-    body: &[u8],
-    max_messages: usize,
-) -> std::result::Result<Vec<Prepared>, ApiError> {
+/// A parsed broker-dialect body: its messages and the typed schema they were encoded with.
+#[derive(Debug)]
+pub struct BrokerBody {
+    pub messages: Vec<Prepared>,
+    pub schema: Option<Arc<RecordSchema>>,
+}
+
+/// The typed schema of a broker-dialect body: `keySchema` with `valueSchema` is a KEY_VALUE
+/// schema (`kvEncoding`, INLINE by default) — in Pulsar a key schema exists only as a
+/// key/value's half —, `valueSchema` alone types the value.
+fn broker_schema(req: &BrokerRequest) -> std::result::Result<Option<Arc<RecordSchema>>, ApiError> {
+    let kv = req.key_schema.is_some() && req.value_schema.is_some();
+    let (_, schema) = checked_schemas(
+        kv.then_some("KEY_VALUE"),
+        req.key_schema.as_ref().filter(|_| kv),
+        req.value_schema.as_ref(),
+        req.kv_encoding.as_deref(),
+    )?;
+    Ok(schema)
+}
+
+/// Parse the broker dialect's body: `payload` is text — base64 for a BYTES schema, the
+/// string itself for STRING (or no schema), the value's JSON text for typed schemas; under
+/// a KEY_VALUE schema `key` is the key half's text the same way.
+pub fn parse_broker(body: &[u8], max_messages: usize) -> std::result::Result<BrokerBody, ApiError> {
     let req: BrokerRequest = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("the body is not a produce request: {e}")))?;
     if req.messages.len() > max_messages {
@@ -363,11 +454,13 @@ pub fn parse_broker(
             req.messages.len()
         )));
     }
+    let schema = broker_schema(&req)?;
     let format = match schema_type(req.value_schema.as_ref()).as_deref() {
         Some("BYTES") => ValueFormat::Base64,
         _ => ValueFormat::Text,
     };
-    req.messages
+    let messages = req
+        .messages
         .into_iter()
         .enumerate()
         .map(|(i, m)| {
@@ -385,9 +478,34 @@ pub fn parse_broker(
                     )))
                 }
             };
-            Ok(prepared(
-                value_bytes(&Value::String(m.payload), format, i)?,
-                m.key,
+            let (payload, key, key_b64) = match &schema {
+                Some(s) => {
+                    let text = |part: &str, h: &crate::typed::Half, t: &str| {
+                        h.from_text(t).map_err(|e| {
+                            ApiError::invalid_messages(format!("messages[{i}].{part}: {}", e.0))
+                        })
+                    };
+                    match &s.codec {
+                        crate::typed::Shape::KeyValue { key, value, .. } => {
+                            let k = m.key.as_deref().map(|t| text("key", key, t)).transpose()?;
+                            let v = text("payload", value, &m.payload)?;
+                            typed_payload(s, k, &v, i)?
+                        }
+                        crate::typed::Shape::One(h) => {
+                            let v = text("payload", h, &m.payload)?;
+                            typed_payload(s, m.key.map(Value::String), &v, i)?
+                        }
+                    }
+                }
+                None => (
+                    value_bytes(&Value::String(m.payload), format, i)?,
+                    m.key,
+                    false,
+                ),
+            };
+            let mut p = prepared(
+                payload,
+                key,
                 m.properties,
                 event_time,
                 m.sequence_id,
@@ -396,9 +514,12 @@ pub fn parse_broker(
                 m.deliver_at,
                 m.deliver_after_ms,
                 None,
-            ))
+            );
+            p.msg.partition_key_b64 = key_b64;
+            Ok(p)
         })
-        .collect()
+        .collect::<std::result::Result<_, ApiError>>()?;
+    Ok(BrokerBody { messages, schema })
 }
 
 /// A binary single message: the body is the value; key, properties and times in headers.
@@ -672,6 +793,36 @@ mod tests {
     }
 
     #[test]
+    fn stream_lines_take_a_typed_schema() {
+        let kv = br#"{"schema_type":"KEY_VALUE","key_schema":{"type":"INT32"},
+            "value_schema":{"type":"STRING"},"kv_encoding":"SEPARATED","messages":[]}"#;
+        let schema = parse_pip(kv, 10).unwrap().schema.unwrap();
+        let line = LineFormat {
+            format: ValueFormat::Record,
+            schema: Some(schema),
+        };
+        let m: PipMessage = serde_json::from_str(r#"{"key": 1, "value": "v"}"#).unwrap();
+        let p = pip_message(m, &line, 0).unwrap();
+        assert_eq!(&p.msg.payload[..], b"v");
+        assert_eq!(p.msg.key.as_deref(), Some("AAAAAQ=="));
+        assert!(p.msg.partition_key_b64);
+        let bad: PipMessage = serde_json::from_str(r#"{"key": "one", "value": "v"}"#).unwrap();
+        assert_eq!(pip_message(bad, &line, 0).unwrap_err().code, 42205);
+        let plain = LineFormat {
+            format: ValueFormat::Text,
+            schema: None,
+        };
+        let m: PipMessage = serde_json::from_str(r#"{"key": "k", "value": "v"}"#).unwrap();
+        let p = pip_message(m, &plain, 0).unwrap();
+        assert_eq!(
+            (p.msg.key.as_deref(), p.msg.partition_key_b64),
+            (Some("k"), false)
+        );
+        let m: PipMessage = serde_json::from_str(r#"{"key": 5, "value": "v"}"#).unwrap();
+        assert_eq!(pip_message(m, &plain, 0).unwrap_err().status, 400);
+    }
+
+    #[test]
     fn bad_bodies_are_typed() {
         assert_eq!(parse_pip(b"{", 10).unwrap_err().code, 40001);
         assert_eq!(parse_pip(br#"{"nope":1}"#, 10).unwrap_err().code, 40001);
@@ -700,14 +851,17 @@ mod tests {
     #[test]
     fn the_broker_dialect_takes_text_payloads() {
         let body = br#"{"messages":[{"payload":"hi","key":"k","eventTime":"5"}]}"#;
-        let m = &parse_broker(body, 10).unwrap()[0];
+        let m = &parse_broker(body, 10).unwrap().messages[0];
         assert_eq!(
             (&m.msg.payload[..], m.msg.key.as_deref()),
             (&b"hi"[..], Some("k"))
         );
         assert_eq!(m.msg.event_time, Some(5));
         let bytes = br#"{"valueSchema":"{\"type\":\"BYTES\"}","messages":[{"payload":"aGk="}]}"#;
-        assert_eq!(&parse_broker(bytes, 10).unwrap()[0].msg.payload[..], b"hi");
+        assert_eq!(
+            &parse_broker(bytes, 10).unwrap().messages[0].msg.payload[..],
+            b"hi"
+        );
     }
 
     #[test]

@@ -42,7 +42,8 @@ pub struct ReadParams {
     pub max_messages: usize,
     pub max_bytes: usize,
     pub start: Start,
-    /// Values written under a JSON or AVRO schema answered as JSON, and the `schemas`.
+    /// Values written under a typed schema (JSON/AVRO records, PROTOBUF_NATIVE, primitives,
+    /// KEY_VALUE with its key) answered as JSON, and the `schemas`.
     pub include_schema: bool,
 }
 
@@ -132,7 +133,9 @@ impl ReadParams {
 #[serde(rename_all = "camelCase")]
 pub struct ReadMessage {
     pub message_id: String,
-    pub key: Option<String>,
+    /// The message key; with `include_schema` and a KEY_VALUE writer schema, the key
+    /// half's JSON value.
+    pub key: Option<Value>,
     /// Base64, or with `include_schema` the JSON value by the writer's schema.
     pub value: Value,
     /// "base64" when `include_schema` was asked but the value could not be decoded.
@@ -165,10 +168,18 @@ fn to_json(m: &ReceivedMessage, schemas: Option<&Resolved>) -> ReadMessage {
         (None, Some(s)) if m.schema_version().is_some_and(|v| s.contains_key(v)) => Some("base64"),
         _ => None,
     };
+    let (key, value) = match typed {
+        Some((Some(k), v)) => (Some(k), v),
+        Some((None, v)) => (m.key().map(|k| Value::String(k.to_string())), v),
+        None => (
+            m.key().map(|k| Value::String(k.to_string())),
+            Value::String(B64.encode(&m.payload)),
+        ),
+    };
     ReadMessage {
         message_id: id_base64(&m.id),
-        key: m.key().map(str::to_string),
-        value: typed.unwrap_or_else(|| Value::String(B64.encode(&m.payload))),
+        key,
+        value,
         value_encoding,
         schema_version: schemas.and(m.schema_version()).and_then(version_number),
         properties: m.properties().iter().cloned().collect(),

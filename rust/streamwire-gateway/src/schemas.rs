@@ -1,25 +1,27 @@
 //! PIP-64's schema fields checked (`check_schemas`: the value format, or the 422 that says
-//! what is wrong), and schema-typed values (pure): a `value_schema` holding a JSON or AVRO record
-//! definition, parsed into the Pulsar crate's record codec, and each message's JSON `value`
-//! checked against it and encoded (JSON text, or Avro binary). The producer registers the
-//! schema info with the broker, which answers its version.
+//! what is wrong), and schema-typed values (pure): a `value_schema` (and for KEY_VALUE a
+//! `key_schema`) holding a definition — a JSON or AVRO record, a PROTOBUF_NATIVE descriptor
+//! set, a primitive type, or a key/value pair of those — parsed into a [`Shape`], and each
+//! message's JSON `key`/`value` checked against it and encoded (`typed` has the JSON forms).
+//! The producer registers the schema info with the broker, which answers its version.
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use serde_json::Value;
 
-use streamwire_pulsar::schema::{json, RecordCodec, RecordEncoding, SchemaInfo, SchemaType};
+use streamwire_pulsar::schema::keyvalue::{kv_schema, KvEncoding};
+use streamwire_pulsar::schema::{SchemaInfo, SchemaType};
 
 use crate::decode::WriterSchema;
 use crate::error::ApiError;
 use crate::produce::ValueFormat;
+use crate::typed::{Encoded, Half, Part, Shape};
 
-/// A record schema a producer registers and its messages are encoded with.
+/// A typed schema a producer registers and its messages are encoded with.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordSchema {
     pub info: SchemaInfo,
-    pub codec: RecordCodec,
+    pub codec: Shape,
 }
 
 fn as_object(v: &Value) -> Option<serde_json::Map<String, Value>> {
@@ -33,58 +35,28 @@ fn as_object(v: &Value) -> Option<serde_json::Map<String, Value>> {
     }
 }
 
-/// The record schema of a request whose type (`schema_type`, else `value_schema`'s) is JSON
-/// or AVRO and whose `value_schema` carries a definition: either a schema info
-/// (`{"type": "AVRO", "schema": <record definition or its text>, "name", "properties"}`) or
-/// the Avro record definition itself (`{"type": "record", ...}`). `None` for other types
-/// (and for JSON without a definition: any JSON value, as before). A definition that does
-/// not parse is 42204.
-pub fn record_schema(
-    schema_type: Option<&str>,
-    value_schema: Option<&Value>,
-) -> Result<Option<Arc<RecordSchema>>, ApiError> {
-    let Some(obj) = value_schema.and_then(as_object) else {
-        return Ok(None);
-    };
-    let own_type = obj
+/// A schema info given in a request (`{"type", "schema", "name", "properties"}`, as an
+/// object or its JSON text; for records also the bare Avro definition, typed by `kind`).
+/// `definition_needed`: a missing `"schema"` is an error rather than empty data.
+fn info_from(obj: &serde_json::Map<String, Value>, kind: SchemaType) -> Result<SchemaInfo, String> {
+    let raw_record = obj
         .get("type")
         .and_then(Value::as_str)
-        .map(str::to_ascii_uppercase);
-    let raw_record = own_type.as_deref() == Some("RECORD");
-    let kind = match schema_type
-        .map(str::to_ascii_uppercase)
-        .or_else(|| own_type.clone().filter(|_| !raw_record))
-        .as_deref()
-    {
-        Some("JSON") => SchemaType::Json,
-        Some("AVRO") => SchemaType::Avro,
-        _ => return Ok(None),
-    };
-    let definition: Vec<u8> = if raw_record {
+        .is_some_and(|t| t.eq_ignore_ascii_case("record"));
+    let data: Vec<u8> = if raw_record {
         serde_json::to_vec(&obj).unwrap_or_default()
     } else {
         match obj.get("schema") {
             Some(Value::String(text)) => text.clone().into_bytes(),
             Some(v @ Value::Object(_)) => serde_json::to_vec(v).unwrap_or_default(),
-            // No definition: JSON takes any value (as before); AVRO is refused by the caller.
-            None => return Ok(None),
+            None | Some(Value::Null) => Vec::new(),
             Some(_) => {
-                return Err(ApiError::new(
-                    422,
-                    4,
-                    "value_schema's \"schema\" is not a record definition (an Avro record \
-                     schema as an object or its JSON text)",
-                ))
+                return Err(
+                    "its \"schema\" is neither a definition object nor its JSON text".into(),
+                )
             }
         }
     };
-    let encoding = if kind == SchemaType::Avro {
-        RecordEncoding::Avro
-    } else {
-        RecordEncoding::Json
-    };
-    let codec = RecordCodec::new(encoding, &definition)
-        .map_err(|e| ApiError::new(422, 4, format!("value_schema's record definition: {e}")))?;
     let name = obj
         .get("name")
         .and_then(Value::as_str)
@@ -100,18 +72,132 @@ pub fn record_schema(
                 .collect()
         })
         .unwrap_or_default();
-    Ok(Some(Arc::new(RecordSchema {
-        info: SchemaInfo {
-            name,
+    Ok(SchemaInfo {
+        name,
+        kind,
+        data,
+        properties,
+    })
+}
+
+/// The type a schema info names (`None` for a bare Avro record definition).
+fn own_type(obj: &serde_json::Map<String, Value>) -> Option<String> {
+    obj.get("type")
+        .and_then(Value::as_str)
+        .map(str::to_ascii_uppercase)
+        .filter(|t| t != "RECORD")
+}
+
+/// The typed schema of a request: KEY_VALUE (both halves, `kv_encoding` INLINE or
+/// SEPARATED), PROTOBUF_NATIVE, a primitive type, or JSON / AVRO with a record definition.
+/// `None` for BYTES, STRING and JSON without a definition (their values need no codec) and
+/// for AVRO without a definition (refused by the caller). A definition that does not parse
+/// is 42204 (42203 for a key/value's key half).
+pub fn typed_schema(
+    schema_type: Option<&str>,
+    key_schema: Option<&Value>,
+    value_schema: Option<&Value>,
+    kv_encoding: Option<&str>,
+) -> Result<Option<Arc<RecordSchema>>, ApiError> {
+    let value_obj = value_schema.and_then(as_object);
+    let t = schema_type
+        .map(str::to_ascii_uppercase)
+        .or_else(|| value_obj.as_ref().and_then(own_type));
+    if t.as_deref() == Some("KEY_VALUE") {
+        return key_value_schema(key_schema, value_schema, kv_encoding).map(Some);
+    }
+    let Some(kind) = t.as_deref().and_then(SchemaInfo::type_from_name) else {
+        return Ok(None);
+    };
+    let info = match &value_obj {
+        Some(obj) => {
+            info_from(obj, kind).map_err(|e| ApiError::new(422, 4, format!("value_schema: {e}")))?
+        }
+        None => SchemaInfo {
+            name: String::new(),
             kind,
-            data: definition,
-            properties,
+            data: Vec::new(),
+            properties: Vec::new(),
         },
-        codec,
+    };
+    match kind {
+        SchemaType::None | SchemaType::String => return Ok(None),
+        // No definition: JSON takes any value (as before); AVRO is refused by the caller.
+        SchemaType::Json | SchemaType::Avro if info.data.is_empty() => return Ok(None),
+        _ => {}
+    }
+    let codec = Half::from_info(&info)
+        .map_err(|e| ApiError::new(422, 4, format!("value_schema: {}", e.0)))?;
+    Ok(Some(Arc::new(RecordSchema {
+        info,
+        codec: Shape::One(codec),
     })))
 }
 
-/// The record schema of a writer's version from the registry, when it is JSON or AVRO.
+/// A KEY_VALUE schema from its two halves' schema infos.
+fn key_value_schema(
+    key_schema: Option<&Value>,
+    value_schema: Option<&Value>,
+    kv_encoding: Option<&str>,
+) -> Result<Arc<RecordSchema>, ApiError> {
+    let encoding = match kv_encoding.map(str::to_ascii_uppercase).as_deref() {
+        None | Some("INLINE") => KvEncoding::Inline,
+        Some("SEPARATED") => KvEncoding::Separated,
+        Some(other) => {
+            return Err(ApiError::new(
+                422,
+                1,
+                format!("kv_encoding must be INLINE or SEPARATED, got {other:?}"),
+            ))
+        }
+    };
+    let half = |v: Option<&Value>, which: &str, n: u32| -> Result<(SchemaInfo, Half), ApiError> {
+        let bad = |m: String| ApiError::new(422, n, format!("{which}: {m}"));
+        let obj = v
+            .and_then(as_object)
+            .ok_or_else(|| bad("not a schema info".into()))?;
+        let kind = match own_type(&obj) {
+            Some(t) => SchemaInfo::type_from_name(&t)
+                .ok_or_else(|| bad(format!("unknown schema type {t}")))?,
+            // A bare Avro record definition.
+            None => SchemaType::Avro,
+        };
+        if kind == SchemaType::KeyValue {
+            return Err(bad("a key/value half cannot itself be KEY_VALUE".into()));
+        }
+        let info = info_from(&obj, kind).map_err(bad)?;
+        // The broker refuses a JSON half without a definition too (it parses the data).
+        if matches!(kind, SchemaType::Avro | SchemaType::Json) && info.data.is_empty() {
+            return Err(bad(format!(
+                "a {} half needs its record definition in \"schema\"",
+                SchemaInfo::type_name(kind)
+            )));
+        }
+        let h = Half::from_info(&info).map_err(|e| bad(e.0))?;
+        Ok((info, h))
+    };
+    let (ki, kh) = half(key_schema, "key_schema", 3)?;
+    let (vi, vh) = half(value_schema, "value_schema", 4)?;
+    Ok(Arc::new(RecordSchema {
+        info: kv_schema(&ki, &vi, encoding),
+        codec: Shape::KeyValue {
+            key: kh,
+            value: vh,
+            encoding,
+        },
+    }))
+}
+
+/// The typed schema of a request without a key schema (see [`typed_schema`]).
+pub fn record_schema(
+    schema_type: Option<&str>,
+    value_schema: Option<&Value>,
+) -> Result<Option<Arc<RecordSchema>>, ApiError> {
+    typed_schema(schema_type, None, value_schema, None)
+}
+
+/// The typed schema of a writer's version from the registry, when the gateway has a codec
+/// for it.
 pub fn from_writer(w: &WriterSchema) -> Option<Arc<RecordSchema>> {
     Some(Arc::new(RecordSchema {
         info: w.info.clone(),
@@ -134,21 +220,25 @@ fn info_type(v: &Value) -> Option<String> {
 
 /// PIP-64's schema fields (`schema_type`, `key_schema`, `value_schema`) checked: the value
 /// format, or the 422 that says what is wrong — 42201 a key/value schema without both
-/// schemas, 42202 a structured schema without `value_schema`, 42203 an invalid (or, keys
-/// being strings here, non-string) key schema, 42204 an invalid or unsupported value schema.
+/// schemas (or with an encoding other than INLINE or SEPARATED), 42202 a structured schema
+/// without `value_schema`, 42203 an invalid key schema (outside KEY_VALUE, where keys are
+/// the message's string key, one that is not STRING or BYTES), 42204 an invalid or
+/// unsupported value schema.
 pub fn check_schemas(
     schema_type: Option<&str>,
     key_schema: Option<&Value>,
     value_schema: Option<&Value>,
 ) -> std::result::Result<ValueFormat, ApiError> {
-    checked_schemas(schema_type, key_schema, value_schema).map(|(f, _)| f)
+    checked_schemas(schema_type, key_schema, value_schema, None).map(|(f, _)| f)
 }
 
-/// [`check_schemas`], with the parsed record schema when the format is `Record`.
+/// [`check_schemas`], with the parsed typed schema when the format is `Record`
+/// (`kv_encoding`: a KEY_VALUE schema's INLINE or SEPARATED, INLINE when `None`).
 pub fn checked_schemas(
     schema_type: Option<&str>,
     key_schema: Option<&Value>,
     value_schema: Option<&Value>,
+    kv_encoding: Option<&str>,
 ) -> std::result::Result<(ValueFormat, Option<Arc<RecordSchema>>), ApiError> {
     let value_type = match value_schema {
         None => None,
@@ -204,15 +294,20 @@ pub fn checked_schemas(
         }
         _ => {}
     }
-    if let Some(k) = key_type.filter(|k| !matches!(k.as_str(), "STRING" | "BYTES" | "NONE")) {
+    let kv = t.as_deref() == Some("KEY_VALUE");
+    if let Some(k) = key_type.filter(|k| !kv && !matches!(k.as_str(), "STRING" | "BYTES" | "NONE"))
+    {
         return Err(ApiError::new(
             422,
             3,
-            format!("key_schema type {k} is not supported: message keys are strings here"),
+            format!(
+                "key_schema type {k} needs schema_type KEY_VALUE: otherwise message keys are \
+                 strings"
+            ),
         ));
     }
-    // A JSON or AVRO definition is parsed here so a bad one is 42204 before anything else.
-    if let Some(r) = record_schema(t.as_deref(), value_schema)? {
+    // A definition is parsed here so a bad one is 42203/42204 before anything else.
+    if let Some(r) = typed_schema(t.as_deref(), key_schema, value_schema, kv_encoding)? {
         return Ok((ValueFormat::Record, Some(r)));
     }
     ValueFormat::from_schema(t.as_deref(), None)
@@ -220,24 +315,21 @@ pub fn checked_schemas(
         .map_err(|e| ApiError::new(422, 4, e.to_string()))
 }
 
-/// `messages[i].value` checked against the record schema and encoded; 42205 when it does
-/// not fit.
-pub fn encode_value(schema: &RecordSchema, v: &Value, i: usize) -> Result<Bytes, ApiError> {
-    let s = &schema.codec.schema;
-    let typed = json::from_json(s, s.root, v, 0).map_err(|e| {
-        ApiError::invalid_messages(format!(
-            "messages[{i}].value does not fit the value schema: {}",
-            e.0
-        ))
-    })?;
-    let mut out = Vec::new();
-    schema.codec.encode(&typed, &mut out).map_err(|e| {
-        ApiError::invalid_messages(format!(
-            "messages[{i}].value does not fit the value schema: {}",
-            e.0
-        ))
-    })?;
-    Ok(Bytes::from(out))
+/// `messages[i]`'s `key` (KEY_VALUE) and `value` checked against the typed schema and
+/// encoded; 42205 naming the part that does not fit.
+pub fn encode_message(
+    schema: &RecordSchema,
+    key: Option<&Value>,
+    value: &Value,
+    i: usize,
+) -> Result<Encoded, ApiError> {
+    schema.codec.encode(key, value).map_err(|(part, e)| {
+        let which = match part {
+            Part::Key => "key does not fit the key schema",
+            Part::Value => "value does not fit the value schema",
+        };
+        ApiError::invalid_messages(format!("messages[{i}].{which}: {}", e.0))
+    })
 }
 
 /// The registry's version bytes as PIP-64's integer (the broker writes a big-endian long).
@@ -270,6 +362,10 @@ mod tests {
         assert_eq!(record_schema(None, Some(&none)).unwrap(), None);
     }
 
+    fn encode_value(s: &RecordSchema, v: &Value, i: usize) -> Result<Vec<u8>, ApiError> {
+        encode_message(s, None, v, i).map(|e| e.payload)
+    }
+
     #[test]
     fn values_are_checked_and_encoded() {
         let bare: Value = serde_json::from_str(REC).unwrap();
@@ -285,5 +381,127 @@ mod tests {
         assert!(e.message.contains("messages[3]"), "{}", e.message);
         assert_eq!(version_number(&[0, 0, 0, 0, 0, 0, 0, 2]), Some(2));
         assert_eq!(version_number(&[1]), None);
+    }
+
+    fn proto_definition() -> String {
+        use prost::Message as _;
+        let set = streamwire_pulsar::fuzzing::sample_set().encode_to_vec();
+        String::from_utf8(streamwire_pulsar::schema::protobuf::schema_data(
+            &set,
+            "sw.test.Sample",
+            "sample.proto",
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn key_value_schemas_register_both_halves() {
+        let v = |s: &str| serde_json::from_str::<Value>(s).unwrap();
+        let key = v(r#"{"type": "STRING"}"#);
+        let value = serde_json::json!({"type": "AVRO", "schema": REC});
+        let (f, s) = checked_schemas(
+            Some("KEY_VALUE"),
+            Some(&key),
+            Some(&value),
+            Some("separated"),
+        )
+        .unwrap();
+        let s = s.unwrap();
+        assert_eq!(
+            (f, s.info.kind),
+            (ValueFormat::Record, SchemaType::KeyValue)
+        );
+        assert!(s
+            .info
+            .properties
+            .contains(&("kv.encoding.type".into(), "SEPARATED".into())));
+        let e = encode_message(&s, Some(&v(r#""k""#)), &v(r#"{"a": 1}"#), 0).unwrap();
+        assert_eq!(
+            (e.payload, e.key_b64.as_deref()),
+            (vec![2, 0], Some("aw=="))
+        );
+        let bad_key = encode_message(&s, Some(&v("1")), &v(r#"{"a": 1}"#), 2).unwrap_err();
+        assert_eq!(bad_key.code, 42205);
+        assert!(
+            bad_key.message.contains("messages[2].key"),
+            "{}",
+            bad_key.message
+        );
+        let code = |k: &str, val: &str, enc: Option<&str>| {
+            checked_schemas(Some("KEY_VALUE"), Some(&v(k)), Some(&v(val)), enc)
+                .map(|_| ())
+                .map_err(|e| e.code)
+        };
+        assert_eq!(
+            code(r#"{"type": "AVRO"}"#, r#"{"type": "STRING"}"#, None),
+            Err(42203)
+        );
+        assert_eq!(
+            code(
+                r#"{"type": "INT32"}"#,
+                r#"{"type": "AVRO", "schema": "{"}"#,
+                None
+            ),
+            Err(42204)
+        );
+        assert_eq!(
+            code(r#"{"type": "KEY_VALUE"}"#, r#"{"type": "STRING"}"#, None),
+            Err(42203)
+        );
+        assert_eq!(
+            code(r#"{"type": "INT64"}"#, r#"{"type": "BOOLEAN"}"#, None),
+            Ok(())
+        );
+        assert_eq!(
+            code(r#"{"type": "STRING"}"#, r#"{"type": "JSON"}"#, None),
+            Err(42204)
+        );
+        assert_eq!(
+            code(r#"{"type": "STRING"}"#, r#"{"type": "STRING"}"#, Some("x")),
+            Err(42201)
+        );
+        // Outside KEY_VALUE a key schema must still be a string one.
+        assert_eq!(
+            checked_schemas(None, Some(&v(r#"{"type": "INT32"}"#)), None, None)
+                .unwrap_err()
+                .code,
+            42203
+        );
+    }
+
+    #[test]
+    fn protobuf_native_schemas_take_the_registry_definition() {
+        let def = proto_definition();
+        for given in [
+            serde_json::json!({"type": "PROTOBUF_NATIVE", "schema": def}),
+            serde_json::json!({"type": "PROTOBUF_NATIVE", "schema": serde_json::from_str::<Value>(&def).unwrap()}),
+        ] {
+            let (f, s) = checked_schemas(None, None, Some(&given), None).unwrap();
+            let s = s.unwrap();
+            assert_eq!(
+                (f, s.info.kind),
+                (ValueFormat::Record, SchemaType::ProtobufNative)
+            );
+            let e = encode_message(&s, None, &serde_json::json!({"i32": 150}), 0).unwrap();
+            assert_eq!(e.payload, vec![0x08, 0x96, 0x01]);
+            // Already-encoded bytes, as base64 text.
+            let e = encode_message(&s, None, &serde_json::json!("CJYB"), 0).unwrap();
+            assert_eq!(e.payload, vec![0x08, 0x96, 0x01]);
+            let bad = encode_message(&s, None, &serde_json::json!({"nope": 1}), 0).unwrap_err();
+            assert_eq!(bad.code, 42205);
+        }
+        let broken = serde_json::json!({"type": "PROTOBUF_NATIVE", "schema": "{}"});
+        assert_eq!(
+            checked_schemas(None, None, Some(&broken), None)
+                .unwrap_err()
+                .code,
+            42204
+        );
+        assert_eq!(
+            checked_schemas(Some("PROTOBUF_NATIVE"), None, None, None)
+                .unwrap_err()
+                .code,
+            42202
+        );
     }
 }

@@ -247,12 +247,54 @@ async fn produce_request(
                 "streaming produce is a PIP-64 endpoint: POST to /topics/{tenant}/{namespace}/{topic}",
             ));
         }
-        let format = match req.uri().query().unwrap_or("") {
+        let query = req.uri().query().unwrap_or("");
+        let format = match query {
             q if q.contains("value_format=text") => produce::ValueFormat::Text,
             q if q.contains("value_format=json") => produce::ValueFormat::Json,
             _ => produce::ValueFormat::Base64,
         };
-        let producer = gw.producer_as(token, &topic_name(t)?, None).await?;
+        // `schema_version=N`: every line is encoded by that registry version of the topic's
+        // schema (a typed one: JSON, AVRO, PROTOBUF_NATIVE, KEY_VALUE, a primitive), which
+        // the stream's producer registers.
+        let version = crate::consume::query_pairs(query)?
+            .into_iter()
+            .find(|(k, _)| k == "schema_version")
+            .map(|(_, v)| {
+                v.parse::<i64>().map_err(|_| {
+                    ApiError::bad_request(format!("schema_version must be an integer, got {v:?}"))
+                })
+            })
+            .transpose()?;
+        let topic = topic_name(t)?;
+        let schema = match version {
+            None => None,
+            Some(v) => {
+                let client = gw.client_for(token).await?;
+                let writer = gw
+                    .writer_schemas
+                    .get(&client, &topic, &v.to_be_bytes())
+                    .await?;
+                Some(
+                    writer
+                        .as_deref()
+                        .and_then(crate::schemas::from_writer)
+                        .ok_or_else(|| {
+                            ApiError::new(
+                                422,
+                                4,
+                                format!(
+                                    "{} has no schema version {v} the gateway encodes with",
+                                    t.name()
+                                ),
+                            )
+                        })?,
+                )
+            }
+        };
+        let producer = gw
+            .producer_as(token, &topic, schema.as_ref().map(|s| &s.info))
+            .await?;
+        let format = produce::LineFormat { format, schema };
         let (tx, rx) = tokio::sync::mpsc::channel(1024);
         let max_line = gw.config.max_body_bytes;
         tokio::spawn(stream::run(
@@ -290,7 +332,9 @@ async fn produce_request(
         vec![produce::parse_binary(raw, header, props)?]
     } else if ctype.starts_with("application/json") {
         if broker {
-            produce::parse_broker(&raw, gw.config.max_messages)?
+            let body = produce::parse_broker(&raw, gw.config.max_messages)?;
+            schema = body.schema;
+            body.messages
         } else {
             let mut body = produce::parse_pip(&raw, gw.config.max_messages)?;
             if let Some(v) = body.wanted_version {
@@ -308,7 +352,11 @@ async fn produce_request(
                         ApiError::new(
                             422,
                             4,
-                            format!("{} has no JSON or AVRO schema version {v}", t.name()),
+                            format!(
+                                "{} has no schema version {v} the gateway encodes with (JSON, \
+                                 AVRO, PROTOBUF_NATIVE, KEY_VALUE)",
+                                t.name()
+                            ),
                         )
                     })?;
                 body = produce::parse_pip_with(&raw, gw.config.max_messages, Some(known))?;

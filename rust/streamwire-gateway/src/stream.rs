@@ -26,7 +26,7 @@ use streamwire_pulsar::engine::message::OutgoingMessage;
 use streamwire_pulsar::producer::{Completion, Group, TopicProducer};
 
 use crate::metrics::Metrics;
-use crate::produce::{pip_message, Outcome, PipMessage, Prepared, ValueFormat};
+use crate::produce::{pip_message, LineFormat, Outcome, PipMessage, Prepared};
 
 /// Reports waiting for their receipts before the request body is read further.
 pub const IN_FLIGHT: usize = 10_000;
@@ -173,7 +173,7 @@ fn offer(outbox: &mut VecDeque<Bytes>, out: &mpsc::Sender<Bytes>) {
 /// Read `body` line by line, produce each message, and write the reports to `out` in order.
 pub async fn run(
     producer: Arc<TopicProducer>,
-    format: ValueFormat,
+    format: LineFormat,
     partition: Option<u32>,
     mut body: Incoming,
     max_line: usize,
@@ -193,7 +193,7 @@ pub async fn run(
                 if !buf.is_empty() {
                     let line = buf.split().freeze();
                     line_no += 1;
-                    let m = parse_line(format, &line, line_no);
+                    let m = parse_line(&format, &line, line_no);
                     window.push(send_one(&producer, partition, m, line_no).await);
                 }
                 break;
@@ -214,7 +214,7 @@ pub async fn run(
                 while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
                     let line = buf.split_to(nl + 1).freeze();
                     line_no += 1;
-                    match parse_line(format, &line[..nl], line_no) {
+                    match parse_line(&format, &line[..nl], line_no) {
                         Ok(m) if run.takes(&m, partition) => run.add(m),
                         m => {
                             if let Some(p) = run.send(&producer).await {
@@ -291,7 +291,7 @@ impl Run {
     }
 }
 
-fn parse_line(format: ValueFormat, line: &[u8], n: usize) -> std::result::Result<Prepared, Error> {
+fn parse_line(format: &LineFormat, line: &[u8], n: usize) -> std::result::Result<Prepared, Error> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.iter().all(u8::is_ascii_whitespace) {
         return Err(Error::invalid(format!("line {n} is empty")));
