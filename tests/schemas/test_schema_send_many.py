@@ -207,3 +207,22 @@ def test_asyncio_send_many_with_schema(apache_broker: Any, unique_topic: str) ->
             await p.close()
 
     asyncio.run(main())
+
+
+def test_send_many_with_schema_in_a_transaction(apache_broker: Any, unique_topic: str) -> None:
+    v2 = renamed_v2("avro")
+    with streamwire.Client(apache_broker.service_url, operation_timeout=30) as client:
+        p = client.create_producer(unique_topic, schema=AvroSchema(V1))
+        r = client.create_reader(unique_topic, "earliest", schema=v2)
+        t = client.transaction()
+        p.send_many([v2_dict(1, "a"), v2_dict(2, None)], schema=v2, txn=t)
+        p.send_many([V1(3, "c")], txn=t)
+        assert r.read_many(10, timeout=1) == []  # not visible before the commit
+        t.commit()
+        got = [r.read_next(timeout=15) for _ in range(3)]
+        assert [m.value["id"] for m in got] == [1, 2, 3]
+        assert got[0].value == v2_dict(1, "a")
+        version = p.register_schema(v2)
+        assert [m.schema_version for m in got] == [version, version, p.schema_version]
+        r.close()
+        p.close()
