@@ -452,6 +452,40 @@ impl Producer {
         user_sequence_ids: bool,
         schema_version: Option<&Bytes>,
     ) -> Result<()> {
+        // Two instances of one loop, so the plain call builds each entry exactly as it did
+        // before versions existed: with the version read per message in one shared loop,
+        // callgrind counted ~50 more instructions per message of a plain `send_many`.
+        match schema_version {
+            None => {
+                self.queue_many(
+                    msgs,
+                    group,
+                    indexes,
+                    user_sequence_ids,
+                    EntryOptions::default,
+                )
+                .await
+            }
+            // A version is shared, not copied: cloning `Bytes` bumps a count.
+            Some(v) => {
+                let entry = || EntryOptions {
+                    schema_version: Some(v.clone()),
+                    ..EntryOptions::default()
+                };
+                self.queue_many(msgs, group, indexes, user_sequence_ids, entry)
+                    .await
+            }
+        }
+    }
+
+    async fn queue_many(
+        &self,
+        msgs: Vec<OutgoingMessage>,
+        group: &Arc<Group>,
+        indexes: Vec<usize>,
+        user_sequence_ids: bool,
+        entry: impl Fn() -> EntryOptions,
+    ) -> Result<()> {
         self.check_open()?;
         for m in &msgs {
             self.check_size(m)?;
@@ -476,11 +510,7 @@ impl Producer {
                 items.push(Self::queued(
                     m,
                     user_sequence_ids,
-                    // A version is shared, not copied: cloning `Bytes` bumps a count.
-                    EntryOptions {
-                        schema_version: schema_version.cloned(),
-                        ..EntryOptions::default()
-                    },
+                    entry(),
                     Completion::Group(Arc::clone(group), i),
                     r,
                     p,
