@@ -218,6 +218,13 @@ AIO_CASES: list[AioCase] = [
     ),
     AioCase(
         "aio.Producer.send_many",
+        "schema= not a schema (3)",
+        TYP,
+        lambda c: c.producer.send_many([b"x"], schema=3),
+        note="nothing is sent",
+    ),
+    AioCase(
+        "aio.Producer.send_many",
         "txn not a Transaction ('x')",
         TYP,
         lambda c: c.producer.send_many([b"x"], txn="x"),

@@ -77,6 +77,19 @@ LONG_X = AvroSchema(
     }
 )
 
+# Point plus an optional field with a default: the topic's policy accepts it.
+POINT_NOTE = AvroSchema(
+    definition={
+        "type": "record",
+        "name": "Point",
+        "fields": [
+            {"name": "x", "type": "long"},
+            {"name": "label", "type": ["null", "string"]},
+            {"name": "note", "type": ["null", "string"], "default": None},
+        ],
+    }
+)
+
 SCHEMA_CASES: list[SchemaCase] = [
     SchemaCase("AvroSchema()", "not a record type (int)", SchemaError, lambda c: AvroSchema(int)),
     SchemaCase("AvroSchema()", "no type and no definition", SchemaError, lambda c: AvroSchema()),
@@ -271,6 +284,29 @@ SCHEMA_CASES: list[SchemaCase] = [
         SchemaError,
         lambda c: c.producer.send({"x": 1, "label": None}, schema=StringSchema()),
         note="checked before the schema is registered; nothing is sent",
+    ),
+    SchemaCase(
+        "Producer.send_many()",
+        "one value does not match the schema= given",
+        SchemaError,
+        lambda c: c.producer.send_many(
+            [{"x": 1, "label": None, "note": "n"}, {"x": "one", "label": None, "note": None}],
+            schema=POINT_NOTE,
+        ),
+        note="every value is encoded before the schema is registered; none is sent",
+    ),
+    SchemaCase(
+        "Producer.send_many()",
+        "schema= incompatible with the topic's",
+        IncompatibleSchemaError,
+        lambda c: c.producer.send_many([{"x": "one", "label": None}], schema=LONG_X),
+        note="nothing is sent",
+    ),
+    SchemaCase(
+        "Producer.send_many()",
+        "schema= not a schema ('avro')",
+        TYP,
+        lambda c: c.producer.send_many([Point(1, None)], schema="avro"),  # type: ignore[arg-type]
     ),
     SchemaCase(
         "Producer.send_async()",

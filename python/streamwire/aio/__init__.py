@@ -305,7 +305,9 @@ class Producer:
         Args:
             values: the payloads (a sequence, or a pyarrow binary/string array).
             options: keyword options as for ``streamwire.Producer.send_many`` (keys,
-                properties, event_times, sequence_ids, txn).
+                properties, event_times, sequence_ids, txn, schema: a schema other than the
+                producer's, whose version every message carries; registered once, the first
+                time it blocks the call for that round trip).
         """
         if "txn" in options:
             options["txn"] = _native_txn(options["txn"])

@@ -16,6 +16,7 @@ use streamwire_core::error::{Error, ErrorKind, Result};
 use super::completion::Completion;
 use super::frames::{encode_entry, lone_message, to_pb_codec};
 use super::pending::{ChunkPos, InFlight, PendingQueue, Receipt};
+use super::placement::{place, OpenBatch, Placement};
 use super::{Command, ProducerConfig, Queued, Shared};
 use crate::client::PulsarClient;
 use crate::connection::{Connection, Event};
@@ -67,6 +68,9 @@ pub(super) struct Actor {
     chunk_first: Option<(u64, MessageId)>,
     /// The schema version from ProducerSuccess, set on every message's metadata.
     schema_version: Option<Bytes>,
+    /// The schema version of the batch being built when it is not the producer's own (a
+    /// batch carries one version; see `placement`).
+    batch_schema_version: Option<Bytes>,
 }
 
 fn now_ms() -> u64 {
@@ -113,6 +117,7 @@ impl Actor {
             terminal: None,
             chunk_first: None,
             schema_version: None,
+            batch_schema_version: None,
         };
         actor.establish(true).await?;
         Ok(actor)
@@ -276,19 +281,27 @@ impl Actor {
             msg.sequence_id = self.next_sequence_id;
             self.next_sequence_id += 1;
         }
-        let batchable = self.batcher.is_some() && entry.is_default();
         // A possible duplicate starts a batch of its own, and so does the first message after
         // one (see `last_potential_duplicate`).
         let isolate = potential_duplicate || self.last_potential_duplicate;
         self.last_potential_duplicate = potential_duplicate;
-        if batchable && isolate {
-            self.flush_batch().await;
+        let open = OpenBatch {
+            len: self.batch_items.len(),
+            schema_version: self.batch_schema_version.as_deref(),
+        };
+        match place(self.batcher.is_some(), open, &entry, isolate) {
+            Placement::Join => {}
+            Placement::CloseThenJoin => self.flush_batch().await,
+            Placement::Alone => {
+                self.flush_batch().await;
+                self.send_single(msg, entry, completion, reservation, permits, enqueued_at)
+                    .await;
+                return;
+            }
         }
-        if !batchable {
-            self.flush_batch().await;
-            self.send_single(msg, entry, completion, reservation, permits, enqueued_at)
-                .await;
-            return;
+        if self.batch_items.is_empty() {
+            // The batch opens with this message: its version is the batch's.
+            self.batch_schema_version = entry.schema_version.clone();
         }
         let len = msg.payload.len();
         let batcher = self.batcher.as_mut().expect("batchable implies a batcher");
@@ -302,6 +315,7 @@ impl Actor {
             }
             AddOutcome::DoesNotFit(msg) => {
                 self.flush_batch().await;
+                self.batch_schema_version = entry.schema_version;
                 let batcher = self.batcher.as_mut().expect("batcher");
                 let full = matches!(batcher.add(msg, now), AddOutcome::AddedBatchFull);
                 self.note_batch_item(completion, reservation, permits, enqueued_at, len);
@@ -381,6 +395,7 @@ impl Actor {
     }
 
     async fn flush_batch(&mut self) {
+        let version = self.batch_schema_version.take();
         let Some(batch) = self.batcher.as_mut().and_then(|b| b.take()) else {
             return;
         };
@@ -396,12 +411,18 @@ impl Actor {
             // (its id has no batch index).
             if let Some(msg) = lone_message(&batch) {
                 let (c, r, p) = items.pop().expect("one item");
-                let entry = super::EntryOptions::default();
+                let entry = super::EntryOptions {
+                    schema_version: version,
+                    ..super::EntryOptions::default()
+                };
                 self.send_single(msg, entry, c, r, p, enqueued_at).await;
                 return;
             }
         }
         let mut md = self.base_metadata(batch.first_sequence_id);
+        if version.is_some() {
+            md.schema_version = version;
+        }
         md.num_messages_in_batch = Some(batch.num_messages as i32);
         md.highest_sequence_id = Some(batch.last_sequence_id);
         let payload = match self.compress_payload(&batch.payload) {

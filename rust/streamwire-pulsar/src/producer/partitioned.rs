@@ -18,6 +18,7 @@ use crate::engine::routing::{
     DEFAULT_PARTITION_SWITCH_FREQUENCY_BY_PUBLISH_DELAY,
 };
 use crate::topic::TopicName;
+use bytes::Bytes;
 
 /// How messages without a key are spread over partitions (keyed ones always go by hash).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,11 +196,26 @@ impl TopicProducer {
         group: &Arc<Group>,
         user_sequence_ids: bool,
     ) -> Result<()> {
+        self.send_many_with_schema(msgs, group, user_sequence_ids, None)
+            .await
+    }
+
+    /// [`send_many`](Self::send_many) of messages encoded with a schema other than the
+    /// producer's: `schema_version` (its registry version, from GET_OR_CREATE_SCHEMA) goes
+    /// on every message; they batch together, apart from messages of other versions.
+    pub async fn send_many_with_schema(
+        &self,
+        msgs: Vec<OutgoingMessage>,
+        group: &Arc<Group>,
+        user_sequence_ids: bool,
+        schema_version: Option<Bytes>,
+    ) -> Result<()> {
+        let v = schema_version.as_ref();
         let n = self.partitions.len();
         if n == 1 {
             let idx = (0..msgs.len()).collect();
             return self.partitions[0]
-                .send_many(msgs, group, idx, user_sequence_ids)
+                .send_many(msgs, group, idx, user_sequence_ids, v)
                 .await;
         }
         let mut per: Vec<(Vec<OutgoingMessage>, Vec<usize>)> =
@@ -216,7 +232,7 @@ impl TopicProducer {
         for (p, (m, idx)) in per.into_iter().enumerate() {
             if !m.is_empty() {
                 self.partitions[p]
-                    .send_many(m, group, idx, user_sequence_ids)
+                    .send_many(m, group, idx, user_sequence_ids, v)
                     .await?;
             }
         }

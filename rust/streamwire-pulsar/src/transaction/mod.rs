@@ -50,17 +50,22 @@ impl TopicProducer {
     /// Send many messages as part of `txn`, each routed as [`send_in_txn`](Self::send_in_txn)
     /// does; their results land in `group` by input position. A message that cannot be
     /// queued fails its slot (and so the transaction's commit); the rest are still sent.
+    /// `schema_version`: every message's, when not the producer's own schema.
     pub async fn send_many_in_txn(
         &self,
         msgs: Vec<OutgoingMessage>,
         group: &Arc<Group>,
         user_sequence_ids: bool,
         txn: &Transaction,
+        schema_version: Option<bytes::Bytes>,
     ) -> Result<()> {
         txn.check_open("send")?;
         for (i, msg) in msgs.into_iter().enumerate() {
             let slot = Completion::Group(Arc::clone(group), i);
-            let entry = EntryOptions::default();
+            let entry = EntryOptions {
+                schema_version: schema_version.clone(),
+                ..EntryOptions::default()
+            };
             if let Err(e) = self
                 .queue_in_txn(msg, user_sequence_ids, entry, slot, txn)
                 .await

@@ -45,6 +45,8 @@ enum Waiting {
         tp: Arc<TopicProducer>,
         msgs: Vec<OutgoingMessage>,
         user_seq: bool,
+        /// Every message's schema version when not the producer's own (`schema=`).
+        schema_version: Option<bytes::Bytes>,
         target: Target,
     },
     /// `flush`/`close`: started once everything before it is queued.
@@ -134,11 +136,15 @@ async fn run_waiting(w: Waiting) {
             tp,
             msgs,
             user_seq,
+            schema_version,
             target,
         } => {
             let n = msgs.len();
             let group = Group::new(n);
-            if let Err(e) = tp.send_many(msgs, &group, user_seq).await {
+            let queued = tp
+                .send_many_with_schema(msgs, &group, user_seq, schema_version)
+                .await;
+            if let Err(e) = queued {
                 group.fail_unfilled(&e);
             }
             let Ok(handle) = runtime::handle() else {
@@ -311,7 +317,7 @@ impl Producer {
 
     /// `send_many` as an awaitable: the ids in input order.
     #[pyo3(signature = (values, *, keys=None, properties=None, event_times=None,
-        sequence_ids=None, txn=None))]
+        sequence_ids=None, txn=None, schema=None))]
     #[allow(clippy::too_many_arguments)]
     fn _asend_many<'py>(
         &self,
@@ -322,17 +328,22 @@ impl Producer {
         event_times: Option<&Bound<'py, PyAny>>,
         sequence_ids: Option<&Bound<'py, PyAny>>,
         txn: Option<&Bound<'py, PyAny>>,
+        schema: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let tp = self.alive(py)?;
         let txn = txn_arg(txn)?;
+        let codec = self.message_codec(schema)?;
         let (msgs, user_seq) = many_messages(
-            self.codec.as_deref(),
+            codec.as_deref().or(self.codec.as_deref()),
             values,
             keys,
             properties,
             event_times,
             sequence_ids,
         )?;
+        // As `_asend`: a schema met for the first time is registered here (one blocking
+        // round trip, after every value is encoded, so a bad value registers nothing).
+        let schema_version = self.message_schema_version(py, codec.as_ref())?;
         if let Some(t) = txn {
             t.check_open("send").py_err()?;
             let n = msgs.len();
@@ -342,7 +353,10 @@ impl Producer {
                 None,
                 async move {
                     let group = Group::new(n);
-                    if let Err(e) = tp.send_many_in_txn(msgs, &group, user_seq, &t).await {
+                    if let Err(e) = tp
+                        .send_many_in_txn(msgs, &group, user_seq, &t, schema_version)
+                        .await
+                    {
                         group.fail_unfilled(&e);
                     }
                     many_outcome(group.wait().await, n)
@@ -357,6 +371,7 @@ impl Producer {
                 tp,
                 msgs,
                 user_seq,
+                schema_version,
                 target,
             })
             .map_err(to_py)?;

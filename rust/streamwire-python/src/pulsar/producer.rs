@@ -456,8 +456,9 @@ impl Producer {
     ///         only when it commits, and is sent unbatched. Default None.
     ///     schema: a `streamwire.schema` object other than the producer's: `value` is
     ///         encoded with it, registered with the topic (GET_OR_CREATE_SCHEMA, once per
-    ///         schema) and its version goes on the message, which is sent unbatched.
-    ///         Default None: the producer's schema.
+    ///         schema) and its version goes on the message (a batch carries one version:
+    ///         the message closes an open batch of another). Default None: the producer's
+    ///         schema.
     ///
     /// Raises:
     ///     InvalidArgumentError: a bad option (nothing is sent).
@@ -639,12 +640,19 @@ impl Producer {
     ///     sequence_ids: one non-negative int per value. Default None.
     ///     txn: a `Transaction`: every message is sent in it (unbatched), visible only
     ///         when it commits. Default None.
+    ///     schema: a `streamwire.schema` object other than the producer's: every value is
+    ///         encoded with it (a sequence of its values, or for a JSON or Avro record
+    ///         schema a `pyarrow.RecordBatch` or struct array), it is registered with the
+    ///         topic (GET_OR_CREATE_SCHEMA, once per schema) and its version goes on every
+    ///         message; they batch together as any others. Default None: the producer's.
     ///
     /// Raises:
+    ///     SchemaError: a value does not fit the schema (nothing is sent).
+    ///     IncompatibleSchemaError: the topic refuses `schema` (nothing is sent).
     ///     StreamwireError: the first failure (of its own type), noting how many of the
     ///         messages were not sent; the others were sent.
     #[pyo3(signature = (values, *, keys=None, properties=None, event_times=None,
-        sequence_ids=None, txn=None))]
+        sequence_ids=None, txn=None, schema=None))]
     #[allow(clippy::too_many_arguments)]
     fn send_many<'py>(
         &self,
@@ -655,23 +663,33 @@ impl Producer {
         event_times: Option<&Bound<'_, PyAny>>,
         sequence_ids: Option<&Bound<'_, PyAny>>,
         txn: Option<&Bound<'_, PyAny>>,
+        schema: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let tp = self.live()?;
         let txn = txn_arg(txn)?;
+        let codec = self.message_codec(schema)?;
         let (msgs, user_seq) = many_messages(
-            self.codec.as_deref(),
+            codec.as_deref().or(self.codec.as_deref()),
             values,
             keys,
             properties,
             event_times,
             sequence_ids,
         )?;
+        // After every value is encoded: a value that does not fit registers nothing.
+        let version = self.message_schema_version(py, codec.as_ref())?;
         let n = msgs.len();
         let results = wait(py, "send_many", None, async move {
             let group = Group::new(n);
             let queued = match &txn {
-                Some(t) => tp.send_many_in_txn(msgs, &group, user_seq, t).await,
-                None => tp.send_many(msgs, &group, user_seq).await,
+                Some(t) => {
+                    tp.send_many_in_txn(msgs, &group, user_seq, t, version)
+                        .await
+                }
+                None => {
+                    tp.send_many_with_schema(msgs, &group, user_seq, version)
+                        .await
+                }
             };
             if let Err(e) = queued {
                 group.fail_unfilled(&e);
