@@ -1,0 +1,232 @@
+// The Java client's side of tests/schemas/test_schema_java_interop.py: PROTOBUF_NATIVE (classes
+// protoc generates from sw/*.proto next to this file) and KeyValue schemas, with the official
+// Java client, against the Apache Pulsar fixture. Compiled once per test session with the
+// fixture's classpath; one JVM per direction:
+//
+//   java SchemaInterop <serviceUrl> produce   < tasks   # writes each task's values
+//   java SchemaInterop <serviceUrl> consume   < tasks   # registers first, then reads
+//
+// stdin's first line is a JSON array of tasks {"topic", "schema": "pb" | "kv" | "auto", "key":
+// "string" | "json", "value": "json" | "avro", "encoding": "INLINE" | "SEPARATED",
+// "values": [...], "expect": n}; a protobuf value is the base64 of its encoding, a KeyValue
+// value {"key": ..., "value": {...}}. "produce" sends the values and prints "SENT <topic>".
+// "consume" creates each task's producer (so the Java client's schema is registered first)
+// and sends its values, subscribes from the earliest message, prints "READY", waits for a
+// "GO" line (the Python side has written its messages meanwhile), then prints each of the
+// "expect" messages it receives as "GOT " and one line of JSON {"topic", "value"} (protobuf
+// values printed with JsonFormat), and "DONE". (The client logs on stdout too.) An "auto"
+// task has no values: its consumer is AUTO_CONSUME, decoding with the registered schema only.
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.google.protobuf.MessageOrBuilder;
+import com.google.protobuf.util.JsonFormat;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.apache.pulsar.client.api.Consumer;
+import org.apache.pulsar.client.api.Message;
+import org.apache.pulsar.client.api.Producer;
+import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.Schema;
+import org.apache.pulsar.client.api.SubscriptionInitialPosition;
+import org.apache.avro.generic.GenericEnumSymbol;
+import org.apache.pulsar.client.api.schema.Field;
+import org.apache.pulsar.client.api.schema.GenericRecord;
+import org.apache.pulsar.common.schema.KeyValue;
+import org.apache.pulsar.common.schema.KeyValueEncodingType;
+import sw.test.Reading;
+
+// The KeyValue halves' record types (Avro reflection gives the registry definition: record
+// name = class name, no namespace in the unnamed package; boxed and object fields nullable,
+// primitives not), mirrored by dataclasses of the same names in the Python test.
+enum Grade {
+    LOW,
+    MID,
+    HIGH
+}
+
+class Label {
+    public String name;
+    public int shard;
+}
+
+class Measure {
+    public String sensor;
+    public long total;
+    public int count;
+    public Double ratio;
+    public boolean ok;
+    public List<String> tags;
+    public Map<String, Long> sizes;
+    public Grade grade;
+    public Label origin;
+}
+
+public class SchemaInterop {
+    static final ObjectMapper MAPPER = new ObjectMapper();
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static Schema<Object> schema(JsonNode task) {
+        if (task.get("schema").asText().equals("auto")) {
+            return (Schema) Schema.AUTO_CONSUME();
+        }
+        if (task.get("schema").asText().equals("pb")) {
+            return (Schema) Schema.PROTOBUF_NATIVE(Reading.class);
+        }
+        Schema key = task.get("key").asText().equals("string") ? Schema.STRING : Schema.JSON(Label.class);
+        Schema value =
+                task.get("value").asText().equals("json")
+                        ? Schema.JSON(Measure.class)
+                        : Schema.AVRO(Measure.class);
+        KeyValueEncodingType enc = KeyValueEncodingType.valueOf(task.get("encoding").asText());
+        return (Schema) Schema.KeyValue(key, value, enc);
+    }
+
+    static Object value(JsonNode task, JsonNode v) throws Exception {
+        if (task.get("schema").asText().equals("pb")) {
+            return Reading.parseFrom(Base64.getDecoder().decode(v.asText()));
+        }
+        Object key =
+                task.get("key").asText().equals("string")
+                        ? v.get("key").asText()
+                        : MAPPER.treeToValue(v.get("key"), Label.class);
+        return new KeyValue<>(key, MAPPER.treeToValue(v.get("value"), Measure.class));
+    }
+
+    static JsonNode print(JsonNode task, Object v) throws Exception {
+        if (v instanceof GenericRecord) {
+            // AUTO_CONSUME: decoded with the writer's registered schema info alone.
+            // A protobuf DynamicMessage, a KeyValue, or the record itself.
+            Object nat = ((GenericRecord) v).getNativeObject();
+            if (nat instanceof MessageOrBuilder) {
+                return MAPPER.readTree(JsonFormat.printer().print((MessageOrBuilder) nat));
+            }
+            return plain(nat);
+        }
+        if (v instanceof Reading) {
+            return MAPPER.readTree(JsonFormat.printer().print((Reading) v));
+        }
+        return plain(v);
+    }
+
+    /** JSON of a decoded value: POJOs, KeyValue, and the generic records of AUTO_CONSUME. */
+    static JsonNode plain(Object o) {
+        if (o instanceof KeyValue) {
+            ObjectNode out = MAPPER.createObjectNode();
+            out.set("key", plain(((KeyValue<?, ?>) o).getKey()));
+            out.set("value", plain(((KeyValue<?, ?>) o).getValue()));
+            return out;
+        }
+        if (o instanceof GenericRecord) {
+            GenericRecord r = (GenericRecord) o;
+            if (r.getNativeObject() instanceof JsonNode) {
+                // A JSON record: its field API wraps arrays as (empty) records; the tree is whole.
+                return (JsonNode) r.getNativeObject();
+            }
+            ObjectNode out = MAPPER.createObjectNode();
+            for (Field f : r.getFields()) {
+                out.set(f.getName(), plain(r.getField(f)));
+            }
+            return out;
+        }
+        if (o instanceof org.apache.avro.generic.GenericRecord) {
+            org.apache.avro.generic.GenericRecord r = (org.apache.avro.generic.GenericRecord) o;
+            ObjectNode out = MAPPER.createObjectNode();
+            for (org.apache.avro.Schema.Field f : r.getSchema().getFields()) {
+                out.set(f.name(), plain(r.get(f.name())));
+            }
+            return out;
+        }
+        if (o instanceof CharSequence || o instanceof Enum || o instanceof GenericEnumSymbol) {
+            return MAPPER.getNodeFactory().textNode(o.toString());
+        }
+        if (o instanceof Map) {
+            ObjectNode out = MAPPER.createObjectNode();
+            for (Map.Entry<?, ?> e : ((Map<?, ?>) o).entrySet()) {
+                out.set(e.getKey().toString(), plain(e.getValue()));
+            }
+            return out;
+        }
+        if (o instanceof Collection) {
+            ArrayNode out = MAPPER.createArrayNode();
+            for (Object x : (Collection<?>) o) {
+                out.add(plain(x));
+            }
+            return out;
+        }
+        return MAPPER.valueToTree(o);
+    }
+
+    static void send(PulsarClient client, JsonNode task) throws Exception {
+        if (task.get("values").size() == 0) {
+            return;
+        }
+        Producer<Object> p = client.newProducer(schema(task)).topic(task.get("topic").asText()).create();
+        List<CompletableFuture<?>> sent = new ArrayList<>();
+        for (JsonNode v : task.get("values")) {
+            sent.add(p.sendAsync(value(task, v)));
+        }
+        p.flush();
+        for (CompletableFuture<?> f : sent) {
+            f.get(30, TimeUnit.SECONDS);
+        }
+        p.close();
+    }
+
+    public static void main(String[] args) throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        JsonNode tasks = MAPPER.readTree(in.readLine());
+        PulsarClient client = PulsarClient.builder().serviceUrl(args[0]).build();
+        if (args[1].equals("produce")) {
+            for (JsonNode task : tasks) {
+                send(client, task);
+                System.out.println("SENT " + task.get("topic").asText());
+            }
+        } else {
+            List<Consumer<Object>> consumers = new ArrayList<>();
+            for (JsonNode task : tasks) {
+                send(client, task);
+                consumers.add(
+                        client.newConsumer(schema(task))
+                                .topic(task.get("topic").asText())
+                                .subscriptionName("java")
+                                .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest)
+                                .subscribe());
+            }
+            System.out.println("READY");
+            System.out.flush();
+            String go = in.readLine();
+            if (!"GO".equals(go)) {
+                throw new IllegalStateException("expected GO, got " + go);
+            }
+            for (int i = 0; i < tasks.size(); i++) {
+                JsonNode task = tasks.get(i);
+                Consumer<Object> c = consumers.get(i);
+                for (int n = 0; n < task.get("expect").asInt(); n++) {
+                    Message<Object> m = c.receive(30, TimeUnit.SECONDS);
+                    if (m == null) {
+                        throw new IllegalStateException(
+                                "timed out on " + task.get("topic").asText() + " after " + n);
+                    }
+                    ObjectNode line = MAPPER.createObjectNode();
+                    line.put("topic", task.get("topic").asText());
+                    line.set("value", print(task, m.getValue()));
+                    System.out.println("GOT " + MAPPER.writeValueAsString(line));
+                    c.acknowledge(m);
+                }
+                c.close();
+            }
+        }
+        client.close();
+        System.out.println("DONE");
+    }
+}
