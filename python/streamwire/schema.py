@@ -203,6 +203,10 @@ class AvroSchema(_RecordSchema):
 class KeyValueSchema(Schema):
     """``(key, value)`` tuples, each half with its own schema.
 
+    A ``None`` half is a null half, written as the Java client writes it (``"inline"``: a
+    length of -1; ``"separated"``: a None key is no message key, a None value an empty
+    payload flagged ``null_value``) and read back as ``None``.
+
     Args:
         key: the key's schema (not a ``KeyValueSchema``).
         value: the value's schema (not a ``KeyValueSchema``).

@@ -55,7 +55,14 @@ pub(crate) struct Codec {
 /// The payload of one value, and for a SEPARATED key/value the base64 key.
 pub(crate) struct Encoded {
     pub payload: Bytes,
+    /// A SEPARATED key/value's key: the message key is the value's own (`own_key`), base64
+    /// of the key half's encoding, or no key at all for a None key half (as the Java client
+    /// sends a null key; an empty key would read back as an empty string, not None).
+    pub own_key: bool,
     pub key_b64: Option<String>,
+    /// A SEPARATED key/value's None value half: sent as `null_value` with an empty payload,
+    /// as the Java client sends it (its consumers read a null value only from that flag).
+    pub null_value: bool,
 }
 
 impl Codec {
@@ -74,12 +81,23 @@ impl Codec {
                     .ok_or_else(|| {
                         schema_error(py, "a key/value schema sends (key, value) tuples")
                     })?;
-                let k = key.encode_half(py, &t.get_item(0)?)?;
-                let v = value.encode_half(py, &t.get_item(1)?)?;
+                // A None half is a null half (INLINE: length -1; SEPARATED: no key, or a
+                // null value), whatever the half's schema: the Java client allows both.
+                let half = |c: &Codec, o: Bound<'_, PyAny>| {
+                    if o.is_none() {
+                        Ok(None)
+                    } else {
+                        c.encode_half(py, &o)
+                    }
+                };
+                let k = half(key, t.get_item(0)?)?;
+                let v = half(value, t.get_item(1)?)?;
                 if *separated {
                     return Ok(Encoded {
+                        null_value: v.is_none(),
                         payload: v.map(Bytes::from).unwrap_or_default(),
-                        key_b64: Some(b64::encode(k.as_deref().unwrap_or_default())),
+                        own_key: true,
+                        key_b64: k.as_deref().map(b64::encode),
                     });
                 }
                 Bytes::from(encode_inline(k.as_deref(), v.as_deref()))
@@ -88,7 +106,9 @@ impl Codec {
         };
         Ok(Encoded {
             payload,
+            own_key: false,
             key_b64: None,
+            null_value: false,
         })
     }
 
@@ -145,13 +165,20 @@ impl Codec {
 
     /// Decode a payload written with `writer`'s record schemas (None, or a None half: this
     /// schema's own definition); a writer's value is resolved to this schema's.
+    /// `null_value`: the message was sent with `null_value` (a null record, protobuf
+    /// message or SEPARATED value half is None, as the Java client reads it; bytes and
+    /// strings stay the empty payload).
     pub(crate) fn decode<'py>(
         &self,
         py: Python<'py>,
         payload: &[u8],
         key: Option<&str>,
         writer: Option<&Writer>,
+        null_value: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
+        if null_value && matches!(self.kind, Kind::Record { .. } | Kind::Protobuf(_)) {
+            return Ok(py.None().into_bound(py));
+        }
         match &self.kind {
             Kind::Bytes => Ok(PyBytes::new(py, payload).into_any()),
             Kind::String => Ok(PyString::new(
@@ -178,7 +205,7 @@ impl Codec {
                         })?),
                         None => None,
                     };
-                    (k, Some(payload.to_vec()))
+                    (k, (!null_value).then(|| payload.to_vec()))
                 } else {
                     let (k, v) = split_halves(payload).map_err(|e| schema_error(py, e.0))?;
                     (k.map(<[u8]>::to_vec), v.map(<[u8]>::to_vec))
@@ -194,11 +221,11 @@ impl Codec {
                     half(writer.and_then(|w| w.value.as_ref())),
                 );
                 let k = match k {
-                    Some(k) => kc.decode(py, &k, None, Some(&wk))?,
+                    Some(k) => kc.decode(py, &k, None, Some(&wk), false)?,
                     None => py.None().into_bound(py),
                 };
                 let v = match v {
-                    Some(v) => vc.decode(py, &v, None, Some(&wv))?,
+                    Some(v) => vc.decode(py, &v, None, Some(&wv), false)?,
                     None => py.None().into_bound(py),
                 };
                 Ok(PyTuple::new(py, [k, v])?.into_any())
@@ -303,7 +330,7 @@ impl Typed {
             _ => None,
         };
         self.codec
-            .decode(py, &m.payload, m.key(), writer.as_deref())
+            .decode(py, &m.payload, m.key(), writer.as_deref(), m.null_value())
     }
 
     /// The reader's record schema, when the schema is a record's (JSON, Avro, protobuf).
@@ -624,7 +651,7 @@ impl PySchemaCodec {
         data: &[u8],
         key: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.inner.decode(py, data, key, None)
+        self.inner.decode(py, data, key, None, false)
     }
 
     /// The registry type number (`Schema.Type` of the protocol).

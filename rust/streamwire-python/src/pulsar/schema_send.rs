@@ -25,17 +25,16 @@ pub(crate) fn typed_message(
 ) -> PyResult<OutgoingMessage> {
     let e = codec.encode(value.py(), value)?;
     let mut m = OutgoingMessage::new(e.payload, 0);
-    match (e.key_b64, key) {
-        (Some(_), Some(_)) => {
-            return Err(to_py(Error::invalid(
-                "a SEPARATED key/value schema sends the value's key; do not also give key=",
-            )))
-        }
-        (Some(k), None) => {
-            m.key = Some(k);
-            m.partition_key_b64 = true;
-        }
-        (None, k) => m.key = k,
+    m.null_value = e.null_value;
+    if !e.own_key {
+        m.key = key;
+    } else if key.is_some() {
+        return Err(to_py(Error::invalid(
+            "a SEPARATED key/value schema sends the value's key; do not also give key=",
+        )));
+    } else {
+        m.partition_key_b64 = e.key_b64.is_some();
+        m.key = e.key_b64;
     }
     Ok(m)
 }
@@ -89,8 +88,8 @@ pub(crate) fn typed_many(
             crate::pulsar::schema_values::schema_error(py, msg)
         })?;
         buf.extend_from_slice(&e.payload);
-        lens.push((e.payload.len(), false));
-        own_keys.push(e.key_b64);
+        lens.push((e.payload.len(), e.null_value));
+        own_keys.push(e.own_key.then_some(e.key_b64));
     }
     finish(
         buf,
@@ -103,11 +102,13 @@ pub(crate) fn typed_many(
     )
 }
 
-/// The messages of encoded payloads (`buf` cut at `lens`) with the per-message options.
+/// The messages of encoded payloads (`buf` cut at `lens`, each with its null-value flag)
+/// with the per-message options; `own_keys`: a SEPARATED key/value's key (Some(None) for a
+/// None key half), None for other schemas.
 fn finish(
     buf: BytesMut,
     lens: Vec<(usize, bool)>,
-    own_keys: Vec<Option<String>>,
+    own_keys: Vec<Option<Option<String>>>,
     keys: Option<&Bound<'_, PyAny>>,
     properties: Option<&Bound<'_, PyAny>>,
     event_times: Option<&Bound<'_, PyAny>>,
@@ -120,16 +121,17 @@ fn finish(
         )));
     }
     let mut msgs = Vec::with_capacity(lens.len());
-    for (i, ((payload, _), own_key)) in freeze_slices(buf, &lens)
+    for (i, ((payload, null), own_key)) in freeze_slices(buf, &lens)
         .into_iter()
         .zip(own_keys)
         .enumerate()
     {
         let mut m = OutgoingMessage::new(payload, 0);
         opts.apply(i, &mut m);
+        m.null_value = null;
         if let Some(k) = own_key {
-            m.key = Some(k);
-            m.partition_key_b64 = true;
+            m.partition_key_b64 = k.is_some();
+            m.key = k;
         }
         msgs.push(m);
     }
