@@ -129,10 +129,32 @@ def from_plain(cls: Any, d: Any) -> Any:
     return Measure(**{**d, "grade": grade, "origin": from_plain(Label, d["origin"])})
 
 
+#: The protobuf classes of protos.py (one pool for the module): Reading, Point, Other.
+PB = reading_classes()
+
+
+def pb_values(start: int, n: int) -> list[Any]:
+    reading, point, _ = PB
+    return [sample(reading, point, i) for i in range(start, start + n)]
+
+
+def pb_plain(v: Any) -> Optional[str]:
+    # Protobuf values travel to Java serialized (base64), parsed there by the generated
+    # class: JsonFormat's parser would turn -0.0 (a Point's y in the samples) into 0.0.
+    return None if v is None else base64.b64encode(v.SerializeToString()).decode()
+
+
+def pb_from_java(printed: Any) -> Any:
+    """A Reading from the Java client's JsonFormat print of one."""
+    from google.protobuf import json_format
+
+    return None if printed is None else json_format.ParseDict(printed, PB[0]())
+
+
 @dataclasses.dataclass(frozen=True)
 class KvCase:
     key: str  # "string" | "json"
-    value: str  # "json" | "avro"
+    value: str  # "json" | "avro" | "pb"
     encoding: str  # "INLINE" | "SEPARATED"
 
     @property
@@ -141,29 +163,37 @@ class KvCase:
 
     def schema(self) -> KeyValueSchema:
         key: Schema = StringSchema() if self.key == "string" else JsonSchema(Label)
-        value: Schema = JsonSchema(Measure) if self.value == "json" else AvroSchema(Measure)
+        value: Schema = {"json": JsonSchema, "avro": AvroSchema}.get(
+            self.value, lambda _: ProtobufNative(PB[0])
+        )(Measure)
         return KeyValueSchema(key, value, encoding=self.encoding.lower())
 
-    def values(self, start: int, n: int) -> list[tuple[Any, Measure]]:
-        out: list[tuple[Any, Measure]] = []
+    def values(self, start: int, n: int) -> list[tuple[Any, Any]]:
+        """Pairs; every third has a None value and the one after it a None key."""
+        out: list[tuple[Any, Any]] = []
         for i in range(start, start + n):
             key: Any = f"k{i}" if self.key == "string" else Label(name=f"n{i}", shard=-i)
-            out.append((key, measure(i)))
+            value = pb_values(i, 1)[0] if self.value == "pb" else measure(i)
+            out.append((None if i % 3 == 2 else key, None if i % 3 == 1 else value))
         return out
 
-    def task(self, topic: str, values: list[tuple[Any, Measure]], expect: int) -> dict[str, Any]:
+    def task(self, topic: str, values: list[tuple[Any, Any]], expect: int) -> dict[str, Any]:
+        value_plain = pb_plain if self.value == "pb" else plain
         return {
             "topic": topic,
             "schema": "kv",
             "key": self.key,
             "value": self.value,
             "encoding": self.encoding,
-            "values": [{"key": plain(k), "value": plain(v)} for k, v in values],
+            "values": [{"key": plain(k), "value": value_plain(v)} for k, v in values],
             "expect": expect,
         }
 
-    def from_java(self, printed: Any) -> tuple[Any, Measure]:
+    def from_java(self, printed: Any) -> tuple[Any, Any]:
         key = printed["key"] if self.key == "string" else from_plain(Label, printed["key"])
+        assert key != "", "a None key read back as an empty string"
+        if self.value == "pb":
+            return key, pb_from_java(printed["value"])
         return key, from_plain(Measure, printed["value"])
 
 
@@ -172,6 +202,7 @@ KV_CASES = [
     KvCase("json", "avro", "INLINE"),
     KvCase("string", "avro", "SEPARATED"),
     KvCase("json", "json", "SEPARATED"),
+    KvCase("string", "pb", "INLINE"),
 ]
 #: Values each side writes on every topic.
 OURS_N, JAVA_N = 3, 6
@@ -315,38 +346,24 @@ class Topics:
     kv: dict[KvCase, str]
 
 
-@pytest.fixture(scope="module")
-def pb_classes() -> tuple[Any, Any, Any]:
-    return reading_classes()
-
-
-def _pb_values(pb_classes: tuple[Any, Any, Any], start: int, n: int) -> list[Any]:
-    reading, point, _ = pb_classes
-    return [sample(reading, point, i) for i in range(start, start + n)]
-
-
 def _pb_task(topic: str, values: list[Any], expect: int) -> dict[str, Any]:
-    # The values travel to Java serialized (base64), parsed there by the generated class:
-    # JsonFormat's parser would turn -0.0 (a Point's y in the samples) into 0.0.
     return {
         "topic": topic,
         "schema": "pb",
-        "values": [base64.b64encode(v.SerializeToString()).decode() for v in values],
+        "values": [pb_plain(v) for v in values],
         "expect": expect,
     }
 
 
 @pytest.fixture(scope="module")
-def java_wrote(
-    apache_broker: Any, java_cmd: list[str], pb_classes: tuple[Any, Any, Any]
-) -> Iterator[Topics]:
+def java_wrote(apache_broker: Any, java_cmd: list[str]) -> Iterator[Topics]:
     """Ours registers first and writes OURS_N values, then Java writes JAVA_N, per topic."""
-    reading = pb_classes[0]
+    reading = PB[0]
     topics = Topics(_topic("pb"), {case: _topic(case.id) for case in KV_CASES})
-    tasks = [_pb_task(topics.pb, _pb_values(pb_classes, OURS_N, JAVA_N), 0)]
+    tasks = [_pb_task(topics.pb, pb_values(OURS_N, JAVA_N), 0)]
     with streamwire.Client(apache_broker.service_url) as client:
         p = client.create_producer(topics.pb, schema=ProtobufNative(reading))
-        p.send_many(_pb_values(pb_classes, 0, OURS_N))
+        p.send_many(pb_values(0, OURS_N))
         p.close()
         for case, topic in topics.kv.items():
             p = client.create_producer(topic, schema=case.schema())
@@ -374,16 +391,14 @@ def _auto(task: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def java_read(
-    apache_broker: Any, java_cmd: list[str], pb_classes: tuple[Any, Any, Any]
-) -> Iterator[JavaRead]:
+def java_read(apache_broker: Any, java_cmd: list[str]) -> Iterator[JavaRead]:
     """Java registers first and writes JAVA_N values, ours then writes OURS_N, per topic; on
     the ``auto`` topics only ours writes, Java reading with AUTO_CONSUME."""
-    reading = pb_classes[0]
+    reading = PB[0]
     topics = Topics(_topic("pb"), {case: _topic(case.id) for case in KV_CASES})
     auto = Topics(_topic("pb-auto"), {case: _topic(f"auto-{case.id}") for case in KV_CASES})
     n = JAVA_N + OURS_N
-    tasks = [_pb_task(topics.pb, _pb_values(pb_classes, 0, JAVA_N), n)]
+    tasks = [_pb_task(topics.pb, pb_values(0, JAVA_N), n)]
     tasks += [case.task(t, case.values(0, JAVA_N), n) for case, t in topics.kv.items()]
     tasks += [_auto(_pb_task(auto.pb, [], 0))]
     tasks += [_auto(case.task(t, [], 0)) for case, t in auto.kv.items()]
@@ -393,7 +408,7 @@ def java_read(
         with streamwire.Client(apache_broker.service_url) as client:
             for t in (topics.pb, auto.pb):
                 p = client.create_producer(t, schema=ProtobufNative(reading))
-                p.send_many(_pb_values(pb_classes, JAVA_N, OURS_N))
+                p.send_many(pb_values(JAVA_N, OURS_N))
                 p.close()
             for case in KV_CASES:
                 for t in (topics.kv[case], auto.kv[case]):
@@ -455,10 +470,9 @@ def test_protobuf_java_producer_to_streamwire_consumer(
     apache_broker: Any,
     apache_admin: Any,
     java_wrote: Topics,
-    pb_classes: tuple[Any, Any, Any],
 ) -> None:
-    reading = pb_classes[0]
-    want = _pb_values(pb_classes, 0, OURS_N + JAVA_N)
+    reading = PB[0]
+    want = pb_values(0, OURS_N + JAVA_N)
     with streamwire.Client(apache_broker.service_url) as client:
         got = _receive_all(client, java_wrote.pb, ProtobufNative(reading), len(want))
         assert [m.value for m in got] == want
@@ -504,14 +518,10 @@ def _same_root_and_parsing_info(held: list[dict[str, Any]]) -> None:
 
 
 def test_protobuf_streamwire_producer_to_java_consumer(
-    apache_admin: Any, java_read: JavaRead, pb_classes: tuple[Any, Any, Any]
+    apache_admin: Any, java_read: JavaRead
 ) -> None:
-    from google.protobuf import json_format
-
-    reading = pb_classes[0]
-    want = _pb_values(pb_classes, 0, JAVA_N + OURS_N)
-    got = [json_format.ParseDict(d, reading()) for d in java_read.printed[java_read.topics.pb]]
-    assert got == want
+    got = [pb_from_java(d) for d in java_read.printed[java_read.topics.pb]]
+    assert got == pb_values(0, JAVA_N + OURS_N)
     # Java registered first; our producer's descriptor was accepted as a second version.
     held = _versions(apache_admin, java_read.topics.pb)
     assert [h["type"] for h in held] == ["PROTOBUF_NATIVE", "PROTOBUF_NATIVE"]
@@ -519,16 +529,11 @@ def test_protobuf_streamwire_producer_to_java_consumer(
 
 
 def test_protobuf_java_auto_consume_decodes_with_our_registered_descriptor(
-    java_read: JavaRead, pb_classes: tuple[Any, Any, Any]
+    java_read: JavaRead,
 ) -> None:
     # Java's AUTO_CONSUME builds its DynamicMessage descriptor from our FileDescriptorSet.
-    from google.protobuf import json_format
-
-    reading = pb_classes[0]
     printed = java_read.printed[java_read.auto.pb]
-    assert [json_format.ParseDict(d, reading()) for d in printed] == _pb_values(
-        pb_classes, JAVA_N, OURS_N
-    )
+    assert [pb_from_java(d) for d in printed] == pb_values(JAVA_N, OURS_N)
 
 
 # --------------------------------------------------------------------------------------------
@@ -545,11 +550,13 @@ def test_key_value_java_producer_to_streamwire_consumer(
         # (.value decodes on first access, fetching the writer's version: client open.)
         assert [m.value for m in got] == want
     if case.encoding == "SEPARATED":
-        # Java's key: the key's encoding, base64, as the message key (as ours writes it).
-        assert got[-1].key is not None
-        assert base64.b64decode(got[-1].key) == case.schema().key.encode(want[-1][0])
+        # Java's key: the key's encoding, base64, as the message key (as ours writes it);
+        # a None key half is no key at all.
+        assert want[-3][0] is not None and got[-3].key is not None
+        assert base64.b64decode(got[-3].key) == case.schema().key.encode(want[-3][0])
+        assert [m.key is None for m in got] == [k is None for k, _ in want]
     else:
-        assert got[-1].key is None
+        assert all(m.key is None for m in got)
     held = _versions(apache_admin, topic)
     assert [h["type"] for h in held] == ["KEY_VALUE", "KEY_VALUE"]
 

@@ -7,15 +7,16 @@
 //   java SchemaInterop <serviceUrl> consume   < tasks   # registers first, then reads
 //
 // stdin's first line is a JSON array of tasks {"topic", "schema": "pb" | "kv" | "auto", "key":
-// "string" | "json", "value": "json" | "avro", "encoding": "INLINE" | "SEPARATED",
+// "string" | "json", "value": "json" | "avro" | "pb", "encoding": "INLINE" | "SEPARATED",
 // "values": [...], "expect": n}; a protobuf value is the base64 of its encoding, a KeyValue
-// value {"key": ..., "value": {...}}. "produce" sends the values and prints "SENT <topic>".
-// "consume" creates each task's producer (so the Java client's schema is registered first)
-// and sends its values, subscribes from the earliest message, prints "READY", waits for a
-// "GO" line (the Python side has written its messages meanwhile), then prints each of the
-// "expect" messages it receives as "GOT " and one line of JSON {"topic", "value"} (protobuf
-// values printed with JsonFormat), and "DONE". (The client logs on stdout too.) An "auto"
-// task has no values: its consumer is AUTO_CONSUME, decoding with the registered schema only.
+// value {"key": ..., "value": ...} (null: a null half). "produce" sends the values and prints
+// "SENT <topic>". "consume" creates each task's producer (so the Java client's schema is
+// registered first) and sends its values, subscribes from the earliest message, prints
+// "READY", waits for a "GO" line (the Python side has written its messages meanwhile), then
+// prints each of the "expect" messages it receives as "GOT " and one line of JSON {"topic",
+// "value"} (protobuf values printed with JsonFormat), and "DONE". (The client logs on stdout
+// too.) An "auto" task has no values: its consumer is AUTO_CONSUME, decoding with the
+// registered schema only.
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -83,10 +84,13 @@ public class SchemaInterop {
             return (Schema) Schema.PROTOBUF_NATIVE(Reading.class);
         }
         Schema key = task.get("key").asText().equals("string") ? Schema.STRING : Schema.JSON(Label.class);
+        String kind = task.get("value").asText();
         Schema value =
-                task.get("value").asText().equals("json")
+                kind.equals("json")
                         ? Schema.JSON(Measure.class)
-                        : Schema.AVRO(Measure.class);
+                        : kind.equals("avro")
+                                ? Schema.AVRO(Measure.class)
+                                : Schema.PROTOBUF_NATIVE(Reading.class);
         KeyValueEncodingType enc = KeyValueEncodingType.valueOf(task.get("encoding").asText());
         return (Schema) Schema.KeyValue(key, value, enc);
     }
@@ -95,43 +99,46 @@ public class SchemaInterop {
         if (task.get("schema").asText().equals("pb")) {
             return Reading.parseFrom(Base64.getDecoder().decode(v.asText()));
         }
+        // A JSON null is a null half.
+        JsonNode k = v.get("key");
+        JsonNode val = v.get("value");
         Object key =
-                task.get("key").asText().equals("string")
-                        ? v.get("key").asText()
-                        : MAPPER.treeToValue(v.get("key"), Label.class);
-        return new KeyValue<>(key, MAPPER.treeToValue(v.get("value"), Measure.class));
+                k.isNull()
+                        ? null
+                        : task.get("key").asText().equals("string")
+                                ? k.asText()
+                                : MAPPER.treeToValue(k, Label.class);
+        Object value =
+                val.isNull()
+                        ? null
+                        : task.get("value").asText().equals("pb")
+                                ? Reading.parseFrom(Base64.getDecoder().decode(val.asText()))
+                                : MAPPER.treeToValue(val, Measure.class);
+        return new KeyValue<>(key, value);
     }
 
-    static JsonNode print(JsonNode task, Object v) throws Exception {
-        if (v instanceof GenericRecord) {
-            // AUTO_CONSUME: decoded with the writer's registered schema info alone.
-            // A protobuf DynamicMessage, a KeyValue, or the record itself.
-            Object nat = ((GenericRecord) v).getNativeObject();
-            if (nat instanceof MessageOrBuilder) {
-                return MAPPER.readTree(JsonFormat.printer().print((MessageOrBuilder) nat));
-            }
-            return plain(nat);
+    /** JSON of a decoded value: messages (JsonFormat), POJOs, KeyValue, generic records. */
+    static JsonNode plain(Object o) throws Exception {
+        if (o instanceof MessageOrBuilder) {
+            return MAPPER.readTree(JsonFormat.printer().print((MessageOrBuilder) o));
         }
-        if (v instanceof Reading) {
-            return MAPPER.readTree(JsonFormat.printer().print((Reading) v));
-        }
-        return plain(v);
-    }
-
-    /** JSON of a decoded value: POJOs, KeyValue, and the generic records of AUTO_CONSUME. */
-    static JsonNode plain(Object o) {
         if (o instanceof KeyValue) {
             ObjectNode out = MAPPER.createObjectNode();
             out.set("key", plain(((KeyValue<?, ?>) o).getKey()));
             out.set("value", plain(((KeyValue<?, ?>) o).getValue()));
             return out;
         }
+        if (o instanceof JsonNode) {
+            return (JsonNode) o;
+        }
+        if (o instanceof GenericRecord && ((GenericRecord) o).getNativeObject() != o) {
+            // AUTO_CONSUME's records, decoded with the writer's registered schema info alone:
+            // a protobuf DynamicMessage, a KeyValue, an Avro record or a JSON tree (whose
+            // field API would wrap arrays as empty records).
+            return plain(((GenericRecord) o).getNativeObject());
+        }
         if (o instanceof GenericRecord) {
             GenericRecord r = (GenericRecord) o;
-            if (r.getNativeObject() instanceof JsonNode) {
-                // A JSON record: its field API wraps arrays as (empty) records; the tree is whole.
-                return (JsonNode) r.getNativeObject();
-            }
             ObjectNode out = MAPPER.createObjectNode();
             for (Field f : r.getFields()) {
                 out.set(f.getName(), plain(r.getField(f)));
@@ -219,7 +226,7 @@ public class SchemaInterop {
                     }
                     ObjectNode line = MAPPER.createObjectNode();
                     line.put("topic", task.get("topic").asText());
-                    line.set("value", print(task, m.getValue()));
+                    line.set("value", plain(m.getValue()));
                     System.out.println("GOT " + MAPPER.writeValueAsString(line));
                     c.acknowledge(m);
                 }
