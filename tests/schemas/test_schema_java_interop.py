@@ -27,6 +27,7 @@ import enum
 import hashlib
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -225,12 +226,20 @@ def _fetch(url: str) -> bytes:
         return data
 
 
+#: Maven Central's classifier of protoc for this machine (``platform.machine()``).
+PROTOC_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch_64", "arm64": "aarch_64"}
+
+
 def protoc(version: str) -> Path:
     """The cached ``protoc`` of ``version``, downloaded from Maven Central on first use."""
     exe = cache_root() / f"protoc-{version}" / "protoc"
     if exe.is_file() and os.access(exe, os.X_OK):
         return exe
-    base = f"{MAVEN_CENTRAL}/com/google/protobuf/protoc/{version}/protoc-{version}-linux-x86_64.exe"
+    arch = PROTOC_ARCH.get(platform.machine().lower())
+    if arch is None:
+        pytest.fail(f"no protoc on Maven Central for {platform.machine()}", pytrace=False)
+    name = f"protoc-{version}-linux-{arch}.exe"
+    base = f"{MAVEN_CENTRAL}/com/google/protobuf/protoc/{version}/{name}"
     try:
         data = _fetch(base)
         want = _fetch(base + ".sha1").decode().split()[0]
@@ -300,8 +309,8 @@ class JavaRun:
             text=True,
             env=JAVA_ENV,
         )
-        # A hung JVM must not hang the session: killed after 240 s whatever it does.
-        self.timer = threading.Timer(240, self.proc.kill)
+        # A hung JVM must not hang the session: killed after 300 s whatever it does.
+        self.timer = threading.Timer(300, self.proc.kill)
         self.timer.start()
         assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps(tasks) + "\n")
@@ -320,7 +329,8 @@ class JavaRun:
             if line == last:
                 return out
             out.append(line)
-        self.fail(f"exited (rc={self.proc.wait()}) before {last!r}; stdout: {out[-5:]}")
+        tail = "\n".join(out[-30:])
+        self.fail(f"exited (rc={self.proc.wait()}) before {last!r}; stdout (end):\n{tail}")
         return out
 
     def send(self, line: str) -> None:
@@ -334,6 +344,12 @@ class JavaRun:
             self.proc.kill()
         self.proc.wait()
         self.err.close()
+
+
+def _client(broker: Any) -> streamwire.Client:
+    # A loaded 2-core machine (a fresh broker creating a dozen topics' ledgers at once) can
+    # take longer than the default 30 s; the Java client is given the same 120 s.
+    return streamwire.Client(broker.service_url, operation_timeout=120)
 
 
 def _topic(what: str) -> str:
@@ -361,7 +377,7 @@ def java_wrote(apache_broker: Any, java_cmd: list[str]) -> Iterator[Topics]:
     reading = PB[0]
     topics = Topics(_topic("pb"), {case: _topic(case.id) for case in KV_CASES})
     tasks = [_pb_task(topics.pb, pb_values(OURS_N, JAVA_N), 0)]
-    with streamwire.Client(apache_broker.service_url) as client:
+    with _client(apache_broker) as client:
         p = client.create_producer(topics.pb, schema=ProtobufNative(reading))
         p.send_many(pb_values(0, OURS_N))
         p.close()
@@ -405,7 +421,7 @@ def java_read(apache_broker: Any, java_cmd: list[str]) -> Iterator[JavaRead]:
     run = JavaRun(java_cmd, apache_broker.service_url, "consume", tasks)
     try:
         run.lines_until("READY")
-        with streamwire.Client(apache_broker.service_url) as client:
+        with _client(apache_broker) as client:
             for t in (topics.pb, auto.pb):
                 p = client.create_producer(t, schema=ProtobufNative(reading))
                 p.send_many(pb_values(JAVA_N, OURS_N))
@@ -437,7 +453,7 @@ def _versions(admin: Any, topic: str) -> list[dict[str, Any]]:
 
 def _receive_all(client: Any, topic: str, schema: Schema, n: int) -> list[Any]:
     c = client.subscribe(topic, "sw", initial_position="earliest", schema=schema)
-    got = [c.receive(timeout=15) for _ in range(n)]
+    got = [c.receive(timeout=60) for _ in range(n)]
     assert c.receive_many(10, timeout=0.5) == []
     c.close()
     return got
@@ -473,7 +489,7 @@ def test_protobuf_java_producer_to_streamwire_consumer(
 ) -> None:
     reading = PB[0]
     want = pb_values(0, OURS_N + JAVA_N)
-    with streamwire.Client(apache_broker.service_url) as client:
+    with _client(apache_broker) as client:
         got = _receive_all(client, java_wrote.pb, ProtobufNative(reading), len(want))
         assert [m.value for m in got] == want
         assert all(isinstance(m.value, reading) for m in got)
@@ -485,7 +501,7 @@ def test_protobuf_java_producer_to_streamwire_consumer(
         )
         rows: list[Any] = []
         while len(rows) < len(want):
-            batch = c.receive_arrow(100, timeout=15, columns=["value"])
+            batch = c.receive_arrow(100, timeout=60, columns=["value"])
             assert batch.num_rows, f"received {len(rows)} of {len(want)}"
             rows.extend(batch.column("value").to_pylist())
         c.close()
@@ -545,7 +561,7 @@ def test_key_value_java_producer_to_streamwire_consumer(
 ) -> None:
     topic = java_wrote.kv[case]
     want = case.values(0, OURS_N + JAVA_N)
-    with streamwire.Client(apache_broker.service_url) as client:
+    with _client(apache_broker) as client:
         got = _receive_all(client, topic, case.schema(), len(want))
         # (.value decodes on first access, fetching the writer's version: client open.)
         assert [m.value for m in got] == want

@@ -177,14 +177,18 @@ public class SchemaInterop {
         if (task.get("values").size() == 0) {
             return;
         }
-        Producer<Object> p = client.newProducer(schema(task)).topic(task.get("topic").asText()).create();
+        Producer<Object> p =
+                client.newProducer(schema(task))
+                        .topic(task.get("topic").asText())
+                        .sendTimeout(0, TimeUnit.SECONDS)
+                        .create();
         List<CompletableFuture<?>> sent = new ArrayList<>();
         for (JsonNode v : task.get("values")) {
             sent.add(p.sendAsync(value(task, v)));
         }
         p.flush();
         for (CompletableFuture<?> f : sent) {
-            f.get(30, TimeUnit.SECONDS);
+            f.get(120, TimeUnit.SECONDS);
         }
         p.close();
     }
@@ -192,7 +196,12 @@ public class SchemaInterop {
     public static void main(String[] args) throws Exception {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         JsonNode tasks = MAPPER.readTree(in.readLine());
-        PulsarClient client = PulsarClient.builder().serviceUrl(args[0]).build();
+        // Generous timeouts: the test machine is a loaded 2-core box.
+        PulsarClient client =
+                PulsarClient.builder()
+                        .serviceUrl(args[0])
+                        .operationTimeout(120, TimeUnit.SECONDS)
+                        .build();
         if (args[1].equals("produce")) {
             for (JsonNode task : tasks) {
                 send(client, task);
@@ -219,7 +228,7 @@ public class SchemaInterop {
                 JsonNode task = tasks.get(i);
                 Consumer<Object> c = consumers.get(i);
                 for (int n = 0; n < task.get("expect").asInt(); n++) {
-                    Message<Object> m = c.receive(30, TimeUnit.SECONDS);
+                    Message<Object> m = c.receive(120, TimeUnit.SECONDS);
                     if (m == null) {
                         throw new IllegalStateException(
                                 "timed out on " + task.get("topic").asText() + " after " + n);
