@@ -134,9 +134,13 @@ def from_plain(cls: Any, d: Any) -> Any:
 PB = reading_classes()
 
 
-def pb_values(start: int, n: int) -> list[Any]:
+def pb_values(start: int, n: int, nulls: bool = False) -> list[Any]:
+    """Readings ``start`` .. ``start + n``; with ``nulls`` every third one is None (a null
+    value: ``null_value`` on the wire, as the Java client sends a null)."""
     reading, point, _ = PB
-    return [sample(reading, point, i) for i in range(start, start + n)]
+    return [
+        None if nulls and i % 3 == 1 else sample(reading, point, i) for i in range(start, start + n)
+    ]
 
 
 def pb_plain(v: Any) -> Optional[str]:
@@ -204,6 +208,7 @@ KV_CASES = [
     KvCase("string", "avro", "SEPARATED"),
     KvCase("json", "json", "SEPARATED"),
     KvCase("string", "pb", "INLINE"),
+    KvCase("json", "pb", "SEPARATED"),
 ]
 #: Values each side writes on every topic.
 OURS_N, JAVA_N = 3, 6
@@ -376,10 +381,10 @@ def java_wrote(apache_broker: Any, java_cmd: list[str]) -> Iterator[Topics]:
     """Ours registers first and writes OURS_N values, then Java writes JAVA_N, per topic."""
     reading = PB[0]
     topics = Topics(_topic("pb"), {case: _topic(case.id) for case in KV_CASES})
-    tasks = [_pb_task(topics.pb, pb_values(OURS_N, JAVA_N), 0)]
+    tasks = [_pb_task(topics.pb, pb_values(OURS_N, JAVA_N, nulls=True), 0)]
     with _client(apache_broker) as client:
         p = client.create_producer(topics.pb, schema=ProtobufNative(reading))
-        p.send_many(pb_values(0, OURS_N))
+        p.send_many(pb_values(0, OURS_N, nulls=True))
         p.close()
         for case, topic in topics.kv.items():
             p = client.create_producer(topic, schema=case.schema())
@@ -414,7 +419,7 @@ def java_read(apache_broker: Any, java_cmd: list[str]) -> Iterator[JavaRead]:
     topics = Topics(_topic("pb"), {case: _topic(case.id) for case in KV_CASES})
     auto = Topics(_topic("pb-auto"), {case: _topic(f"auto-{case.id}") for case in KV_CASES})
     n = JAVA_N + OURS_N
-    tasks = [_pb_task(topics.pb, pb_values(0, JAVA_N), n)]
+    tasks = [_pb_task(topics.pb, pb_values(0, JAVA_N, nulls=True), n)]
     tasks += [case.task(t, case.values(0, JAVA_N), n) for case, t in topics.kv.items()]
     tasks += [_auto(_pb_task(auto.pb, [], 0))]
     tasks += [_auto(case.task(t, [], 0)) for case, t in auto.kv.items()]
@@ -422,9 +427,9 @@ def java_read(apache_broker: Any, java_cmd: list[str]) -> Iterator[JavaRead]:
     try:
         run.lines_until("READY")
         with _client(apache_broker) as client:
-            for t in (topics.pb, auto.pb):
+            for t, nulls in [(topics.pb, True), (auto.pb, False)]:
                 p = client.create_producer(t, schema=ProtobufNative(reading))
-                p.send_many(pb_values(JAVA_N, OURS_N))
+                p.send_many(pb_values(JAVA_N, OURS_N, nulls))
                 p.close()
             for case in KV_CASES:
                 for t in (topics.kv[case], auto.kv[case]):
@@ -488,11 +493,12 @@ def test_protobuf_java_producer_to_streamwire_consumer(
     java_wrote: Topics,
 ) -> None:
     reading = PB[0]
-    want = pb_values(0, OURS_N + JAVA_N)
+    want = pb_values(0, OURS_N + JAVA_N, nulls=True)
+    assert None in want[:OURS_N] and None in want[OURS_N:]
     with _client(apache_broker) as client:
         got = _receive_all(client, java_wrote.pb, ProtobufNative(reading), len(want))
         assert [m.value for m in got] == want
-        assert all(isinstance(m.value, reading) for m in got)
+        assert all(isinstance(m.value, reading) for m in got if m.value is not None)
         # Java's producer registered its own descriptor as a second version of our topic.
         ours_v, java_v = got[0].schema_version, got[-1].schema_version
         assert ours_v != java_v and {m.schema_version for m in got} == {ours_v, java_v}
@@ -506,6 +512,9 @@ def test_protobuf_java_producer_to_streamwire_consumer(
             rows.extend(batch.column("value").to_pylist())
         c.close()
     for row, v in zip(rows, want):
+        if v is None:
+            assert row is None  # a null value is a null row
+            continue
         assert sorted(row.pop("sizes")) == sorted(v.sizes.items())
         assert row == _arrow_row(v)
     held = _versions(apache_admin, java_wrote.pb)
@@ -537,7 +546,9 @@ def test_protobuf_streamwire_producer_to_java_consumer(
     apache_admin: Any, java_read: JavaRead
 ) -> None:
     got = [pb_from_java(d) for d in java_read.printed[java_read.topics.pb]]
-    assert got == pb_values(0, JAVA_N + OURS_N)
+    want = pb_values(0, JAVA_N + OURS_N, nulls=True)
+    assert None in want[:JAVA_N] and None in want[JAVA_N:]
+    assert got == want
     # Java registered first; our producer's descriptor was accepted as a second version.
     held = _versions(apache_admin, java_read.topics.pb)
     assert [h["type"] for h in held] == ["PROTOBUF_NATIVE", "PROTOBUF_NATIVE"]

@@ -97,7 +97,8 @@ public class SchemaInterop {
 
     static Object value(JsonNode task, JsonNode v) throws Exception {
         if (task.get("schema").asText().equals("pb")) {
-            return Reading.parseFrom(Base64.getDecoder().decode(v.asText()));
+            // null: a null value (the producer sets null_value).
+            return v.isNull() ? null : Reading.parseFrom(Base64.getDecoder().decode(v.asText()));
         }
         // A JSON null is a null half.
         JsonNode k = v.get("key");

@@ -102,7 +102,19 @@ impl Codec {
                 }
                 Bytes::from(encode_inline(k.as_deref(), v.as_deref()))
             }
-            _ => Bytes::from(self.encode_half(py, obj)?.unwrap_or_default()),
+            _ => {
+                let half = self.encode_half(py, obj)?;
+                // A None protobuf message is a null value (as the Java client sends null),
+                // read back as None, not as an empty (all-default) message. Bytes and
+                // strings keep sending None as the empty payload, as before.
+                let null_value = half.is_none() && matches!(self.kind, Kind::Protobuf(_));
+                return Ok(Encoded {
+                    payload: Bytes::from(half.unwrap_or_default()),
+                    own_key: false,
+                    key_b64: None,
+                    null_value,
+                });
+            }
         };
         Ok(Encoded {
             payload,
@@ -349,6 +361,10 @@ impl Typed {
         py: Python<'_>,
         m: &streamwire_pulsar::consumer::ReceivedMessage,
     ) -> PyResult<Value> {
+        if m.null_value() {
+            // A null value (the Java client's null): a null row, not a decode of b"".
+            return Ok(Value::Null);
+        }
         let codec = match &self.codec.kind {
             Kind::Record { codec, .. } => codec,
             Kind::Protobuf(p) => {
