@@ -41,7 +41,8 @@ pub(crate) fn typed_batch<'py>(
         .collect::<PyResult<Vec<Value>>>()?;
     let refs: Vec<&Value> = values.iter().collect();
     let b = ArrowBuilder::new(py, msgs.len())?;
-    let col = column_of(&b, schema, schema.root, &refs, true)?;
+    // A message sent with null_value is a Null record: column() makes it a null row.
+    let col = column(&b, schema, schema.root, &refs)?;
     let cols = batch.getattr("columns")?.cast_into::<PyList>()?;
     cols.insert(at, col)?;
     let kwargs = PyDict::new(py);
@@ -68,23 +69,16 @@ fn column<'py>(
     id: NodeId,
     vals: &[&Value],
 ) -> PyResult<Bound<'py, PyAny>> {
-    column_of(b, s, id, vals, false)
-}
-
-/// `column`; `null_rows`: a Null value is a null row even where the node is not a nullable
-/// union (the root record of a message sent with `null_value`).
-fn column_of<'py>(
-    b: &ArrowBuilder<'py>,
-    s: &AvroSchema,
-    id: NodeId,
-    vals: &[&Value],
-    null_rows: bool,
-) -> PyResult<Bound<'py, PyAny>> {
     let py = b.pa().py();
-    let nulls = || b.validity(vals.iter().map(|v| !matches!(v, Value::Null)));
     let (id, valid) = match s.nullable_inner(id) {
-        Some(inner) => (inner, nulls()),
-        None if null_rows => (id, nulls()),
+        Some(inner) => (
+            inner,
+            b.validity(vals.iter().map(|v| !matches!(v, Value::Null))),
+        ),
+        None if vals.iter().any(|v| matches!(v, Value::Null)) => (
+            id,
+            b.validity(vals.iter().map(|v| !matches!(v, Value::Null))),
+        ),
         None => (id, None),
     };
     Ok(match s.node(id) {

@@ -89,7 +89,14 @@ pub(crate) fn typed_many(
         })?;
         buf.extend_from_slice(&e.payload);
         lens.push((e.payload.len(), e.null_value));
-        own_keys.push(e.own_key.then_some(e.key_b64));
+        // A SEPARATED key/value's None key half: no key (None here), and keys= still
+        // refused, as for the values that have a key.
+        if e.own_key && keys.is_some() {
+            return Err(to_py(Error::invalid(
+                "a SEPARATED key/value schema sends the values' keys; do not also give keys=",
+            )));
+        }
+        own_keys.push(e.key_b64);
     }
     finish(
         buf,
@@ -103,12 +110,11 @@ pub(crate) fn typed_many(
 }
 
 /// The messages of encoded payloads (`buf` cut at `lens`, each with its null-value flag)
-/// with the per-message options; `own_keys`: a SEPARATED key/value's key (Some(None) for a
-/// None key half), None for other schemas.
+/// with the per-message options.
 fn finish(
     buf: BytesMut,
     lens: Vec<(usize, bool)>,
-    own_keys: Vec<Option<Option<String>>>,
+    own_keys: Vec<Option<String>>,
     keys: Option<&Bound<'_, PyAny>>,
     properties: Option<&Bound<'_, PyAny>>,
     event_times: Option<&Bound<'_, PyAny>>,
@@ -130,8 +136,8 @@ fn finish(
         opts.apply(i, &mut m);
         m.null_value = null;
         if let Some(k) = own_key {
-            m.partition_key_b64 = k.is_some();
-            m.key = k;
+            m.key = Some(k);
+            m.partition_key_b64 = true;
         }
         msgs.push(m);
     }
