@@ -4,10 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-# System tools the test peers need: Java 17 + Maven (Apache Pulsar standalone), openssl (TLS
+# System tools the test peers need: a JDK 17 + Maven (Apache Pulsar standalone), openssl (TLS
 # certificates for the security tests). The machine image has them; install any that is missing.
 missing=()
-command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
+command -v javac >/dev/null || missing+=(openjdk-17-jdk-headless)  # javac: tests/schemas Java interop
 command -v mvn >/dev/null || missing+=(maven)
 command -v openssl >/dev/null || missing+=(openssl)
 if [ ${#missing[@]} -gt 0 ]; then

@@ -203,6 +203,10 @@ class AvroSchema(_RecordSchema):
 class KeyValueSchema(Schema):
     """``(key, value)`` tuples, each half with its own schema.
 
+    A ``None`` half is a null half, written as the Java client writes it (``"inline"``: a
+    length of -1; ``"separated"``: a None key is no message key, a None value an empty
+    payload flagged ``null_value``) and read back as ``None``.
+
     Args:
         key: the key's schema (not a ``KeyValueSchema``).
         value: the value's schema (not a ``KeyValueSchema``).
@@ -234,7 +238,9 @@ class ProtobufNative(Schema):
     ``FileDescriptorSet`` holding the class's ``.proto`` file and every file it imports
     (each once, imports first), the message's full name and its file's name. The broker
     refuses a change of the root message's full name (``IncompatibleSchemaError``). Values
-    are sent as ``SerializeToString()`` and received as ``message_class.FromString``;
+    are sent as ``SerializeToString()`` and received as ``message_class.FromString``
+    (``None`` is a null value, ``null_value`` on the wire as the Java client sends a null:
+    received as ``None``, a null row in ``receive_arrow``);
     payloads written with an older or newer descriptor of the same message read with the
     reader's class (protobuf fields are numbered). ``receive_arrow`` gives the ``value``
     column as a struct of the message's fields, decoded in Rust: nested messages as

@@ -32,3 +32,22 @@ def test_key_value_on_lite(lite_broker: Any, unique_topic: str) -> None:
         p.send(("k", Inner(a=1, tag=None)))
         r = client.create_reader(unique_topic, "earliest", schema=schema)
         assert r.read_next(timeout=10).value == ("k", Inner(a=1, tag=None))
+
+
+@pytest.mark.parametrize("encoding", ["inline", "separated"])
+def test_key_value_none_halves_on_lite(lite_broker: Any, unique_topic: str, encoding: str) -> None:
+    # A None half of any schema is a null half, as the Java client sends it: INLINE a -1
+    # length; SEPARATED a None value is null_value with an empty payload (read back as None,
+    # not decoded from b"") and a None key no message key (not base64 of b"", "" on reading).
+    schema = KeyValueSchema(StringSchema(), AvroSchema(Inner), encoding=encoding)
+    values = [("k", None), (None, Inner(a=1, tag="t")), (None, None), ("", Inner(a=2, tag=None))]
+    with streamwire.Client(lite_broker.service_url) as client:
+        p = client.create_producer(unique_topic, schema=schema)
+        p.send(values[0])
+        p.send_many(values[1:])
+        r = client.create_reader(unique_topic, "earliest", schema=schema)
+        got = [r.read_next(timeout=10) for _ in values]
+        assert [m.value for m in got] == values
+        if encoding == "separated":
+            assert [m.key for m in got] == ["aw==", None, None, ""]
+            assert got[0].data() == b""

@@ -269,3 +269,34 @@ def test_as_the_value_half_of_a_key_value_schema(
         assert [c.receive(timeout=15).value for _ in values] == values
         p.close()
         c.close()
+
+
+def test_none_is_a_null_value(
+    apache_broker: Any, unique_topic: str, classes: tuple[Any, Any, Any]
+) -> None:
+    # None goes out as null_value (as the Java client sends a null) and reads back as None,
+    # a null row in Arrow; it used to be an empty payload, read back as an all-default message.
+    reading, point, _ = classes
+    values = [sample(reading, point, 0), None, sample(reading, point, 1)]
+    with streamwire.Client(apache_broker.service_url) as client:
+        p = client.create_producer(unique_topic, schema=ProtobufNative(reading))
+        c = client.subscribe(
+            unique_topic, "s", initial_position="earliest", schema=ProtobufNative(reading)
+        )
+        a = client.subscribe(
+            unique_topic, "a", initial_position="earliest", schema=ProtobufNative(reading)
+        )
+        p.send(values[0])
+        p.send_many(values[1:])
+        got = [c.receive(timeout=15) for _ in values]
+        assert [m.value for m in got] == values
+        assert got[1].data() == b""
+        rows: list[Any] = []
+        while len(rows) < len(values):
+            batch = a.receive_arrow(10, timeout=15, columns=["value"])
+            assert batch.num_rows
+            rows.extend(batch.column("value").to_pylist())
+        assert rows[1] is None and rows[0]["sensor"] == "s0" and rows[2]["sensor"] == "s1"
+        p.close()
+        c.close()
+        a.close()

@@ -243,6 +243,7 @@ mod tests {
                     ("REAL_TOPIC".into(), "mine".into()),
                 ],
                 event_time: Some(5),
+                null_value: false,
             }
             .boxed(),
         }

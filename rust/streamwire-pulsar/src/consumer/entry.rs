@@ -51,6 +51,9 @@ pub struct Extras {
     pub ordering_key: Option<Bytes>,
     pub properties: Vec<(String, String)>,
     pub event_time: Option<u64>,
+    /// The producer sent a null value (`null_value`: the payload is empty), as the Java
+    /// client does for a null message or the null value half of a SEPARATED key/value.
+    pub null_value: bool,
 }
 
 impl Extras {
@@ -106,6 +109,11 @@ impl ReceivedMessage {
 
     pub fn event_time(&self) -> Option<u64> {
         self.extras.as_ref()?.event_time
+    }
+
+    /// Whether the producer marked the value null (`null_value`; the payload is empty).
+    pub fn null_value(&self) -> bool {
+        self.extras.as_ref().is_some_and(|x| x.null_value)
     }
 }
 
@@ -245,6 +253,7 @@ pub fn unpack(
                     .map(|kv| (kv.key.clone(), kv.value.clone()))
                     .collect(),
                 event_time: meta.event_time.filter(|&t| t != 0),
+                null_value: meta.null_value == Some(true),
             }
             .boxed(),
         });
@@ -301,6 +310,7 @@ pub fn unpack(
                     .map(|kv| (kv.key, kv.value))
                     .collect(),
                 event_time: single.event_time.filter(|&t| t != 0),
+                null_value: single.null_value == Some(true),
             }
             .boxed(),
         });
@@ -410,6 +420,34 @@ mod tests {
         let idx: Vec<i32> = u.messages.iter().map(|m| m.id.batch_index).collect();
         assert_eq!(idx, vec![1, 2]);
         assert_eq!((u.permits, u.skipped), (3, 1));
+    }
+
+    #[test]
+    fn null_value_is_kept_for_single_and_batched_messages() {
+        // The Java client's null value (a SEPARATED key/value's null value half): an empty
+        // payload flagged null_value, which decoders must see (it is not an empty value).
+        let single = section(
+            pb::MessageMetadata {
+                null_value: Some(true),
+                ..meta(None)
+            },
+            Bytes::new(),
+        );
+        let u = unpack(&ctx(), &cmd(vec![]), &single, None, |_| false).unwrap();
+        assert!(u.messages[0].null_value());
+        let mut out = BytesMut::new();
+        for null in [false, true] {
+            let mut m = OutgoingMessage::new(Bytes::from_static(b""), 0);
+            m.null_value = null;
+            encode_message(&single_metadata_for(&m), &m.payload, &mut out);
+        }
+        let s = section(meta(Some(2)), out.freeze());
+        let u = unpack(&ctx(), &cmd(vec![]), &s, None, |_| false).unwrap();
+        let nulls: Vec<bool> = u.messages.iter().map(ReceivedMessage::null_value).collect();
+        assert_eq!(nulls, vec![false, true]);
+        let plain = section(meta(None), Bytes::new());
+        let u = unpack(&ctx(), &cmd(vec![]), &plain, None, |_| false).unwrap();
+        assert!(!u.messages[0].null_value());
     }
 
     #[test]

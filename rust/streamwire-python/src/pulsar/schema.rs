@@ -55,7 +55,14 @@ pub(crate) struct Codec {
 /// The payload of one value, and for a SEPARATED key/value the base64 key.
 pub(crate) struct Encoded {
     pub payload: Bytes,
+    /// A SEPARATED key/value's key: the message key is the value's own (`own_key`), base64
+    /// of the key half's encoding, or no key at all for a None key half (as the Java client
+    /// sends a null key; an empty key would read back as an empty string, not None).
+    pub own_key: bool,
     pub key_b64: Option<String>,
+    /// A SEPARATED key/value's None value half: sent as `null_value` with an empty payload,
+    /// as the Java client sends it (its consumers read a null value only from that flag).
+    pub null_value: bool,
 }
 
 impl Codec {
@@ -74,21 +81,46 @@ impl Codec {
                     .ok_or_else(|| {
                         schema_error(py, "a key/value schema sends (key, value) tuples")
                     })?;
-                let k = key.encode_half(py, &t.get_item(0)?)?;
-                let v = value.encode_half(py, &t.get_item(1)?)?;
+                // A None half is a null half (INLINE: length -1; SEPARATED: no key, or a
+                // null value), whatever the half's schema: the Java client allows both.
+                let half = |c: &Codec, o: Bound<'_, PyAny>| {
+                    if o.is_none() {
+                        Ok(None)
+                    } else {
+                        c.encode_half(py, &o)
+                    }
+                };
+                let k = half(key, t.get_item(0)?)?;
+                let v = half(value, t.get_item(1)?)?;
                 if *separated {
                     return Ok(Encoded {
+                        null_value: v.is_none(),
                         payload: v.map(Bytes::from).unwrap_or_default(),
-                        key_b64: Some(b64::encode(k.as_deref().unwrap_or_default())),
+                        own_key: true,
+                        key_b64: k.as_deref().map(b64::encode),
                     });
                 }
                 Bytes::from(encode_inline(k.as_deref(), v.as_deref()))
             }
-            _ => Bytes::from(self.encode_half(py, obj)?.unwrap_or_default()),
+            _ => {
+                let half = self.encode_half(py, obj)?;
+                // A None protobuf message is a null value (as the Java client sends null),
+                // read back as None, not as an empty (all-default) message. Bytes and
+                // strings keep sending None as the empty payload, as before.
+                let null_value = half.is_none() && matches!(self.kind, Kind::Protobuf(_));
+                return Ok(Encoded {
+                    payload: Bytes::from(half.unwrap_or_default()),
+                    own_key: false,
+                    key_b64: None,
+                    null_value,
+                });
+            }
         };
         Ok(Encoded {
             payload,
+            own_key: false,
             key_b64: None,
+            null_value: false,
         })
     }
 
@@ -145,13 +177,20 @@ impl Codec {
 
     /// Decode a payload written with `writer`'s record schemas (None, or a None half: this
     /// schema's own definition); a writer's value is resolved to this schema's.
+    /// `null_value`: the message was sent with `null_value` (a null record, protobuf
+    /// message or SEPARATED value half is None, as the Java client reads it; bytes and
+    /// strings stay the empty payload).
     pub(crate) fn decode<'py>(
         &self,
         py: Python<'py>,
         payload: &[u8],
         key: Option<&str>,
         writer: Option<&Writer>,
+        null_value: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
+        if null_value && matches!(self.kind, Kind::Record { .. } | Kind::Protobuf(_)) {
+            return Ok(py.None().into_bound(py));
+        }
         match &self.kind {
             Kind::Bytes => Ok(PyBytes::new(py, payload).into_any()),
             Kind::String => Ok(PyString::new(
@@ -178,7 +217,7 @@ impl Codec {
                         })?),
                         None => None,
                     };
-                    (k, Some(payload.to_vec()))
+                    (k, (!null_value).then(|| payload.to_vec()))
                 } else {
                     let (k, v) = split_halves(payload).map_err(|e| schema_error(py, e.0))?;
                     (k.map(<[u8]>::to_vec), v.map(<[u8]>::to_vec))
@@ -194,11 +233,11 @@ impl Codec {
                     half(writer.and_then(|w| w.value.as_ref())),
                 );
                 let k = match k {
-                    Some(k) => kc.decode(py, &k, None, Some(&wk))?,
+                    Some(k) => kc.decode(py, &k, None, Some(&wk), false)?,
                     None => py.None().into_bound(py),
                 };
                 let v = match v {
-                    Some(v) => vc.decode(py, &v, None, Some(&wv))?,
+                    Some(v) => vc.decode(py, &v, None, Some(&wv), false)?,
                     None => py.None().into_bound(py),
                 };
                 Ok(PyTuple::new(py, [k, v])?.into_any())
@@ -303,7 +342,7 @@ impl Typed {
             _ => None,
         };
         self.codec
-            .decode(py, &m.payload, m.key(), writer.as_deref())
+            .decode(py, &m.payload, m.key(), writer.as_deref(), m.null_value())
     }
 
     /// The reader's record schema, when the schema is a record's (JSON, Avro, protobuf).
@@ -322,6 +361,10 @@ impl Typed {
         py: Python<'_>,
         m: &streamwire_pulsar::consumer::ReceivedMessage,
     ) -> PyResult<Value> {
+        if m.null_value() {
+            // A null value (the Java client's null): a null row, not a decode of b"".
+            return Ok(Value::Null);
+        }
         let codec = match &self.codec.kind {
             Kind::Record { codec, .. } => codec,
             Kind::Protobuf(p) => {
@@ -624,7 +667,7 @@ impl PySchemaCodec {
         data: &[u8],
         key: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.inner.decode(py, data, key, None)
+        self.inner.decode(py, data, key, None, false)
     }
 
     /// The registry type number (`Schema.Type` of the protocol).

@@ -44,6 +44,7 @@ pub(crate) fn typed_batch<'py>(
         .collect::<PyResult<Vec<Value>>>()?;
     let refs: Vec<&Value> = values.iter().collect();
     let b = ArrowBuilder::new(py, msgs.len())?;
+    // A message sent with null_value is a Null record: column() makes it a null row.
     let col = column(&b, schema, schema.root, &refs)?;
     let cols = batch.getattr("columns")?.cast_into::<PyList>()?;
     cols.insert(at, col)?;

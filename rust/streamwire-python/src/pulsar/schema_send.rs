@@ -25,17 +25,16 @@ pub(crate) fn typed_message(
 ) -> PyResult<OutgoingMessage> {
     let e = codec.encode(value.py(), value)?;
     let mut m = OutgoingMessage::new(e.payload, 0);
-    match (e.key_b64, key) {
-        (Some(_), Some(_)) => {
-            return Err(to_py(Error::invalid(
-                "a SEPARATED key/value schema sends the value's key; do not also give key=",
-            )))
-        }
-        (Some(k), None) => {
-            m.key = Some(k);
-            m.partition_key_b64 = true;
-        }
-        (None, k) => m.key = k,
+    m.null_value = e.null_value;
+    if !e.own_key {
+        m.key = key;
+    } else if key.is_some() {
+        return Err(to_py(Error::invalid(
+            "a SEPARATED key/value schema sends the value's key; do not also give key=",
+        )));
+    } else {
+        m.partition_key_b64 = e.key_b64.is_some();
+        m.key = e.key_b64;
     }
     Ok(m)
 }
@@ -84,7 +83,14 @@ pub(crate) fn typed_many(
             crate::pulsar::schema_values::schema_error(py, msg)
         })?;
         buf.extend_from_slice(&e.payload);
-        lens.push((e.payload.len(), false));
+        lens.push((e.payload.len(), e.null_value));
+        // A SEPARATED key/value's None key half: no key (None here), and keys= still
+        // refused, as for the values that have a key.
+        if e.own_key && keys.is_some() {
+            return Err(to_py(Error::invalid(
+                "a SEPARATED key/value schema sends the values' keys; do not also give keys=",
+            )));
+        }
         own_keys.push(e.key_b64);
     }
     finish(
@@ -98,7 +104,8 @@ pub(crate) fn typed_many(
     )
 }
 
-/// The messages of encoded payloads (`buf` cut at `lens`) with the per-message options.
+/// The messages of encoded payloads (`buf` cut at `lens`, each with its null-value flag)
+/// with the per-message options.
 fn finish(
     buf: BytesMut,
     lens: Vec<(usize, bool)>,
@@ -115,13 +122,14 @@ fn finish(
         )));
     }
     let mut msgs = Vec::with_capacity(lens.len());
-    for (i, ((payload, _), own_key)) in freeze_slices(buf, &lens)
+    for (i, ((payload, null), own_key)) in freeze_slices(buf, &lens)
         .into_iter()
         .zip(own_keys)
         .enumerate()
     {
         let mut m = OutgoingMessage::new(payload, 0);
         opts.apply(i, &mut m);
+        m.null_value = null;
         if let Some(k) = own_key {
             m.key = Some(k);
             m.partition_key_b64 = true;
