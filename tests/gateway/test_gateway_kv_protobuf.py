@@ -464,3 +464,39 @@ def test_key_values_of_boolean_keys_and_null_halves(
         url, json=kv_body({"type": "STRING"}, {"type": "JSON"}, "inline", [("k", 1)]), timeout=30
     )
     assert (r.status_code, r.json()["code"]) == (422, 42204), r.text
+
+
+def test_separated_null_halves_are_no_key_and_null_value(
+    apache_gateway: Gateway,  # noqa: F811
+    apache_broker: Any,
+) -> None:
+    # SEPARATED null halves travel as the Java client's: a null key is no message key (not
+    # base64 of nothing) and a null value sets `null_value` — so our typed reader and the
+    # gateway's own read both give None back, not "" or a SchemaError.
+    avro = {"type": "AVRO", "schema": definition_of("avro")}
+    sample = as_json(record_sample(1))
+    pairs: list[Any] = [("k0", None), (None, sample), (None, None), ("k3", sample)]
+    topic, path = fresh()
+    url = apache_gateway.url + path
+    r = httpx.post(url, json=kv_body({"type": "STRING"}, avro, "separated", pairs), timeout=30)
+    assert r.status_code == 200, r.text
+    ours = KeyValueSchema(StringSchema(), AvroSchema(Reading), encoding="separated")
+    with streamwire.Client(apache_broker.service_url) as client:
+        rd = client.create_reader(topic, "earliest", schema=ours)
+        msgs = [rd.read_next(timeout=15) for _ in pairs]
+        assert [m.value for m in msgs] == [
+            ("k0", None),
+            (None, record_sample(1)),
+            (None, None),
+            ("k3", record_sample(1)),
+        ]
+        assert [m.key for m in msgs] == [
+            base64.b64encode(b"k0").decode(),
+            None,
+            None,
+            base64.b64encode(b"k3").decode(),
+        ]
+        rd.close()
+    r = httpx.get(f"{url}/messages", params={"include_schema": "true", "timeout": 5000}, timeout=30)
+    assert r.status_code == 200, r.text
+    assert [(m["key"], m["value"]) for m in r.json()["messages"]] == pairs

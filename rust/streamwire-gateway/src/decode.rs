@@ -72,7 +72,7 @@ impl WriterSchema {
 /// The message's (key for a key/value, value) as JSON by `codec`, or `None` when it does
 /// not decode (the caller answers base64 then, flagged).
 pub fn decoded(codec: &Shape, m: &ReceivedMessage) -> Option<(Option<Value>, Value)> {
-    codec.decode(&m.payload, m.key())
+    codec.decode(&m.payload, m.key(), m.null_value())
 }
 
 /// More distinct (topic, version) pairs than this and the cache starts over (a bound on
@@ -159,7 +159,7 @@ mod tests {
     const REC: &str = r#"{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":["null","bytes"]},{"name":"c","type":{"type":"enum","name":"E","symbols":["x","y"]}}]}"#;
 
     fn decoded(c: &Shape, b: &[u8]) -> Option<Value> {
-        c.decode(b, None).map(|(_, v)| v)
+        c.decode(b, None, false).map(|(_, v)| v)
     }
 
     fn info(kind: SchemaType) -> SchemaInfo {

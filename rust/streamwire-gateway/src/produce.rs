@@ -225,21 +225,22 @@ fn string_key(k: Option<Value>, i: usize) -> std::result::Result<Option<String>,
 }
 
 /// `messages[i]` encoded by a typed schema: its payload, and its key (a SEPARATED
-/// key/value's base64 key half; the message's string key otherwise).
+/// key/value's base64 key half; the message's string key otherwise), whether the key is
+/// base64, and whether the value is null (sent with `null_value`).
 fn typed_payload(
     schema: &RecordSchema,
     key: Option<Value>,
     value: &Value,
     i: usize,
-) -> std::result::Result<(Bytes, Option<String>, bool), ApiError> {
+) -> std::result::Result<(Bytes, Option<String>, bool, bool), ApiError> {
     if !schema.codec.is_key_value() {
         let key = string_key(key, i)?;
         let e = encode_message(schema, None, value, i)?;
-        return Ok((Bytes::from(e.payload), key, false));
+        return Ok((Bytes::from(e.payload), key, false, e.null_value));
     }
     let e = encode_message(schema, key.as_ref(), value, i)?;
     let b64 = e.key_b64.is_some();
-    Ok((Bytes::from(e.payload), e.key_b64, b64))
+    Ok((Bytes::from(e.payload), e.key_b64, b64, e.null_value))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -288,11 +289,12 @@ pub fn pip_message(
     line: &LineFormat,
     i: usize,
 ) -> std::result::Result<Prepared, ApiError> {
-    let (payload, key, key_b64) = match &line.schema {
+    let (payload, key, key_b64, null_value) = match &line.schema {
         Some(s) => typed_payload(s, m.key, &m.value, i)?,
         None => (
             value_bytes(&m.value, line.format, i)?,
             string_key(m.key, i)?,
+            false,
             false,
         ),
     };
@@ -309,6 +311,7 @@ pub fn pip_message(
         m.partition,
     );
     p.msg.partition_key_b64 = key_b64;
+    p.msg.null_value = null_value;
     Ok(p)
 }
 
@@ -390,11 +393,12 @@ pub fn parse_pip_with(
         .into_iter()
         .enumerate()
         .map(|(i, m)| {
-            let (payload, key, key_b64) = match &schema {
+            let (payload, key, key_b64, null_value) = match &schema {
                 Some(s) => typed_payload(s, m.key, &m.value, i)?,
                 None => (
                     value_bytes(&m.value, format, i)?,
                     string_key(m.key, i)?,
+                    false,
                     false,
                 ),
             };
@@ -411,6 +415,7 @@ pub fn parse_pip_with(
                 m.partition,
             );
             p.msg.partition_key_b64 = key_b64;
+            p.msg.null_value = null_value;
             Ok(p)
         })
         .collect::<std::result::Result<_, ApiError>>()?;
@@ -478,7 +483,7 @@ pub fn parse_broker(body: &[u8], max_messages: usize) -> std::result::Result<Bro
                     )))
                 }
             };
-            let (payload, key, key_b64) = match &schema {
+            let (payload, key, key_b64, null_value) = match &schema {
                 Some(s) => {
                     let text = |part: &str, h: &crate::typed::Half, t: &str| {
                         h.from_text(t).map_err(|e| {
@@ -501,6 +506,7 @@ pub fn parse_broker(body: &[u8], max_messages: usize) -> std::result::Result<Bro
                     value_bytes(&Value::String(m.payload), format, i)?,
                     m.key,
                     false,
+                    false,
                 ),
             };
             let mut p = prepared(
@@ -516,6 +522,7 @@ pub fn parse_broker(body: &[u8], max_messages: usize) -> std::result::Result<Bro
                 None,
             );
             p.msg.partition_key_b64 = key_b64;
+            p.msg.null_value = null_value;
             Ok(p)
         })
         .collect::<std::result::Result<_, ApiError>>()?;

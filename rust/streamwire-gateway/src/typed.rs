@@ -241,6 +241,9 @@ pub struct Encoded {
     pub payload: Vec<u8>,
     /// Some: the message key is this base64 text of the key half (`partition_key_b64`).
     pub key_b64: Option<String>,
+    /// A null value (JSON null for a record/protobuf value or value half): sent with
+    /// `null_value` set and an empty payload, as the Java client sends `value(null)`.
+    pub null_value: bool,
 }
 
 /// Which part of a message did not fit.
@@ -271,13 +274,14 @@ impl Shape {
     /// Encode a message's `key` (key/value schemas only) and `value`.
     pub fn encode(&self, key: Option<&Json>, value: &Json) -> Result<Encoded, (Part, TypedError)> {
         match self {
-            Shape::One(h) => Ok(Encoded {
-                payload: h
-                    .encode(value)
-                    .map_err(|e| (Part::Value, e))?
-                    .unwrap_or_default(),
-                key_b64: None,
-            }),
+            Shape::One(h) => {
+                let v = h.encode(value).map_err(|e| (Part::Value, e))?;
+                Ok(Encoded {
+                    null_value: v.is_none(),
+                    payload: v.unwrap_or_default(),
+                    key_b64: None,
+                })
+            }
             Shape::KeyValue {
                 key: kh,
                 value: vh,
@@ -291,10 +295,15 @@ impl Shape {
                     KvEncoding::Inline => Encoded {
                         payload: encode_inline(k.as_deref(), v.as_deref()),
                         key_b64: None,
+                        null_value: false,
                     },
+                    // A null key half is no message key and a null value half `null_value`
+                    // (not base64 of nothing / an empty payload, which read back as an empty
+                    // key or value): what the Java client sends for null halves.
                     KvEncoding::Separated => Encoded {
+                        null_value: v.is_none(),
                         payload: v.unwrap_or_default(),
-                        key_b64: Some(B64.encode(k.unwrap_or_default())),
+                        key_b64: k.map(|k| B64.encode(k)),
                     },
                 })
             }
@@ -302,9 +311,16 @@ impl Shape {
     }
 
     /// Decode a message: (the decoded key for key/value schemas, the value); `None` when
-    /// it does not decode. `key` is the message key (SEPARATED: base64 of the key half).
-    pub fn decode(&self, payload: &[u8], key: Option<&str>) -> Option<(Option<Json>, Json)> {
+    /// it does not decode. `key` is the message key (SEPARATED: base64 of the key half);
+    /// `null_value` the message's flag (a null value, or a SEPARATED null value half).
+    pub fn decode(
+        &self,
+        payload: &[u8],
+        key: Option<&str>,
+        null_value: bool,
+    ) -> Option<(Option<Json>, Json)> {
         match self {
+            Shape::One(_) if null_value => Some((None, Json::Null)),
             Shape::One(h) => Some((None, h.decode(payload)?)),
             Shape::KeyValue {
                 key: kh,
@@ -321,7 +337,7 @@ impl Shape {
                             Some(t) => Some(B64.decode(t).ok()?),
                             None => None,
                         };
-                        (k, Some(payload.to_vec()))
+                        (k, (!null_value).then(|| payload.to_vec()))
                     }
                 };
                 let k = match k {
@@ -395,7 +411,7 @@ mod tests {
         assert_eq!(e.payload, vec![0, 0, 0, 2, b'k', b'1', 0, 0, 0, 1, 2]);
         assert_eq!(e.key_b64, None);
         assert_eq!(
-            inline.decode(&e.payload, None),
+            inline.decode(&e.payload, None, false),
             Some((Some(json!("k1")), json!({"a": 1})))
         );
         let sep = Shape::from_info(&kv_schema(&v, &k, KvEncoding::Separated)).unwrap();
@@ -403,13 +419,31 @@ mod tests {
         assert_eq!(e.payload, b"val");
         assert_eq!(e.key_b64.as_deref(), Some("BA=="));
         assert_eq!(
-            sep.decode(&e.payload, e.key_b64.as_deref()),
+            sep.decode(&e.payload, e.key_b64.as_deref(), e.null_value),
             Some((Some(json!({"a": 2})), json!("val")))
         );
         // A null key half: -1 inline.
         let e = inline.encode(None, &json!({"a": 3})).unwrap();
         assert_eq!(&e.payload[..4], &(-1i32).to_be_bytes());
-        assert_eq!(inline.decode(&e.payload, None).unwrap().0, Some(Json::Null));
+        assert_eq!(
+            inline.decode(&e.payload, None, false).unwrap().0,
+            Some(Json::Null)
+        );
+        // SEPARATED null halves: no message key, and `null_value` with an empty payload
+        // (the Java client's null halves), read back as nulls.
+        let sep_rec = Shape::from_info(&kv_schema(&k, &v, KvEncoding::Separated)).unwrap();
+        let e = sep_rec.encode(None, &Json::Null).unwrap();
+        assert_eq!((e.key_b64.as_deref(), e.null_value), (None, true));
+        assert!(e.payload.is_empty());
+        assert_eq!(
+            sep_rec.decode(&e.payload, None, e.null_value),
+            Some((Some(Json::Null), Json::Null))
+        );
+        // A null record value of a plain schema is `null_value` too.
+        let one = Shape::from_info(&v).unwrap();
+        let e = one.encode(None, &Json::Null).unwrap();
+        assert!(e.null_value && e.payload.is_empty());
+        assert_eq!(one.decode(&[], None, true), Some((None, Json::Null)));
         // Which half is at fault.
         assert_eq!(
             inline
@@ -425,7 +459,7 @@ mod tests {
                 .0,
             Part::Value
         );
-        assert_eq!(inline.decode(&[0, 0], None), None);
+        assert_eq!(inline.decode(&[0, 0], None, false), None);
     }
 
     #[test]

@@ -51,7 +51,7 @@ fn halves<'a>(py: Python<'_>, t: &Typed, m: &'a ReceivedMessage) -> PyResult<Hal
             )?)),
             None => None,
         };
-        (k, Some(&m.payload[..]))
+        (k, (!m.null_value()).then_some(&m.payload[..]))
     } else {
         let (k, v) = split_halves(&m.payload)
             .map_err(|e| schema_error(py, format!("message {:?}: {}", m.id, e.0)))?;
