@@ -12,6 +12,7 @@
 //! - `proto_json` — PROTOBUF_NATIVE messages between proto3 JSON and wire bytes (pure).
 //! - `fuzzing` — the fuzz body of the `proto_json` encoder (hidden).
 //! - `produce` — the three produce bodies to engine messages and back (pure), and sending.
+//! - `produce_reply` — the answers to a produce (PIP-64 and broker-dialect shapes, back-pressure).
 //! - `decode` — values read back as JSON by their writer's schema version (GET_SCHEMA, cached).
 //! - `read` — a stateless reader per `GET …/messages`.
 //! - `stream` — streaming produce: NDJSON lines in, delivery reports out, in order.
@@ -39,6 +40,7 @@ pub mod logging;
 pub mod metrics;
 pub mod openapi;
 pub mod produce;
+pub mod produce_reply;
 pub mod proto_json;
 pub mod read;
 pub mod route;
