@@ -101,7 +101,7 @@ pub fn new_send_future<'py>(py: Python<'py>) -> PyResult<(Bound<'py, AioSendFutu
             .map(Bound::unbind)
     })?;
     let event_loop = get.bind(py).call0()?.unbind();
-    let fut = Bound::new(py, AioSendFuture::new(event_loop.clone_ref(py)))?;
+    let fut = AioSendFuture::create(py, event_loop.clone_ref(py))?;
     let target = Target {
         event_loop,
         fut: fut.clone().into_any().unbind(),
@@ -307,7 +307,9 @@ impl Resolve {
         for (fut, outcome) in items {
             let res = match fut.bind(py).cast::<AioSendFuture>() {
                 Ok(send) => {
-                    let cbs = AioSendFuture::settle(send, send_outcome(py, outcome));
+                    // A send's value is a `MessageId` (or None): nothing in it can lead back.
+                    let acyclic = matches!(outcome, Ok(Value::Id(_) | Value::None));
+                    let cbs = AioSendFuture::settle(send, send_outcome(py, outcome), acyclic);
                     if !cbs.is_empty() {
                         event_loop.get_or_insert_with(|| send.borrow().loop_ref(py));
                         due.push((fut.clone_ref(py), cbs));
