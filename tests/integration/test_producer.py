@@ -71,9 +71,8 @@ def test_java_string_hash_helper() -> None:
 
 
 def test_message_id_compares_hashes_and_pickles_by_position() -> None:
-    """Equality, order and hash are by position (ledger, entry, partition, batch index),
-    written as ``__richcmp__``/``__hash__`` since ``MessageId`` has a freelist; another type
-    compares unequal and cannot be ordered against it."""
+    """Equality, order and hash are by position (ledger, entry, partition, batch index);
+    another type compares unequal and cannot be ordered against it."""
     mid = streamwire.MessageId
     a, b, c = mid(1, 2), mid(1, 3), mid(1, 2, -1, 0, 2)
     assert a == mid(1, 2) and a != b and a != c

@@ -165,12 +165,7 @@ fn cancelled_error<'py>(py: Python<'py>, msg: Option<&Py<PyAny>>) -> PyResult<Bo
 /// ``MessageId``. Not an ``asyncio.Future``, but asyncio takes it wherever a future goes
 /// (``await``, ``gather``, ``wait``, ``wait_for``, ``as_completed``, ``shield``). Cancelling
 /// it only stops the wait: the message was queued by ``send()`` and is still sent.
-// `freelist`: a window of sends frees thousands of futures at once and the next window makes
-// as many; reusing their memory skips an allocation and the collector's allocation count
-// (a reused object is also born untracked, as `create` wants it). Sized for a producer's
-// in-flight window (`max_pending_messages` defaults to 10,000): at most 8,192 freed futures
-// are kept, about 1 MB.
-#[pyclass(module = "streamwire._native", freelist = 8192)]
+#[pyclass(module = "streamwire._native")]
 pub struct AioSendFuture {
     event_loop: Py<PyAny>,
     slot: Slot<Py<PyAny>, Py<PyAny>, Callback>,

@@ -1,9 +1,6 @@
 //! `MessageId`: ordered, hashable, picklable, and serialized exactly as the Java client does.
 
-use std::hash::{DefaultHasher, Hash, Hasher};
-
 use pyo3::prelude::*;
-use pyo3::pyclass::CompareOp;
 use pyo3::types::{PyBytes, PyType};
 
 use streamwire_pulsar::message_id::MessageId as Id;
@@ -21,18 +18,14 @@ type IdParts = (i64, i64, i32, i32, i32);
 ///     partition: the partition index (-1: a non-partitioned topic). Default -1.
 ///     batch_index: the message's index in its batch entry (-1: not batched). Default -1.
 ///     batch_size: the number of messages in that batch (0: not batched). Default 0.
-// `freelist`: every send's receipt is one; reusing freed ids' memory skips an allocation and
-// the collector's allocation count (a reused object is born untracked, as `untracked` makes
-// it). At most 8,192 freed ids are kept (about 600 KB), as for `AioSendFuture`. Comparison
-// and hashing are the `__richcmp__`/`__hash__` methods below, not the `eq, ord, hash`
-// options: PyO3 0.30.1 generates code that does not compile for those options together
-// with `freelist` (a missing comma between the two lists of type slots).
 #[pyclass(
     frozen,
+    eq,
+    ord,
+    hash,
     module = "streamwire._native",
     name = "MessageId",
-    from_py_object,
-    freelist = 8192
+    from_py_object
 )]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PyMessageId {
@@ -139,18 +132,6 @@ impl PyMessageId {
             "MessageId(ledger_id={}, entry_id={}, partition={}, batch_index={}, batch_size={})",
             i.ledger_id, i.entry_id, i.partition, i.batch_index, i.batch_size
         )
-    }
-
-    /// Ids compare by position (ledger, entry, partition, batch index), as the engine's
-    /// `Ord`; another type gives NotImplemented (so `==` is False, `<` a `TypeError`).
-    fn __richcmp__(&self, other: PyRef<'_, Self>, op: CompareOp) -> bool {
-        op.matches(self.id.cmp(&other.id))
-    }
-
-    fn __hash__(&self) -> u64 {
-        let mut h = DefaultHasher::new();
-        self.id.hash(&mut h);
-        h.finish()
     }
 
     fn __str__(&self) -> String {
