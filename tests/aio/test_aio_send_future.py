@@ -7,6 +7,8 @@ import asyncio
 import contextvars
 import gc
 import os
+import tracemalloc
+import weakref
 from typing import Any
 
 import pytest
@@ -353,6 +355,127 @@ def test_wait_for_times_out_on_a_send_held_in_the_batch(
         (second,) = pending
         assert isinstance(await second, streamwire.MessageId)
         assert await _received(consumer, 2) == [b"held", b"held too"]
+        await client.close()
+
+    asyncio.run(main())
+
+
+class _Holder:
+    """A plain object in a reference cycle with a send's future (weakref-able)."""
+
+    fut: Any
+    err: BaseException | None = None
+
+    def done(self, f: Any) -> None:
+        pass
+
+
+def test_the_collector_tracks_a_future_only_while_it_can_be_in_a_cycle(
+    lite_broker: PulsarLite, unique_topic: str
+) -> None:
+    """A send's future is tracked by the cycle collector only while it holds a callback, a
+    failed send's exception or a cancel message; cycles through it are still collected."""
+
+    async def main() -> None:
+        client, producer, consumer = await _pair(lite_broker.service_url, unique_topic)
+        fut = producer.send(b"0")
+        assert not gc.is_tracked(fut)  # only its loop in it
+        fut.add_done_callback(lambda f: None)
+        assert gc.is_tracked(fut)
+        await fut
+        assert not gc.is_tracked(fut)  # the callback is gone, the MessageId holds nothing
+        cancelled = producer.send(b"1")
+        cancelled.cancel("bye")
+        assert gc.is_tracked(cancelled)  # the message could lead back
+        plain = producer.send(b"2")
+        plain.cancel()
+        assert not gc.is_tracked(plain)
+
+        # A callback cycle (future -> bound method -> holder -> future) is broken when the
+        # receipt comes in: refcounting alone frees the holder, no collection needed.
+        h = _Holder()
+        h.fut = producer.send(b"3")
+        h.fut.add_done_callback(h.done)
+        ref = weakref.ref(h)
+        del h
+        await producer.flush()
+        await asyncio.sleep(0)
+        assert ref() is None
+
+        await _received(consumer, 4)
+        await client.close()
+
+    asyncio.run(main())
+
+
+def test_a_failed_send_in_a_cycle_with_its_traceback_is_collected(
+    lite_broker: PulsarLite, unique_topic: str
+) -> None:
+    """A failed send's exception keeps the awaiting frame (its traceback), which keeps the
+    future: the collector must see the future's reference to the exception to free it."""
+
+    async def fail_into(h: _Holder) -> None:
+        fut = h.fut
+        try:
+            await fut
+        except exc.StreamwireError as e:
+            h.err = e  # h -> e -> traceback -> this frame -> fut -> e, and the frame -> h
+
+    async def main() -> None:
+        client, producer, _consumer = await _pair(
+            lite_broker.service_url, unique_topic, max_pending_messages=5, batching=False
+        )
+        holders = [_Holder() for _ in range(200)]
+        for h in holders:
+            h.fut = producer.send(b"x")
+        await client.close()
+        for h in holders:
+            if not h.fut.done():
+                await asyncio.wait([h.fut])
+        failed = [h for h in holders if h.fut.exception() is not None]
+        assert failed, "closing the client failed no waiting send"
+        refs = []
+        for h in failed:
+            await fail_into(h)
+            assert h.err is not None and gc.is_tracked(h.fut)
+            refs.append(weakref.ref(h))
+        del holders, failed, h
+        gc.collect()
+        assert [r for r in refs if r() is not None] == []
+
+    asyncio.run(main())
+
+
+def test_100k_sends_leave_nothing_behind(lite_broker: PulsarLite, unique_topic: str) -> None:
+    """Untracked futures and ids are freed: memory traced after 100k sends, awaited in order
+    and gathered, is where it was after the first window (a leaked future and its
+    ``MessageId`` would be over 200 bytes each: 20 MB)."""
+
+    async def main() -> None:
+        client = aio.Client(lite_broker.service_url)
+        producer = await client.create_producer(unique_topic)
+
+        async def window(k: int, gathered: bool) -> None:
+            futs = [producer.send(b"x") for _ in range(k)]
+            if gathered:
+                await asyncio.gather(*futs)
+            else:
+                for f in futs:
+                    await f
+
+        await window(5000, False)
+        await window(5000, True)
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for i in range(20):
+                await window(5000, gathered=i % 2 == 1)
+            gc.collect()
+            grown = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        assert grown < 2_000_000, f"{grown} bytes more after 100k sends"
         await client.close()
 
     asyncio.run(main())

@@ -70,6 +70,22 @@ def test_java_string_hash_helper() -> None:
     assert java_partition("polygenelubricants", 7) == 0
 
 
+def test_message_id_compares_hashes_and_pickles_by_position() -> None:
+    """Equality, order and hash are by position (ledger, entry, partition, batch index);
+    another type compares unequal and cannot be ordered against it."""
+    mid = streamwire.MessageId
+    a, b, c = mid(1, 2), mid(1, 3), mid(1, 2, -1, 0, 2)
+    assert a == mid(1, 2) and a != b and a != c
+    assert a != "x" and not (a == 5)
+    assert a < c < b and b > a and a <= mid(1, 2) and b >= c
+    assert sorted([b, c, a]) == [a, c, b]
+    assert hash(a) == hash(mid(1, 2)) and len({a, b, c, mid(1, 2)}) == 3
+    with pytest.raises(TypeError):
+        assert a < "x"  # type: ignore[operator]
+    assert pickle.loads(pickle.dumps(c)) == c
+    assert mid.earliest < a < mid.latest
+
+
 def test_send_receipt_and_message_id(
     broker: Any, client: streamwire.Client, official_pulsar: ModuleType, unique_topic: str
 ) -> None:

@@ -15,6 +15,17 @@
 //! Cancelling a pending send only cancels the wait: the message was queued when `send()`
 //! was called and is still sent (as with `asyncio.shield`); the receipt is then dropped.
 //!
+//! Collector tracking. A future is linked into the cyclic collector's lists only while it
+//! can be part of a reference cycle: while it holds callbacks (the awaiting Task's wake-up
+//! reaches the Task, its coroutine's frame and this future again), a failed send's exception
+//! (its traceback reaches frames), or a cancel message. A new future, and one that finished
+//! with its `MessageId` (an object with no Python reference in it), holds only its loop and
+//! that id, so it is not tracked: the collector would walk thousands of live futures at every
+//! young collection for nothing (callgrind on 20,000 sends awaited in order: about 1,400
+//! instructions per send in the collector). A cycle through an untracked future would have to
+//! pass through its loop, and a loop refers to a finished future only from a callback queued
+//! with `call_soon` (run on its next iteration, dropped by `close()`).
+//!
 //! The state machine (`Slot`) is plain Rust; the pyclass around it does the Python calls.
 
 use pyo3::exceptions::PyStopIteration;
@@ -22,6 +33,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 use pyo3::{PyTraverseError, PyVisit};
+
+use super::untracked::{set_tracked, TracksItself};
 
 /// Where a future stands. `T`: a value or exception object; `M`: a cancel message.
 #[derive(Debug, PartialEq)]
@@ -163,6 +176,11 @@ pub struct AioSendFuture {
     unseen_exception: bool,
 }
 
+// Every path that stores a callback, an exception or a cancel message tracks the future
+// (`add_done_callback`, `settle`, `cancel`); it is untracked only when it holds its loop and
+// at most a value with no Python reference in it (see the module note).
+impl TracksItself for AioSendFuture {}
+
 impl AioSendFuture {
     pub fn new(event_loop: Py<PyAny>) -> Self {
         Self {
@@ -178,23 +196,36 @@ impl AioSendFuture {
         self.event_loop.clone_ref(py)
     }
 
+    /// A new future on `event_loop`, not tracked by the collector (it holds only the loop).
+    pub fn create(py: Python<'_>, event_loop: Py<PyAny>) -> PyResult<Bound<'_, Self>> {
+        let fut = Bound::new(py, Self::new(event_loop))?;
+        set_tracked(&fut, false);
+        Ok(fut)
+    }
+
     /// Store the outcome (on the loop's thread); the callbacks to run now, in the order
     /// they were added (none if it was cancelled). The caller runs them with
-    /// [`run_callbacks`] once the whole batch is stored.
-    pub fn settle(slf: &Bound<'_, Self>, outcome: Result<Py<PyAny>, Py<PyAny>>) -> Vec<Callback> {
+    /// [`run_callbacks`] once the whole batch is stored. `acyclic`: a value that holds no
+    /// Python reference (a `MessageId`, None), so the finished future can be untracked.
+    pub fn settle(
+        slf: &Bound<'_, Self>,
+        outcome: Result<Py<PyAny>, Py<PyAny>>,
+        acyclic: bool,
+    ) -> Vec<Callback> {
         let failed = outcome.is_err();
         let state = match outcome {
             Ok(v) => State::Done(v),
             Err(e) => State::Failed(e),
         };
         let mut me = slf.borrow_mut();
-        match me.slot.finish(state) {
-            Some(cbs) => {
-                me.unseen_exception = failed;
-                cbs
-            }
-            None => Vec::new(),
-        }
+        let Some(cbs) = me.slot.finish(state) else {
+            return Vec::new();
+        };
+        me.unseen_exception = failed;
+        drop(me);
+        // The callbacks are out of the slot now: only the outcome can lead back here.
+        set_tracked(slf, failed || !acyclic);
+        cbs
     }
 }
 
@@ -328,6 +359,10 @@ impl AioSendFuture {
                 .unbind(),
         };
         let now = slf.borrow_mut().slot.add((r#fn, ctx));
+        if now.is_none() {
+            // Held until the outcome is in: the callback may lead back to this future.
+            set_tracked(slf, true);
+        }
         if let Some(cb) = now {
             let call_soon = slf
                 .borrow()
@@ -374,10 +409,13 @@ impl AioSendFuture {
     fn cancel(slf: &Bound<'_, Self>, msg: Option<Py<PyAny>>) -> PyResult<bool> {
         let py = slf.py();
         let msg = msg.filter(|m| !m.is_none(py));
+        let keeps_msg = msg.is_some();
         let cbs = slf.borrow_mut().slot.finish(State::Cancelled(msg));
         let Some(cbs) = cbs else {
             return Ok(false);
         };
+        // The callbacks leave the slot here; only a cancel message stays in it.
+        set_tracked(slf, keeps_msg);
         if !cbs.is_empty() {
             let call_soon = slf
                 .borrow()

@@ -38,6 +38,37 @@ pub fn untracked<T: Acyclic + Into<PyClassInitializer<T>>>(
     Ok(obj)
 }
 
+/// A pyclass that holds Python references only some of the time and keeps itself tracked
+/// by the collector exactly while it may be part of a reference cycle, with
+/// [`set_tracked`]. Implementing it promises that every path storing a reference that could
+/// lead back to the object (a callback, an exception with its traceback) calls
+/// `set_tracked(obj, true)`, and that `set_tracked(obj, false)` is called only while the
+/// object holds nothing that can reach it again.
+pub trait TracksItself: PyClass {}
+
+/// Link `obj` into the cyclic collector's lists (`on`) or out of them.
+///
+/// Tracking is what makes the collector walk an object at each collection of its
+/// generation; an object that cannot take part in a cycle gains nothing from it (see
+/// `common::aio_future` for the numbers on awaited sends).
+pub fn set_tracked<T: TracksItself>(obj: &Bound<'_, T>, on: bool) {
+    let ptr = obj.as_ptr();
+    // SAFETY: `obj` is a live, fully built object of a pyclass, which PyO3 always makes a GC
+    // type (Py_TPFLAGS_HAVE_GC), and the GIL is held (`Bound`). `PyObject_GC_Track` aborts
+    // the process on an object that is already tracked, so it is only called after
+    // `PyObject_GC_IsTracked` said it is not; `PyObject_GC_UnTrack` is a no-op on an
+    // untracked object (PyO3's deallocator calls it again later). Which of the two is right
+    // is the implementor's promise (`T: TracksItself`).
+    unsafe {
+        let tracked = pyo3::ffi::PyObject_GC_IsTracked(ptr) != 0;
+        if on && !tracked {
+            pyo3::ffi::PyObject_GC_Track(ptr.cast());
+        } else if !on && tracked {
+            pyo3::ffi::PyObject_GC_UnTrack(ptr.cast());
+        }
+    }
+}
+
 /// Lists at least this long are built with the collector paused (see [`GcPause`]).
 const PAUSE_AT: usize = 256;
 
