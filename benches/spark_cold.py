@@ -20,6 +20,9 @@ Two child modes, each run ``--runs`` times (median reported), against one embedd
   that counts them: what a write must do at least), then a job whose Python workers yield that
   many ~100 B rows as Arrow batches and Spark counts them (what a read must do at least); then
   both again (warm).
+- ``oneshot-helpers``: as ``oneshot``, in the executor-helper shape (no planner worker).
+- ``jvm``: the part of ``plain`` that is the JVM's alone: a fresh session's first job computes
+  the same ``--rows`` values and counts them, with no Python worker.
 
 With ``--breakdown`` every child runs with ``STREAMWIRE_SPARK_TIMING`` set, and the table of
 our own phases (``streamwire.spark._timing``) per call is printed under the figures.
@@ -51,10 +54,18 @@ if str(ROOT) not in sys.path:
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument(
-        "--mode", choices=["first", "oneshot", "helpers", "plain", "both"], default="both"
+        "--mode",
+        choices=["first", "oneshot", "oneshot-helpers", "helpers", "plain", "jvm", "both"],
+        default="both",
     )
     p.add_argument("--runs", type=int, default=3, help="fresh sessions per mode (median)")
     p.add_argument("--rows", type=int, default=1_000_000, help="rows of the one-shot job")
+    p.add_argument(
+        "--data",
+        choices=["sha", "lit"],
+        default="sha",
+        help="one-shot rows: a hashed tail per row (default) or one constant tail",
+    )
     p.add_argument("--service-url", default=None, help="a running broker (default: embedded)")
     p.add_argument(
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting"
@@ -78,7 +89,9 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
         "e.g. main's), alternating with this tree's runs so both see the same machine load",
     )
     p.add_argument(
-        "--child", choices=["first", "oneshot", "helpers", "plain"], help=argparse.SUPPRESS
+        "--child",
+        choices=["first", "oneshot", "oneshot-helpers", "helpers", "plain", "jvm"],
+        help=argparse.SUPPRESS,
     )
     p.add_argument("--out", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -153,31 +166,16 @@ def child(args: argparse.Namespace) -> None:
             got = timed(f"read 10 {tag}", lambda: count(topic))
             assert got == (10 if tag == "cold" else 20), got
     elif args.child == "helpers":
-        import streamwire.spark as sws
-
-        cfg = sws.ClientConfig(url)
         small = spark.range(10, numPartitions=2).select(
             F.col("id").cast("string").cast("binary").alias("value")
         )
         plain = spark.range(10, numPartitions=2)
 
         def helper_write() -> None:
-            counts = small.mapInArrow(sws.produce_arrow(cfg, topic), sws.COUNTS_SCHEMA)
-            assert counts.agg(F.sum("rows")).collect()[0][0] == 10
+            _helper_write(url, small, topic, 10)
 
         def helper_read() -> int:
-            ranges = sws.range_rows(sws.plan_ranges(cfg, topic))
-            df = spark.createDataFrame(ranges, "range string")
-            schema = "value binary" if args.read_schema != "all" else sws.spark_schema_ddl()
-            fn = sws.read_ranges_arrow(cfg)
-            if args.read_schema != "all":
-                inner = fn
-
-                def fn(batches: Any) -> Any:
-                    for b in inner(batches):
-                        yield b.select(["value"])
-
-            return int(df.mapInArrow(fn, schema).count())
+            return _helper_read(spark, url, topic, args.read_schema)
 
         for tag in ("cold", "warm"):
             n = timed(f"mapPartitions {tag}", lambda: plain.rdd.mapPartitions(_count).collect())
@@ -187,15 +185,32 @@ def child(args: argparse.Namespace) -> None:
             assert got == (10 if tag == "cold" else 20), got
     else:
         n = args.rows
+        # ``sha``: a distinct 88-character tail per row (hashing costs the JVM); ``lit``: the
+        # same 12-digit head and one constant tail (the cheapest distinct rows of ~100 B).
+        tail = (
+            F.substring(F.repeat(F.sha2(F.col("id").cast("string"), 256), 2), 1, 88)
+            if args.data == "sha"
+            else F.lit("x" * 88)
+        )
         data = spark.range(n, numPartitions=2).select(
-            F.concat(
-                F.lpad(F.col("id").cast("string"), 12, "0"),
-                F.substring(F.repeat(F.sha2(F.col("id").cast("string"), 256), 2), 1, 88),
-            )
+            F.concat(F.lpad(F.col("id").cast("string"), 12, "0"), tail)
             .cast("binary")
             .alias("value")
         )
-        if args.child == "plain":
+        if args.child == "jvm":
+            for tag in ("cold", "warm"):
+                got = timed(
+                    f"jvm-only {n} {tag}",
+                    lambda: data.agg(F.count(F.length("value"))).collect()[0][0],
+                )
+                assert got == n, (got, n)
+        elif args.child == "oneshot-helpers":
+            for tag in ("cold", "warm"):
+                t = f"{topic}-{tag}"
+                timed(f"write {n} {tag}", lambda t=t: _helper_write(url, data, t, n))
+                got = timed(f"read {n} {tag}", lambda t=t: _helper_read(spark, url, t, "x"))
+                assert got == n, (got, n)
+        elif args.child == "plain":
             for tag in ("cold", "warm"):
                 got = timed(f"into-python {n} {tag}", lambda: _plain_into(data))
                 assert got == n, (got, n)
@@ -210,6 +225,33 @@ def child(args: argparse.Namespace) -> None:
     spark.stop()
     with open(args.out, "w") as f:
         json.dump({"startup": startup, "calls": calls}, f)
+
+
+def _helper_write(url: str, df: Any, topic: str, n: int) -> None:
+    """The executor-helper write: a plain ``mapInArrow`` job, no planner worker."""
+    import streamwire.spark as sws
+    from pyspark.sql import functions as F
+
+    counts = df.mapInArrow(sws.produce_arrow(sws.ClientConfig(url), topic), sws.COUNTS_SCHEMA)
+    assert counts.agg(F.sum("rows")).collect()[0][0] == n
+
+
+def _helper_read(spark: Any, url: str, topic: str, read_schema: str) -> int:
+    """The executor-helper read: ranges planned in the driver's Python, ``mapInArrow``."""
+    import streamwire.spark as sws
+
+    cfg = sws.ClientConfig(url)
+    df = spark.createDataFrame(sws.range_rows(sws.plan_ranges(cfg, topic)), "range string")
+    schema = "value binary" if read_schema != "all" else sws.spark_schema_ddl()
+    fn = sws.read_ranges_arrow(cfg)
+    if read_schema != "all":
+        inner = fn
+
+        def fn(batches: Any) -> Any:
+            for b in inner(batches):
+                yield b.select(["value"])
+
+    return int(df.mapInArrow(fn, schema).count())
 
 
 def _count(it: Any) -> list[int]:
@@ -260,7 +302,7 @@ def run_child(
         out = os.path.join(tmp, "result.json")
         timing = os.path.join(tmp, "timing.jsonl")
         cmd = [sys.executable, __file__, "--child", mode, "--out", out, "--service-url", url]
-        cmd += ["--rows", str(args.rows), "--read-schema", args.read_schema]
+        cmd += ["--rows", str(args.rows), "--read-schema", args.read_schema, "--data", args.data]
         if args.register:
             cmd.append("--register")
         for kv in args.conf:
