@@ -147,3 +147,20 @@ def official_sample(pulsar: ModuleType, i: int) -> Any:
         label=r.label,
         color=r.color,
     )
+
+
+# Two versions of one record (same name, a field added): schema evolution tests.
+@dataclasses.dataclass
+class EvolvingV1:
+    name: str
+    count: int
+
+
+@dataclasses.dataclass
+class EvolvingV2:
+    name: str
+    count: int
+    note: Optional[str] = None
+
+
+EvolvingV1.__name__ = EvolvingV2.__name__ = "Evolving"

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 import streamwire
 from streamwire.schema import AvroSchema, KeyValueSchema, ProtobufNative, StringSchema
 
 from tests.schemas.protos import reading_classes, sample
+from tests.schemas.records import EvolvingV1 as V1
+from tests.schemas.records import EvolvingV2 as V2
 
 N = 8
 LEVELS = {0: "LOW", 1: "MID", 7: "HIGH"}
@@ -25,22 +27,6 @@ LEVELS = {0: "LOW", 1: "MID", 7: "HIGH"}
 class Id:
     region: str
     n: int
-
-
-@dataclasses.dataclass
-class V1:
-    name: str
-    count: int
-
-
-@dataclasses.dataclass
-class V2:
-    name: str
-    count: int
-    note: Optional[str] = None
-
-
-V1.__name__ = V2.__name__ = "Evolving"
 
 
 def _read(spark: Any, url: str, topic: str) -> Any:

@@ -10,12 +10,14 @@ import dataclasses
 import json
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 import streamwire
 from streamwire.schema import AvroSchema
 
+from tests.schemas.records import EvolvingV1 as V1
+from tests.schemas.records import EvolvingV2 as V2
 from tests.schemas.records import official_classes, official_sample, sample
 
 N = 12
@@ -199,22 +201,6 @@ def test_derived_schema_round_trip(spark: Any, apache_broker: Any, unique_topic:
     got_rows = [tuple(_as_plain(x) for x in r) for r in rows]
     # Spark gives local naive datetimes: compare instants.
     assert [(*r[:7], r[7].astimezone(dt.timezone.utc), r[8]) for r in got_rows] == want
-
-
-@dataclasses.dataclass
-class V1:
-    name: str
-    count: int
-
-
-@dataclasses.dataclass
-class V2:
-    name: str
-    count: int
-    note: Optional[str] = None
-
-
-V1.__name__ = V2.__name__ = "Evolving"
 
 
 def test_two_schema_versions_read_as_the_latest(

@@ -22,6 +22,7 @@ use crate::error::ApiError;
 pub use crate::produce_reply::*;
 pub use crate::schemas::{check_schemas, checked_schemas};
 use crate::schemas::{encode_message, RecordSchema};
+use crate::typed::kind;
 
 /// How a message's `value` is written in the JSON body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,17 +199,6 @@ fn value_bytes(v: &Value, format: ValueFormat, i: usize) -> std::result::Result<
             4,
             "typed schemas are taken by the JSON bodies, and by NDJSON with ?schema_version",
         )),
-    }
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -32,6 +32,7 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_S
 use base64::Engine as _;
 use serde_json::{Map, Number, Value as Json};
 
+use crate::typed::kind;
 use streamwire_pulsar::schema::avro::{Node, NodeId};
 use streamwire_pulsar::schema::protobuf::{FieldLayout, ProtoSchema, Scalar, MAX_DEPTH};
 use streamwire_pulsar::schema::protobuf_wire;
@@ -369,17 +370,6 @@ fn one_from_json_key(kf: &FieldLayout, text: &str) -> R<Value> {
         other => return fail(format!("map keys of type {other:?} are not valid protobuf")),
     };
     Ok(v)
-}
-
-fn kind(j: &Json) -> &'static str {
-    match j {
-        Json::Null => "null",
-        Json::Bool(_) => "a boolean",
-        Json::Number(_) => "a number",
-        Json::String(_) => "a string",
-        Json::Array(_) => "an array",
-        Json::Object(_) => "an object",
-    }
 }
 
 fn message_to_json(s: &ProtoJson, id: NodeId, v: &Value, depth: usize) -> R<Json> {

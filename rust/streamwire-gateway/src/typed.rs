@@ -166,7 +166,8 @@ impl Half {
     }
 }
 
-fn kind(j: &Json) -> &'static str {
+/// What a JSON value is, for error messages ("… must be a string, not an array").
+pub(crate) fn kind(j: &Json) -> &'static str {
     match j {
         Json::Null => "null",
         Json::Bool(_) => "a boolean",
