@@ -9,7 +9,9 @@ latency percentiles), 1,000-message JSON bodies of 100 B (messages/s), NDJSON st
 (messages/s), consumer-instance fetches of up to 1,000 messages (messages/s: answers counted
 undecoded, decoded, decoded and acknowledged through the cursor; one httpx client,
 keep-alive); beside them
-streamwire's native ``send`` latency and ``send_many`` rate on the same broker. The broker
+streamwire's native ``send`` latency and ``send_many`` rate on the same broker, and the broker's
+own rate for 8 raw producers each with one unbatched message in flight (no HTTP, no client
+engine: the most 8 waiting HTTP clients could get through any gateway). The broker
 runs on the same 2 cores as the gateway and the load generator.
 """
 
@@ -35,6 +37,7 @@ if str(ROOT) not in sys.path:
 import httpx  # noqa: E402
 import streamwire  # noqa: E402
 
+from benches.pulsar_ceiling import BIN, build_ceiling  # noqa: E402
 from tests.peers.apache import ApachePulsar  # noqa: E402
 from tests.peers.gateway import Gateway  # noqa: E402
 from tests.peers.lite import PulsarLite  # noqa: E402
@@ -157,6 +160,23 @@ def consumer_rows(gw_url: str, service_url: str) -> list[str]:
 MODES = ("raw", "decode", "ack")
 
 
+def raw_inflight1(url: str, topic: str, connections: int) -> tuple[float, float, float]:
+    """The broker's own rate for request/response producing: ``connections`` raw producers
+    (``benches/src/bin/pulsar_ceiling.rs inflight1``), each waiting for every receipt before
+    the next message — what 8 waiting HTTP clients could reach through a gateway that cost
+    nothing. (msg/s, receipt p50 ms, p99 ms)."""
+    build_ceiling()
+    out = subprocess.run(
+        [str(BIN), "inflight1", url.split("//", 1)[1], topic, "40000", "100", str(connections)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    ).stdout
+    r = json.loads(out)
+    return float(r["msg_per_s"]), float(r["p50_ms"]), float(r["p99_ms"])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=int, default=10)
@@ -189,6 +209,7 @@ def main() -> int:
         stream = ndjson(path, 500_000)
         rows = consumer_rows(gw.url, broker.service_url)
         n50, n99, many = native(broker.service_url, f"persistent://public/default/{t}-n")
+        raw = raw_inflight1(broker.service_url, f"persistent://public/default/{t}-raw", 8)
     finally:
         gw.close()
         broker.close()
@@ -198,6 +219,11 @@ def main() -> int:
     print(
         f"| single-message POST latency p50 / p99, ms | {single[1]:.2f} / {single[2]:.2f} | "
         f"`send` {n50:.2f} / {n99:.2f} |"
+    )
+    print(
+        f"| broker's own ceiling for it: 8 raw producers, one unbatched message in flight each "
+        f"(no HTTP, no client engine), msg/s and receipt p50 / p99 ms | — | {raw[0]:,.0f}; "
+        f"{raw[1]:.2f} / {raw[2]:.2f} |"
     )
     print(f"| 1,000-message JSON bodies, msg/s | {bulk[0] * 1000:,.0f} | `send_many` {many:,.0f} |")
     print(f"| NDJSON streaming (one upload), msg/s | {stream:,.0f} | — |")

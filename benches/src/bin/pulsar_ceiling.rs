@@ -8,9 +8,15 @@
 //!   holds `--messages` messages; permits are granted far ahead and nothing is acknowledged;
 //!   the rate is messages (counted from each entry's `num_messages_in_batch`) over subscribe →
 //!   last message.
+//! - `inflight1`: `[batch]` connections (8 by default), each its own producer on the topic,
+//!   each sending single unbatched messages with one in flight: write, wait for the receipt,
+//!   write the next. What any request/response front (the PIP-64 gateway's single-message
+//!   POSTs from 8 keep-alive clients) can reach at most on this broker, with nothing of its
+//!   own in the way; also prints the receipts' p50/p99 in ms.
 //!
 //! Prints one line of JSON: `{"mode": ..., "messages": n, "seconds": s, "msg_per_s": r}`.
-//! Usage: `pulsar_ceiling produce|dispatch <host:port> <topic> <messages> [size] [batch]`.
+//! Usage: `pulsar_ceiling produce|dispatch|inflight1 <host:port> <topic> <messages> [size]
+//! [batch|connections]`.
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -177,6 +183,97 @@ async fn produce(addr: &str, topic: &str, messages: u64, size: usize, batch: u32
     Ok(dt)
 }
 
+/// One connection's producer sending `messages` single messages one at a time; the
+/// round-trip time of each, in seconds.
+async fn one_in_flight(
+    addr: String,
+    topic: String,
+    messages: u64,
+    size: usize,
+    id: u64,
+) -> Res<Vec<f64>> {
+    let (mut reader, mut w) = connect(&addr).await?;
+    let mut out = BytesMut::new();
+    let params = ProducerParams {
+        topic,
+        producer_id: id,
+        request_id: 1,
+        producer_name: None,
+        user_provided_producer_name: false,
+        encrypted: false,
+        metadata: Vec::new(),
+        schema: None,
+        epoch: 0,
+        access_mode: pb::ProducerAccessMode::Shared,
+        topic_epoch: None,
+        txn_enabled: false,
+        initial_subscription_name: None,
+    };
+    encode_command(&commands::producer(&params), &mut out);
+    w.write_all(&out).await?;
+    let ok = reader.until(Type::ProducerSuccess).await?;
+    let name = ok
+        .command
+        .producer_success
+        .map(|p| p.producer_name)
+        .unwrap_or_default();
+    let payload = vec![0x61u8; size];
+    let mut frames = Vec::with_capacity(messages as usize);
+    for seq in 0..messages {
+        let md = pb::MessageMetadata {
+            producer_name: name.clone(),
+            sequence_id: seq,
+            publish_time: now_ms(),
+            ..Default::default()
+        };
+        let cmd = commands::send(id, seq, 1, None, false, false);
+        let mut f = BytesMut::new();
+        encode_payload_command(&cmd, &md, &payload, &mut f, DEFAULT_MAX_FRAME_SIZE)?;
+        frames.push(f.freeze());
+    }
+    let mut rtts = Vec::with_capacity(frames.len());
+    for f in frames {
+        let t = Instant::now();
+        w.write_all(&f).await?;
+        reader.until(Type::SendReceipt).await?;
+        rtts.push(t.elapsed().as_secs_f64());
+    }
+    Ok(rtts)
+}
+
+/// `connections` producers, each with one message in flight; (seconds, p50 ms, p99 ms).
+async fn inflight1(
+    addr: &str,
+    topic: &str,
+    messages: u64,
+    size: usize,
+    connections: u64,
+) -> Res<(f64, f64, f64)> {
+    // A short warm-up per connection is part of each task's first sends; measured from the
+    // first write of all to the last receipt of all.
+    let per = messages / connections;
+    let t0 = Instant::now();
+    let tasks: Vec<_> = (0..connections)
+        .map(|i| {
+            let (addr, topic) = (addr.to_owned(), topic.to_owned());
+            // The task's output must be Send: the error travels as text.
+            tokio::spawn(async move {
+                one_in_flight(addr, topic, per, size, i + 1)
+                    .await
+                    .map_err(|e| e.to_string())
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await??);
+    }
+    let dt = t0.elapsed().as_secs_f64();
+    all.sort_by(f64::total_cmp);
+    let pct = |q: f64| all[((all.len() - 1) as f64 * q) as usize] * 1e3;
+    Ok((dt, pct(0.5), pct(0.99)))
+}
+
 async fn dispatch(addr: &str, topic: &str, messages: u64) -> Res<f64> {
     let (mut reader, mut w) = connect(addr).await?;
     let mut out = BytesMut::new();
@@ -242,7 +339,8 @@ async fn main() -> Res<()> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 5 {
         return Err(
-            "usage: pulsar_ceiling produce|dispatch <host:port> <topic> <messages> [size] [batch]"
+            "usage: pulsar_ceiling produce|dispatch|inflight1 <host:port> <topic> <messages> \
+             [size] [batch|connections]"
                 .into(),
         );
     }
@@ -250,6 +348,18 @@ async fn main() -> Res<()> {
     let messages: u64 = args[4].parse()?;
     let size: usize = args.get(5).map_or(Ok(100), |s| s.parse())?;
     let batch: u32 = args.get(6).map_or(Ok(1000), |s| s.parse())?;
+    if mode == "inflight1" {
+        let connections = args.get(6).map_or(Ok(8), |s| s.parse())?;
+        let (seconds, p50, p99) = inflight1(addr, topic, messages, size, connections).await?;
+        let sent = messages / connections * connections;
+        println!(
+            "{{\"mode\": \"{mode}\", \"messages\": {sent}, \"seconds\": {seconds:.6}, \
+             \"msg_per_s\": {:.0}, \"connections\": {connections}, \"p50_ms\": {p50:.3}, \
+             \"p99_ms\": {p99:.3}}}",
+            sent as f64 / seconds
+        );
+        return Ok(());
+    }
     let seconds = match mode.as_str() {
         "produce" => produce(addr, topic, messages, size, batch).await?,
         "dispatch" => dispatch(addr, topic, messages).await?,
