@@ -104,12 +104,18 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-async fn produce(addr: &str, topic: &str, messages: u64, size: usize, batch: u32) -> Res<f64> {
+/// A connection with producer `id` on `topic`: its reader, writer and the broker-given
+/// producer name (what every SEND's metadata carries).
+async fn open_producer(
+    addr: &str,
+    topic: &str,
+    id: u64,
+) -> Res<(Reader, tokio::net::tcp::OwnedWriteHalf, String)> {
     let (mut reader, mut w) = connect(addr).await?;
     let mut out = BytesMut::new();
     let params = ProducerParams {
         topic: topic.to_owned(),
-        producer_id: 1,
+        producer_id: id,
         request_id: 1,
         producer_name: None,
         user_provided_producer_name: false,
@@ -130,6 +136,11 @@ async fn produce(addr: &str, topic: &str, messages: u64, size: usize, batch: u32
         .producer_success
         .map(|p| p.producer_name)
         .unwrap_or_default();
+    Ok((reader, w, name))
+}
+
+async fn produce(addr: &str, topic: &str, messages: u64, size: usize, batch: u32) -> Res<f64> {
+    let (mut reader, mut w, name) = open_producer(addr, topic, 1).await?;
     // Every frame built before the clock starts.
     let payload = bytes::Bytes::from(vec![0x61u8; size]);
     let mut builder = BatchBuilder::new(BatchConfig {
@@ -192,31 +203,7 @@ async fn one_in_flight(
     size: usize,
     id: u64,
 ) -> Res<Vec<f64>> {
-    let (mut reader, mut w) = connect(&addr).await?;
-    let mut out = BytesMut::new();
-    let params = ProducerParams {
-        topic,
-        producer_id: id,
-        request_id: 1,
-        producer_name: None,
-        user_provided_producer_name: false,
-        encrypted: false,
-        metadata: Vec::new(),
-        schema: None,
-        epoch: 0,
-        access_mode: pb::ProducerAccessMode::Shared,
-        topic_epoch: None,
-        txn_enabled: false,
-        initial_subscription_name: None,
-    };
-    encode_command(&commands::producer(&params), &mut out);
-    w.write_all(&out).await?;
-    let ok = reader.until(Type::ProducerSuccess).await?;
-    let name = ok
-        .command
-        .producer_success
-        .map(|p| p.producer_name)
-        .unwrap_or_default();
+    let (mut reader, mut w, name) = open_producer(&addr, &topic, id).await?;
     let payload = vec![0x61u8; size];
     let mut frames = Vec::with_capacity(messages as usize);
     for seq in 0..messages {
