@@ -379,36 +379,16 @@ pub fn parse_pip_with(
             req.kv_encoding.as_deref(),
         )?,
     };
+    // Each message as a streamed line would be: one conversion for both forms.
+    let line = LineFormat {
+        format,
+        schema: schema.clone(),
+    };
     let messages = req
         .messages
         .into_iter()
         .enumerate()
-        .map(|(i, m)| {
-            let (payload, key, key_b64, null_value) = match &schema {
-                Some(s) => typed_payload(s, m.key, &m.value, i)?,
-                None => (
-                    value_bytes(&m.value, format, i)?,
-                    string_key(m.key, i)?,
-                    false,
-                    false,
-                ),
-            };
-            let mut p = prepared(
-                payload,
-                key,
-                m.properties,
-                m.event_time,
-                m.sequence_id,
-                m.replication_clusters,
-                m.disable_replication,
-                m.deliver_at,
-                m.deliver_after_ms,
-                m.partition,
-            );
-            p.msg.partition_key_b64 = key_b64;
-            p.msg.null_value = null_value;
-            Ok(p)
-        })
+        .map(|(i, m)| pip_message(m, &line, i))
         .collect::<std::result::Result<_, ApiError>>()?;
     Ok(PipBody {
         messages,

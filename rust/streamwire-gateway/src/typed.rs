@@ -166,17 +166,8 @@ impl Half {
     }
 }
 
-/// What a JSON value is, for error messages ("… must be a string, not an array").
-pub(crate) fn kind(j: &Json) -> &'static str {
-    match j {
-        Json::Null => "null",
-        Json::Bool(_) => "a boolean",
-        Json::Number(_) => "a number",
-        Json::String(_) => "a string",
-        Json::Array(_) => "an array",
-        Json::Object(_) => "an object",
-    }
-}
+/// What a JSON value is, for error messages: the Pulsar crate's wording, shared.
+pub(crate) use streamwire_pulsar::schema::json::json_kind as kind;
 
 fn int_in(j: &Json, lo: i64, hi: i64) -> R<i64> {
     let n = match j {

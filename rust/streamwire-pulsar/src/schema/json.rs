@@ -309,7 +309,8 @@ pub fn missing(
     }
 }
 
-fn json_kind(j: &Json) -> &'static str {
+/// What a JSON value is, for error messages ("… must be a string, not an array").
+pub fn json_kind(j: &Json) -> &'static str {
     match j {
         Json::Null => "null",
         Json::Bool(_) => "a boolean",
