@@ -77,6 +77,13 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     )
     p.add_argument("--breakdown", action="store_true", help="print our per-phase timings")
     p.add_argument(
+        "--read-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra option of the Data Source reads (e.g. minPartitions=1)",
+    )
+    p.add_argument(
         "--register",
         action="store_true",
         help="call streamwire.spark.register(spark) after the session starts (else the source "
@@ -144,6 +151,9 @@ def child(args: argparse.Namespace) -> None:
 
     def count(topic: str) -> int:
         r = spark.read.format("streamwire").option("service_url", url).option("topic", topic)
+        for kv in args.read_option:
+            key, _, value = kv.partition("=")
+            r = r.option(key, value)
         if args.read_schema != "all":
             r = r.schema(args.read_schema)
         return int(r.load().count())
@@ -307,6 +317,8 @@ def run_child(
             cmd.append("--register")
         for kv in args.conf:
             cmd += ["--conf", kv]
+        for kv in args.read_option:
+            cmd += ["--read-option", kv]
         env = dict(os.environ)
         if pythonpath:
             env["PYTHONPATH"] = pythonpath
