@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -76,6 +77,12 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
         help="schema given to the reads ('all': every column), as in scripts/main_job.py",
     )
     p.add_argument("--breakdown", action="store_true", help="print our per-phase timings")
+    p.add_argument(
+        "--timeline",
+        action="store_true",
+        help="split every call by Spark's event log: before its first job (planning, planner "
+        "workers), inside its jobs (tasks), after them (commit)",
+    )
     p.add_argument(
         "--read-option",
         action="append",
@@ -132,7 +139,17 @@ def child(args: argparse.Namespace) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     t0 = time.perf_counter()
-    spark = session(args.conf)
+    confs = list(args.conf)
+    events_dir = None
+    if args.timeline:
+        events_dir = tempfile.mkdtemp(prefix="streamwire-spark-events-")
+        confs += [
+            "spark.eventLog.enabled=true",
+            f"spark.eventLog.dir=file://{events_dir}",
+            "spark.eventLog.compress=false",
+            "spark.eventLog.rolling.enabled=false",
+        ]
+    spark = session(confs)
     from pyspark.sql import functions as F
 
     calls: list[dict[str, Any]] = []
@@ -233,8 +250,56 @@ def child(args: argparse.Namespace) -> None:
                 got = timed(f"read {n} {tag}", lambda t=t: count(t))
                 assert got == n, (got, n)
     spark.stop()
+    timeline = {}
+    if events_dir:
+        timeline = spark_timeline(events_dir, calls)
+        shutil.rmtree(events_dir, ignore_errors=True)
     with open(args.out, "w") as f:
-        json.dump({"startup": startup, "calls": calls}, f)
+        json.dump({"startup": startup, "calls": calls, "timeline": timeline}, f)
+
+
+def spark_timeline(events_dir: str, calls: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Each call's wall time split by Spark's own event log (its times are ms since the epoch,
+    like the calls' starts): before its first job is submitted (the driver's planning, which
+    for a Python Data Source includes its planner workers), from submission to the last job's
+    end, and after it (a write's commit). Also the sum of the tasks' run time."""
+    jobs: list[tuple[float, float]] = []
+    subs: dict[int, float] = {}
+    tasks: list[float] = []
+    # Spark 4 writes a directory of rolled files per application (``eventlog_v2_*``).
+    for path in sorted(p for p in Path(events_dir).rglob("*") if p.is_file()):
+        if path.name.startswith("appstatus"):
+            continue
+        with open(path) as f:
+            for line in f:
+                if not line.startswith("{"):
+                    continue
+                ev = json.loads(line)
+                kind = ev.get("Event")
+                if kind == "SparkListenerJobStart":
+                    subs[ev["Job ID"]] = ev["Submission Time"] / 1000
+                elif kind == "SparkListenerJobEnd" and ev["Job ID"] in subs:
+                    jobs.append((subs[ev["Job ID"]], ev["Completion Time"] / 1000))
+                elif kind == "SparkListenerTaskEnd":
+                    info = ev["Task Info"]
+                    tasks.append(info["Launch Time"] / 1000)
+                    tasks.append((info["Finish Time"] - info["Launch Time"]) / 1000)
+    out: dict[str, dict[str, float]] = {}
+    for c in calls:
+        lo, hi = c["start"], c["start"] + c["seconds"]
+        mine = [j for j in jobs if lo - 0.01 <= j[0] <= hi + 0.01]
+        if not mine:
+            continue
+        first = min(j[0] for j in mine)
+        last = max(j[1] for j in mine)
+        run = sum(tasks[i + 1] for i in range(0, len(tasks), 2) if first - 0.01 <= tasks[i] <= last)
+        out[c["call"]] = {
+            "before jobs": max(0.0, first - lo),
+            "jobs": last - first,
+            "after jobs": max(0.0, hi - last),
+            "task run time (sum)": run,
+        }
+    return out
 
 
 def _helper_write(url: str, df: Any, topic: str, n: int) -> None:
@@ -315,6 +380,8 @@ def run_child(
         cmd += ["--rows", str(args.rows), "--read-schema", args.read_schema, "--data", args.data]
         if args.register:
             cmd.append("--register")
+        if args.timeline:
+            cmd.append("--timeline")
         for kv in args.conf:
             cmd += ["--conf", kv]
         for kv in args.read_option:
@@ -377,6 +444,16 @@ def report(mode: str, runs: list[dict[str, Any]], args: argparse.Namespace) -> N
                     for r in runs
                 ]
                 print(f"{call} - mapPartitions {tag} (same process): {median(extra):+.2f}s")
+    if args.timeline:
+        print("\nSpark's event log per call (median over runs, seconds):")
+        for name in names:
+            parts: dict[str, list[float]] = {}
+            for r in runs:
+                for k, v in r.get("timeline", {}).get(name, {}).items():
+                    parts.setdefault(k, []).append(v)
+            if parts:
+                cells = ", ".join(f"{k} {median(v):.2f}" for k, v in parts.items())
+                print(f"  {name:<26}{cells}")
     if not args.breakdown:
         return
     print("\nour phases per call (sum over processes, median over runs; n = occurrences):")
