@@ -315,6 +315,7 @@ impl Actor {
             AddOutcome::AddedBatchFull => {
                 self.note_batch_item(completion, reservation, permits, enqueued_at, len);
                 self.flush_batch().await;
+                yield_to_writer().await;
             }
             AddOutcome::DoesNotFit(msg) => {
                 self.flush_batch().await;
@@ -325,6 +326,7 @@ impl Actor {
                 if full {
                     self.flush_batch().await;
                 }
+                yield_to_writer().await;
             }
             AddOutcome::TooLargeForBatch(msg) => {
                 self.flush_batch().await;
@@ -839,4 +841,13 @@ async fn sleep_until(at: Option<Instant>) {
         Some(t) => tokio::time::sleep_until(t.into()).await,
         None => std::future::pending().await,
     }
+}
+
+/// After a full batch went to the connection: let its writer run now. The writer, woken from
+/// this worker, waits in the worker's LIFO slot (no other worker may take it) until the actor
+/// yields, and an actor with ten queued chunks of a `send_many` yields only when all ten are
+/// batched: every frame then left at once at the end and the broker sat idle meanwhile. One
+/// yield per full batch (a thousand messages at 100 B) costs next to nothing.
+async fn yield_to_writer() {
+    tokio::task::yield_now().await;
 }

@@ -518,6 +518,12 @@ impl Producer {
                 ));
             }
             self.push(items).await?;
+            // Let the actor batch this chunk now. Woken from a runtime worker, it sits in
+            // that worker's LIFO slot, which no other worker may take, so without a yield it
+            // started only after the whole call was handed over: a 10,000-message call's
+            // first frame left ~1.3 ms after the call began instead of ~0.4 ms, and
+            // handing over, batching, writing and the broker ran one after another.
+            tokio::task::yield_now().await;
         }
         Ok(())
     }

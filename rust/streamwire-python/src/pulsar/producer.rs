@@ -687,8 +687,13 @@ impl Producer {
                         .await
                 }
                 None => {
-                    tp.send_many_with_schema(msgs, &group, user_seq, version)
-                        .await
+                    let queued = tp
+                        .send_many_with_schema(msgs, &group, user_seq, version)
+                        .await;
+                    // The caller waits for every receipt, so the call's last, partial batch
+                    // goes out now rather than at the batching delay (as a blocking `send`).
+                    tp.trigger_flush();
+                    queued
                 }
             };
             if let Err(e) = queued {
