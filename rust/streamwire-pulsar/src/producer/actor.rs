@@ -510,7 +510,7 @@ impl Actor {
                 &mut entry,
                 &mut self.out,
             ) {
-                Ok(frame) => live.conn.send_encoded(frame).await,
+                Ok((head, payload)) => live.conn.send_split(head, payload).await,
                 Err(e) => Err(e),
             };
             if let Err(e) = sent {
@@ -657,7 +657,7 @@ impl Actor {
                 // Re-send everything unacknowledged, in order, under the new producer id.
                 let live = self.live.as_ref().expect("established");
                 let mut out = std::mem::take(&mut self.out);
-                let frames: Result<Vec<Bytes>> = self
+                let frames: Result<Vec<(Bytes, Bytes)>> = self
                     .pending
                     .iter_mut()
                     .map(|e| {
@@ -676,8 +676,8 @@ impl Actor {
                         vec![("topic", self.shared.topic.to_string())],
                     )
                 });
-                for f in frames {
-                    if let Err(err) = conn.send_encoded(f).await {
+                for (head, payload) in frames {
+                    if let Err(err) = conn.send_split(head, payload).await {
                         return self.on_disconnect(err);
                     }
                 }
