@@ -81,6 +81,24 @@ def test_send_many_receive_many_and_arrow(lite_broker: PulsarLite, unique_topic:
     run(main)
 
 
+def test_send_many_does_not_wait_for_the_batching_delay(
+    lite_broker: PulsarLite, unique_topic: str
+) -> None:
+    # As the sync call: the awaited ids need every receipt, so the partial batch goes now.
+    async def main() -> None:
+        async with aio.Client(lite_broker.service_url) as client:
+            producer = await client.create_producer(
+                unique_topic, batching_max_messages=10, batching_max_delay=30
+            )
+            t0 = asyncio.get_running_loop().time()
+            ids = await producer.send_many([b"m%d" % i for i in range(25)])
+            assert asyncio.get_running_loop().time() - t0 < 5
+            assert [i.batch_size for i in ids] == [10] * 20 + [5] * 5
+            await producer.close()
+
+    run(main)
+
+
 def test_async_for_and_reader(lite_broker: PulsarLite, unique_topic: str) -> None:
     async def main() -> None:
         async with aio.Client(lite_broker.service_url) as client:

@@ -212,6 +212,20 @@ def test_blocking_send_does_not_wait_for_the_batching_delay(
     p.close()
 
 
+def test_send_many_does_not_wait_for_the_batching_delay(
+    broker: Any, client: streamwire.Client, unique_topic: str
+) -> None:
+    # send_many waits for every receipt, so its last, partial batch goes out at once rather
+    # than after the 30 s delay; the full batches before it keep their shape.
+    p = client.create_producer(unique_topic, batching_max_messages=10, batching_max_delay=30)
+    t0 = time.monotonic()
+    ids = p.send_many([b"m%d" % i for i in range(25)])
+    assert time.monotonic() - t0 < 5
+    assert [i.batch_size for i in ids] == [10] * 20 + [5] * 5
+    assert [i.batch_index for i in ids] == list(range(10)) * 2 + list(range(5))
+    p.close()
+
+
 def test_batching_by_bytes(
     broker: Any, client: streamwire.Client, official_pulsar: ModuleType, unique_topic: str
 ) -> None:

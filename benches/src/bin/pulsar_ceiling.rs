@@ -4,6 +4,11 @@
 //! - `produce`: every SEND frame (batches of `--batch` plain messages of `--size` bytes) is
 //!   built before the clock starts, then written pipelined on one connection while a reader
 //!   counts receipts; the rate is messages over first write → last receipt.
+//! - `produce-window`: the same frames, pipelined with at most `[per_call]` messages (10,000 by
+//!   default, our producers' `max_pending_messages`) written and not yet acknowledged.
+//! - `produce-calls`: the same frames, written `[per_call]` messages (10,000 by default) at a
+//!   time, each group's receipts awaited before the next is written: what a synchronous bulk
+//!   call of that size (ours `send_many`) can reach at most, its pipeline drained per call.
 //! - `dispatch`: one exclusive subscription from the earliest message of a topic that already
 //!   holds `--messages` messages; permits are granted far ahead and nothing is acknowledged;
 //!   the rate is messages (counted from each entry's `num_messages_in_batch`) over subscribe →
@@ -15,8 +20,8 @@
 //!   own in the way; also prints the receipts' p50/p99 in ms.
 //!
 //! Prints one line of JSON: `{"mode": ..., "messages": n, "seconds": s, "msg_per_s": r}`.
-//! Usage: `pulsar_ceiling produce|dispatch|inflight1 <host:port> <topic> <messages> [size]
-//! [batch|connections]`.
+//! Usage: `pulsar_ceiling produce|produce-window|produce-calls|dispatch|inflight1 <host:port> <topic>
+//! <messages> [size] [batch|connections] [per_call]`.
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -139,7 +144,20 @@ async fn open_producer(
     Ok((reader, w, name))
 }
 
-async fn produce(addr: &str, topic: &str, messages: u64, size: usize, batch: u32) -> Res<f64> {
+/// `window`: Some(w) keeps at most `w` messages written and not yet acknowledged (a client's
+/// pending-messages window), writing the next entry as each receipt comes back.
+/// `per_call`: None writes every frame at once (pipelined); Some(k) writes the frames of k
+/// messages and waits for their receipts before writing the next ones (the shape of a
+/// synchronous `send_many` of k messages, with nothing of a client in the way).
+async fn produce(
+    addr: &str,
+    topic: &str,
+    messages: u64,
+    size: usize,
+    batch: u32,
+    per_call: Option<u64>,
+    window: Option<u64>,
+) -> Res<f64> {
     let (mut reader, mut w, name) = open_producer(addr, topic, 1).await?;
     // Every frame built before the clock starts.
     let payload = bytes::Bytes::from(vec![0x61u8; size]);
@@ -149,6 +167,9 @@ async fn produce(addr: &str, topic: &str, messages: u64, size: usize, batch: u32
         ..BatchConfig::default()
     });
     let mut frames = BytesMut::new();
+    // Where each call's frames end in `frames`, and how many entries each call has.
+    let mut calls: Vec<(usize, u64)> = Vec::new();
+    let (mut ends, mut sizes): (Vec<usize>, Vec<u64>) = (Vec::new(), Vec::new());
     let mut entries = 0u64;
     let mut seq = 0u64;
     let started = Instant::now();
@@ -178,6 +199,43 @@ async fn produce(addr: &str, topic: &str, messages: u64, size: usize, batch: u32
         encode_payload_command(&cmd, &md, &b.payload, &mut frames, DEFAULT_MAX_FRAME_SIZE)?;
         entries += 1;
         seq += n;
+        ends.push(frames.len());
+        sizes.push(n);
+        if let Some(k) = per_call {
+            if seq.is_multiple_of(k.max(1)) || seq == messages {
+                let before: u64 = calls.iter().map(|c| c.1).sum();
+                calls.push((frames.len(), entries - before));
+            }
+        }
+    }
+    if let Some(window) = window {
+        // Entries' ends in `frames` and sizes, to write one at a time.
+        let t0 = Instant::now();
+        let (mut from, mut written, mut acked, mut in_flight) = (0usize, 0usize, 0u64, 0u64);
+        while acked < entries {
+            while written < ends.len() && in_flight + sizes[written] <= window.max(sizes[written]) {
+                w.write_all(&frames[from..ends[written]]).await?;
+                from = ends[written];
+                in_flight += sizes[written];
+                written += 1;
+            }
+            reader.until(Type::SendReceipt).await?;
+            in_flight -= sizes[acked as usize];
+            acked += 1;
+        }
+        return Ok(t0.elapsed().as_secs_f64());
+    }
+    if per_call.is_some() {
+        let t0 = Instant::now();
+        let mut from = 0;
+        for (end, n) in calls {
+            w.write_all(&frames[from..end]).await?;
+            for _ in 0..n {
+                reader.until(Type::SendReceipt).await?;
+            }
+            from = end;
+        }
+        return Ok(t0.elapsed().as_secs_f64());
     }
     let t0 = Instant::now();
     let writer = tokio::spawn(async move {
@@ -326,8 +384,8 @@ async fn main() -> Res<()> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 5 {
         return Err(
-            "usage: pulsar_ceiling produce|dispatch|inflight1 <host:port> <topic> <messages> \
-             [size] [batch|connections]"
+            "usage: pulsar_ceiling produce|produce-window|produce-calls|dispatch|inflight1 <host:port> <topic> \
+             <messages> [size] [batch|connections] [per_call]"
                 .into(),
         );
     }
@@ -348,7 +406,15 @@ async fn main() -> Res<()> {
         return Ok(());
     }
     let seconds = match mode.as_str() {
-        "produce" => produce(addr, topic, messages, size, batch).await?,
+        "produce" => produce(addr, topic, messages, size, batch, None, None).await?,
+        "produce-calls" => {
+            let per_call = args.get(7).map_or(Ok(10_000), |s| s.parse())?;
+            produce(addr, topic, messages, size, batch, Some(per_call), None).await?
+        }
+        "produce-window" => {
+            let window = args.get(7).map_or(Ok(10_000), |s| s.parse())?;
+            produce(addr, topic, messages, size, batch, None, Some(window)).await?
+        }
         "dispatch" => dispatch(addr, topic, messages).await?,
         other => return Err(format!("unknown mode {other}").into()),
     };

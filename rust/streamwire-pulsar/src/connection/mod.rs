@@ -74,6 +74,9 @@ const SWEEP_TICK: Duration = Duration::from_millis(250);
 enum Outgoing {
     Command(Box<pb::BaseCommand>),
     Encoded(Bytes),
+    /// A frame in two pieces: its head (sizes, command, checksum, metadata) and its payload,
+    /// which is written from its own buffer (see `encode_payload_head`).
+    Split(Bytes, Bytes),
 }
 
 struct PendingRequest {
@@ -312,6 +315,12 @@ impl Connection {
     /// Queue an already encoded frame (the producer encodes SEND frames itself).
     pub async fn send_encoded(&self, frame: Bytes) -> Result<()> {
         self.push(Outgoing::Encoded(frame)).await
+    }
+
+    /// Queue a frame given as its head and payload (`protocol::encode_payload_head`); a large
+    /// payload goes to the socket from its own buffer, uncopied.
+    pub async fn send_split(&self, head: Bytes, payload: Bytes) -> Result<()> {
+        self.push(Outgoing::Split(head, payload)).await
     }
 
     async fn push(&self, item: Outgoing) -> Result<()> {
@@ -649,6 +658,12 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                             }
                             wr.write_all(&b).await.map_err(lost)?;
                         }
+                        Outgoing::Split(head, body) if body.len() >= DIRECT_WRITE => {
+                            out.extend_from_slice(&head);
+                            wr.write_all(&out).await.map_err(lost)?;
+                            out.clear();
+                            wr.write_all(&body).await.map_err(lost)?;
+                        }
                         item => encode(item, &mut out),
                     }
                     if out.len() < 256 * 1024 {
@@ -699,6 +714,10 @@ fn encode(item: Outgoing, out: &mut BytesMut) {
     match item {
         Outgoing::Command(cmd) => protocol::encode_command(&cmd, out),
         Outgoing::Encoded(b) => out.extend_from_slice(&b),
+        Outgoing::Split(head, body) => {
+            out.extend_from_slice(&head);
+            out.extend_from_slice(&body);
+        }
     }
 }
 

@@ -257,7 +257,14 @@ impl Actor {
         // a thousand at once; reading the clock cost more than batching each of them).
         let now = Instant::now();
         for q in items {
-            self.enqueue(q, now).await;
+            match self.join_open_batch(q, now) {
+                Joined::Added => {}
+                Joined::Full => {
+                    self.flush_batch().await;
+                    yield_to_writer().await;
+                }
+                Joined::Declined(q) => self.enqueue(q, now).await,
+            }
         }
         // Let more queued sends join the batch before the deadline; an unbatched producer
         // has already written everything.
@@ -315,6 +322,7 @@ impl Actor {
             AddOutcome::AddedBatchFull => {
                 self.note_batch_item(completion, reservation, permits, enqueued_at, len);
                 self.flush_batch().await;
+                yield_to_writer().await;
             }
             AddOutcome::DoesNotFit(msg) => {
                 self.flush_batch().await;
@@ -325,12 +333,73 @@ impl Actor {
                 if full {
                     self.flush_batch().await;
                 }
+                yield_to_writer().await;
             }
             AddOutcome::TooLargeForBatch(msg) => {
                 self.flush_batch().await;
                 self.send_single(msg, entry, completion, reservation, permits, enqueued_at)
                     .await;
             }
+        }
+    }
+
+    /// [`enqueue`](Self::enqueue)'s common case, done without an await: a message with an
+    /// engine-assigned sequence id that joins the open batch (or opens one) and fits. Being
+    /// synchronous, it does not move the 328-byte item into a future and out again (callgrind:
+    /// the actor copied each item four times). Anything else comes back, untouched apart from
+    /// its sequence id (which `enqueue` assigns again), for `enqueue` to place.
+    fn join_open_batch(&mut self, q: Queued, now: Instant) -> Joined {
+        if self.terminal.is_some()
+            || q.user_sequence_id
+            || self.last_potential_duplicate
+            || self.batcher.is_none()
+        {
+            return Joined::Declined(q);
+        }
+        let open = OpenBatch {
+            len: self.batch_items.len(),
+            schema_version: self.batch_schema_version.as_deref(),
+        };
+        if place(true, open, &q.entry, false) != Placement::Join {
+            return Joined::Declined(q);
+        }
+        let Queued {
+            mut msg,
+            user_sequence_id,
+            entry,
+            completion,
+            reservation,
+            permits,
+            enqueued_at,
+        } = q;
+        msg.sequence_id = self.next_sequence_id;
+        let len = msg.payload.len();
+        let batcher = self.batcher.as_mut().expect("checked above");
+        let full = match batcher.add(msg, now) {
+            AddOutcome::Added => false,
+            AddOutcome::AddedBatchFull => true,
+            AddOutcome::DoesNotFit(msg) | AddOutcome::TooLargeForBatch(msg) => {
+                return Joined::Declined(Queued {
+                    msg,
+                    user_sequence_id,
+                    entry,
+                    completion,
+                    reservation,
+                    permits,
+                    enqueued_at,
+                });
+            }
+        };
+        self.next_sequence_id += 1;
+        if self.batch_items.is_empty() {
+            // The batch opens with this message: its version is the batch's.
+            self.batch_schema_version = entry.schema_version;
+        }
+        self.note_batch_item(completion, reservation, permits, enqueued_at, len);
+        if full {
+            Joined::Full
+        } else {
+            Joined::Added
         }
     }
 
@@ -508,7 +577,7 @@ impl Actor {
                 &mut entry,
                 &mut self.out,
             ) {
-                Ok(frame) => live.conn.send_encoded(frame).await,
+                Ok((head, payload)) => live.conn.send_split(head, payload).await,
                 Err(e) => Err(e),
             };
             if let Err(e) = sent {
@@ -655,7 +724,7 @@ impl Actor {
                 // Re-send everything unacknowledged, in order, under the new producer id.
                 let live = self.live.as_ref().expect("established");
                 let mut out = std::mem::take(&mut self.out);
-                let frames: Result<Vec<Bytes>> = self
+                let frames: Result<Vec<(Bytes, Bytes)>> = self
                     .pending
                     .iter_mut()
                     .map(|e| {
@@ -674,8 +743,8 @@ impl Actor {
                         vec![("topic", self.shared.topic.to_string())],
                     )
                 });
-                for f in frames {
-                    if let Err(err) = conn.send_encoded(f).await {
+                for (head, payload) in frames {
+                    if let Err(err) = conn.send_split(head, payload).await {
                         return self.on_disconnect(err);
                     }
                 }
@@ -839,4 +908,26 @@ async fn sleep_until(at: Option<Instant>) {
         Some(t) => tokio::time::sleep_until(t.into()).await,
         None => std::future::pending().await,
     }
+}
+
+/// What [`Actor::join_open_batch`] did with a message. A return value consumed at once, never
+/// stored: boxing the declined item would cost an allocation per message wherever the common
+/// case does not apply (every message of an unbatched producer).
+#[allow(clippy::large_enum_variant)]
+enum Joined {
+    /// In the open batch, which has room for more.
+    Added,
+    /// In the open batch, which is now full: send it.
+    Full,
+    /// Not the common case: for `enqueue`.
+    Declined(Queued),
+}
+
+/// After a full batch went to the connection: let its writer run now. The writer, woken from
+/// this worker, waits in the worker's LIFO slot (no other worker may take it) until the actor
+/// yields, and an actor with ten queued chunks of a `send_many` yields only when all ten are
+/// batched: every frame then left at once at the end and the broker sat idle meanwhile. One
+/// yield per full batch (a thousand messages at 100 B) costs next to nothing.
+async fn yield_to_writer() {
+    tokio::task::yield_now().await;
 }

@@ -30,14 +30,15 @@ pub(super) fn lone_message(
     Some(msg)
 }
 
-/// Encode an entry's SEND frame (synchronously, so no borrow of the entry lives across an
-/// await). The frame then holds the entry's only copy of the payload.
+/// Encode the head of an entry's SEND frame (synchronously, so no borrow of the entry lives
+/// across an await): everything but the payload, which follows it on the wire from the
+/// entry's own buffer. Returns (head, payload).
 pub(super) fn encode_entry(
     producer_id: u64,
     max_message_size: usize,
     e: &mut InFlight,
     out: &mut BytesMut,
-) -> Result<Bytes> {
+) -> Result<(Bytes, Bytes)> {
     let mut cmd = commands::send(
         producer_id,
         e.sequence_id,
@@ -57,8 +58,8 @@ pub(super) fn encode_entry(
         send.txnid_most_bits = Some(most);
     }
     if let Some(old) = &e.frame {
-        // [total][command size][command][metadata + payload section]: only the command
-        // (the producer id) changes.
+        // [total][command size][command][magic, checksum, metadata]: only the command (the
+        // producer id) changes; the checksum covers metadata and payload, both unchanged.
         let old_cmd = old
             .get(4..8)
             .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)
@@ -66,13 +67,13 @@ pub(super) fn encode_entry(
         let tail = old.slice((8 + old_cmd).min(old.len())..);
         let cmd_len = prost::Message::encoded_len(&cmd);
         out.reserve(8 + cmd_len + tail.len());
-        out.put_u32((4 + cmd_len + tail.len()) as u32);
+        out.put_u32((4 + cmd_len + tail.len() + e.payload.len()) as u32);
         out.put_u32(cmd_len as u32);
         prost::Message::encode(&cmd, out)
             .map_err(|err| Error::new(ErrorKind::Protocol, err.to_string()))?;
         out.extend_from_slice(&tail);
     } else {
-        protocol::encode_payload_command(
+        protocol::encode_payload_head(
             &cmd,
             &e.metadata,
             &e.payload,
@@ -81,10 +82,9 @@ pub(super) fn encode_entry(
         )
         .map_err(|err| Error::new(ErrorKind::MessageTooBig, err.to_string()))?;
     }
-    let frame = out.split().freeze();
-    e.frame = Some(frame.clone());
-    e.payload = Bytes::new();
-    Ok(frame)
+    let head = out.split().freeze();
+    e.frame = Some(head.clone());
+    Ok((head, e.payload.clone()))
 }
 
 pub(super) fn to_pb_codec(c: Codec) -> pb::CompressionType {

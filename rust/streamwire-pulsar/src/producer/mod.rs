@@ -503,11 +503,13 @@ impl Producer {
             let mut items = Vec::with_capacity(n);
             // One clock read per chunk: the chunk is handed over at one moment.
             let at = Instant::now();
-            for (m, i) in it.by_ref().take(n) {
+            // `extend` from a mapping closure writes each 328-byte item in place (a push loop
+            // built it on the stack and copied it in).
+            items.extend(it.by_ref().take(n).map(|(m, i)| {
                 // Split the chunk's reservation so each message releases its own share.
                 let r = res.split(m.payload.len() as u64);
                 let p = permits.split(1);
-                items.push(Self::queued(
+                Self::queued(
                     m,
                     user_sequence_ids,
                     entry(),
@@ -515,9 +517,15 @@ impl Producer {
                     r,
                     p,
                     at,
-                ));
-            }
+                )
+            }));
             self.push(items).await?;
+            // Let the actor batch this chunk now. Woken from a runtime worker, it sits in
+            // that worker's LIFO slot, which no other worker may take, so without a yield it
+            // started only after the whole call was handed over: a 10,000-message call's
+            // first frame left ~1.3 ms after the call began instead of ~0.4 ms, and
+            // handing over, batching, writing and the broker ran one after another.
+            tokio::task::yield_now().await;
         }
         Ok(())
     }

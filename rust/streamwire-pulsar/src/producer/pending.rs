@@ -27,11 +27,11 @@ pub struct InFlight {
     /// Whether the entry is a batch (its messages get batch indexes).
     pub batched: bool,
     pub metadata: pb::MessageMetadata,
-    /// The payload as sent (compressed if compression is on); emptied once `frame` holds it.
+    /// The payload as sent (compressed if compression is on). It goes to the socket from
+    /// this buffer (shared with the connection's write queue), never copied into a frame.
     pub payload: Bytes,
-    /// The SEND frame as last written. It shares its bytes with the connection's write
-    /// queue, so the payload lives in memory once; a re-send after a reconnect re-encodes
-    /// only the command in front of it.
+    /// The SEND frame's head (sizes, command, checksum, metadata) as last written; a re-send
+    /// after a reconnect re-encodes only the command in it.
     pub frame: Option<Bytes>,
     /// One per message, in batch order.
     pub completions: Vec<Completion>,

@@ -20,7 +20,7 @@ pub use commands::{
 };
 pub use error::ProtocolError;
 pub use frame::{
-    encode_command, encode_payload_command, encode_payload_command_parts, ChecksumStatus, Frame,
-    FrameDecoder, PayloadSection, DEFAULT_MAX_FRAME_SIZE, FRAME_HEADROOM,
+    encode_command, encode_payload_command, encode_payload_command_parts, encode_payload_head,
+    ChecksumStatus, Frame, FrameDecoder, PayloadSection, DEFAULT_MAX_FRAME_SIZE, FRAME_HEADROOM,
     MAGIC_BROKER_ENTRY_METADATA, MAGIC_CRC32C,
 };

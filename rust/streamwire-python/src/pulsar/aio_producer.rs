@@ -144,6 +144,9 @@ async fn run_waiting(w: Waiting) {
             let queued = tp
                 .send_many_with_schema(msgs, &group, user_seq, schema_version)
                 .await;
+            // Its awaiter wants every receipt: the last, partial batch goes out now, not at
+            // the batching delay (as the sync `send_many`).
+            tp.trigger_flush();
             if let Err(e) = queued {
                 group.fail_unfilled(&e);
             }

@@ -385,14 +385,22 @@ pub(crate) fn many_messages(
     let opts = ManyOptions::parse(payloads.len(), keys, properties, event_times, sequence_ids)?;
     let plain = opts.is_empty(); // the common bulk call: values only
     let mut msgs = Vec::with_capacity(payloads.len());
-    for (i, (payload, null)) in payloads.into_iter().enumerate() {
-        let mut m = OutgoingMessage::new(payload, 0);
-        m.null_value = null;
-        if !plain {
-            opts.apply(i, &mut m);
-        }
-        msgs.push(m);
-    }
+    // Built by `extend` from a mapping closure, so each 144-byte message is written straight
+    // into the vector rather than built on the stack and copied in (callgrind: two copies a
+    // message with a push loop).
+    msgs.extend(
+        payloads
+            .into_iter()
+            .enumerate()
+            .map(|(i, (payload, null))| {
+                let mut m = OutgoingMessage::new(payload, 0);
+                m.null_value = null;
+                if !plain {
+                    opts.apply(i, &mut m);
+                }
+                m
+            }),
+    );
     Ok((msgs, opts.user_seq()))
 }
 
@@ -687,8 +695,13 @@ impl Producer {
                         .await
                 }
                 None => {
-                    tp.send_many_with_schema(msgs, &group, user_seq, version)
-                        .await
+                    let queued = tp
+                        .send_many_with_schema(msgs, &group, user_seq, version)
+                        .await;
+                    // The caller waits for every receipt, so the call's last, partial batch
+                    // goes out now rather than at the batching delay (as a blocking `send`).
+                    tp.trigger_flush();
+                    queued
                 }
             };
             if let Err(e) = queued {

@@ -8,7 +8,7 @@ use prost::Message;
 use streamwire_proto::pulsar as pb;
 
 use super::MAGIC_CRC32C;
-use crate::protocol::checksum::crc32c;
+use crate::protocol::checksum::{crc32c, crc32c_append};
 use crate::protocol::ProtocolError;
 
 /// Append a simple (payload-free) command frame to `out`.
@@ -81,6 +81,46 @@ pub fn encode_payload_command_parts<P: AsRef<[u8]>>(
     patch_u32(out, metadata_size_at, metadata_size as u32);
     // One pass over the bytes just written (still in cache), metadata size to the end.
     let crc = crc32c(&out[metadata_size_at..]);
+    patch_u32(out, checksum_at, crc);
+    Ok(())
+}
+
+/// Everything of [`encode_payload_command`]'s frame except the payload bytes themselves:
+/// `out` gets the sizes (counting the payload), the command, the checksum (over metadata and
+/// payload) and the metadata; the caller writes `payload` right after it. A batch's payload
+/// then reaches the socket from its own buffer rather than being copied into the frame
+/// (callgrind, `send_many` of 100 B: that copy was ~100 instructions per message).
+pub fn encode_payload_head(
+    cmd: &pb::BaseCommand,
+    metadata: &pb::MessageMetadata,
+    payload: &[u8],
+    out: &mut BytesMut,
+    max_frame_size: usize,
+) -> Result<(), ProtocolError> {
+    let start = out.len();
+    out.put_u32(0); // totalSize
+    out.put_u32(0); // commandSize
+    encode_into(cmd, out);
+    let command_size = out.len() - start - 8;
+    out.put_u16(MAGIC_CRC32C);
+    let checksum_at = out.len();
+    out.put_u32(0); // CRC32C
+    let metadata_size_at = out.len();
+    out.put_u32(0); // metadataSize
+    encode_into(metadata, out);
+    let metadata_size = out.len() - metadata_size_at - 4;
+    let total = (out.len() - start - 4).saturating_add(payload.len());
+    if total > max_frame_size || total > u32::MAX as usize {
+        out.truncate(start);
+        return Err(ProtocolError::FrameTooLarge {
+            size: total,
+            max: max_frame_size,
+        });
+    }
+    patch_u32(out, start, total as u32);
+    patch_u32(out, start + 4, command_size as u32);
+    patch_u32(out, metadata_size_at, metadata_size as u32);
+    let crc = crc32c_append(crc32c(&out[metadata_size_at..]), payload);
     patch_u32(out, checksum_at, crc);
     Ok(())
 }

@@ -19,7 +19,9 @@ mod encode;
 mod tests;
 
 pub use decode::FrameDecoder;
-pub use encode::{encode_command, encode_payload_command, encode_payload_command_parts};
+pub use encode::{
+    encode_command, encode_payload_command, encode_payload_command_parts, encode_payload_head,
+};
 
 use bytes::Bytes;
 use streamwire_proto::pulsar as pb;

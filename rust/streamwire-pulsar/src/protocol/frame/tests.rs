@@ -591,6 +591,28 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
+    fn head_then_payload_is_the_whole_frame(
+        producer_id in 0u64..1 << 40,
+        sequence_id in any::<u64>(),
+        name in "[a-z]{0,12}",
+        payload in proptest::collection::vec(any::<u8>(), 0..2048),
+        max in 0usize..4096,
+    ) {
+        let cmd = commands::send(producer_id, sequence_id, 1, None, false, false);
+        let md = pb::MessageMetadata { producer_name: name, sequence_id, ..Default::default() };
+        let mut whole = BytesMut::from(&b"before"[..]);
+        let mut head = BytesMut::from(&b"before"[..]);
+        let a = encode_payload_command(&cmd, &md, &payload, &mut whole, max);
+        let b = encode_payload_head(&cmd, &md, &payload, &mut head, max);
+        prop_assert_eq!(&a, &b);
+        if a.is_ok() {
+            head.extend_from_slice(&payload);
+        }
+        // Same bytes, and a frame too large leaves `out` as it was, either way.
+        prop_assert_eq!(&whole[..], &head[..]);
+    }
+
+    #[test]
     fn round_trip_under_any_chunking(
         items in proptest::collection::vec(arb_item(), 1..8),
         chunks in proptest::collection::vec(1usize..64, 1..8),
