@@ -69,6 +69,9 @@ pub(crate) enum Command {
     },
     Flush(oneshot::Sender<Result<()>>),
     Close(oneshot::Sender<Result<()>>),
+    /// A caller waits for everything handed over so far: send it without holding partial
+    /// blocks back to gather later events.
+    Hurry,
 }
 
 /// A write the writer's queue had no room for, given back.
@@ -112,6 +115,7 @@ fn fail(cmd: Command, e: Error) {
         Command::Flush(tx) | Command::Close(tx) => {
             let _ = tx.send(Err(e));
         }
+        Command::Hurry => {}
     }
 }
 
@@ -224,6 +228,13 @@ impl EventWriter {
         Ok(())
     }
 
+    /// Everything handed over so far has a caller waiting for it (the end of a synchronous
+    /// bulk call): the writer sends it at once instead of gathering later events into its
+    /// last block. A hint only; a closed writer fails the waiting events anyway.
+    pub async fn hurry(&self) {
+        let _ = self.inner.tx.send(Command::Hurry).await;
+    }
+
     /// Write events and wait until the store holds them.
     pub async fn write(&self, batch: EventBatch, reservation: Option<Reservation>) -> Result<()> {
         let (group, rx) = Group::new(batch.count);
@@ -233,6 +244,7 @@ impl EventWriter {
             reservation,
         }))
         .await?;
+        self.hurry().await;
         rx.await.unwrap_or_else(|_| Err(closed()))
     }
 
