@@ -5,7 +5,9 @@ on one Pravega 0.13.0 standalone, in one run.
                                               [--events 200000] [--sizes 100,1024]
 
 Each round writes ``--events`` events of each size to a fresh 1-segment stream with each
-writer, then reads them back with each reader; the table shows medians over the rounds.
+writer, then reads them back with each reader; the table shows medians over the rounds and
+their range. ``--warmup`` rounds (1 by default) run first and are not counted: a fresh
+standalone's JIT runs the same appends and reads 2-3x slower at first.
 
 - theirs, write: ``write_event_bytes`` with ``max_inflight_events=1000``, then ``flush``
   (the fast way to use it; the default of 0 is one round trip per event).
@@ -17,18 +19,25 @@ writer, then reads them back with each reader; the table shows medians over the 
 - ours, read_many / read_arrow: 10,000 events per call (read_many's events iterated, as
   theirs are).
 - ceiling rows: the segment store's own ceiling on the same server, in the same round
-  (``benches/src/bin/pravega_ceiling.rs``: pre-built APPEND_BLOCK_END blocks on raw sockets,
-  no client engine): ``write pipelined`` (1 MiB blocks, up to 8 unacknowledged),
-  ``write one block in flight`` (1 MiB blocks, each waited for: what a synchronous call
-  amounts to) and ``read pipelined`` (READ_SEGMENTs of 1 MiB, 4 in flight, of the stream the
-  readers read). The "of ceiling" column is each row against the pipelined ceiling of its
-  direction. Needs the segment store's address (``--segment-store host:port`` with
-  ``--controller``, or ``--raw`` when the bench starts the server).
+  (``benches/src/bin/pravega_ceiling.rs``: pre-built APPEND_BLOCK_END blocks on a raw
+  socket, no client engine): ``write pipelined`` (4 MiB blocks, up to 4 unacknowledged: the
+  fastest of the shapes tried), ``write one block in flight`` (1 MiB blocks, each waited
+  for), ``write sync calls of 10k`` (the events cut into calls of 10,000 whose blocks go out
+  together, each call waiting for all its acks: the most a synchronous ``write_many`` of the
+  bench's lists can reach) and ``read pipelined`` (READ_SEGMENTs of 1 MiB, 4 in flight, of
+  the stream the readers read). "of ceiling" is each row against the pipelined ceiling of
+  its direction, ``write_many`` against the sync-calls one. Needs the segment store's
+  address (``--segment-store host:port`` with ``--controller``, or ``--raw`` when the bench
+  starts the server). The ceiling rows' rates are the tool's own clock (first request to
+  last answer), ours and theirs include creating the writer or reader.
 
 The standalone keeps every segment in a 128 MiB cache (``InProcPravegaCluster`` hard-codes
 ``cache.size.max``); past it appends are throttled (up to 25 s each) and then fail the
 container. So each run writes to a fresh stream that is deleted right after it, and
-``--events`` x (size + 8) should stay well under 128 MiB (the defaults do).
+``--events`` x (size + 8) should stay well under 128 MiB (the defaults do). Its tier-2
+storage is in the heap too, and deleted segments' chunks are reclaimed lazily: after ~5 GB
+written in one life it runs out of heap (``OutOfMemoryError`` in ``InMemoryChunkStorage``)
+and fails its container, so give each bench run a fresh standalone (the default).
 
 Without ``--controller`` a standalone is started (and stopped) by the bench.
 """
@@ -56,10 +65,14 @@ from streamwire import pravega  # noqa: E402
 
 BATCH = 10_000
 CEILING = ROOT / "target" / "release" / "pravega_ceiling"
-#: (row name, ceiling tool mode, extra flags)
+#: (row name, the ceiling tool's flags)
 CEILING_WRITES = [
-    ("ceiling write pipelined (8 x 1 MiB)", ["--window", "8"]),
-    ("ceiling write one block in flight (1 MiB)", ["--window", "1"]),
+    ("ceiling write pipelined (4 x 4 MiB)", ["--window", "4", "--block", str(4 << 20)]),
+    ("ceiling write one block in flight (1 MiB)", ["--window", "1", "--block", str(1 << 20)]),
+    (
+        "ceiling write sync calls of 10k",
+        ["--call", str(BATCH), "--window", "16", "--block", str(1 << 20)],
+    ),
 ]
 CEILING_READ = "ceiling read pipelined (4 x 1 MiB)"
 
@@ -227,7 +240,14 @@ def table(rows: dict[tuple[str, int], list[float]]) -> None:
             "theirs read (reader group)" if reading else "theirs write (inflight 1000) + flush"
         )
         base = statistics.median(rows[(base_name, size)])
-        ceil_name = CEILING_READ if reading else CEILING_WRITES[0][0]
+        # A synchronous write_many is held to what calls of its size can reach.
+        ceil_name = (
+            CEILING_READ
+            if reading
+            else CEILING_WRITES[2][0]
+            if name.startswith("ours write_many (")
+            else CEILING_WRITES[0][0]
+        )
         ceil = rows.get((ceil_name, size))
         of_ceil = f"{med / statistics.median(ceil):>9.0%}" if ceil else "-"
         cpu_vals = CPU.get((name, size))
@@ -245,6 +265,13 @@ def main() -> None:
     ap.add_argument("--segment-store", help="host:port of the segment store (ceiling rows)")
     ap.add_argument("--raw", action="store_true", help="add the ceiling rows (bench's own server)")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        help="rounds run first and not counted (the store's JIT: a cold standalone runs "
+        "the same appends and reads 2-3x slower)",
+    )
     ap.add_argument("--events", type=int, default=200_000)
     ap.add_argument("--sizes", default="100,1024")
     args = ap.parse_args()
@@ -268,12 +295,18 @@ def main() -> None:
         b = Bench(url, args.events, store)
         rows: dict[tuple[str, int], list[float]] = {}
 
+        warming = False
+
         def record(name: str, size: int, rate: float) -> None:
+            if warming:
+                print(f"  (warm-up) {name} {size} B: {rate:,.0f}/s", flush=True)
+                return
             rows.setdefault((name, size), []).append(rate)
             print(f"  {name} {size} B: {rate:,.0f}/s", flush=True)
 
         for size in [int(s) for s in args.sizes.split(",")]:
-            for _ in range(args.rounds):
+            for i in range(args.warmup + args.rounds):
+                warming = i < args.warmup
                 if store is not None:
                     for name, flags in CEILING_WRITES:
                         s = b.stream()
@@ -287,7 +320,8 @@ def main() -> None:
                 ]
                 for name, write in writers:
                     s = b.stream()
-                    record(name, size, timed(functools.partial(write, s, size), (name, size)))
+                    key = None if warming else (name, size)
+                    record(name, size, timed(functools.partial(write, s, size), key))
                     if name.startswith("ours write_many_async"):
                         if store is not None:
                             record(CEILING_READ, size, b.ceiling_read(s))
@@ -297,7 +331,8 @@ def main() -> None:
                             ("ours read_arrow", b.ours_read_arrow),
                         ]
                         for rname, read in readers:
-                            record(rname, size, timed(functools.partial(read, s), (rname, size)))
+                            key = None if warming else (rname, size)
+                            record(rname, size, timed(functools.partial(read, s), key))
                     b.drop(s)
         end = os.getloadavg()
         head = f"Pravega 0.13.0 standalone, {args.events:,} events per run"

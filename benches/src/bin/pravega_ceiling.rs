@@ -5,8 +5,10 @@
 //! - `write`: per connection one SETUP_APPEND (a fresh writer id), then APPEND_BLOCK_END blocks
 //!   of `--block` bytes of `--size`-byte events, every one built before the clock starts,
 //!   written with at most `--window` blocks unacknowledged. `--window 1` is one block in flight:
-//!   write, wait for its DATA_APPENDED, write the next (what a synchronous call waits for; the
-//!   per-block round trip's p50/p99 are printed). Several `--segments` (comma-separated, a
+//!   write, wait for its DATA_APPENDED, write the next. `--call N` cuts the events into
+//!   synchronous calls of N: a call's blocks go out pipelined (within the window), the next
+//!   call's only once all of them are acknowledged — the most a `write_many` of N events can
+//!   reach (each call's p50/p99/max time is printed). Several `--segments` (comma-separated, a
 //!   stream's segments) or `--connections` run side by side, each its own connection and
 //!   writer; the events are split evenly. The rate is events over first write → last ack.
 //! - `read`: pipelined READ_SEGMENTs of `--block` bytes, `--window` in flight, from offset 0 to
@@ -23,7 +25,7 @@
 //!
 //! Prints one line of JSON. Usage:
 //! `pravega_ceiling write|read <host:port> <segment[,segment...]> [--events N] [--size B]
-//! [--block B] [--window N] [--connections N]`.
+//! [--block B] [--window N] [--connections N] [--call N]`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -37,7 +39,6 @@ use streamwire_pravega::wire::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::Semaphore;
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
@@ -54,6 +55,9 @@ fn brief(r: &Reply) -> String {
     }
     s
 }
+
+/// A pre-built APPEND_BLOCK_END frame and the event number of its last event.
+type Block = (Bytes, i64);
 
 /// Bytes of an EVENT header (`type:i32 length:i32`) in segment data.
 const EVENT_HEADER: usize = 8;
@@ -126,23 +130,31 @@ async fn setup_append(
 }
 
 /// Blocks of `events` events of `size` bytes, `block` bytes at most each (at least one
-/// event): the frames and each block's last event number, numbered from `first`.
+/// event), cut at every `call` events (a synchronous call's events never share a block with
+/// the next call's): the frames, each block's last event number, and the index of each
+/// call's first block. Numbered from `first`.
 fn build_blocks(
     id: u128,
     events: u64,
     size: usize,
     block: usize,
+    call: u64,
     first: i64,
-) -> Res<Vec<(Bytes, i64)>> {
+) -> Res<(Vec<Block>, Vec<usize>)> {
     let per_block = (block / (size + EVENT_HEADER)).max(1) as u64;
+    let call = if call == 0 { events.max(1) } else { call };
     let mut event = BytesMut::new();
     streamwire_pravega::wire::put_event(&mut event, &vec![0x61u8; size])?;
     let mut blocks = Vec::new();
+    let mut calls = Vec::new();
     let mut data = BytesMut::new();
     let mut done = 0u64;
     let mut request = 2i64;
     while done < events {
-        let n = per_block.min(events - done);
+        if done.is_multiple_of(call) {
+            calls.push(blocks.len());
+        }
+        let n = per_block.min(events - done).min(call - done % call);
         data.clear();
         for _ in 0..n {
             data.extend_from_slice(&event);
@@ -154,19 +166,19 @@ fn build_blocks(
         blocks.push((frame.freeze(), last));
         request += 1;
     }
-    Ok(blocks)
+    Ok((blocks, calls))
 }
 
 /// What one writer's run observed.
 struct WriteRun {
     blocks: usize,
     acks: u64,
-    /// Per-block round trips in seconds (one block in flight only).
-    rtts: Vec<f64>,
+    /// Each call's time from its first write to its last ack, in seconds.
+    calls: Vec<f64>,
 }
 
 /// The blocks a DATA_APPENDED for `acked` settles, starting at `settled`: the new count.
-fn settle(blocks: &[(Bytes, i64)], mut settled: usize, acked: i64) -> usize {
+fn settle(blocks: &[Block], mut settled: usize, acked: i64) -> usize {
     while settled < blocks.len() && blocks[settled].1 <= acked {
         settled += 1;
     }
@@ -183,56 +195,39 @@ async fn ack(reader: &mut Reader) -> Res<i64> {
     }
 }
 
-/// One connection's writer: `blocks` pre-built, `window` unacknowledged at most.
+/// One connection's writer: `blocks` pre-built, at most `window` unacknowledged, and a
+/// call's blocks only once every block of the calls before it is acknowledged (one call =
+/// everything: fully pipelined). Writes and reads take turns on one task: the store's
+/// acknowledgements are a few dozen bytes, so they wait in the socket buffer meanwhile.
 async fn write_one(
     mut reader: Reader,
     mut w: OwnedWriteHalf,
-    blocks: Vec<(Bytes, i64)>,
+    blocks: Vec<Block>,
+    calls: Vec<usize>,
     window: usize,
     start: Arc<tokio::sync::Barrier>,
 ) -> Res<WriteRun> {
     start.wait().await;
-    let mut acks = 0u64;
-    let mut settled = 0usize;
-    if window == 1 {
-        let mut rtts = Vec::with_capacity(blocks.len());
-        for (frame, _) in &blocks {
-            let t = Instant::now();
-            w.write_all(frame).await?;
-            while settled < rtts.len() + 1 {
-                settled = settle(&blocks, settled, ack(&mut reader).await?);
-                acks += 1;
+    let (mut acks, mut settled, mut next) = (0u64, 0usize, 0usize);
+    let mut times = Vec::with_capacity(calls.len());
+    for (i, &first) in calls.iter().enumerate() {
+        let end = calls.get(i + 1).copied().unwrap_or(blocks.len());
+        debug_assert_eq!(first, next);
+        let t = Instant::now();
+        while settled < end {
+            while next < end && next - settled < window {
+                w.write_all(&blocks[next].0).await?;
+                next += 1;
             }
-            rtts.push(t.elapsed().as_secs_f64());
+            settled = settle(&blocks, settled, ack(&mut reader).await?);
+            acks += 1;
         }
-        return Ok(WriteRun {
-            blocks: blocks.len(),
-            acks,
-            rtts,
-        });
+        times.push(t.elapsed().as_secs_f64());
     }
-    // The writer task takes a permit per block; each settled block gives one back.
-    let permits = Arc::new(Semaphore::new(window));
-    let frames: Vec<Bytes> = blocks.iter().map(|(f, _)| f.clone()).collect();
-    let gate = permits.clone();
-    let writer = tokio::spawn(async move {
-        for f in frames {
-            gate.acquire().await?.forget();
-            w.write_all(&f).await?;
-        }
-        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(w)
-    });
-    while settled < blocks.len() {
-        let now = settle(&blocks, settled, ack(&mut reader).await?);
-        acks += 1;
-        permits.add_permits(now - settled);
-        settled = now;
-    }
-    drop(writer.await??);
     Ok(WriteRun {
         blocks: blocks.len(),
         acks,
-        rtts: Vec::new(),
+        calls: times,
     })
 }
 
@@ -242,6 +237,8 @@ struct Opts {
     block: usize,
     window: usize,
     connections: usize,
+    /// Events per synchronous call (0: one call of everything).
+    call: u64,
 }
 
 async fn write(addr: &str, segments: &[String], o: &Opts) -> Res<String> {
@@ -251,11 +248,12 @@ async fn write(addr: &str, segments: &[String], o: &Opts) -> Res<String> {
     for i in 0..o.connections {
         let segment = &segments[i % segments.len()];
         let (reader, w, id, first) = setup_append(addr, segment, i as u64).await?;
-        let blocks = build_blocks(id, per, o.size, o.block, first)?;
+        let (blocks, calls) = build_blocks(id, per, o.size, o.block, o.call, first)?;
         tasks.push(tokio::spawn(write_one(
             reader,
             w,
             blocks,
+            calls,
             o.window,
             start.clone(),
         )));
@@ -263,31 +261,32 @@ async fn write(addr: &str, segments: &[String], o: &Opts) -> Res<String> {
     // Every connection set up and every frame built: the clock starts for all at once.
     start.wait().await;
     let t0 = Instant::now();
-    let (mut blocks, mut acks, mut rtts) = (0usize, 0u64, Vec::new());
+    let (mut blocks, mut acks, mut calls) = (0usize, 0u64, Vec::new());
     for t in tasks {
         let run = t.await??;
         blocks += run.blocks;
         acks += run.acks;
-        rtts.extend(run.rtts);
+        calls.extend(run.calls);
     }
     let seconds = t0.elapsed().as_secs_f64();
     let events = per * o.connections as u64;
     let mut line = format!(
         "{{\"mode\": \"write\", \"events\": {events}, \"size\": {}, \"block\": {}, \
-         \"window\": {}, \"connections\": {}, \"seconds\": {seconds:.6}, \
+         \"window\": {}, \"connections\": {}, \"call\": {}, \"seconds\": {seconds:.6}, \
          \"events_per_s\": {:.0}, \"mb_per_s\": {:.1}, \"blocks\": {blocks}, \"acks\": {acks}",
         o.size,
         o.block,
         o.window,
         o.connections,
+        o.call,
         events as f64 / seconds,
         (events * o.size as u64) as f64 / seconds / 1e6,
     );
-    if !rtts.is_empty() {
-        rtts.sort_by(f64::total_cmp);
-        let pct = |q: f64| rtts[((rtts.len() - 1) as f64 * q) as usize] * 1e3;
+    if calls.len() > 1 {
+        calls.sort_by(f64::total_cmp);
+        let pct = |q: f64| calls[((calls.len() - 1) as f64 * q) as usize] * 1e3;
         line += &format!(
-            ", \"block_p50_ms\": {:.3}, \"block_p99_ms\": {:.3}, \"block_max_ms\": {:.3}",
+            ", \"call_p50_ms\": {:.3}, \"call_p99_ms\": {:.3}, \"call_max_ms\": {:.3}",
             pct(0.5),
             pct(0.99),
             pct(1.0)
@@ -431,6 +430,7 @@ fn parse_opts(mode: &str, segments: usize, rest: &[String]) -> Res<Opts> {
         block: 1 << 20,
         window: if mode == "read" { 4 } else { 8 },
         connections: segments,
+        call: 0,
     };
     let mut it = rest.iter();
     while let Some(flag) = it.next() {
@@ -441,6 +441,7 @@ fn parse_opts(mode: &str, segments: usize, rest: &[String]) -> Res<Opts> {
             "--block" => o.block = v.parse()?,
             "--window" => o.window = v.parse()?,
             "--connections" => o.connections = v.parse()?,
+            "--call" => o.call = v.parse()?,
             other => return Err(format!("unknown flag {other}").into()),
         }
     }
@@ -456,7 +457,8 @@ async fn main() -> Res<()> {
     if args.len() < 4 {
         return Err(
             "usage: pravega_ceiling write|read <host:port> <segment[,segment...]> \
-                    [--events N] [--size B] [--block B] [--window N] [--connections N]"
+                    [--events N] [--size B] [--block B] [--window N] [--connections N] \
+                    [--call N]"
                 .into(),
         );
     }
@@ -477,6 +479,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn calls_never_share_a_block() {
+        let (blocks, calls) = build_blocks(7, 10, 100, 3 * 108, 4, 1).unwrap();
+        let lasts: Vec<i64> = blocks.iter().map(|b| b.1).collect();
+        assert_eq!((lasts, calls), (vec![3, 4, 7, 8, 10], vec![0, 2, 4]));
+    }
+
+    #[test]
     fn counts_events_across_any_split() {
         let mut data = BytesMut::new();
         for n in [0usize, 3, 100, 7] {
@@ -493,9 +502,9 @@ mod tests {
 
     #[test]
     fn an_ack_settles_every_block_up_to_its_number() {
-        let blocks = build_blocks(7, 10, 100, 3 * 108, 1).unwrap();
+        let (blocks, calls) = build_blocks(7, 10, 100, 3 * 108, 0, 1).unwrap();
         let lasts: Vec<i64> = blocks.iter().map(|b| b.1).collect();
-        assert_eq!(lasts, [3, 6, 9, 10]);
+        assert_eq!((lasts, calls), (vec![3, 6, 9, 10], vec![0]));
         assert_eq!(settle(&blocks, 0, 2), 0);
         assert_eq!(settle(&blocks, 0, 6), 2); // one ack covered two blocks
         assert_eq!(settle(&blocks, 2, 10), 4);
