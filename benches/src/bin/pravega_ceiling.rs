@@ -282,7 +282,7 @@ async fn write(addr: &str, segments: &[String], o: &Opts) -> Res<String> {
         events as f64 / seconds,
         (events * o.size as u64) as f64 / seconds / 1e6,
     );
-    if calls.len() > 1 {
+    if o.call > 0 && !calls.is_empty() {
         calls.sort_by(f64::total_cmp);
         let pct = |q: f64| calls[((calls.len() - 1) as f64 * q) as usize] * 1e3;
         line += &format!(
