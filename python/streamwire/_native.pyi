@@ -775,7 +775,7 @@ class PravegaClient:
         stream: str,
         *,
         block_if_queue_full: bool = True,
-        max_block: int = 262_144,
+        max_block: int = 1_048_576,
         window: int = 8_388_608,
         send_timeout: float = 60.0,
     ) -> PravegaWriter: ...
@@ -794,7 +794,7 @@ class PravegaClient:
         stream: str,
         *,
         block_if_queue_full: bool = True,
-        max_block: int = 262_144,
+        max_block: int = 1_048_576,
         window: int = 8_388_608,
         send_timeout: float = 60.0,
     ) -> asyncio.Future[PravegaAioWriter]: ...

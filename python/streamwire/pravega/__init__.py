@@ -348,7 +348,7 @@ class Client:
         stream: str,
         *,
         block_if_queue_full: bool = True,
-        max_block: int = 256 * 1024,
+        max_block: int = 1024 * 1024,
         window: int = 8 * 1024 * 1024,
         send_timeout: float = 60.0,
     ) -> Writer:
@@ -359,7 +359,7 @@ class Client:
             stream: the stream name.
             block_if_queue_full: when the client's ``memory_limit`` is full, wait (True) or
                 raise ``ProducerQueueFullError`` (False). Default True.
-            max_block: bytes per append block at most. Default 256 KiB.
+            max_block: bytes per append block at most. Default 1 MiB.
             window: bytes in flight per segment at most. Default 8 MiB.
             send_timeout: seconds events wait for an unreachable segment store before they
                 fail. Default 60.0.

@@ -258,8 +258,21 @@ impl Actor {
                 let piece = Piece::new(batch, done, reservation);
                 self.enqueue(piece);
             }
-            Command::Flush(tx) => self.flushers.push(tx),
-            Command::Close(tx) => self.closing = Some(tx),
+            Command::Flush(tx) => {
+                self.hurry();
+                self.flushers.push(tx);
+            }
+            Command::Close(tx) => {
+                self.hurry();
+                self.closing = Some(tx);
+            }
+            Command::Hurry => self.hurry(),
+        }
+    }
+
+    fn hurry(&mut self) {
+        for s in self.segs.values_mut() {
+            s.queue.hurry();
         }
     }
 

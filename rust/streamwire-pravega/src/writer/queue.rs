@@ -50,6 +50,9 @@ pub struct SegmentQueue {
     acked: i64,
     /// The last event number of each block in flight.
     blocks: VecDeque<i64>,
+    /// Events up to this number have a caller waiting on them (`hurry`): they go out
+    /// without waiting for a free block slot.
+    urgent_to: i64,
 }
 
 impl Default for SegmentQueue {
@@ -62,6 +65,7 @@ impl Default for SegmentQueue {
             next_number: 1,
             acked: NO_EVENT_NUMBER,
             blocks: VecDeque::new(),
+            urgent_to: NO_EVENT_NUMBER,
         }
     }
 }
@@ -73,6 +77,12 @@ impl SegmentQueue {
         piece.last_number = self.next_number - 1;
         self.queued_bytes += piece.data.len();
         self.queued.push_back(piece);
+    }
+
+    /// A caller waits for every event queued so far (the end of a `write_many`, a flush):
+    /// holding them back to gather later events would only delay it.
+    pub fn hurry(&mut self) {
+        self.urgent_to = self.next_number - 1;
     }
 
     pub fn is_empty(&self) -> bool {
@@ -104,7 +114,10 @@ impl SegmentQueue {
     /// Why a block limit: events arriving while blocks are in flight wait in the queue and go
     /// out together when an acknowledgement frees a slot, so a steady stream of single-event
     /// writes becomes large blocks (the store's cost is per block), while a lone event still
-    /// goes out at once.
+    /// goes out at once. Past the limit, a full block still goes (waiting would not make it
+    /// any larger), and so do events a caller waits for (`hurry`): a synchronous bulk call
+    /// then has all its blocks in flight at once instead of waiting for acknowledgements
+    /// in between. The window (bytes) bounds everything.
     pub fn next_block(
         &mut self,
         writer_id: u128,
@@ -112,9 +125,13 @@ impl SegmentQueue {
         limits: (usize, usize, usize),
     ) -> Option<Block> {
         let (max_block, window, max_blocks) = limits;
-        if self.queued.is_empty()
-            || self.inflight_bytes >= window
-            || self.blocks.len() >= max_blocks
+        let front = self.queued.front()?;
+        if self.inflight_bytes >= window {
+            return None;
+        }
+        if self.blocks.len() >= max_blocks
+            && self.queued_bytes < max_block
+            && front.last_number > self.urgent_to
         {
             return None;
         }
@@ -291,6 +308,39 @@ mod tests {
         q.ack(1);
         let b = q.next_block(1, 2, (1 << 20, 1 << 20, 1)).unwrap();
         assert_eq!((b.events, b.last_number), (5, 6));
+    }
+
+    #[test]
+    fn full_blocks_and_waited_for_events_pass_the_block_limit_not_the_window() {
+        let mut q = SegmentQueue::default();
+        q.push(piece("a").0);
+        let first = q.next_block(1, 1, (200, 1000, 1)).unwrap();
+        assert_eq!(first.events, 1);
+        // Two events of 100 bytes (108 framed) = a full block of 200: past the limit of one.
+        for i in 0..3 {
+            q.push(piece(&format!("{i:0100}")).0);
+        }
+        let b = q.next_block(1, 2, (200, 1000, 1)).unwrap();
+        assert_eq!(
+            (b.events, b.last_number),
+            (1, 2),
+            "one 108-byte event fills 200"
+        );
+        let b = q.next_block(1, 3, (200, 1000, 1)).unwrap();
+        assert_eq!((b.events, b.last_number), (1, 3));
+        // The last one is a partial block: held back until a caller waits on it.
+        assert!(q.next_block(1, 4, (200, 1000, 1)).is_none());
+        q.hurry();
+        let b = q.next_block(1, 4, (200, 1000, 1)).unwrap();
+        assert_eq!((b.events, b.last_number), (1, 4));
+        // Events queued after the hurry are gathered again.
+        q.push(piece("late").0);
+        assert!(q.next_block(1, 5, (200, 1000, 1)).is_none());
+        // The window bounds even waited-for events.
+        q.hurry();
+        assert!(q.next_block(1, 5, (200, 300, 1)).is_none());
+        q.ack(4);
+        assert_eq!(q.next_block(1, 5, (200, 300, 1)).unwrap().last_number, 5);
     }
 
     #[test]

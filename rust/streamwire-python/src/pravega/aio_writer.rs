@@ -363,7 +363,7 @@ impl PravegaAioWriter {
 impl PravegaNativeClient {
     /// `create_writer` as an awaitable: the same options, checked the same way.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (scope, stream, *, block_if_queue_full=true, max_block=262_144,
+    #[pyo3(signature = (scope, stream, *, block_if_queue_full=true, max_block=1_048_576,
                         window=8_388_608, send_timeout=60.0))]
     fn _acreate_writer<'py>(
         &self,

@@ -280,7 +280,7 @@ impl PravegaNativeClient {
 
     /// A writer to one stream.
     #[allow(clippy::too_many_arguments)] // Python keyword arguments
-    #[pyo3(signature = (scope, stream, *, block_if_queue_full=true, max_block=262_144,
+    #[pyo3(signature = (scope, stream, *, block_if_queue_full=true, max_block=1_048_576,
                         window=8_388_608, send_timeout=60.0))]
     fn create_writer(
         &self,

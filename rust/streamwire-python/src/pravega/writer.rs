@@ -323,6 +323,8 @@ impl PravegaWriter {
             for r in later {
                 w.submit(r).await?;
             }
+            // This call waits for its last events: no holding them back for later ones.
+            w.hurry().await;
             rx.await
                 .unwrap_or_else(|_| Err(Error::closed("Pravega writer")))
         })?;
