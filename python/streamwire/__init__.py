@@ -10,6 +10,7 @@ import atexit
 import os
 
 from streamwire import (
+    _alloc_env,  # noqa: F401  (allocator settings, before the engine loads)
     _logging,  # noqa: F401  (NullHandler; engine log level follows logging)
     _native,
     exceptions,
