@@ -63,6 +63,8 @@ if str(ROOT) not in sys.path:
 
 from streamwire import pravega  # noqa: E402
 
+from benches.bench_bin import release_bin  # noqa: E402
+
 BATCH = 10_000
 CEILING = ROOT / "target" / "release" / "pravega_ceiling"
 #: (row name, the ceiling tool's flags)
@@ -78,20 +80,7 @@ CEILING_READ = "ceiling read pipelined (4 x 1 MiB)"
 
 
 def build_ceiling() -> None:
-    subprocess.run(
-        [
-            "cargo",
-            "build",
-            "--release",
-            "-q",
-            "-p",
-            "streamwire-benches",
-            "--bin",
-            "pravega_ceiling",
-        ],
-        cwd=ROOT,
-        check=True,
-    )
+    release_bin("pravega_ceiling")
 
 
 def ceiling(mode: str, store: tuple[str, int], segment: str, *flags: str) -> float:

@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 import pyarrow as pa  # noqa: E402
 import streamwire  # noqa: E402
 
+from benches.bench_bin import release_bin  # noqa: E402
 from tests.peers.lite import PulsarLite  # noqa: E402
 
 BIN = ROOT / "target" / "release" / "pulsar_ceiling"
@@ -53,20 +54,7 @@ CEIL = "raw ceiling (<= 10,000 in flight)"
 
 
 def build_ceiling() -> None:
-    subprocess.run(
-        [
-            "cargo",
-            "build",
-            "--release",
-            "-q",
-            "-p",
-            "streamwire-benches",
-            "--bin",
-            "pulsar_ceiling",
-        ],
-        cwd=ROOT,
-        check=True,
-    )
+    release_bin("pulsar_ceiling")
 
 
 def ceiling(mode: str, addr: str, topic: str, n: int, size: int = 100) -> float:

@@ -47,41 +47,15 @@ pub fn encode_payload_command_parts<P: AsRef<[u8]>>(
     out: &mut BytesMut,
     max_frame_size: usize,
 ) -> Result<(), ProtocolError> {
-    let start = out.len();
-    out.put_u32(0); // totalSize
-    out.put_u32(0); // commandSize
-    encode_into(cmd, out);
-    let command_size = out.len() - start - 8;
-    out.put_u16(MAGIC_CRC32C);
-    let checksum_at = out.len();
-    out.put_u32(0); // CRC32C
-    let metadata_size_at = out.len();
-    out.put_u32(0); // metadataSize
-    encode_into(metadata, out);
-    let metadata_size = out.len() - metadata_size_at - 4;
-
-    // Check the limit before copying the payload, so an oversized message costs nothing
-    // more than its (small) headers.
     let payload_len: usize = payload.iter().map(|p| p.as_ref().len()).sum();
-    let total = (out.len() - start - 4).saturating_add(payload_len);
-    if total > max_frame_size || total > u32::MAX as usize {
-        out.truncate(start);
-        return Err(ProtocolError::FrameTooLarge {
-            size: total,
-            max: max_frame_size,
-        });
-    }
+    let head = encode_head(cmd, metadata, payload_len, out, max_frame_size)?;
     out.reserve(payload_len);
     for part in payload {
         out.put_slice(part.as_ref());
     }
-
-    patch_u32(out, start, total as u32);
-    patch_u32(out, start + 4, command_size as u32);
-    patch_u32(out, metadata_size_at, metadata_size as u32);
     // One pass over the bytes just written (still in cache), metadata size to the end.
-    let crc = crc32c(&out[metadata_size_at..]);
-    patch_u32(out, checksum_at, crc);
+    let crc = crc32c(&out[head.metadata_size_at..]);
+    patch_u32(out, head.checksum_at, crc);
     Ok(())
 }
 
@@ -97,6 +71,30 @@ pub fn encode_payload_head(
     out: &mut BytesMut,
     max_frame_size: usize,
 ) -> Result<(), ProtocolError> {
+    let head = encode_head(cmd, metadata, payload.len(), out, max_frame_size)?;
+    let crc = crc32c_append(crc32c(&out[head.metadata_size_at..]), payload);
+    patch_u32(out, head.checksum_at, crc);
+    Ok(())
+}
+
+/// Where [`encode_head`] left the checksum to fill in and where the checksummed bytes begin.
+struct Head {
+    checksum_at: usize,
+    metadata_size_at: usize,
+}
+
+/// A payload frame's head, sizes patched for a payload of `payload_len` bytes that the caller
+/// appends (or sends) next; the CRC32C (over the metadata size onwards, payload included) is
+/// left as zero for the caller. Checks the limit before anything of the payload is copied, so
+/// an oversized message costs nothing more than its (small) headers, and leaves `out` as it
+/// was when the frame would be too large.
+fn encode_head(
+    cmd: &pb::BaseCommand,
+    metadata: &pb::MessageMetadata,
+    payload_len: usize,
+    out: &mut BytesMut,
+    max_frame_size: usize,
+) -> Result<Head, ProtocolError> {
     let start = out.len();
     out.put_u32(0); // totalSize
     out.put_u32(0); // commandSize
@@ -109,7 +107,7 @@ pub fn encode_payload_head(
     out.put_u32(0); // metadataSize
     encode_into(metadata, out);
     let metadata_size = out.len() - metadata_size_at - 4;
-    let total = (out.len() - start - 4).saturating_add(payload.len());
+    let total = (out.len() - start - 4).saturating_add(payload_len);
     if total > max_frame_size || total > u32::MAX as usize {
         out.truncate(start);
         return Err(ProtocolError::FrameTooLarge {
@@ -120,9 +118,10 @@ pub fn encode_payload_head(
     patch_u32(out, start, total as u32);
     patch_u32(out, start + 4, command_size as u32);
     patch_u32(out, metadata_size_at, metadata_size as u32);
-    let crc = crc32c_append(crc32c(&out[metadata_size_at..]), payload);
-    patch_u32(out, checksum_at, crc);
-    Ok(())
+    Ok(Head {
+        checksum_at,
+        metadata_size_at,
+    })
 }
 
 fn encode_into<M: Message>(msg: &M, out: &mut BytesMut) {
