@@ -1,7 +1,9 @@
 """streamwire: a fast, fork-safe Apache Pulsar client with a Rust/Tokio engine.
 
 Importing this package starts no thread, runtime or connection; the engine starts on first
-use, and again in a child process after ``fork()``.
+use, and again in a child process after ``fork()``. It sets one environment variable unless
+the user already did: ``MIMALLOC_ARENA_EAGER_COMMIT=0``, read by the engine's allocator (see
+``streamwire/_alloc_env.py``).
 """
 
 from __future__ import annotations
