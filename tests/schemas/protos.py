@@ -134,3 +134,30 @@ def tree_class() -> Any:
     _field(m, "child", 2, F.TYPE_MESSAGE, type_name=".sw.test.Tree")
     (cls,) = _classes([fd], ["sw.test.Tree"])
     return cls
+
+
+#: The ``Level`` enum's value names, as typed reads give them.
+LEVEL_NAMES = {0: "LOW", 1: "MID", 7: "HIGH"}
+
+
+def reading_row(m: Any) -> dict[str, Any]:
+    """The columns a ``Reading`` message reads as in a typed read: the enum by name, the
+    uint64 ``big`` as the signed 64 bits an int64 column holds, unset optionals as None, the
+    ``sizes`` map as a dict (Arrow's map arrays take ``list(sizes.items())`` instead)."""
+    return {
+        "sensor": m.sensor,
+        "count": m.count,
+        "total": m.total,
+        "ratio": m.ratio,
+        "precise": m.precise,
+        "ok": m.ok,
+        "raw": m.raw,
+        "level": LEVEL_NAMES[m.level],
+        "where": {"x": m.where.x, "y": m.where.y} if m.HasField("where") else None,
+        "tags": list(m.tags),
+        "sizes": dict(m.sizes),
+        "note": m.note if m.HasField("note") else None,
+        "path": [{"x": p.x, "y": p.y} for p in m.path],
+        "big": m.big - (1 << 64) if m.big >= 1 << 63 else m.big,
+        "delta": m.delta,
+    }

@@ -88,6 +88,30 @@ def official_classes(pulsar: ModuleType) -> tuple[Any, Any]:
     return _OFFICIAL["classes"]
 
 
+def official_multi_classes(pulsar: ModuleType) -> tuple[Any, Any]:
+    """The official client's Record classes for the multi-schema tests' two versions: V1
+    (``id``, ``name``) and V2 (also ``note``, default null), both named ``V1`` in namespace
+    ``multi`` as the topic's schemas are (made once, like ``official_classes``)."""
+    if "multi" not in _OFFICIAL:
+        s = pulsar.schema
+
+        class OfficialV1(s.Record):
+            _avro_namespace = "multi"
+            id = s.Long(required=True)
+            name = s.String()
+
+        class OfficialV2(s.Record):
+            _avro_namespace = "multi"
+            id = s.Long(required=True)
+            name = s.String()
+            note = s.String(required_default=True)  # "default": null, as V2 has
+
+        OfficialV1.__name__ = "V1"
+        OfficialV2.__name__ = "V1"
+        _OFFICIAL["multi"] = (OfficialV1, OfficialV2)
+    return _OFFICIAL["multi"]
+
+
 def _make_official(pulsar: ModuleType) -> tuple[Any, Any]:
     s = pulsar.schema
 

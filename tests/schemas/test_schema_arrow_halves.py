@@ -15,9 +15,7 @@ import pytest
 from streamwire import SchemaError
 from streamwire.schema import AvroSchema, KeyValueSchema, ProtobufNative, StringSchema
 
-from tests.schemas.protos import reading_classes
-
-LEVEL_NAMES = {0: "LOW", 1: "MID", 7: "HIGH"}
+from tests.schemas.protos import reading_classes, reading_row
 
 
 def _random_message(rng: random.Random, reading: Any, point: Any) -> Any:
@@ -47,25 +45,8 @@ def _random_message(rng: random.Random, reading: Any, point: Any) -> Any:
 
 
 def _row(m: Any) -> dict[str, Any]:
-    """The columns of a message as a typed read gives them."""
-    big = m.big - (1 << 64) if m.big >= 1 << 63 else m.big
-    return {
-        "sensor": m.sensor,
-        "count": m.count,
-        "total": m.total,
-        "ratio": m.ratio,
-        "precise": m.precise,
-        "ok": m.ok,
-        "raw": m.raw,
-        "level": LEVEL_NAMES[m.level],
-        "where": {"x": m.where.x, "y": m.where.y} if m.HasField("where") else None,
-        "tags": list(m.tags),
-        "sizes": list(m.sizes.items()),
-        "note": m.note if m.HasField("note") else None,
-        "path": [{"x": p.x, "y": p.y} for p in m.path],
-        "big": big,
-        "delta": m.delta,
-    }
+    """The columns of a message as a typed read gives them (a map as its items)."""
+    return {**reading_row(m), "sizes": list(m.sizes.items())}
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -16,6 +16,7 @@ import streamwire
 from streamwire import aio
 from streamwire.schema import AvroSchema, JsonSchema
 
+from tests.schemas.records import official_multi_classes
 from tests.schemas.test_schema_versions import V1, renamed_v2, v1_schema
 
 
@@ -140,20 +141,7 @@ def test_the_official_client_reads_send_many_of_another_schema(
     apache_broker: Any, official_pulsar: ModuleType, unique_topic: str
 ) -> None:
     s = official_pulsar.schema
-
-    class OfficialV1(s.Record):
-        _avro_namespace = "multi"
-        id = s.Long(required=True)
-        name = s.String()
-
-    class OfficialV2(s.Record):
-        _avro_namespace = "multi"
-        id = s.Long(required=True)
-        name = s.String()
-        note = s.String(required_default=True)  # "default": null, as V2 has
-
-    OfficialV1.__name__ = "V1"
-    OfficialV2.__name__ = "V1"
+    OfficialV1, OfficialV2 = official_multi_classes(official_pulsar)
     oc = official_pulsar.Client(apache_broker.service_url)
     try:
         with streamwire.Client(apache_broker.service_url) as client:

@@ -18,7 +18,7 @@ from streamwire import aio
 from streamwire.exceptions import IncompatibleSchemaError
 from streamwire.schema import AvroSchema, JsonSchema, KeyValueSchema, StringSchema
 
-from tests.schemas.records import Color
+from tests.schemas.records import Color, official_multi_classes
 
 
 @dataclasses.dataclass
@@ -94,13 +94,7 @@ def test_the_official_client_reads_another_schemas_message(
     apache_broker: Any, official_pulsar: ModuleType, unique_topic: str
 ) -> None:
     s = official_pulsar.schema
-
-    class OfficialV1(s.Record):
-        _avro_namespace = "multi"
-        id = s.Long(required=True)
-        name = s.String()
-
-    OfficialV1.__name__ = "V1"
+    OfficialV1, _ = official_multi_classes(official_pulsar)
     oc = official_pulsar.Client(apache_broker.service_url)
     try:
         with streamwire.Client(apache_broker.service_url) as client:

@@ -1,4 +1,5 @@
-"""Seeding and verification through the official client (a test-only stand-in)."""
+"""Spark test helpers: seeding and verification through the official client (a test-only
+stand-in), and collected values as plain Python."""
 
 from __future__ import annotations
 
@@ -32,3 +33,17 @@ def drain(pulsar: ModuleType, url: str, topic: str, timeout_ms: int = 3000) -> l
         return out
     finally:
         client.close()
+
+
+def as_plain(v: Any) -> Any:
+    """A value collected from a DataFrame as plain Python: Rows as dicts, bytearrays as bytes,
+    recursively through lists and maps."""
+    if hasattr(v, "asDict"):
+        return {k: as_plain(x) for k, x in v.asDict().items()}
+    if isinstance(v, bytearray):
+        return bytes(v)
+    if isinstance(v, list):
+        return [as_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {k: as_plain(x) for k, x in v.items()}
+    return v

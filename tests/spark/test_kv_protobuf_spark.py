@@ -15,12 +15,12 @@ import pytest
 import streamwire
 from streamwire.schema import AvroSchema, KeyValueSchema, ProtobufNative, StringSchema
 
-from tests.schemas.protos import reading_classes, sample
+from tests.schemas.protos import reading_classes, reading_row, sample
 from tests.schemas.records import EvolvingV1 as V1
 from tests.schemas.records import EvolvingV2 as V2
+from tests.spark.helpers import as_plain
 
 N = 8
-LEVELS = {0: "LOW", 1: "MID", 7: "HIGH"}
 
 
 @dataclasses.dataclass
@@ -37,44 +37,6 @@ def _write(df: Any, url: str, topic: str) -> None:
     df.write.format("streamwire").option("service_url", url).option("topic", topic).mode(
         "append"
     ).save()
-
-
-def _signed(u: int) -> int:
-    """A uint64 as the bigint column holds it (the same 64 bits)."""
-    return u - (1 << 64) if u >= 1 << 63 else u
-
-
-def _expected(m: Any) -> dict[str, Any]:
-    """The row a ``Reading`` message reads as."""
-    return {
-        "sensor": m.sensor,
-        "count": m.count,
-        "total": m.total,
-        "ratio": m.ratio,
-        "precise": m.precise,
-        "ok": m.ok,
-        "raw": m.raw,
-        "level": LEVELS[m.level],
-        "where": {"x": m.where.x, "y": m.where.y} if m.HasField("where") else None,
-        "tags": list(m.tags),
-        "sizes": dict(m.sizes),
-        "note": m.note if m.HasField("note") else None,
-        "path": [{"x": p.x, "y": p.y} for p in m.path],
-        "big": _signed(m.big),
-        "delta": m.delta,
-    }
-
-
-def _plain(v: Any) -> Any:
-    if hasattr(v, "asDict"):
-        return {k: _plain(x) for k, x in v.asDict().items()}
-    if isinstance(v, bytearray):
-        return bytes(v)
-    if isinstance(v, list):
-        return [_plain(x) for x in v]
-    if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
-    return v
 
 
 def test_protobuf_topic_reads_typed_and_writes_back_what_from_string_reads(
@@ -100,9 +62,9 @@ def test_protobuf_topic_reads_typed_and_writes_back_what_from_string_reads(
         assert types["message_id"] == "binary" and "value" not in types
         fields = [f.name for f in reading.DESCRIPTOR.fields]
         rows = sorted(
-            (_plain(r.asDict()) for r in df.select(*fields).collect()), key=lambda r: r["sensor"]
+            (as_plain(r.asDict()) for r in df.select(*fields).collect()), key=lambda r: r["sensor"]
         )
-        assert rows == [_expected(m) for m in values]
+        assert rows == [reading_row(m) for m in values]
         # Spark writes the same columns to the sink: the payloads are the messages.
         _write(df.select(*fields).repartition(2), url, sink)
         got = []
@@ -165,9 +127,9 @@ def test_key_value_topic_reads_typed_halves_and_writes_them_back(
             assert types["key"] == "string" and types["value"].startswith("struct<sensor:string,")
         else:
             assert types["key"] == "struct<region:string,n:bigint>" and types["value"] == "string"
-        rows = [(_plain(r.key), _plain(r.value)) for r in df.select("key", "value").collect()]
+        rows = [(as_plain(r.key), as_plain(r.value)) for r in df.select("key", "value").collect()]
         if case == 0:
-            want = [(k, _expected(v)) for k, v in pairs]
+            want = [(k, reading_row(v)) for k, v in pairs]
         else:
             want = [(dataclasses.asdict(k), v) for k, v in pairs]
         assert sorted(rows, key=repr) == sorted(want, key=repr)

@@ -19,6 +19,7 @@ from streamwire.schema import AvroSchema
 from tests.schemas.records import EvolvingV1 as V1
 from tests.schemas.records import EvolvingV2 as V2
 from tests.schemas.records import official_classes, official_sample, sample
+from tests.spark.helpers import as_plain
 
 N = 12
 
@@ -55,18 +56,6 @@ def _read(spark: Any, url: str, topic: str, **options: str) -> Any:
     return reader.load()
 
 
-def _as_plain(v: Any) -> Any:
-    if hasattr(v, "asDict"):
-        return {k: _as_plain(x) for k, x in v.asDict().items()}
-    if isinstance(v, bytearray):
-        return bytes(v)
-    if isinstance(v, list):
-        return [_as_plain(x) for x in v]
-    if isinstance(v, dict):
-        return {k: _as_plain(x) for k, x in v.items()}
-    return v
-
-
 @pytest.mark.parametrize("kind", ["avro", "json"])
 def test_reads_official_records_as_typed_columns(
     spark: Any, apache_broker: Any, official_pulsar: ModuleType, unique_topic: str, kind: str
@@ -85,7 +74,7 @@ def test_reads_official_records_as_typed_columns(
     rows = df.orderBy("total").collect()
     assert len(rows) == N
     fields = [f.name for f in dataclasses.fields(sample(0))]
-    got = [{k: _as_plain(r[k]) for k in fields} for r in rows]
+    got = [{k: as_plain(r[k]) for k in fields} for r in rows]
     assert got == [_expected_row(kind, i) for i in range(N)]
     assert {r.topic for r in rows} == {unique_topic}
     assert all(r.message_id for r in rows)
@@ -198,7 +187,7 @@ def test_derived_schema_round_trip(spark: Any, apache_broker: Any, unique_topic:
         )
         for i in range(N)
     ]
-    got_rows = [tuple(_as_plain(x) for x in r) for r in rows]
+    got_rows = [tuple(as_plain(x) for x in r) for r in rows]
     # Spark gives local naive datetimes: compare instants.
     assert [(*r[:7], r[7].astimezone(dt.timezone.utc), r[8]) for r in got_rows] == want
 
