@@ -1,6 +1,6 @@
 # The developer entry point. `make demo` and `make test` are the README's two commands; both
 # set everything up themselves on a fresh machine (virtualenv, release build, test peers).
-.PHONY: demo test setup bench lint fmt
+.PHONY: demo test setup bench lint fmt docs
 
 setup:
 	bash scripts/bootstrap.sh
@@ -17,3 +17,8 @@ bench: setup
 fmt:
 	cargo fmt --all
 	.venv/bin/ruff format python tests benches scripts
+
+# The documentation site (MkDocs + Material + mkdocstrings) into site/; --strict turns every
+# warning (a broken link or anchor, an unresolved reference) into a failure, as in `make test`.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict

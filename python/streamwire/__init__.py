@@ -28,7 +28,6 @@ from streamwire._native import (
     Reader,
     SendFuture,
     Transaction,
-    __version__,
     configure,
 )
 from streamwire.auth import AuthBasic, AuthPlugin, AuthTls
@@ -113,6 +112,29 @@ __all__ = [
     "exceptions",
     "metrics",
 ]
+
+
+
+def _version() -> str:
+    """The installed distribution's version (its metadata, which maturin takes from the Cargo
+    workspace's ``version``); the compiled engine's own copy of that same Cargo version when the
+    package is imported from a source tree that was never installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("streamwire")
+    except metadata.PackageNotFoundError:
+        return _native.__version__
+
+
+def __getattr__(name: str) -> str:
+    # Looked up on first use, so that ``import streamwire`` does not pay for importlib.metadata.
+    if name == "__version__":
+        version = _version()
+        globals()["__version__"] = version
+        return version
+    raise AttributeError(f"module 'streamwire' has no attribute {name!r}")
+
 
 _after_fork_hooks: list[object] = []
 

@@ -8,6 +8,7 @@
     streamwire perf produce URL TOPIC [--size B] [--rate R] [-n N | --seconds S]
     streamwire perf consume URL TOPIC [-s SUBSCRIPTION] [-n N | --seconds S]
     streamwire gateway [--service-url URL] [--listen ADDR:PORT] [...]
+    streamwire --version
 
 URL: ``pulsar://`` / ``pulsar+ssl://`` (Pulsar), ``tank://`` (TANK), ``tcp://`` (a Pravega
 controller; TOPIC is ``scope/stream``). Output: one line per message (``--format text``, the
@@ -25,6 +26,7 @@ import sys
 from collections.abc import Iterator
 from typing import Optional, TextIO
 
+import streamwire
 from streamwire.cli.backends import Record, open_backend
 from streamwire.exceptions import ConfigError, InvalidArgumentError, StreamwireError
 
@@ -35,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="streamwire",
         description="Produce, consume, inspect and load-test Pulsar, TANK and Pravega.",
+    )
+    ap.add_argument(
+        "--version", action="version", version=f"streamwire {streamwire.__version__}"
     )
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
