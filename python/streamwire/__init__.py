@@ -114,7 +114,6 @@ __all__ = [
 ]
 
 
-
 def _version() -> str:
     """The installed distribution's version (its metadata, which maturin takes from the Cargo
     workspace's ``version``); the compiled engine's own copy of that same Cargo version when the

@@ -9,7 +9,8 @@ Three ways to run it, with the same flags and ``STREAMWIRE_GATEWAY_*`` environme
 - the ``streamwire-gateway`` binary (``cargo build --release -p streamwire-gateway``), for
   deployments without Python.
 
-Endpoints, bodies and status codes: see the README ("PIP-64 REST gateway").
+Endpoints, bodies and status codes: docs/gateway.md and its OpenAPI page (docs/gateway-api.md,
+generated from the document the gateway serves at ``GET /openapi.json``).
 
 One access record per request goes to the ``streamwire.gateway.access`` logger (its message
 is logfmt: ``peer=… method=… path=… route=… status=… ms=…``, the same fields as ``extra``);

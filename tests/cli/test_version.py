@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tomllib
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 import streamwire
+import tomllib
 from streamwire import _native
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,4 +65,4 @@ def test_gateway_openapi_document_has_the_same_version() -> None:
 def test_unknown_attribute_still_raises() -> None:
     # The module's __getattr__ serves only __version__.
     with pytest.raises(AttributeError, match="no_such_name"):
-        getattr(streamwire, "no_such_name")
+        _ = streamwire.no_such_name

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from tests.docs.examples import Example, all_examples
+from tests.docs.examples import ROOT, Example, all_examples
 from tests.peers.broker import Broker
 from tests.peers.gateway import Gateway
 from tests.spark.conftest import spark  # noqa: F401  (the suite's SparkSession, for `spark` blocks)
@@ -63,16 +64,75 @@ def _addresses(
     return addresses
 
 
+def _spark_page(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """docs/spark.md is an options reference whose snippets continue its prose: they use
+    ``spark``, ``url``, ``df`` (rows with a ``value``) and ``topic``, and read the topics the
+    prose describes -- ``readings`` (a record schema with ``name``, ``count`` and a nested
+    ``inner``) and ``kv`` / ``kv-copy`` (KEY_VALUE<STRING, JSON record>). Typed Spark columns
+    need the schema registry, so this page runs on Apache Pulsar."""
+    import dataclasses
+    from typing import Optional
+
+    import streamwire
+    from streamwire.schema import AvroSchema, Int32, JsonSchema, KeyValueSchema, StringSchema
+
+    @dataclasses.dataclass
+    class Inner:
+        unit: str
+
+    @dataclasses.dataclass
+    class Reading:
+        name: str
+        count: Optional[Int32]
+        inner: Inner
+
+    @dataclasses.dataclass
+    class Sensor:
+        sensor: str
+        count: Int32
+
+    url = request.getfixturevalue("apache_broker").service_url
+    spark_session = request.getfixturevalue("spark")
+    kv = KeyValueSchema(StringSchema(), JsonSchema(Sensor))
+    with streamwire.Client(url) as client:
+        with client.create_producer("readings", schema=AvroSchema(Reading)) as producer:
+            producer.send(Reading("r1", 3, Inner("C")))
+        with client.create_producer("kv", schema=kv) as producer:
+            producer.send(("k1", Sensor("s1", 3)))
+        client.create_producer("kv-copy", schema=kv).close()  # registers the schema
+    return {
+        "spark": spark_session,
+        "url": url,
+        "topic": "spark-helpers",
+        "df": spark_session.createDataFrame([(b"a",), (b"b",)], "value binary"),
+        "streamwire": streamwire,
+    }
+
+
+# Pages whose blocks are snippets continuing the prose rather than a sequence: each block runs
+# alone, in a fresh copy of what the page's setup returns.
+PAGE_SETUP: dict[str, Callable[[pytest.FixtureRequest], dict[str, Any]]] = {
+    "docs/spark.md": _spark_page,
+}
+
+
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.id for e in EXAMPLES])
 def test_example_runs(
     example: Example, request: pytest.FixtureRequest, docs_gateways: dict[str, Gateway]
 ) -> None:
-    if example.page in _failed:
+    setup = PAGE_SETUP.get(example.page)
+    if setup is None and example.page in _failed:
         pytest.fail(f"an earlier block of {example.page} failed: {_failed[example.page]}")
     code = example.rewritten(_addresses(example, request, docs_gateways))
     # Leading newlines put the block's lines at the page's line numbers in tracebacks.
     compiled = compile("\n" * (example.line - 1) + code, example.page, "exec")
-    namespace = _namespaces.setdefault(example.page, {"__name__": "__docs_example__"})
+    if setup is not None:
+        # A reference page's snippets each stand alone on the page's setup.
+        if example.page not in _namespaces:
+            _namespaces[example.page] = {"__name__": "__docs_example__", **setup(request)}
+        namespace = dict(_namespaces[example.page])
+    else:
+        namespace = _namespaces.setdefault(example.page, {"__name__": "__docs_example__"})
     out = io.StringIO()
     try:
         with contextlib.redirect_stdout(out):
@@ -100,5 +160,29 @@ def test_examples_are_found() -> None:
         "docs/gateway.md",
         "docs/spark-guide.md",
         "docs/observability.md",
+        "docs/spark.md",
     ):
         assert page in pages, f"no ```python example found in {page}"
+
+
+def test_readme_links_resolve() -> None:
+    """README.md is read on the repository's web view, outside the site's strict build: each
+    of its relative links names a file that exists, and a `#fragment` into a docs page names a
+    heading of that page (GitHub's anchors, which the site's build uses too)."""
+    readme = (ROOT / "README.md").read_text()
+    links = re.findall(r"\]\(([^)\s]+)\)", readme)
+    relative = [link for link in links if "://" not in link and not link.startswith("mailto:")]
+    assert relative, "README.md has no relative links"
+    for link in relative:
+        path, _, fragment = link.partition("#")
+        target = ROOT / path
+        assert target.is_file(), f"README.md links to {link}: no file {target}"
+        if fragment and target.suffix == ".md":
+            assert fragment in _anchors(target.read_text()), f"README.md: no #{fragment} in {path}"
+
+
+def _anchors(markdown: str) -> set[str]:
+    from pymdownx.slugs import slugify
+
+    slug = slugify(case="lower")
+    return {slug(m, "-") for m in re.findall(r"^#+\s+(.+?)\s*$", markdown, re.MULTILINE)}

@@ -116,7 +116,7 @@ def test_receives_timing_out_while_messages_arrive_lose_none(
                 c.acknowledge(m)
             t.join()
         assert set(got) == {b"%d" % i for i in range(n)}, n - len(set(got))
-        if broker_kind == "apache":  # pulsar-lite may dispatch an entry twice (README)
+        if broker_kind == "apache":  # pulsar-lite may dispatch an entry twice (docs/reliability.md)
             assert len(got) == n
         c.close()
 

@@ -1,7 +1,7 @@
 """streamwire.metrics against real peers: pulsar-lite (producer, consumer, client totals, the
 Prometheus text, the HTTP endpoint, the OpenTelemetry bridge) and the TANK broker (double
 unless STREAMWIRE_TANK_BIN names the real one). Pravega writers are covered by the Rust unit
-test of the writer queue's acknowledgement accounting (see the report / README)."""
+test of the writer queue's acknowledgement accounting (see the report / docs/observability.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The TANK broker of the test suite: the real one when ``STREAMWIRE_TANK_BIN`` names a built
-``tank`` binary (see README, "TANK against a real broker"), else the broker double in
+``tank`` binary (see docs/tank.md, "Testing against a real TANK broker"), else the broker double in
 ``tank_double.py``. Both bind 127.0.0.1 on a free port and keep their data in a temporary
 directory across ``restart()``/``kill()``+``start()``, so fault tests run the same on both.
 

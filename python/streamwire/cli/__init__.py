@@ -38,9 +38,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="streamwire",
         description="Produce, consume, inspect and load-test Pulsar, TANK and Pravega.",
     )
-    ap.add_argument(
-        "--version", action="version", version=f"streamwire {streamwire.__version__}"
-    )
+    ap.add_argument("--version", action="version", version=f"streamwire {streamwire.__version__}")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def target(p: argparse.ArgumentParser) -> None:

@@ -212,7 +212,7 @@ class Reader:
         self._native.close()
 
     def metrics(self) -> dict[str, Any]:
-        """This reader's metrics (README "Metrics")."""
+        """This reader's metrics (docs/observability.md)."""
         return self._native.metrics()
 
     @property
@@ -267,7 +267,7 @@ class Client:
         return self._native.controller_uri
 
     def metrics(self) -> dict[str, Any]:
-        """This client's metrics and its writers' and readers' totals (README "Metrics")."""
+        """This client's metrics and its writers' and readers' totals (docs/observability.md)."""
         return self._native.metrics()
 
     def create_scope(self, scope: str) -> bool:
