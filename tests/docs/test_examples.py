@@ -11,12 +11,17 @@ page's own line numbers; the blocks after it on that page fail as well, naming i
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import re
+import sys
+import types
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Optional
 
 import pytest
+import streamwire
+from streamwire.schema import AvroSchema, Int32, JsonSchema, KeyValueSchema, StringSchema
 
 from tests.docs.examples import ROOT, Example, all_examples
 from tests.peers.broker import Broker
@@ -42,6 +47,16 @@ def docs_gateways() -> Iterator[dict[str, Gateway]]:
             gateway.close()
 
 
+def _module(name: str, contents: dict[str, Any]) -> dict[str, Any]:
+    """A fresh module's namespace for examples to run in. It is registered in sys.modules as
+    a pasted script's ``__main__`` would be: dataclasses and schema classes look their
+    defining module up there."""
+    module = types.ModuleType("docs_example_" + re.sub(r"\W", "_", name))
+    module.__dict__.update(contents)
+    sys.modules[module.__name__] = module
+    return module.__dict__
+
+
 def _addresses(
     example: Example, request: pytest.FixtureRequest, gateways: dict[str, Gateway]
 ) -> dict[str, str]:
@@ -64,33 +79,32 @@ def _addresses(
     return addresses
 
 
+# The records docs/spark.md's prose reads (module level: their annotations are resolved in
+# this module's globals).
+@dataclasses.dataclass
+class Inner:
+    unit: str
+
+
+@dataclasses.dataclass
+class Reading:
+    name: str
+    count: Optional[Int32]
+    inner: Inner
+
+
+@dataclasses.dataclass
+class Sensor:
+    sensor: str
+    count: Int32
+
+
 def _spark_page(request: pytest.FixtureRequest) -> dict[str, Any]:
     """docs/spark.md is an options reference whose snippets continue its prose: they use
     ``spark``, ``url``, ``df`` (rows with a ``value``) and ``topic``, and read the topics the
     prose describes -- ``readings`` (a record schema with ``name``, ``count`` and a nested
     ``inner``) and ``kv`` / ``kv-copy`` (KEY_VALUE<STRING, JSON record>). Typed Spark columns
     need the schema registry, so this page runs on Apache Pulsar."""
-    import dataclasses
-    from typing import Optional
-
-    import streamwire
-    from streamwire.schema import AvroSchema, Int32, JsonSchema, KeyValueSchema, StringSchema
-
-    @dataclasses.dataclass
-    class Inner:
-        unit: str
-
-    @dataclasses.dataclass
-    class Reading:
-        name: str
-        count: Optional[Int32]
-        inner: Inner
-
-    @dataclasses.dataclass
-    class Sensor:
-        sensor: str
-        count: Int32
-
     url = request.getfixturevalue("apache_broker").service_url
     spark_session = request.getfixturevalue("spark")
     kv = KeyValueSchema(StringSchema(), JsonSchema(Sensor))
@@ -129,10 +143,12 @@ def test_example_runs(
     if setup is not None:
         # A reference page's snippets each stand alone on the page's setup.
         if example.page not in _namespaces:
-            _namespaces[example.page] = {"__name__": "__docs_example__", **setup(request)}
-        namespace = dict(_namespaces[example.page])
+            _namespaces[example.page] = setup(request)
+        namespace = _module(example.id, _namespaces[example.page])
     else:
-        namespace = _namespaces.setdefault(example.page, {"__name__": "__docs_example__"})
+        if example.page not in _namespaces:
+            _namespaces[example.page] = _module(example.page, {})
+        namespace = _namespaces[example.page]
     out = io.StringIO()
     try:
         with contextlib.redirect_stdout(out):

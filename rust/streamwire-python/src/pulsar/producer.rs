@@ -533,8 +533,9 @@ impl Producer {
     ///     callback: called as `callback(error, message_id)` once the outcome is known; an
     ///         exception it raises is re-raised by the next `flush()` or `close()`.
     ///         Default None.
-    ///     key, ordering_key, properties, event_time, sequence_id, deliver_after, deliver_at,
-    ///         replication_clusters, disable_replication, txn, schema: as for `send`.
+    ///     key: as for `send`; so are ordering_key, properties, event_time, sequence_id,
+    ///         deliver_after, deliver_at, replication_clusters, disable_replication, txn and
+    ///         schema.
     ///
     /// A full queue waits (or raises `ProducerQueueFullError` with
     /// `block_if_queue_full=False`, without queueing the message).
