@@ -101,8 +101,8 @@ def target(request: pytest.FixtureRequest) -> tuple[str, Any, Callable[[str], No
 
     On pulsar-lite the consume tests stop cutting after the restart: lite 0.2.0 sometimes keeps
     the consumer of a cut connection on an exclusive subscription and refuses every re-subscribe
-    after it (see docs/reliability.md); only a restart clears that, so cuts after the last restart would
-    test lite's bug, not the client."""
+    after it (see docs/reliability.md); only a restart clears that, so cuts after the last
+    restart would test lite's bug, not the client."""
     kind: str = request.param
     if kind == "lite":
         lite: PulsarLite = request.getfixturevalue("own_lite")
@@ -253,8 +253,8 @@ def test_consume_with_cuts_and_restart(
                     msgs = []
                 if not msgs:
                     # pulsar-lite 0.2.0 can keep a cut connection's consumer on the exclusive
-                    # subscription and refuse every re-subscribe (docs/reliability.md); only a restart
-                    # clears it. Stuck after the planned disruption: restart it again (twice
+                    # subscription and refuse every re-subscribe (docs/reliability.md); only a
+                    # restart clears it. Stuck after the planned disruption: restart it again (twice
                     # at most) rather than test lite's bug; each one is reported.
                     stuck = time.monotonic() - last_progress > 15
                     if kind == "lite" and cutter.disrupted and stuck and lite_unstuck < 2:

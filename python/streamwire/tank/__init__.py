@@ -164,7 +164,8 @@ class Client:
         return self._native.status()
 
     def metrics(self) -> dict[str, Any]:
-        """This client's metrics and its producers' and consumers' totals (docs/observability.md)."""
+        """This client's metrics and its producers' and consumers' totals (keys:
+        docs/observability.md)."""
         return self._native.metrics()
 
     def reload_config(self, topic: str, partition: int) -> None:
