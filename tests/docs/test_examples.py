@@ -177,6 +177,7 @@ def test_examples_are_found() -> None:
         "docs/spark-guide.md",
         "docs/observability.md",
         "docs/spark.md",
+        "docs/migration.md",
     ):
         assert page in pages, f"no ```python example found in {page}"
 
