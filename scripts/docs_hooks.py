@@ -10,6 +10,7 @@ sources, so the site never holds a second copy that could drift.
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any
@@ -36,9 +37,14 @@ def _resolve(doc: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
     return resolved
 
 
+def _text(text: object) -> str:
+    # The document's prose is plain text: "Bearer <token>" must not become an HTML tag.
+    return html.escape(str(text), quote=False)
+
+
 def _cell(text: object) -> str:
     # A Markdown table cell: no raw pipes or line breaks.
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return _text(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _schema_name(doc: dict[str, Any], schema: dict[str, Any]) -> str:
@@ -60,7 +66,7 @@ def render_openapi(doc: dict[str, Any]) -> str:
     out = [
         "# Gateway HTTP API (OpenAPI)",
         "",
-        f"{info.get('description', '')}",
+        _text(info.get("description", "")),
         "",
         f"Generated at build time from `rust/streamwire-gateway/openapi.json` "
         f"(OpenAPI {doc['openapi']}, API version {info['version']}); the gateway serves the "
@@ -73,9 +79,9 @@ def render_openapi(doc: dict[str, Any]) -> str:
             op = item.get(method)
             if op is None:
                 continue
-            out += [f"## `{method.upper()} {path}`", "", op.get("summary", ""), ""]
+            out += [f"## `{method.upper()} {path}`", "", _text(op.get("summary", "")), ""]
             if op.get("description"):
-                out += [op["description"], ""]
+                out += [_text(op["description"]), ""]
             params = [_resolve(doc, p) for p in op.get("parameters", [])]
             if params:
                 out += ["| parameter | in | required | type | meaning |", "|---|---|---|---|---|"]
@@ -103,7 +109,7 @@ def render_openapi(doc: dict[str, Any]) -> str:
     for name, schema in doc.get("components", {}).get("schemas", {}).items():
         out += [f"### {name}", ""]
         if schema.get("description"):
-            out += [schema["description"], ""]
+            out += [_text(schema["description"]), ""]
         props = schema.get("properties", {})
         required = set(schema.get("required", []))
         if props:
