@@ -29,7 +29,7 @@ step "stubtest (.pyi against the compiled module)"
 .venv/bin/python -m mypy.stubtest streamwire._native --allowlist scripts/stubtest-allowlist.txt
 
 step "mkdocs build --strict (the documentation site: a broken link or reference fails)"
-NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict  # not --quiet: it also silences --strict
 
 step "pytest (pulsar-lite, Apache Pulsar, official client, fault proxy)"
 $PY -m pytest tests -q -p no:cacheprovider "$@"
