@@ -31,7 +31,7 @@ from streamwire._native import (
     __version__,
     configure,
 )
-from streamwire.auth import AuthBasic, AuthPlugin, AuthTls
+from streamwire.auth import AuthBasic, AuthOauth2, AuthPlugin, AuthTls
 from streamwire.exceptions import (
     AlreadyClosedError,
     AuthenticationError,
@@ -68,6 +68,7 @@ from streamwire.exceptions import (
 __all__ = [
     "AlreadyClosedError",
     "AuthBasic",
+    "AuthOauth2",
     "AuthPlugin",
     "AuthTls",
     "AuthenticationError",
