@@ -161,8 +161,9 @@ class AuthOauth2:
     def from_params(cls, params: str | Mapping[str, str]) -> AuthOauth2:
         """Build from the official clients' parameters.
 
-        ``params``: a JSON string or mapping with ``issuer_url``/``issuerUrl``, ``private_key``/``privateKey``, ``audience``, ``scope``,
-        and optionally ``client_id``/``client_secret`` (as the C++/Python client takes them)."""
+        ``params``: a JSON string or mapping with ``issuer_url``/``issuerUrl``,
+        ``private_key``/``privateKey``, ``audience``, ``scope``, and optionally
+        ``client_id``/``client_secret`` (as the C++/Python client takes them)."""
         if isinstance(params, str):
             try:
                 loaded = json.loads(params)

@@ -235,3 +235,54 @@ def test_from_params_takes_both_spellings_and_pickles(key_file: Path) -> None:
         AuthOauth2.from_params(
             {"issuer_url": "http://x", "private_key": "/k", "client_id": "a", "client_secret": "b"}
         )
+
+
+def test_spark_source_takes_oauth2_in_both_spellings(
+    secure: SecurePulsar, issuer: OAuth2Server, key_file: Path, topic: str
+) -> None:
+    """Our option (``auth_oauth2``) and the Scala connector's plug-in class + JSON parameters
+    both reach the engine as AuthOauth2; the source plans and reads over TLS with them."""
+    from streamwire.spark.config import ClientConfig
+    from streamwire.spark.datasource import StreamwireBatchReader
+
+    with client_for(
+        secure, AuthOauth2(issuer.issuer_url, private_key=str(key_file), audience=AUDIENCE)
+    ) as client:
+        p = client.create_producer(topic)
+        p.send_many([b"a", b"b", b"c"])
+        p.flush()
+        p.close()
+    params = json.dumps(
+        {"issuerUrl": issuer.issuer_url, "privateKey": f"file://{key_file}", "audience": AUDIENCE}
+    )
+    base = {
+        "service.url": secure.tls_url,
+        "topic": topic,
+        "pulsar.client.tlsTrustCertsFilePath": str(secure.pki.ca),
+        "connectionTimeout": "5",
+    }
+    scala = {
+        **base,
+        "pulsar.client.authPluginClassName": (
+            "org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2"
+        ),
+        "pulsar.client.authParams": params,
+    }
+    ours = {**base, "auth_oauth2": params}
+    for options in (scala, ours):
+        config = ClientConfig.from_options(options)
+        assert config.auth_oauth2 == params and config.auth_token is None
+        assert CLIENT_SECRET not in repr(config)
+        reader = StreamwireBatchReader(options)
+        values = [
+            v
+            for part in reader.partitions()
+            for rb in reader.read(part)
+            for v in rb.column(0).to_pylist()
+        ]
+        assert sorted(values) == [b"a", b"b", b"c"]
+    # A token plug-in's "token:<jwt>" parameter is the token, without the prefix.
+    token = ClientConfig.from_options(
+        {**base, "pulsar.client.authParams": "token:abc.def.ghi"}
+    ).auth_token
+    assert token == "abc.def.ghi"
