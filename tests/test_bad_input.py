@@ -22,6 +22,8 @@ import pytest
 import streamwire
 from streamwire import (
     AlreadyClosedError,
+    AuthenticationError,
+    AuthOauth2,
     ConfigError,
     ForkedProcessError,
     InvalidArgumentError,
@@ -131,6 +133,67 @@ CASES: list[Case] = [
         "auth_token not str/callable (5)",
         TYP,
         lambda c: streamwire.Client(c.url, auth_token=5),  # type: ignore[arg-type]
+    ),
+    # -- AuthOauth2 (streamwire.auth) ------------------------------------------------------------
+    Case(
+        "AuthOauth2()",
+        "issuer_url not http(s)",
+        CFG,
+        lambda c: AuthOauth2("ftp://x", client_id="a", client_secret="b"),
+    ),
+    Case("AuthOauth2()", "no credentials", CFG, lambda c: AuthOauth2("http://127.0.0.1:1")),
+    Case(
+        "AuthOauth2()",
+        "private_key and client_id both",
+        CFG,
+        lambda c: AuthOauth2("http://127.0.0.1:1", private_key="/k.json", client_id="a"),
+    ),
+    Case(
+        "AuthOauth2()",
+        "timeout=0",
+        CFG,
+        lambda c: AuthOauth2("http://127.0.0.1:1", client_id="a", client_secret="b", timeout=0),
+    ),
+    Case(
+        "AuthOauth2()",
+        "expiry_adjustment=1.5",
+        CFG,
+        lambda c: AuthOauth2(
+            "http://127.0.0.1:1", client_id="a", client_secret="b", expiry_adjustment=1.5
+        ),
+    ),
+    Case(
+        "AuthOauth2()",
+        "tls_trust_certs_file missing",
+        CFG,
+        lambda c: AuthOauth2(
+            "https://127.0.0.1:1", client_id="a", client_secret="b", tls_trust_certs_file="/no/ca"
+        ),
+    ),
+    Case("AuthOauth2.from_params()", "not JSON", CFG, lambda c: AuthOauth2.from_params("{x")),
+    Case(
+        "AuthOauth2.from_params()",
+        "unsupported type",
+        CFG,
+        lambda c: AuthOauth2.from_params('{"type": "jwt_bearer", "issuer_url": "http://x"}'),
+    ),
+    Case(
+        "AuthOauth2.from_params()",
+        "no issuer_url",
+        CFG,
+        lambda c: AuthOauth2.from_params('{"private_key": "/k.json"}'),
+    ),
+    Case(
+        "AuthOauth2.get_data()",
+        "issuer unreachable",
+        AuthenticationError,
+        lambda c: AuthOauth2("http://127.0.0.1:1", client_id="a", client_secret="b").get_data(),
+    ),
+    Case(
+        "AuthOauth2.get_data()",
+        "private_key file missing",
+        AuthenticationError,
+        lambda c: AuthOauth2("http://127.0.0.1:1", private_key="/nonexistent/k.json").get_data(),
     ),
     Case(
         "Client()",

@@ -30,7 +30,7 @@ from streamwire._native import (
     Transaction,
     configure,
 )
-from streamwire.auth import AuthBasic, AuthPlugin, AuthTls
+from streamwire.auth import AuthBasic, AuthOauth2, AuthPlugin, AuthTls
 from streamwire.exceptions import (
     AlreadyClosedError,
     AuthenticationError,
@@ -67,6 +67,7 @@ from streamwire.exceptions import (
 __all__ = [
     "AlreadyClosedError",
     "AuthBasic",
+    "AuthOauth2",
     "AuthPlugin",
     "AuthTls",
     "AuthenticationError",

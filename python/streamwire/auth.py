@@ -8,13 +8,18 @@ It runs on an engine thread, briefly holding the interpreter; it should not bloc
 
 Tokens do not need a plug-in: ``Client(auth_token="...")`` takes a string or a callable that
 returns one, and ``Client(auth_token_file=path)`` re-reads the file on every use.
+
+OAuth 2.0 client credentials: ``Client(auth=AuthOauth2(issuer_url, private_key=...))``
+(:mod:`streamwire.oauth2`).
 """
 
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-__all__ = ["AuthBasic", "AuthPlugin", "AuthTls"]
+from streamwire.oauth2 import AuthOauth2
+
+__all__ = ["AuthBasic", "AuthOauth2", "AuthPlugin", "AuthTls"]
 
 
 @runtime_checkable

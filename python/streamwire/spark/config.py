@@ -58,6 +58,8 @@ class ClientConfig:
     tls_trust_certs_file: Optional[str] = None
     tls_cert_file: Optional[str] = None
     tls_key_file: Optional[str] = None
+    #: OAuth 2.0 client-credentials parameters (the official clients' JSON), see AuthOauth2.
+    auth_oauth2: Optional[str] = field(default=None, repr=False)
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ClientConfig:
@@ -71,7 +73,16 @@ class ClientConfig:
         op_timeout = get_option(options, "operationTimeout", "operation_timeout")
         conn_timeout = get_option(options, "connectionTimeout", "connection_timeout")
         io_threads = get_option(options, "ioThreads", "io_threads")
-        token = get_option(options, "authToken", "auth_token", "pulsar.client.authParams")
+        token = get_option(options, "authToken", "auth_token")
+        oauth2 = get_option(options, "authOauth2", "auth_oauth2")
+        # The Scala connector names a plug-in class and its parameters: OAuth2's parameters are
+        # its JSON, a token plug-in's are the token (optionally as "token:<jwt>").
+        plugin = str(get_option(options, "pulsar.client.authPluginClassName", default=""))
+        params = get_option(options, "pulsar.client.authParams")
+        if params is not None and oauth2 is None and "oauth2" in plugin.lower():
+            oauth2 = params
+        elif params is not None and token is None:
+            token = str(params).removeprefix("token:")
 
         def path(*names: str) -> Optional[str]:
             value = get_option(options, *names)
@@ -93,6 +104,7 @@ class ClientConfig:
             ),
             tls_cert_file=path("tlsCertFilePath", "tls_cert_file"),
             tls_key_file=path("tlsKeyFilePath", "tls_key_file"),
+            auth_oauth2=str(oauth2) if oauth2 is not None else None,
         )
 
     def client(self) -> ClientLike:
@@ -114,6 +126,8 @@ class ClientConfig:
             kwargs["io_threads"] = self.io_threads
         if self.auth_token is not None:
             kwargs["auth_token"] = self.auth_token
+        if self.auth_oauth2 is not None:
+            kwargs["auth"] = streamwire.AuthOauth2.from_params(self.auth_oauth2)
         for name in ("auth_token_file", "tls_trust_certs_file", "tls_cert_file", "tls_key_file"):
             value = getattr(self, name)
             if value is not None:
