@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Callable, Optional, Union
 
+from streamwire.spark.admin import AdminConfig
 from streamwire.spark.config import ClientConfig
 from streamwire.spark.offsets import (
     EARLIEST,
@@ -196,6 +197,7 @@ def _plan(
     starting: Union[str, dict[str, Any]],
     ending: Union[str, dict[str, Any]],
     min_partitions: int,
+    admin: Optional[AdminConfig] = None,
 ) -> list[RangeSpec]:
     ranges: list[RangeSpec] = []
     for topic in partitions:
@@ -211,7 +213,20 @@ def _plan(
             start = last if last is not None else EARLIEST
         else:
             start = predecessor(start_spec)  # type: ignore[arg-type]
+        if end_spec == "latest" and end[1] < 0:
+            end = start  # an empty partition: nothing to plan
         ranges.append(RangeSpec(topic, partition_index(topic), start, end))
+    if admin is not None and min_partitions > len(ranges):
+        # The admin API's ledger lists cut ranges across ledgers by exact entry counts.
+        from streamwire.spark.admin import internal_stats
+        from streamwire.spark.ledgers import LedgerMap, split_by_ledgers
+
+        maps = {
+            r.topic: LedgerMap.from_internal_stats(internal_stats(admin, r.topic), r.end)
+            for r in ranges
+            if not r.is_empty() and r.topic.startswith("persistent://")
+        }
+        return split_by_ledgers(ranges, min_partitions, maps)
     firsts: dict[str, Position] = {}
     if min_partitions > len(ranges):
         for r in ranges:
