@@ -1,0 +1,253 @@
+"""The Data Source on long backlogs: topics spanning many ledgers, on a broker of their own.
+
+Apache Pulsar standalone with ``managedLedgerMaxEntriesPerLedger=5000`` and no minimum rollover
+time makes a 100k-message topic span 20 ledgers in seconds; retention is on (infinite) so the
+ledgers stay, except in the namespace the retention test makes without it. The broker starts
+once for this module. Every micro-batch's size is checked, and every message must arrive once.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.peers.admin import PulsarAdmin
+from tests.peers.apache import ApachePulsar, ApachePulsarError
+
+ENTRIES_PER_LEDGER = 5000
+BIG = 100_000
+CAP = 10_000
+
+
+@dataclass
+class SmallLedgers:
+    broker: ApachePulsar
+    admin: PulsarAdmin
+    #: a 100k-message unbatched topic; its last 1% published after ``tail_time``
+    big: str
+    tail_time: int
+
+    @property
+    def url(self) -> str:
+        return self.broker.service_url
+
+    @property
+    def admin_url(self) -> str:
+        return self.broker.admin_url
+
+
+def _values(prefix: str, n: int, width: int = 0) -> list[bytes]:
+    return [f"{prefix}{i:0{width}d}".encode() for i in range(n)]
+
+
+def produce(url: str, topic: str, values: list[bytes], **producer: Any) -> None:
+    import streamwire
+
+    with streamwire.Client(url) as client:
+        p = client.create_producer(topic, **producer)
+        for i in range(0, len(values), 20_000):
+            p.send_many(values[i : i + 20_000])
+        p.flush()
+        p.close()
+
+
+def ledger_count(admin: PulsarAdmin, topic: str) -> int:
+    """Ledgers the broker keeps for ``topic`` (the open one included)."""
+    from tests.peers.admin import topic_path
+
+    stats = admin.request("GET", f"{topic_path(topic)}/internalStats")
+    return len(stats["ledgers"])
+
+
+@pytest.fixture(scope="module")
+def small_ledgers() -> Iterator[SmallLedgers]:
+    broker = ApachePulsar(
+        extra_conf={
+            "managedLedgerMaxEntriesPerLedger": str(ENTRIES_PER_LEDGER),
+            "managedLedgerMinLedgerRolloverTimeMinutes": "0",
+            "defaultRetentionTimeInMinutes": "-1",
+            "defaultRetentionSizeInMB": "-1",
+        }
+    )
+    try:
+        try:
+            broker.start()
+        except ApachePulsarError as exc:
+            pytest.fail(f"Apache Pulsar (small ledgers) did not start: {exc}", pytrace=False)
+        big = f"persistent://public/default/big-{uuid.uuid4().hex[:8]}"
+        values = _values("m", BIG, 6)
+        head = BIG - BIG // 100
+        produce(broker.service_url, big, values[:head], batching=False)
+        time.sleep(0.05)
+        tail_time = int(time.time() * 1000)
+        time.sleep(0.05)
+        produce(broker.service_url, big, values[head:], batching=False)
+        yield SmallLedgers(broker, broker.admin(), big, tail_time)
+    finally:
+        broker.close()
+
+
+def run_stream(spark: Any, tmp: Path, topic: str, **options: str) -> tuple[Any, list[str]]:
+    """A ``Trigger.AvailableNow`` query into parquet; (the query, every value read)."""
+    out, ckpt = tmp / "out", tmp / "ckpt"
+    reader = spark.readStream.format("streamwire").option("topic", topic)
+    options.setdefault("startingOffsets", "earliest")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    query = (
+        reader.load()
+        .selectExpr("cast(value as string) as v")
+        .writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(ckpt))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(300)
+    assert query.exception() is None, query.exception()
+    got = [r.v for r in spark.read.schema("v string").parquet(str(out)).collect()]
+    return query, got
+
+
+def batch_sizes(query: Any) -> list[int]:
+    return [int(p["numInputRows"]) for p in query.recentProgress if p["numInputRows"]]
+
+
+def test_topic_spans_many_ledgers(small_ledgers: SmallLedgers) -> None:
+    assert ledger_count(small_ledgers.admin, small_ledgers.big) >= BIG // ENTRIES_PER_LEDGER
+
+
+def test_row_cap_is_exact_across_ledgers(
+    spark: Any, small_ledgers: SmallLedgers, tmp_path: Path
+) -> None:
+    s = small_ledgers
+    query, got = run_stream(
+        spark,
+        tmp_path,
+        s.big,
+        service_url=s.url,
+        **{"admin.url": s.admin_url, "maxRecordsPerTrigger": str(CAP)},
+    )
+    sizes = batch_sizes(query)
+    assert sizes == [CAP] * (BIG // CAP), sizes  # exact: every batch is the cap
+    assert len(got) == BIG and len(set(got)) == BIG  # every message once
+
+
+def test_row_cap_holds_without_the_admin_api(
+    spark: Any, small_ledgers: SmallLedgers, tmp_path: Path
+) -> None:
+    """By peeking at ledger ends: batches stop at a ledger's end, never above the cap."""
+    s = small_ledgers
+    topic = f"persistent://public/default/peek-{uuid.uuid4().hex[:8]}"
+    n = 23_000
+    values = _values("p", n, 5)
+    produce(s.url, topic, values, batching=False)
+    query, got = run_stream(spark, tmp_path, topic, service_url=s.url, maxRecordsPerTrigger="7000")
+    sizes = batch_sizes(query)
+    assert max(sizes) <= 7000 and len(sizes) > 1, sizes
+    assert sorted(got) == sorted(v.decode() for v in values)
+
+
+def test_batched_topic_cap_counts_messages(
+    spark: Any, small_ledgers: SmallLedgers, tmp_path: Path
+) -> None:
+    s = small_ledgers
+    topic = f"persistent://public/default/batched-{uuid.uuid4().hex[:8]}"
+    n = 60_000
+    values = _values("b", n, 5)
+    # 10 messages an entry: 6,000 entries, two ledgers
+    produce(s.url, topic, values, batching=True, batching_max_messages=10)
+    assert ledger_count(s.admin, topic) >= 2
+    query, got = run_stream(
+        spark,
+        tmp_path,
+        topic,
+        service_url=s.url,
+        **{"admin.url": s.admin_url, "maxRecordsPerTrigger": str(CAP)},
+    )
+    sizes = batch_sizes(query)
+    assert len(sizes) >= n // CAP and max(sizes) <= CAP, sizes
+    assert len(got) == n and len(set(got)) == n
+
+
+def test_partitioned_topic_shares_the_cap(
+    spark: Any, small_ledgers: SmallLedgers, tmp_path: Path
+) -> None:
+    s = small_ledgers
+    topic = f"persistent://public/default/parts-{uuid.uuid4().hex[:8]}"
+    s.admin.create_partitioned_topic(topic, 3)
+    n = 45_000
+    values = _values("q", n, 5)
+    produce(s.url, topic, values, batching=False)  # round robin: 15k a partition, 3 ledgers
+    query, got = run_stream(
+        spark,
+        tmp_path,
+        topic,
+        service_url=s.url,
+        **{"admin.url": s.admin_url, "maxRecordsPerTrigger": "8000"},
+    )
+    sizes = batch_sizes(query)
+    assert sizes[:-1] == [8000] * (len(sizes) - 1) and sum(sizes) == n, sizes
+    assert sorted(got) == sorted(v.decode() for v in values)
+
+
+def test_multi_topic_byte_cap(spark: Any, small_ledgers: SmallLedgers, tmp_path: Path) -> None:
+    s = small_ledgers
+    a = f"persistent://public/default/bytes-a-{uuid.uuid4().hex[:8]}"
+    b = f"persistent://public/default/bytes-b-{uuid.uuid4().hex[:8]}"
+    va = [f"a{i:05d}".encode() + b"x" * 94 for i in range(12_000)]  # 100 B each
+    vb = [f"b{i:05d}".encode() + b"x" * 94 for i in range(6_000)]
+    produce(s.url, a, va, batching=False)
+    produce(s.url, b, vb, batching=False)
+    budget = 400_000  # 4,000 messages of 100 B
+    reader_opts = {
+        "admin.url": s.admin_url,
+        "maxBytesPerTrigger": str(budget),
+        "topics": f"{a},{b}",
+    }
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+    reader = spark.readStream.format("streamwire").option("service_url", s.url)
+    reader = reader.option("startingOffsets", "earliest")
+    for k, v in reader_opts.items():
+        reader = reader.option(k, v)
+    query = (
+        reader.load()
+        .selectExpr("cast(value as string) as v")
+        .writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(ckpt))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(300)
+    assert query.exception() is None, query.exception()
+    sizes = batch_sizes(query)
+    assert len(sizes) >= 18_000 * 100 // budget and max(sizes) * 100 <= budget, sizes
+    got = [r.v for r in spark.read.schema("v string").parquet(str(out)).collect()]
+    assert sorted(got) == sorted(v.decode() for v in va + vb)
+
+
+def test_min_partitions_cuts_across_ledgers(spark: Any, small_ledgers: SmallLedgers) -> None:
+    s = small_ledgers
+    df = (
+        spark.read.format("streamwire")
+        .option("service_url", s.url)
+        .option("admin.url", s.admin_url)
+        .option("topic", s.big)
+        .option("minPartitions", "8")
+        .schema("value binary")
+        .load()
+    )
+    assert df.rdd.getNumPartitions() == 8
+    from pyspark.sql.functions import spark_partition_id
+
+    counts = df.groupBy(spark_partition_id().alias("p")).count().collect()
+    sizes = sorted(r["count"] for r in counts)
+    assert sum(sizes) == BIG and sizes[-1] - sizes[0] <= 1, sizes
+    assert df.distinct().count() == BIG
