@@ -8,6 +8,7 @@ once for this module. Every micro-batch's size is checked, and every message mus
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -137,6 +138,11 @@ def test_row_cap_is_exact_across_ledgers(
     sizes = batch_sizes(query)
     assert sizes == [CAP] * (BIG // CAP), sizes  # exact: every batch is the cap
     assert len(got) == BIG and len(set(got)) == BIG  # every message once
+    # reportLatestOffset: the progress shows the newest position beside the batch's end
+    first = next(p for p in query.recentProgress if p["numInputRows"])["sources"][0]
+    latest = json.loads(first["latestOffset"])[s.big]
+    assert json.loads(first["endOffset"])[s.big] != latest
+    assert latest == json.loads(query.lastProgress["sources"][0]["endOffset"])[s.big]
 
 
 def test_row_cap_holds_without_the_admin_api(
@@ -251,3 +257,82 @@ def test_min_partitions_cuts_across_ledgers(spark: Any, small_ledgers: SmallLedg
     sizes = sorted(r["count"] for r in counts)
     assert sum(sizes) == BIG and sizes[-1] - sizes[0] <= 1, sizes
     assert df.distinct().count() == BIG
+
+
+def test_subscription_holds_retention_from_the_start(
+    spark: Any, small_ledgers: SmallLedgers, tmp_path: Path
+) -> None:
+    """On a namespace without retention, the broker deletes a rolled-over ledger at once when
+    no subscription needs it (the control topic shows it). The query's subscription, made at
+    its start before the first batch, keeps every ledger it has yet to read."""
+    s = small_ledgers
+    ns = f"public/noretention-{uuid.uuid4().hex[:8]}"
+    s.admin.request("PUT", f"namespaces/{ns}")
+    s.admin.request(
+        "POST", f"namespaces/{ns}/retention", {"retentionTimeInMinutes": 0, "retentionSizeInMB": 0}
+    )
+    held, bare = f"persistent://{ns}/held", f"persistent://{ns}/bare"
+    first = _values("h", 10, 5)
+    produce(s.url, held, first, batching=False)
+    options = {"service_url": s.url, "predefinedSubscription": "spark-held"}
+    _, got = run_stream(spark, tmp_path, held, **options)
+    assert sorted(got) == sorted(v.decode() for v in first)
+    # a backlog rolling six ledgers, on the query's topic and on a control topic
+    backlog = _values("r", 6 * ENTRIES_PER_LEDGER, 5)
+    produce(s.url, held, backlog, batching=False)
+    produce(s.url, bare, backlog, batching=False)
+    deadline = time.monotonic() + 60
+    while ledger_count(s.admin, bare) > 2 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert ledger_count(s.admin, bare) <= 2  # the control lost its rolled ledgers
+    assert ledger_count(s.admin, held) >= 6  # the query's topic kept them
+    _, got = run_stream(spark, tmp_path, held, **options)  # resumes from the checkpoint
+    assert sorted(got) == sorted(v.decode() for v in first + backlog)
+    subs = s.admin.topic_stats(held)["subscriptions"]
+    assert set(subs) == {"spark-held"}, subs  # it stays for the next run: deleting it is ours
+
+
+def _out_counter(admin: PulsarAdmin, topic: str) -> int:
+    """Messages the broker has dispatched from ``topic`` to every consumer and reader, gone
+    ones included."""
+    return int(admin.topic_stats(topic)["msgOutCounter"])
+
+
+def test_starting_time_seeks_instead_of_scanning(spark: Any, small_ledgers: SmallLedgers) -> None:
+    s = small_ledgers
+
+    def read(**options: str) -> tuple[list[bytes], int]:
+        before = _out_counter(s.admin, s.big)
+        reader = spark.read.format("streamwire").option("service_url", s.url)
+        for k, v in options.items():
+            reader = reader.option(k, v)
+        rows = reader.option("topic", s.big).schema("value binary").load().collect()
+        return [bytes(r.value) for r in rows], _out_counter(s.admin, s.big) - before
+
+    tail, tail_cost = read(startingTime=str(s.tail_time))
+    assert sorted(tail) == _values("m", BIG, 6)[BIG - BIG // 100 :]
+    everything, full_cost = read()
+    assert len(everything) == BIG and full_cost >= BIG
+    assert tail_cost <= 0.03 * full_cost, (tail_cost, full_cost)
+    head, _ = read(endingTime=str(s.tail_time))
+    assert sorted(head) == _values("m", BIG, 6)[: BIG - BIG // 100]
+
+
+def test_streaming_time_bounds(spark: Any, small_ledgers: SmallLedgers, tmp_path: Path) -> None:
+    """Streaming ``endingTime`` stops each partition before its first message published at or
+    after it: the query reads up to there and no further, also on a later run."""
+    s = small_ledgers
+    topic = f"persistent://public/default/times-{uuid.uuid4().hex[:8]}"
+    before, after = _values("e", 500, 4), _values("f", 500, 4)
+    produce(s.url, topic, before, batching=False)
+    time.sleep(0.05)
+    cut = int(time.time() * 1000)
+    time.sleep(0.05)
+    produce(s.url, topic, after, batching=False)
+    _, got = run_stream(spark, tmp_path / "a", topic, service_url=s.url, endingTime=str(cut))
+    assert sorted(got) == [v.decode() for v in before]
+    produce(s.url, topic, _values("g", 100, 4), batching=False)
+    query, got = run_stream(spark, tmp_path / "a", topic, service_url=s.url, endingTime=str(cut))
+    assert sorted(got) == [v.decode() for v in before] and not batch_sizes(query)
+    _, got = run_stream(spark, tmp_path / "b", topic, service_url=s.url, startingTime=str(cut))
+    assert sorted(got) == sorted(v.decode() for v in after + _values("g", 100, 4))
