@@ -96,6 +96,14 @@ def small_ledgers() -> Iterator[SmallLedgers]:
 
 def run_stream(spark: Any, tmp: Path, topic: str, **options: str) -> tuple[Any, list[str]]:
     """A ``Trigger.AvailableNow`` query into parquet; (the query, every value read)."""
+    query = start_stream(spark, tmp, topic, **options)
+    assert query.exception() is None, query.exception()
+    got = [r.v for r in spark.read.schema("v string").parquet(str(tmp / "out")).collect()]
+    return query, got
+
+
+def start_stream(spark: Any, tmp: Path, topic: str, **options: str) -> Any:
+    """Run a ``Trigger.AvailableNow`` query into ``tmp / "out"`` to its end."""
     out, ckpt = tmp / "out", tmp / "ckpt"
     reader = spark.readStream.format("streamwire").option("topic", topic)
     options.setdefault("startingOffsets", "earliest")
@@ -110,10 +118,11 @@ def run_stream(spark: Any, tmp: Path, topic: str, **options: str) -> tuple[Any, 
         .trigger(availableNow=True)
         .start()
     )
-    query.awaitTermination(300)
-    assert query.exception() is None, query.exception()
-    got = [r.v for r in spark.read.schema("v string").parquet(str(out)).collect()]
-    return query, got
+    try:
+        query.awaitTermination(300)
+    except Exception:  # the failure is the query's exception(), checked by the caller
+        pass
+    return query
 
 
 def _offsets(value: Any) -> Any:
@@ -340,3 +349,27 @@ def test_streaming_time_bounds(spark: Any, small_ledgers: SmallLedgers, tmp_path
     assert sorted(got) == [v.decode() for v in before] and not batch_sizes(query)
     _, got = run_stream(spark, tmp_path / "b", topic, service_url=s.url, startingTime=str(cut))
     assert sorted(got) == sorted(v.decode() for v in after + _values("g", 100, 4))
+
+
+@pytest.mark.parametrize("fail", [True, False], ids=["failOnDataLoss", "skip"])
+def test_topic_deleted_mid_stream(
+    spark: Any, small_ledgers: SmallLedgers, tmp_path: Path, fail: bool
+) -> None:
+    """A topic deleted (and made again by new messages) between two runs of a query: the
+    next batch fails under failOnDataLoss=true; under false it reads the new topic."""
+    s = small_ledgers
+    topic = f"persistent://public/default/gone-{uuid.uuid4().hex[:8]}"
+    old, new = _values("o", 100, 3), _values("n", 50, 3)
+    produce(s.url, topic, old, batching=False)
+    options = {"service_url": s.url, "failOnDataLoss": str(fail).lower()}
+    _, got = run_stream(spark, tmp_path, topic, **options)
+    assert sorted(got) == [v.decode() for v in old]
+    s.admin.delete_topic(topic, force=True)
+    produce(s.url, topic, new, batching=False)
+    if fail:
+        query = start_stream(spark, tmp_path, topic, **options)
+        assert query.exception() is not None
+        assert "deleted or truncated mid-stream" in str(query.exception())
+    else:
+        _, got = run_stream(spark, tmp_path, topic, **options)
+        assert sorted(got) == sorted(v.decode() for v in old + new)

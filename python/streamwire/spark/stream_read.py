@@ -134,8 +134,7 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         from streamwire.spark.reading import last_message_id
 
         client = self._client()
-        latest = {t: last_message_id(client, t) for t in self._partitions()}
-        return self._under_ceilings(latest)
+        return {t: last_message_id(client, t) for t in self._partitions()}
 
     def _under_ceilings(self, latest: dict[str, Position]) -> dict[str, Position]:
         """``endingTime``: no partition goes past its last message before that time."""
@@ -239,7 +238,7 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def prepareForTriggerAvailableNow(self) -> None:
         from streamwire.spark.offsets import offset_json
 
-        self._target = offset_json(self._latest())
+        self._target = offset_json(self._under_ceilings(self._latest()))
 
     def latestOffset(
         self, start: Optional[dict[str, Any]] = None, limit: Any = None
@@ -251,8 +250,9 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             latest = {t: position_from_json(v) for t, v in self._target.items()}
         else:
             latest = self._latest()
+        starts = self._check_data_loss(_positions(start), latest)
+        latest = self._under_ceilings(latest)
         self._latest_seen = latest
-        starts = _positions(start)
         all_available = ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable)
         max_rows = getattr(limit, "max_rows", None)
         if max_rows is None and limit is None:
@@ -277,6 +277,44 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         result: dict[str, Any] = offset_json(ends)
         result.update(meta)
         return result
+
+    def _check_data_loss(
+        self, starts: dict[str, Position], latest: dict[str, Position]
+    ) -> dict[str, Position]:
+        """Partitions deleted (gone from the listing) or deleted and made again (empty, or
+        behind where the query is) since the last batch: with ``failOnDataLoss`` (default) the
+        query fails; without it they are dropped, or read again from their new beginning, with
+        a warning."""
+        from streamwire.spark.offsets import EARLIEST, position_key
+        from streamwire.spark.reading import DataLossError
+
+        gone = sorted(t for t in starts if t not in latest)
+        reset = sorted(
+            t
+            for t, last in latest.items()
+            if t in starts
+            and starts[t][0] >= 0
+            and starts[t][1] >= 0
+            and (last[1] < 0 or position_key(last) < position_key(starts[t]))
+        )
+        if not gone and not reset:
+            return starts
+        what = "; ".join(
+            [f"{t}: deleted" for t in gone]
+            + [
+                f"{t}: now ends at {latest[t]}, before the query's position {starts[t]}"
+                for t in reset
+            ]
+        )
+        if self.read_options.fail_on_data_loss:
+            raise DataLossError(
+                f"streamwire: partitions were deleted or truncated mid-stream ({what}); "
+                "set failOnDataLoss=false to skip them"
+            )
+        log.warning("streamwire: data lost (failOnDataLoss=false, skipped): %s", what)
+        out = {t: p for t, p in starts.items() if t not in gone}
+        out.update(dict.fromkeys(reset, EARLIEST))
+        return out
 
     def reportLatestOffset(self) -> Optional[dict[str, Any]]:
         """The newest positions seen at the last trigger (Spark shows them as the source's
