@@ -297,6 +297,13 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             and starts[t][1] >= 0
             and (last[1] < 0 or position_key(last) < position_key(starts[t]))
         )
+        if reset:
+            # Proof before failing a query: the entry the query stands on is really gone
+            # (a broker may answer entry -1 of a new, empty ledger for a topic with data).
+            from streamwire.spark.admission import BrokerIo
+
+            io = BrokerIo(self._client(), self.admin, timeout=2.0)
+            reset = [t for t in reset if not _entry_exists(io, t, starts[t])]
         if not gone and not reset:
             return starts
         what = "; ".join(
@@ -387,6 +394,11 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 consumer.close()
             except Exception:  # closing on shutdown: the broker drops it anyway
                 pass
+
+
+def _entry_exists(io: Any, topic: str, pos: Position) -> bool:
+    found = io.peek(topic, (pos[0], pos[1]))
+    return found is not None and (found.position[0], found.position[1]) == (pos[0], pos[1])
 
 
 def _positive(value: Any, name: str) -> Optional[int]:
