@@ -375,3 +375,38 @@ def test_topic_deleted_mid_stream(
         produce(s.url, topic, new, batching=False)
         _, got = run_stream(spark, tmp_path, topic, **options)
         assert sorted(got) == sorted(v.decode() for v in old + new)
+
+
+def test_offsets_by_timestamp_per_partition(
+    spark: Any, small_ledgers: SmallLedgers, tmp_path: Path
+) -> None:
+    s = small_ledgers
+    topic = f"persistent://public/default/bytime-{uuid.uuid4().hex[:8]}"
+    s.admin.create_partitioned_topic(topic, 2)
+    cuts = {}
+    for i, (early, late) in enumerate([("a", "b"), ("c", "d")]):
+        part = f"{topic}-partition-{i}"
+        produce(s.url, part, _values(early, 200, 3), batching=False)
+        time.sleep(0.05)
+        cuts[str(i)] = int(time.time() * 1000)
+        time.sleep(0.05)
+        produce(s.url, part, _values(late, 200, 3), batching=False)
+
+    def batch(**options: str) -> list[str]:
+        reader = spark.read.format("streamwire").option("service_url", s.url)
+        for k, v in options.items():
+            reader = reader.option(k, v)
+        rows = reader.option("topic", topic).load().selectExpr("cast(value as string) v")
+        return sorted(r.v for r in rows.collect())
+
+    def vals(*prefixes: str) -> list[str]:
+        return sorted(v.decode() for p in prefixes for v in _values(p, 200, 3))
+
+    by_time = json.dumps({topic: cuts})
+    assert batch(startingOffsetsByTimestamp=by_time) == vals("b", "d")
+    only_first = json.dumps({topic: {"0": cuts["0"]}})
+    assert batch(endingOffsetsByTimestamp=only_first) == vals("a", "c", "d")
+    _, got = run_stream(
+        spark, tmp_path, topic, service_url=s.url, startingOffsetsByTimestamp=by_time
+    )
+    assert sorted(got) == vals("b", "d")

@@ -172,6 +172,52 @@ def _time_option(options: Mapping[str, str], name: str) -> Optional[int]:
         ) from None
 
 
+def _by_timestamp(options: Mapping[str, str], name: str) -> Optional[dict[str, int]]:
+    """``startingOffsetsByTimestamp`` / ``endingOffsetsByTimestamp``: publish times (ms) per
+    partition, as ``{"<partition topic>": ts}`` or Kafka's ``{"<topic>": {"<index>": ts}}``
+    (index -1 for a non-partitioned topic)."""
+    import json
+
+    from streamwire.exceptions import ConfigError
+    from streamwire.spark.offsets import normalize_topic
+
+    value = get_option(options, name)
+    if value is None:
+        return None
+    try:
+        parsed = json.loads(str(value))
+        if not isinstance(parsed, dict):
+            raise ValueError("not an object")
+        out: dict[str, int] = {}
+        for topic, spec in parsed.items():
+            full = normalize_topic(str(topic))
+            if isinstance(spec, dict):
+                for index, ts in spec.items():
+                    i = int(index)
+                    out[full if i < 0 else f"{full}-partition-{i}"] = int(ts)
+            else:
+                out[full] = int(spec)
+        return out
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(
+            f"streamwire: {name} must be JSON {{topic: {{partition: ms}}}} or "
+            f"{{partition topic: ms}} ({exc}): {value!r}"
+        ) from None
+
+
+def _per_partition_times(
+    client: Any, times: Mapping[str, int], partitions: Sequence[str]
+) -> dict[str, Optional[Position]]:
+    """The first message at or after each named partition's time (None: none yet)."""
+    from streamwire.exceptions import ConfigError
+    from streamwire.spark.reading import position_at_time
+
+    unknown = sorted(set(times) - set(partitions))
+    if unknown:
+        raise ConfigError(f"streamwire: offsets by timestamp name unknown partitions: {unknown}")
+    return {t: position_at_time(client, t, ts) for t, ts in times.items()}
+
+
 def _time_offsets(client: Any, partitions: Sequence[str], timestamp_ms: int) -> dict[str, Any]:
     """Per partition: the first message published at or after ``timestamp_ms`` (an inclusive
     offsets spec), or "latest" when there is none yet."""
@@ -318,6 +364,8 @@ class StreamwireBatchReader(DataSourceReader):
         self.admin = AdminConfig.from_options(options, self.config)
         self.starting_time = _time_option(options, "startingTime")
         self.ending_time = _time_option(options, "endingTime")
+        self.starting_by_time = _by_timestamp(options, "startingOffsetsByTimestamp")
+        self.ending_by_time = _by_timestamp(options, "endingOffsetsByTimestamp")
 
     def partitions(self) -> Sequence[InputPartition]:
         from streamwire.spark.cache import get_client
@@ -337,6 +385,18 @@ class StreamwireBatchReader(DataSourceReader):
             if self.ending_time is not None:
                 ends = _time_ends(client, names, self.ending_time)
                 ending = {t: (e if e is not None else "latest") for t, e in ends.items()}
+            if self.starting_by_time is not None:
+                # Named partitions by time; the others as startingOffsets says.
+                found = _per_partition_times(client, self.starting_by_time, names)
+                base = starting if isinstance(starting, dict) else dict.fromkeys(names, starting)
+                starting = {**base, **{t: p or "latest" for t, p in found.items()}}
+            if self.ending_by_time is not None:
+                from streamwire.spark.offsets import predecessor
+
+                found = _per_partition_times(client, self.ending_by_time, names)
+                base = ending if isinstance(ending, dict) else dict.fromkeys(names, ending)
+                ends_by = {t: predecessor(p) if p else "latest" for t, p in found.items()}
+                ending = {**base, **ends_by}
         with _timing.phase("read.plan: last message ids"):
             ranges = _plan(client, names, starting, ending, self.min_partitions, self.admin)
         parts = [InputPartition(r.to_json()) for r in ranges if not r.is_empty()]

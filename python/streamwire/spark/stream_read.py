@@ -81,6 +81,7 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     ) -> None:
         from streamwire.spark.admin import AdminConfig
         from streamwire.spark.datasource import (
+            _by_timestamp,
             _duration_seconds,
             _read_options,
             _time_option,
@@ -113,6 +114,7 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.min_partitions = int(get_option(options, "minPartitions", default="0"))
         self.starting_time = _time_option(options, "startingTime")
         self.ending_time = _time_option(options, "endingTime")
+        self.starting_by_time = _by_timestamp(options, "startingOffsetsByTimestamp")
         # Driver-side state (the reader object lives in one driver process for the query).
         self._target: Optional[dict[str, Any]] = None
         self._last_trigger: Optional[float] = None  # monotonic time of the last batch
@@ -177,6 +179,11 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             specs = {t: self.starting.get(t, "latest") for t in names}
         else:
             specs = dict.fromkeys(names, self.starting)
+        if self.starting_by_time is not None:
+            from streamwire.spark.datasource import _per_partition_times
+
+            found = _per_partition_times(client, self.starting_by_time, names)
+            specs.update({t: p or "latest" for t, p in found.items()})
         positions: dict[str, Position] = {}
         for topic, spec in specs.items():
             if spec == "earliest":
