@@ -148,3 +148,81 @@ def test_budget_is_shared_by_backlog_over_partitions() -> None:
     io = Two([(5, 90)], admin=True)
     ends = Planner(io, {a: EARLIEST, b: EARLIEST}).ends({a: (5, 89, -1), b: (5, 9, -1)}, Caps(50))
     assert ends == {a: (5, 44, -1), b: (5, 4, -1)}  # 45 + 5 entries: in proportion, 50 in all
+
+
+def test_bad_options_are_config_errors() -> None:
+    import pytest
+    from streamwire.exceptions import ConfigError
+    from streamwire.spark.admin import AdminConfig
+    from streamwire.spark.config import ClientConfig
+    from streamwire.spark.datasource import _by_timestamp, _duration_seconds, _time_option
+    from streamwire.spark.stream_read import StreamwireStreamReader
+
+    base = {"service_url": "pulsar://127.0.0.1:1", "topic": "t"}
+    client = ClientConfig.from_options(base)
+    assert AdminConfig.from_options(base, client) is None
+    got = AdminConfig.from_options({**base, "admin.url": "http://127.0.0.1:8080/"}, client)
+    assert got is not None and got.url == "http://127.0.0.1:8080"
+    with pytest.raises(ConfigError, match=r"admin\.url"):
+        AdminConfig.from_options({**base, "adminUrl": "127.0.0.1:8080"}, client)
+    assert _duration_seconds("15m") == 900 and _duration_seconds("500ms") == 0.5
+    assert _duration_seconds("2") == 2
+    with pytest.raises(ConfigError, match="duration"):
+        _duration_seconds("soon")
+    with pytest.raises(ConfigError, match="startingTime"):
+        _time_option({"startingTime": "yesterday"}, "startingTime")
+    assert _by_timestamp({"x": '{"t": {"0": 5, "-1": 6}}'}, "x") == {
+        "persistent://public/default/t-partition-0": 5,
+        "persistent://public/default/t": 6,
+    }
+    with pytest.raises(ConfigError, match="startingOffsetsByTimestamp"):
+        _by_timestamp({"startingOffsetsByTimestamp": "[1]"}, "startingOffsetsByTimestamp")
+    with pytest.raises(ConfigError, match="maxRecordsPerTrigger"):
+        StreamwireStreamReader({**base, "maxRecordsPerTrigger": "0"})
+    with pytest.raises(ConfigError, match="minOffsetsPerTrigger"):
+        StreamwireStreamReader({**base, "minOffsetsPerTrigger": "many"})
+
+
+def test_min_offsets_waits_for_the_backlog_or_the_delay() -> None:
+    """minOffsetsPerTrigger: no batch while fewer are waiting, until maxTriggerDelay passes."""
+    from streamwire.spark.stream_read import StreamwireStreamReader
+
+    topic = "persistent://public/default/t"
+
+    class OpenLedger(FakeIo):
+        def ledger_map(self, topic: str, last: Position) -> Optional[LedgerMap]:
+            return LedgerMap.from_internal_stats({"ledgers": [{"ledgerId": 3}]}, last)
+
+    io = OpenLedger([(3, 50)], admin=True)
+
+    class Reader(StreamwireStreamReader):
+        last: Position = (3, 9, -1)
+
+        def _latest(self) -> dict[str, Position]:
+            return {topic: self.last}
+
+        def _client(self) -> FakeIo:
+            return io
+
+    opts = {"service_url": "pulsar://127.0.0.1:1", "topic": "t"}
+    r = Reader({**opts, "minOffsetsPerTrigger": "20", "maxTriggerDelay": "1h"})
+    import streamwire.spark.admission as admission
+
+    real = admission.BrokerIo
+    admission.BrokerIo = lambda client, admin, timeout=10.0: io  # type: ignore[misc,assignment]
+    try:
+        start = {topic: {"ledger": 3, "entry": 4, "batch": -1}}
+        # the first trigger fires (no batch yet to wait from)
+        assert r.latestOffset(start, None)[topic] == {"ledger": 3, "entry": 9, "batch": -1}
+        Reader.last = (3, 14, -1)  # 10 waiting after (3, 4): fewer than 20
+        assert r.latestOffset(start, None) == start
+        Reader.last = (3, 30, -1)  # 26 waiting
+        assert r.latestOffset(start, None)[topic]["entry"] == 30
+        r.max_trigger_delay = 0.0  # the delay has passed: a short batch goes
+        Reader.last = (3, 31, -1)
+        assert (
+            r.latestOffset({topic: {"ledger": 3, "entry": 30, "batch": -1}}, None)[topic]["entry"]
+            == 31
+        )
+    finally:
+        admission.BrokerIo = real  # type: ignore[misc]
