@@ -136,7 +136,16 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         from streamwire.spark.reading import last_message_id
 
         client = self._client()
-        return {t: last_message_id(client, t) for t in self._partitions()}
+        if not self.subscription:
+            return {t: last_message_id(client, t) for t in self._partitions()}
+        # The consumers holding the subscription answer without a reader made per partition.
+        from streamwire.spark.reading import _last_or_empty
+
+        name = str(self.subscription)
+        return {
+            t: _last_or_empty(self._consumer(name, t).get_last_message_id)
+            for t in self._partitions()
+        }
 
     def _under_ceilings(self, latest: dict[str, Position]) -> dict[str, Position]:
         """``endingTime``: no partition goes past its last message before that time."""
