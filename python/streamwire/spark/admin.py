@@ -10,10 +10,7 @@ bearer token; ``https://`` admin URLs use the same CA bundle as ``pulsar+ssl://`
 from __future__ import annotations
 
 import json
-import ssl
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -72,6 +69,11 @@ class AdminConfig:
         return None
 
     def get(self, path: str) -> Any:
+        # Imported here: option parsing on every planner worker needs none of this.
+        import ssl
+        import urllib.error
+        import urllib.request
+
         url = f"{self.url}/admin/v2/{path}"
         headers = {"Accept": "application/json"}
         token = self._token()

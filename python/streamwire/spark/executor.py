@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
-from streamwire.spark.admin import AdminConfig
 from streamwire.spark.config import ClientConfig
 from streamwire.spark.offsets import (
     EARLIEST,
@@ -30,6 +29,9 @@ from streamwire.spark.reading import (
     resolve_topics,
 )
 from streamwire.spark.writing import ProduceOptions, produce_batches
+
+if TYPE_CHECKING:  # the admin module (urllib, ssl) loads only when an admin URL is used
+    from streamwire.spark.admin import AdminConfig
 
 __all__ = [
     "COUNTS_SCHEMA",
