@@ -419,3 +419,24 @@ def test_offsets_by_timestamp_per_partition(
         spark, tmp_path, topic, service_url=s.url, startingOffsetsByTimestamp=by_time
     )
     assert sorted(got) == vals("b", "d")
+
+
+def test_subscription_prefix_names_one_subscription(
+    spark: Any, small_ledgers: SmallLedgers, tmp_path: Path
+) -> None:
+    """``subscriptionPrefix``: the name is made when the query starts and kept in the
+    checkpoint's offsets, so a restart holds and acknowledges the same subscription."""
+    s = small_ledgers
+    topic = f"persistent://public/default/prefix-{uuid.uuid4().hex[:8]}"
+    first, second = _values("x", 100, 3), _values("y", 50, 3)
+    produce(s.url, topic, first, batching=False)
+    options = {"service_url": s.url, "subscriptionPrefix": "lake"}
+    run_stream(spark, tmp_path, topic, **options)
+    subs = s.admin.topic_stats(topic)["subscriptions"]
+    assert len(subs) == 1 and next(iter(subs)).startswith("lake-"), subs
+    produce(s.url, topic, second, batching=False)
+    _, got = run_stream(spark, tmp_path, topic, **options)
+    assert sorted(got) == sorted(v.decode() for v in first + second)
+    subs = s.admin.topic_stats(topic)["subscriptions"]
+    assert len(subs) == 1, subs  # the restart used the same name
+    assert next(iter(subs.values()))["msgBacklog"] <= len(second), subs  # moved on commit

@@ -120,6 +120,7 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self._last_trigger: Optional[float] = None  # monotonic time of the last batch
         self._ceilings: dict[str, Position] = {}
         self._latest_seen: Optional[dict[str, Position]] = None
+        self._derived: Optional[str] = None  # the subscriptionPrefix name made here
 
     # -- driver helpers (no live handle is stored on self: Spark pickles this object) -------
     def _client(self) -> Any:
@@ -204,7 +205,11 @@ class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         result: dict[str, Any] = offset_json(positions)
         name = self.subscription
         if not name and self.subscription_prefix:
-            name = f"{self.subscription_prefix}-{uuid.uuid4().hex[:12]}"
+            # Spark may ask for the initial offset more than once in a run (Trigger.AvailableNow
+            # asks too): one name per reader, or each call would leave a subscription behind.
+            if self._derived is None:
+                self._derived = f"{self.subscription_prefix}-{uuid.uuid4().hex[:12]}"
+            name = self._derived
             result[_SUB_KEY] = name
         if name:
             self._hold(str(name), positions)
