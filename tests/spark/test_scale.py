@@ -440,3 +440,16 @@ def test_subscription_prefix_names_one_subscription(
     subs = s.admin.topic_stats(topic)["subscriptions"]
     assert len(subs) == 1, subs  # the restart used the same name
     assert next(iter(subs.values()))["msgBacklog"] <= len(second), subs  # moved on commit
+
+
+def test_plan_ranges_helper_cuts_across_ledgers(small_ledgers: SmallLedgers) -> None:
+    from streamwire.spark import ClientConfig, plan_ranges
+
+    s = small_ledgers
+    cfg = ClientConfig(s.url, io_threads=None)  # the test process runs the engine already
+    whole = plan_ranges(cfg, s.big, min_partitions=5)
+    assert len(whole) == 1  # without the ledger list the range spans ledgers: left whole
+    pieces = plan_ranges(cfg, s.big, min_partitions=5, admin_url=s.admin_url)
+    assert len(pieces) == 5
+    assert pieces[0].start == whole[0].start and pieces[-1].end == whole[0].end
+    assert all(a.end == b.start for a, b in zip(pieces, pieces[1:]))

@@ -181,16 +181,26 @@ def plan_ranges(
     starting: Union[str, dict[str, Position]] = "earliest",
     ending: Union[str, dict[str, Position]] = "latest",
     min_partitions: int = 0,
+    admin_url: Optional[str] = None,
 ) -> list[RangeSpec]:
     """Driver side: the ``(start, end]`` range of every partition of ``topics``.
+
+    ``min_partitions`` cuts ranges by entry counts: across ledgers with ``admin_url`` (the
+    cluster's admin REST API, as the Data Source's ``admin.url``), else inside one ledger.
 
     ``starting`` / ``ending`` are ``"earliest"``/``"latest"`` or per-partition *inclusive*
     message positions; ``latest`` is resolved now, so the plan is bounded.
     """
     cfg = _check_config(config)
     names = [topics] if isinstance(topics, str) else list(topics)
+    admin = None
+    if admin_url:
+        from streamwire.spark.admin import AdminConfig
+
+        admin = AdminConfig.from_options({"admin.url": admin_url}, cfg)
     with cfg.new_client() as client:  # type: ignore[attr-defined]
-        return _plan(client, resolve_topics(client, names, None), starting, ending, min_partitions)
+        partitions = resolve_topics(client, names, None)
+        return _plan(client, partitions, starting, ending, min_partitions, admin)
 
 
 def _plan(
