@@ -102,9 +102,9 @@ class Sensor:
 def _spark_page(request: pytest.FixtureRequest) -> dict[str, Any]:
     """docs/spark.md is an options reference whose snippets continue its prose: they use
     ``spark``, ``url``, ``admin_url``, ``df`` (rows with a ``value``) and ``topic``, and read
-    the topics the prose describes -- ``readings`` (a record schema with ``name``, ``count`` and a nested
-    ``inner``) and ``kv`` / ``kv-copy`` (KEY_VALUE<STRING, JSON record>). Typed Spark columns
-    need the schema registry, so this page runs on Apache Pulsar."""
+    the topics the prose describes -- ``readings`` (a record schema with ``name``, ``count``
+    and a nested ``inner``) and ``kv`` / ``kv-copy`` (KEY_VALUE<STRING, JSON record>). Typed
+    Spark columns need the schema registry, so this page runs on Apache Pulsar."""
     apache = request.getfixturevalue("apache_broker")
     url = apache.service_url
     spark_session = request.getfixturevalue("spark")
