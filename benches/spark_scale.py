@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -66,6 +67,7 @@ def drain(spark: Any, topic: str, url: str, cap: int, admin_url: str | None) -> 
     )
     query.awaitTermination()
     seconds = time.perf_counter() - t0
+    shutil.rmtree(ckpt, ignore_errors=True)
     if query.exception() is not None:
         raise RuntimeError(str(query.exception()))
     sizes = [int(p["numInputRows"]) for p in query.recentProgress if p["numInputRows"]]
