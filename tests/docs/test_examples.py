@@ -101,11 +101,12 @@ class Sensor:
 
 def _spark_page(request: pytest.FixtureRequest) -> dict[str, Any]:
     """docs/spark.md is an options reference whose snippets continue its prose: they use
-    ``spark``, ``url``, ``df`` (rows with a ``value``) and ``topic``, and read the topics the
-    prose describes -- ``readings`` (a record schema with ``name``, ``count`` and a nested
-    ``inner``) and ``kv`` / ``kv-copy`` (KEY_VALUE<STRING, JSON record>). Typed Spark columns
-    need the schema registry, so this page runs on Apache Pulsar."""
-    url = request.getfixturevalue("apache_broker").service_url
+    ``spark``, ``url``, ``admin_url``, ``df`` (rows with a ``value``) and ``topic``, and read
+    the topics the prose describes -- ``readings`` (a record schema with ``name``, ``count``
+    and a nested ``inner``) and ``kv`` / ``kv-copy`` (KEY_VALUE<STRING, JSON record>). Typed
+    Spark columns need the schema registry, so this page runs on Apache Pulsar."""
+    apache = request.getfixturevalue("apache_broker")
+    url = apache.service_url
     spark_session = request.getfixturevalue("spark")
     kv = KeyValueSchema(StringSchema(), JsonSchema(Sensor))
     with streamwire.Client(url) as client:
@@ -117,6 +118,7 @@ def _spark_page(request: pytest.FixtureRequest) -> dict[str, Any]:
     return {
         "spark": spark_session,
         "url": url,
+        "admin_url": apache.admin_url,  # the long-backlog example's admin.url
         "topic": "spark-helpers",
         "df": spark_session.createDataFrame([(b"a",), (b"b",)], "value binary"),
         "streamwire": streamwire,

@@ -53,20 +53,6 @@ except ImportError:  # pragma: no cover - older Spark
         DataSourceStreamWriter as _StreamWriterBase,
     )
 
-try:  # Spark 4.2+: admission control (ReadMaxRows) and Trigger.AvailableNow
-    from pyspark.sql.streaming.datasource import (
-        ReadAllAvailable,
-        ReadMaxBytes,
-        ReadMaxRows,
-        SupportsTriggerAvailableNow,
-    )
-except ImportError:  # pragma: no cover - older Spark: the cap falls back to the option alone
-    ReadAllAvailable = ReadMaxBytes = ReadMaxRows = None  # type: ignore[assignment,misc]
-
-    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
-        pass
-
-
 __all__ = ["StreamwireDataSource", "WriteCommit", "register"]
 
 log = logging.getLogger("streamwire.spark")
@@ -157,18 +143,120 @@ def _read_options(
 ) -> ReadOptions:
     from streamwire.spark.reading import ReadOptions
 
-    st = get_option(options, "startingTime")
-    et = get_option(options, "endingTime")
+    # startingTime / endingTime are resolved to positions on the driver (a seek by publish
+    # time, see _time_option), not filtered here: the read covers the positions between.
+    _time_option(options, "startingTime")
+    _time_option(options, "endingTime")
     return ReadOptions(
         scala_names=parse_bool(get_option(options, "scalaNames"), False),
         fail_on_data_loss=parse_bool(get_option(options, "failOnDataLoss"), True),
         max_batch=int(get_option(options, "maxBatchRows", default="10000")),
         poll_timeout=float(get_option(options, "pollTimeoutMs", default="1000")) / 1000.0,
         receiver_queue_size=int(get_option(options, "receiverQueueSize", default="1000")),
-        starting_time_ms=int(st) if st is not None else None,
-        ending_time_ms=int(et) if et is not None else None,
         columns=columns,
     )
+
+
+def _time_option(options: Mapping[str, str], name: str) -> Optional[int]:
+    """A publish time in ms since the epoch (``startingTime`` / ``endingTime``)."""
+    value = get_option(options, name)
+    if value is None:
+        return None
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        from streamwire.exceptions import ConfigError
+
+        raise ConfigError(
+            f"streamwire: {name} must be a publish time in ms since the epoch, got {value!r}"
+        ) from None
+
+
+def _by_timestamp(options: Mapping[str, str], name: str) -> Optional[dict[str, int]]:
+    """``startingOffsetsByTimestamp`` / ``endingOffsetsByTimestamp``: publish times (ms) per
+    partition, as ``{"<partition topic>": ts}`` or Kafka's ``{"<topic>": {"<index>": ts}}``
+    (index -1 for a non-partitioned topic)."""
+    import json
+
+    from streamwire.exceptions import ConfigError
+    from streamwire.spark.offsets import normalize_topic
+
+    value = get_option(options, name)
+    if value is None:
+        return None
+    try:
+        parsed = json.loads(str(value))
+        if not isinstance(parsed, dict):
+            raise ValueError("not an object")
+        out: dict[str, int] = {}
+        for topic, spec in parsed.items():
+            full = normalize_topic(str(topic))
+            if isinstance(spec, dict):
+                for index, ts in spec.items():
+                    i = int(index)
+                    out[full if i < 0 else f"{full}-partition-{i}"] = int(ts)
+            else:
+                out[full] = int(spec)
+        return out
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(
+            f"streamwire: {name} must be JSON {{topic: {{partition: ms}}}} or "
+            f"{{partition topic: ms}} ({exc}): {value!r}"
+        ) from None
+
+
+def _per_partition_times(
+    client: Any, times: Mapping[str, int], partitions: Sequence[str]
+) -> dict[str, Optional[Position]]:
+    """The first message at or after each named partition's time (None: none yet)."""
+    from streamwire.exceptions import ConfigError
+    from streamwire.spark.reading import position_at_time
+
+    unknown = sorted(set(times) - set(partitions))
+    if unknown:
+        raise ConfigError(f"streamwire: offsets by timestamp name unknown partitions: {unknown}")
+    return {t: position_at_time(client, t, ts) for t, ts in times.items()}
+
+
+def _time_offsets(client: Any, partitions: Sequence[str], timestamp_ms: int) -> dict[str, Any]:
+    """Per partition: the first message published at or after ``timestamp_ms`` (an inclusive
+    offsets spec), or "latest" when there is none yet."""
+    from streamwire.spark.reading import position_at_time
+
+    out: dict[str, Any] = {}
+    for topic in partitions:
+        pos = position_at_time(client, topic, timestamp_ms)
+        out[topic] = pos if pos is not None else "latest"
+    return out
+
+
+def _time_ends(
+    client: Any, partitions: Sequence[str], timestamp_ms: int
+) -> dict[str, Optional[Position]]:
+    """Per partition: the last position before the first message published at or after
+    ``timestamp_ms`` (None: no such message yet, so no end known)."""
+    from streamwire.spark.offsets import predecessor
+    from streamwire.spark.reading import position_at_time
+
+    out: dict[str, Optional[Position]] = {}
+    for topic in partitions:
+        pos = position_at_time(client, topic, timestamp_ms)
+        # a batch message's predecessor keeps the batch indexes before it
+        out[topic] = predecessor(pos) if pos is not None else None
+    return out
+
+
+def _duration_seconds(text: str) -> float:
+    """Kafka's ``maxTriggerDelay`` spellings: ``15m``, ``30s``, ``500ms``, ``1h``, seconds."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)?\s*", str(text).lower())
+    if m is None:
+        from streamwire.exceptions import ConfigError
+
+        raise ConfigError(f"streamwire: not a duration: {text!r} (e.g. '15m', '30s', '500ms')")
+    unit = {"ms": 0.001, "s": 1, None: 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+    return float(m.group(1)) * unit[m.group(2)]
 
 
 class StreamwireDataSource(DataSource):
@@ -231,6 +319,8 @@ class StreamwireDataSource(DataSource):
             from streamwire.spark.pravega_source import PravegaStreamReader
 
             return PravegaStreamReader(dict(self.options), schema)
+        from streamwire.spark.stream_read import StreamwireStreamReader
+
         options = dict(self.options)
         return StreamwireStreamReader(options, read_options=_pulsar_read_options(options, schema))
 
@@ -269,6 +359,13 @@ class StreamwireBatchReader(DataSourceReader):
             get_option(options, "endingOffsets"), default="latest", allow_earliest=False
         )
         self.min_partitions = int(get_option(options, "minPartitions", default="0"))
+        from streamwire.spark.admin import AdminConfig
+
+        self.admin = AdminConfig.from_options(options, self.config)
+        self.starting_time = _time_option(options, "startingTime")
+        self.ending_time = _time_option(options, "endingTime")
+        self.starting_by_time = _by_timestamp(options, "startingOffsetsByTimestamp")
+        self.ending_by_time = _by_timestamp(options, "endingOffsetsByTimestamp")
 
     def partitions(self) -> Sequence[InputPartition]:
         from streamwire.spark.cache import get_client
@@ -279,8 +376,29 @@ class StreamwireBatchReader(DataSourceReader):
             client = get_client(self.config)
         with _timing.phase("read.plan: topic partitions"):
             names = resolve_topics(client, self.topics, self.pattern)
+        starting: Any = self.starting
+        ending: Any = self.ending
+        with _timing.phase("read.plan: time positions"):
+            # Times win over offsets: each is resolved per partition by a seek on the broker.
+            if self.starting_time is not None:
+                starting = _time_offsets(client, names, self.starting_time)
+            if self.ending_time is not None:
+                ends = _time_ends(client, names, self.ending_time)
+                ending = {t: (e if e is not None else "latest") for t, e in ends.items()}
+            if self.starting_by_time is not None:
+                # Named partitions by time; the others as startingOffsets says.
+                found = _per_partition_times(client, self.starting_by_time, names)
+                base = starting if isinstance(starting, dict) else dict.fromkeys(names, starting)
+                starting = {**base, **{t: p or "latest" for t, p in found.items()}}
+            if self.ending_by_time is not None:
+                from streamwire.spark.offsets import predecessor
+
+                found = _per_partition_times(client, self.ending_by_time, names)
+                base = ending if isinstance(ending, dict) else dict.fromkeys(names, ending)
+                ends_by = {t: predecessor(p) if p else "latest" for t, p in found.items()}
+                ending = {**base, **ends_by}
         with _timing.phase("read.plan: last message ids"):
-            ranges = _plan(client, names, self.starting, self.ending, self.min_partitions)
+            ranges = _plan(client, names, starting, ending, self.min_partitions, self.admin)
         parts = [InputPartition(r.to_json()) for r in ranges if not r.is_empty()]
         # Spark needs at least one partition to build the (empty) result.
         return parts or [InputPartition(None)]
@@ -420,228 +538,6 @@ def _as_arrow(iterator: Iterator[Any]) -> Iterator[Any]:
             rows = []
     if rows:
         yield pa.RecordBatch.from_pylist(rows)
-
-
-# -- streaming read ----------------------------------------------------------------------------
-
-_commit_consumers: dict[tuple[ClientConfig, str, str], Any] = {}
-
-
-class StreamwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Micro-batch source. Offsets: ``{partition_topic: {"ledger","entry","batch"}}`` (exclusive).
-
-    ``maxRecordsPerTrigger`` caps each micro-batch through Spark's admission control
-    (``ReadMaxRows``): per partition, by entries within the current ledger (an entry holds one
-    message, or one batch of messages, so a batched topic may exceed the cap by the batch size).
-    ``maxBytesPerTrigger`` caps by payload bytes the same way (``ReadMaxBytes``): the number of
-    entries is the per-partition budget over the size of the first entry after the start, read
-    on the driver as a sample; at least one entry per micro-batch.
-    ``commitToSubscription=<name>`` acknowledges committed offsets on a durable subscription so
-    backlog monitoring sees progress; the checkpoint, not the subscription, is the source of truth.
-    """
-
-    def __init__(
-        self,
-        options: dict[str, str],
-        columns: Optional[tuple[int, ...]] = None,
-        read_options: Optional[ReadOptions] = None,
-    ) -> None:
-        from streamwire.spark.offsets import parse_offsets_option
-
-        self.options = options
-        self.config = ClientConfig.from_options(options)
-        self.read_options = read_options or _read_options(options, columns)
-        self.topics, self.pattern = _topics(options)
-        self.starting = parse_offsets_option(
-            get_option(options, "startingOffsets"), default="latest"
-        )
-        mr = get_option(options, "maxRecordsPerTrigger", "maxOffsetsPerTrigger")
-        self.max_records = int(mr) if mr is not None else None
-        mb = get_option(options, "maxBytesPerTrigger")
-        self.max_bytes = int(mb) if mb is not None else None
-        self.subscription = get_option(options, "commitToSubscription")
-        self.min_partitions = int(get_option(options, "minPartitions", default="0"))
-        self._target: Optional[dict[str, Any]] = None
-
-    # driver-side helpers (no live handle is stored on self: Spark pickles this object)
-    def _partitions(self) -> list[str]:
-        from streamwire.spark.cache import get_client
-        from streamwire.spark.reading import resolve_topics
-
-        return resolve_topics(get_client(self.config), self.topics, self.pattern)
-
-    def initialOffset(self) -> dict[str, Any]:
-        from streamwire.spark.cache import get_client
-        from streamwire.spark.offsets import EARLIEST, offset_json, predecessor
-        from streamwire.spark.reading import last_message_id
-
-        client = get_client(self.config)
-        positions: dict[str, Position] = {}
-        for topic in self._partitions():
-            spec = (
-                self.starting.get(topic, "latest")
-                if isinstance(self.starting, dict)
-                else self.starting
-            )
-            if spec == "earliest":
-                positions[topic] = EARLIEST
-            elif spec == "latest":
-                positions[topic] = last_message_id(client, topic)
-            else:
-                positions[topic] = predecessor(spec)  # type: ignore[arg-type]
-        return offset_json(positions)
-
-    def _latest(self) -> dict[str, Position]:
-        from streamwire.spark.cache import get_client
-        from streamwire.spark.reading import last_message_id
-
-        client = get_client(self.config)
-        return {t: last_message_id(client, t) for t in self._partitions()}
-
-    def getDefaultReadLimit(self) -> Any:
-        # One limit goes through Spark; with both options set the byte cap is applied from the
-        # option on top of Spark's row limit.
-        if self.max_records and ReadMaxRows is not None:
-            return ReadMaxRows(self.max_records)
-        if self.max_bytes and ReadMaxBytes is not None:
-            return ReadMaxBytes(self.max_bytes)
-        return ReadAllAvailable() if ReadAllAvailable is not None else None
-
-    def prepareForTriggerAvailableNow(self) -> None:
-        from streamwire.spark.offsets import offset_json
-
-        self._target = offset_json(self._latest())
-
-    def latestOffset(
-        self, start: Optional[dict[str, Any]] = None, limit: Any = None
-    ) -> dict[str, Any]:
-        from streamwire.spark.cache import get_client
-        from streamwire.spark.offsets import EARLIEST, offset_json, position_from_json, position_key
-        from streamwire.spark.reading import entry_bytes_after
-
-        if self._target is not None:
-            latest = {t: position_from_json(v) for t, v in self._target.items()}
-        else:
-            latest = self._latest()
-        starts = {t: position_from_json(v) for t, v in (start or {}).items()}
-        max_rows = getattr(limit, "max_rows", None) if limit is not None else None
-        if max_rows is None and limit is None and self.max_records:
-            max_rows = self.max_records
-        max_bytes = getattr(limit, "max_bytes", None)
-        all_available = ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable)
-        if max_bytes is None and not all_available and self.max_bytes:
-            max_bytes = self.max_bytes
-        result: dict[str, Position] = {}
-        for topic, last in latest.items():
-            begin = starts.get(topic, EARLIEST)
-            if position_key(last) < position_key(begin) or last[1] < 0:
-                result[topic] = begin  # nothing new (or an empty topic): never move backwards
-                continue
-            result[topic] = last
-            entries: Optional[int] = None
-            if max_rows:
-                entries = max(1, int(max_rows) // max(1, len(latest)))
-            if max_bytes:
-                # Sized by the first entry after the start (entries of a topic are usually
-                # alike): approximate, like the row cap, and never less than one entry.
-                sample = entry_bytes_after(get_client(self.config), topic, begin)
-                if sample != 0:
-                    # No sample within reach (or in time): one entry, so the cap still holds.
-                    budget = int(max_bytes) // max(1, len(latest))
-                    by_bytes = max(1, budget // sample) if sample else 1
-                    entries = by_bytes if entries is None else min(entries, by_bytes)
-            if entries is not None:
-                result[topic] = self._capped(topic, begin, last, entries)
-        # keep partitions that disappeared from the listing where they were
-        for topic, pos in starts.items():
-            result.setdefault(topic, pos)
-        return offset_json(result)
-
-    def _capped(self, topic: str, begin: Position, last: Position, entries: int) -> Position:
-        """At most ``entries`` entries after ``begin`` when both lie in one ledger.
-
-        Entry ids are contiguous within a ledger; across ledgers the count is unknown without
-        the admin API, so the rest of ``begin``'s ledger is taken (or everything, from EARLIEST
-        when the first message is in another ledger than the last).
-        """
-        from streamwire.spark.cache import get_client
-        from streamwire.spark.reading import first_message_position
-
-        if begin[0] < 0:
-            first = first_message_position(get_client(self.config), topic)
-            if first is None:
-                return last
-            begin = (first[0], first[1] - 1, -1)  # just before the first entry
-        if begin[0] != last[0]:
-            return last
-        lo = begin[1] if begin[2] < 0 else begin[1] - 1
-        capped = lo + entries
-        return (last[0], capped, -1) if capped < last[1] else last
-
-    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        from streamwire.spark.offsets import (
-            RangeSpec,
-            partition_index,
-            position_from_json,
-            split_ranges,
-        )
-
-        ranges = [
-            RangeSpec(
-                t,
-                partition_index(t),
-                position_from_json(start.get(t, None) or _EARLIEST_JSON),
-                position_from_json(v),
-            )
-            for t, v in end.items()
-        ]
-        ranges = split_ranges(ranges, self.min_partitions)
-        return [InputPartition(r.to_json()) for r in ranges if not r.is_empty()]
-
-    def read(self, partition: InputPartition) -> Iterator[Any]:
-        from streamwire.spark.offsets import RangeSpec
-        from streamwire.spark.reading import read_range
-
-        yield from read_range(self.config, RangeSpec.from_json(partition.value), self.read_options)
-
-    def commit(self, end: dict[str, Any]) -> None:
-        from streamwire.spark.cache import get_client
-        from streamwire.spark.offsets import partition_index, position_from_json
-
-        if not self.subscription:
-            return
-        import streamwire
-
-        client = get_client(self.config)
-        for topic, value in end.items():
-            pos = position_from_json(value)
-            if pos[1] < 0:
-                continue
-            key = (self.config, str(self.subscription), topic)
-            consumer = _commit_consumers.get(key)
-            if consumer is None:
-                consumer = client.subscribe(
-                    topic,
-                    str(self.subscription),
-                    subscription_type="failover",
-                    initial_position="earliest",
-                )
-                _commit_consumers[key] = consumer
-            consumer.acknowledge_cumulative(
-                streamwire.MessageId(pos[0], pos[1], partition_index(topic), pos[2])
-            )
-
-    def stop(self) -> None:
-        for key in [k for k in _commit_consumers if k[0] == self.config]:
-            consumer = _commit_consumers.pop(key)
-            try:
-                consumer.close()
-            except Exception:
-                pass
-
-
-# offsets.EARLIEST as offset JSON
-_EARLIEST_JSON = {"ledger": -1, "entry": -1, "batch": -1}
 
 
 _timing.mark_import("import streamwire.spark.datasource")

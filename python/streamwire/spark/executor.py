@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from streamwire.spark.config import ClientConfig
 from streamwire.spark.offsets import (
@@ -29,6 +29,9 @@ from streamwire.spark.reading import (
     resolve_topics,
 )
 from streamwire.spark.writing import ProduceOptions, produce_batches
+
+if TYPE_CHECKING:  # the admin module (urllib, ssl) loads only when an admin URL is used
+    from streamwire.spark.admin import AdminConfig
 
 __all__ = [
     "COUNTS_SCHEMA",
@@ -178,16 +181,26 @@ def plan_ranges(
     starting: Union[str, dict[str, Position]] = "earliest",
     ending: Union[str, dict[str, Position]] = "latest",
     min_partitions: int = 0,
+    admin_url: Optional[str] = None,
 ) -> list[RangeSpec]:
     """Driver side: the ``(start, end]`` range of every partition of ``topics``.
+
+    ``min_partitions`` cuts ranges by entry counts: across ledgers with ``admin_url`` (the
+    cluster's admin REST API, as the Data Source's ``admin.url``), else inside one ledger.
 
     ``starting`` / ``ending`` are ``"earliest"``/``"latest"`` or per-partition *inclusive*
     message positions; ``latest`` is resolved now, so the plan is bounded.
     """
     cfg = _check_config(config)
     names = [topics] if isinstance(topics, str) else list(topics)
+    admin = None
+    if admin_url:
+        from streamwire.spark.admin import AdminConfig
+
+        admin = AdminConfig.from_options({"admin.url": admin_url}, cfg)
     with cfg.new_client() as client:  # type: ignore[attr-defined]
-        return _plan(client, resolve_topics(client, names, None), starting, ending, min_partitions)
+        partitions = resolve_topics(client, names, None)
+        return _plan(client, partitions, starting, ending, min_partitions, admin)
 
 
 def _plan(
@@ -196,6 +209,7 @@ def _plan(
     starting: Union[str, dict[str, Any]],
     ending: Union[str, dict[str, Any]],
     min_partitions: int,
+    admin: Optional[AdminConfig] = None,
 ) -> list[RangeSpec]:
     ranges: list[RangeSpec] = []
     for topic in partitions:
@@ -211,7 +225,20 @@ def _plan(
             start = last if last is not None else EARLIEST
         else:
             start = predecessor(start_spec)  # type: ignore[arg-type]
+        if end_spec == "latest" and end[1] < 0:
+            end = start  # an empty partition: nothing to plan
         ranges.append(RangeSpec(topic, partition_index(topic), start, end))
+    if admin is not None and min_partitions > len(ranges):
+        # The admin API's ledger lists cut ranges across ledgers by exact entry counts.
+        from streamwire.spark.admin import internal_stats
+        from streamwire.spark.ledgers import LedgerMap, split_by_ledgers
+
+        maps = {
+            r.topic: LedgerMap.from_internal_stats(internal_stats(admin, r.topic), r.end)
+            for r in ranges
+            if not r.is_empty() and r.topic.startswith("persistent://")
+        }
+        return split_by_ledgers(ranges, min_partitions, maps)
     firsts: dict[str, Position] = {}
     if min_partitions > len(ranges):
         for r in ranges:

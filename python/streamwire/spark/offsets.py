@@ -128,7 +128,9 @@ class RangeSpec:
     end: Position
 
     def is_empty(self) -> bool:
-        return self.end[1] < 0 or position_key(self.end) <= position_key(self.start)
+        # An end at entry -1 of a ledger ("before its first entry", the end of the ledger
+        # before it) still covers the ledgers before: only the order decides.
+        return self.end[0] < 0 or position_key(self.end) <= position_key(self.start)
 
     def to_json(self) -> dict[str, Any]:
         return {

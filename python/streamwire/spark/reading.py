@@ -26,6 +26,7 @@ __all__ = [
     "arrow_schema",
     "entry_bytes_after",
     "last_message_id",
+    "position_at_time",
     "projection",
     "read_range",
     "resolve_topics",
@@ -183,6 +184,29 @@ def first_message_position(client: Any, topic: str) -> Optional[Position]:
         reader.close()
 
 
+def position_at_time(client: Any, topic: str, timestamp_ms: int) -> Optional[Position]:
+    """The position of the first message of ``topic`` (one partition) published at or after
+    ``timestamp_ms``, found by the broker (a seek by publish time), or None when there is none
+    yet. The broker's search reads a few entries per ledger, not the topic: it assumes publish
+    times grow along the partition, as they do with one producer or synchronized clocks."""
+    # Created at "latest", so nothing is dispatched before the seek; a queue of one, so the
+    # broker dispatches one entry after it.
+    reader = client.create_reader(topic, "latest", receiver_queue_size=1)
+    try:
+        reader.seek(int(timestamp_ms))
+        got = reader.read_many(1, timeout=_PEEK_TIMEOUT)
+        if not got:
+            return None
+        return _as_position(got[0].message_id)
+    finally:
+        reader.close()
+
+
+# How long a driver-side look at one message waits: only asked where a message is known to
+# exist, or at a time after which there may be none (then this is the cost of the answer).
+_PEEK_TIMEOUT = 2.0
+
+
 def entry_bytes_after(
     client: Any, topic: str, after: Position, max_rows: int = 20_000
 ) -> Optional[int]:
@@ -242,15 +266,16 @@ def read_range(config: ClientConfig, spec: RangeSpec, options: ReadOptions) -> I
     client = config.client()
     start_id: Any
     expect_entry: Optional[tuple[int, int]] = None
-    if spec.start[0] < 0 or spec.start[1] <= 0:
-        # From the beginning, or from entry 0 of a ledger: start at "earliest" and filter.
-        # (A reader at (L, 0) inclusive is refused by pulsar-lite; (L, -1) is no message.)
+    start_entry = reader_start_entry(spec.start)
+    if start_entry is None:
         start_id = "earliest"
     else:
         # Inclusive at the start's entry: the rest of a partly read batch is re-delivered and
-        # filtered here, and the entry's presence proves nothing was deleted before it.
-        start_id = streamwire.MessageId(spec.start[0], spec.start[1], max(spec.partition, -1))
-        expect_entry = (spec.start[0], spec.start[1])
+        # filtered here, and the entry's presence proves nothing was deleted before it. A start
+        # at entry -1 (the end of the ledger before) starts at entry 0 and proves nothing.
+        start_id = streamwire.MessageId(start_entry[0], start_entry[1], max(spec.partition, -1))
+        if spec.start[1] >= 0:
+            expect_entry = (spec.start[0], spec.start[1])
     extra: dict[str, Any] = {}
     if options.typed is not None:
         # The reader decodes in Rust (each message with its writer's version, reshaped to
@@ -268,6 +293,16 @@ def read_range(config: ClientConfig, spec: RangeSpec, options: ReadOptions) -> I
         yield from _read_arrow_loop(reader, spec, options, expect_entry)
     finally:
         reader.close()
+
+
+def reader_start_entry(start: Position) -> Optional[tuple[int, int]]:
+    """The entry an inclusive reader starts at to read everything after ``start``, or None
+    for "earliest": before every message, and ledger 0's first entry (a reader at (0, 0)
+    inclusive is refused by pulsar-lite, whose only ledger is 0, where "earliest" is the same).
+    Any other ledger's entry 0 is a real start: "earliest" would re-read the whole topic."""
+    if start[0] < 0 or (start[0] == 0 and start[1] <= 0):
+        return None
+    return (start[0], max(0, start[1]))
 
 
 def _data_loss(spec: RangeSpec, expect: tuple[int, int], got: tuple[int, int]) -> DataLossError:
