@@ -5,6 +5,22 @@ shared/design/PRAVEGA.md; the dependency pins: ``pravega_conf/pom.xml``).
 Ready means the controller answers an RPC (a scope created through the official client when
 it is installed, else the controller port accepting): the emulator logs "Sandbox is running"
 even when its controller died. The segment store publishes 127.0.0.1 as its address.
+
+Volumes. Out of the box the emulator keeps tier 2 (long-term storage) in memory behind a
+128 MiB cache (``InProcPravegaCluster`` hard-codes ``cache.size.max``): a run writing a few
+hundred MB fails in the store with ``CacheFullException: DirectMemoryCache full``. This
+fixture overrides the segment store's settings by system properties (the emulator includes
+``System.getProperties()`` after its own values, so they win):
+
+- ``pravegaservice.storage.impl.name=FILESYSTEM`` with ``filesystem.root`` = ``tier2/`` in the
+  fixture's workdir: tier 2 on disk (chunked storage, the layout the emulator already uses), so
+  what is written is limited by the disk, not by the heap;
+- ``pravegaservice.cache.size.max`` = ``cache`` bytes (default 512 MiB) and the JVM's
+  ``-XX:MaxDirectMemorySize`` above it (the cache is direct memory, allocated as it fills);
+- tier 1 (the durable log) stays in memory: it is truncated once tier 2 holds the data.
+
+``tests/pravega/test_pravega_volume.py`` writes 640 MB through a 2-segment stream and reads it
+back with every count checked (the old settings fail it after about 130 MB).
 """
 
 from __future__ import annotations
@@ -84,10 +100,17 @@ class PravegaStandalone:
     """One standalone Pravega (ZooKeeper, controller, segment store in one JVM)."""
 
     def __init__(
-        self, start_timeout: float = 120.0, *, proxy: bool = False, heap: str = "1g"
+        self,
+        start_timeout: float = 120.0,
+        *,
+        proxy: bool = False,
+        heap: str = "1g",
+        cache: int = 512 * 1024 * 1024,
     ) -> None:
-        #: The JVM's heap: the standalone keeps every segment in memory (benches need more).
+        #: The JVM's heap (tier 1, the durable log, is in memory until tier 2 holds the data).
         self.heap = heap
+        #: The segment store's read/write cache, in bytes (direct memory).
+        self.cache = cache
         self.zk_port, self.segment_port, self.controller_port, self.rest_port = free_ports(4)
         #: With ``proxy``, the segment store is published (what the controller tells clients)
         #: at a fault proxy in front of it, so tests can cut every client's data connections.
@@ -104,6 +127,11 @@ class PravegaStandalone:
             error=PravegaError,
             extra_logs=[self.workdir / "standalone.log"],
         )
+
+    @property
+    def tier2(self) -> Path:
+        """The directory holding tier 2 (long-term storage)."""
+        return self.workdir / "tier2"
 
     @property
     def published_port(self) -> int:
@@ -147,18 +175,26 @@ class PravegaStandalone:
             )
         )
         (self.workdir / "tmp").mkdir(exist_ok=True)
+        tier2 = self.workdir / "tier2"
+        tier2.mkdir(exist_ok=True)
+        # The cache's buffers are direct memory; room above it for Netty's own buffers.
+        direct = self.cache + 512 * 1024 * 1024
         argfile = self.workdir / "java.args"
         argfile.write_text(f'-cp "{classpath}"\n')
         cmd = [
             JAVA,
             "-Xms256m",
             f"-Xmx{self.heap}",
+            f"-XX:MaxDirectMemorySize={direct}",
             f"-Djava.io.tmpdir={self.workdir / 'tmp'}",
             f"-Dsinglenode.configurationFile={conf}",
             f"-Dlogback.configurationFile={HERE / 'logback.xml'}",
             f"-Dpravega.log.file={self.workdir / 'standalone.log'}",
             "-Dpravegaservice.service.published.host.nameOrIp=127.0.0.1",
             f"-Dpravegaservice.service.published.port={self.published_port}",
+            "-Dpravegaservice.storage.impl.name=FILESYSTEM",
+            f"-Dfilesystem.root={tier2}",
+            f"-Dpravegaservice.cache.size.max={self.cache}",
             f"@{argfile}",
             MAIN_CLASS,
         ]
