@@ -356,7 +356,7 @@ mod admin_mapping {
             retention_type: 9,
             ..Default::default()
         });
-        assert_eq!(settings_of(&m).unwrap_err().kind, ErrorKind::Protocol);
+        assert_eq!(settings_of(&m).unwrap_err().kind(), ErrorKind::Protocol);
     }
 
     #[test]
@@ -364,7 +364,7 @@ mod admin_mapping {
         let mut s = StreamSettings::new(ScalingPolicy::Fixed { segments: 1 });
         s.tags = vec![String::new()];
         assert_eq!(
-            config_message(&stream(), &s).unwrap_err().kind,
+            config_message(&stream(), &s).unwrap_err().kind(),
             ErrorKind::InvalidArgument
         );
         s.tags = vec!["t".repeat(MAX_TAG_LEN + 1)];
@@ -390,14 +390,14 @@ mod admin_mapping {
         use proto::update_stream_status::Status;
         let st = |s: Status| proto::UpdateStreamStatus { status: s as i32 };
         assert!(stream_updated("updateStream", st(Status::Success)).is_ok());
-        let kind = |s| stream_updated("x", st(s)).unwrap_err().kind;
+        let kind = |s| stream_updated("x", st(s)).unwrap_err().kind();
         assert_eq!(kind(Status::StreamNotFound), ErrorKind::TopicNotFound);
         assert_eq!(kind(Status::ScopeNotFound), ErrorKind::TopicNotFound);
         assert_eq!(kind(Status::StreamSealed), ErrorKind::ReadOnly);
         assert_eq!(kind(Status::Failure), ErrorKind::Server);
         let unknown = proto::UpdateStreamStatus { status: 42 };
         assert_eq!(
-            stream_updated("x", unknown).unwrap_err().kind,
+            stream_updated("x", unknown).unwrap_err().kind(),
             ErrorKind::Server
         );
     }
