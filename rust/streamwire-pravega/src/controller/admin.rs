@@ -126,7 +126,7 @@ pub fn config_message(
 /// `getStreamConfiguration`'s answer in our types.
 pub fn settings_of(m: &proto::StreamConfig) -> Result<StreamSettings> {
     use proto::scaling_policy::ScalingPolicyType as S;
-    let sp = m.scaling_policy.clone().unwrap_or_default();
+    let sp = m.scaling_policy.unwrap_or_default();
     let scaling = match S::try_from(sp.scale_type) {
         Ok(S::FixedNumSegments) => ScalingPolicy::Fixed {
             segments: sp.min_num_segments,
