@@ -755,7 +755,33 @@ class PravegaClient:
         stream: str,
         segments: int = 1,
         scaling: Optional[tuple[str, int, int]] = None,
+        retention: Optional[tuple[str, int, Optional[int]]] = None,
+        tags: Optional[list[str]] = None,
     ) -> bool: ...
+    def update_stream(
+        self,
+        scope: str,
+        stream: str,
+        segments: int,
+        scaling: Optional[tuple[str, int, int]],
+        retention: Optional[tuple[str, int, Optional[int]]],
+        tags: list[str],
+        timestamp_aggregation_timeout: int = 0,
+        rollover_size_bytes: int = 0,
+    ) -> None: ...
+    def stream_config(
+        self, scope: str, stream: str
+    ) -> tuple[
+        int,
+        Optional[tuple[str, int, int]],
+        Optional[tuple[str, int, Optional[int]]],
+        list[str],
+        int,
+        int,
+    ]: ...
+    def scopes(self) -> list[str]: ...
+    def streams_with_tag(self, scope: str, tag: str) -> list[str]: ...
+    def truncate_stream(self, scope: str, stream: str, cut: str) -> None: ...
     def stream_exists(self, scope: str, stream: str) -> bool: ...
     def streams(self, scope: str) -> list[str]: ...
     def seal_stream(self, scope: str, stream: str) -> None: ...

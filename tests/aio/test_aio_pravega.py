@@ -4,6 +4,7 @@ both loops. Kept to a few tests."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -145,3 +146,57 @@ def test_bad_arguments(pravega: PravegaStandalone) -> None:
                 await client.create_reader("sc", "s", start=5)  # type: ignore[arg-type]
 
     run(main)
+
+
+def writer_batches(topic: str) -> int:
+    """The append blocks acknowledged to the live writer of ``topic``."""
+    from streamwire import metrics
+
+    rows = [m for m in metrics.snapshot() if m["kind"] == "writer" and m["topic"] == topic]
+    assert len(rows) == 1, rows
+    return int(rows[0]["batches"])
+
+
+def test_awaited_write_many_sends_its_last_block_at_once(pravega: PravegaStandalone) -> None:
+    """An awaited ``write_many`` of 5.5 blocks: 4 blocks in flight, a 5th full one, and the
+    last half block, which must go out with them (the writer is told to hurry) rather than
+    wait for an acknowledgement to free a block slot. With 0.5 s of latency each way on
+    the segment store's connection, that is one round trip (~1 s) against two (~2 s).
+    Single awaited writes, gathered, still share blocks."""
+    assert pravega.proxy is not None
+    scope = "aio" + uuid.uuid4().hex[:10]
+    block = 64 * 1024
+    events = [b"x" * 1000] * 352  # 65 events of 1008 framed bytes fill a block: 5 + 27/65
+
+    async def main() -> tuple[float, int, int]:
+        async with apv.Client(pravega.controller_url, timeout=30.0) as client:
+            await client.create_scope(scope)
+            await client.create_stream(scope, "s", segments=1)
+            async with await client.create_writer(scope, "s", max_block=block) as writer:
+                await writer.write(b"warm-up")  # the connection is set up before the latency
+                assert pravega.proxy is not None
+                pravega.proxy.set_latency(0.5)
+                try:
+                    t0 = time.monotonic()
+                    assert await writer.write_many(events) == len(events)
+                    elapsed = time.monotonic() - t0
+                    before = writer_batches(f"{scope}/s")
+                    singles = [writer.write(b"s%d" % i) for i in range(400)]
+                    assert await asyncio.gather(*singles) == [None] * 400
+                    single_blocks = writer_batches(f"{scope}/s") - before
+                finally:
+                    pravega.proxy.set_latency(0.0)
+            reader = await client.create_reader(scope, "s", start="head")
+            n = 0
+            while n < 1 + len(events) + 400:
+                got = await reader.read_many(1000, timeout=10)
+                assert got, f"only {n} events read back"
+                n += len(got)
+            await reader.close()
+            return elapsed, single_blocks, n
+
+    elapsed, single_blocks, n = run(main)
+    assert n == 1 + len(events) + 400
+    assert elapsed < 1.5, f"awaited write_many took {elapsed:.2f} s: its last block waited"
+    # 400 single writes over 1 s round trips: gathered into a handful of blocks, not 400.
+    assert single_blocks <= 40, single_blocks

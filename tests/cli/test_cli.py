@@ -159,6 +159,55 @@ def test_pravega_produce_read_lookup_topics(pravega: PravegaStandalone) -> None:
     assert json.loads(r.stdout.splitlines()[-1])["messages"] == 3000
 
 
+def test_pravega_administration_commands(pravega: PravegaStandalone) -> None:
+    url = pravega.controller_url
+    scope = "cli" + uuid.uuid4().hex[:8]
+    r = run("pravega", "create-scope", url, scope)
+    assert r.returncode == 0 and "created" in r.stderr, r.stderr
+    assert scope in run("pravega", "scopes", url).stdout.splitlines()
+    r = run(
+        "pravega", "create-stream", url, f"{scope}/s", "--segments", "2",
+        "--retention-size", "1048576", "--tag", "t1", "--tag", "t2",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    run("pravega", "create-stream", url, f"{scope}/other", "--scaling", "events:100:3")
+    described = json.loads(run("pravega", "describe", url, f"{scope}/s").stdout)
+    assert described["segments"] == 2 and described["tags"] == ["t1", "t2"]
+    assert described["retention"] == {"by": "size", "minimum": 1048576, "maximum": None}
+    assert len(described["open_segments"]) == 2
+    with pv.Client(url) as c:
+        other = c.stream_config(scope, "other")
+        assert other.scaling == pv.Scaling(100, 3) and other.tags == ()
+    assert run("pravega", "streams", url, scope, "--tag", "t2").stdout.split() == ["s"]
+    r = run(
+        "pravega", "update-stream", url, f"{scope}/s",
+        "--retention-time", "60:120", "--no-tags",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    updated = json.loads(r.stdout)
+    assert updated["retention"] == {"by": "time", "minimum": 60000, "maximum": 120000}
+    assert updated["tags"] == [] and updated["segments"] == 2
+    assert run("pravega", "streams", url, scope, "--tag", "t2").stdout == ""
+    run("produce", url, f"{scope}/s", "-m", "e1", "-m", "e2", "-k", "k")
+    r = run("pravega", "truncate", url, f"{scope}/s", "tail")
+    assert r.returncode == 0 and "truncated" in r.stderr, r.stderr
+    assert run("read", url, f"{scope}/s", "--idle", "1").stdout == ""
+    # Bad arguments: exit 2 with the reason, before anything connects.
+    for args, says in (
+        (("update-stream", url, f"{scope}/s"), "nothing to change"),
+        (("update-stream", url, f"{scope}/s", "--fixed", "--scaling", "events:1"), "not both"),
+        (("create-stream", url, "noscope"), "scope/stream"),
+        (("create-stream", url, f"{scope}/x", "--scaling", "fast"), "events|kbytes"),
+        (("create-stream", url, f"{scope}/x", "--retention-size", "big"), "N or N:MAX"),
+        (("truncate", "tcp://127.0.0.1:1", f"{scope}/s", "nocut"), "stream cut"),
+    ):
+        r = run("pravega", *args)
+        assert r.returncode == 2 and says in r.stderr, (args, r.stderr)
+        assert "Traceback" not in r.stderr
+    r = run("pravega", "describe", url, f"{scope}/missing")
+    assert r.returncode == 1 and "TopicNotFoundError" in r.stderr, r.stderr
+
+
 # -- bad input ------------------------------------------------------------------------------
 
 

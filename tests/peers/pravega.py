@@ -5,13 +5,42 @@ shared/design/PRAVEGA.md; the dependency pins: ``pravega_conf/pom.xml``).
 Ready means the controller answers an RPC (a scope created through the official client when
 it is installed, else the controller port accepting): the emulator logs "Sandbox is running"
 even when its controller died. The segment store publishes 127.0.0.1 as its address.
+
+Volumes. Out of the box the emulator keeps tier 2 (long-term storage) in memory behind a
+128 MiB cache (``InProcPravegaCluster`` hard-codes ``cache.size.max``): a run writing a few
+hundred MB fails in the store with ``CacheFullException: DirectMemoryCache full``. This
+fixture overrides the segment store's settings by system properties (the emulator includes
+``System.getProperties()`` after its own values, so they win):
+
+- ``pravegaservice.storage.impl.name=FILESYSTEM`` with ``filesystem.root`` = ``tier2/`` in the
+  fixture's workdir: tier 2 on disk (chunked storage, the layout the emulator already uses), so
+  what is written is limited by the disk, not by the heap;
+- ``pravegaservice.cache.size.max`` = ``cache`` bytes (default 512 MiB) and the JVM's
+  ``-XX:MaxDirectMemorySize`` above it (the cache is direct memory, allocated as it fills);
+- tier 1 (the durable log) stays in memory: it is truncated once tier 2 holds the data.
+
+``tests/pravega/test_pravega_volume.py`` writes 640 MB through a 2-segment stream and reads it
+back with every count checked (the old settings failed the same load after about 410 MB here;
+a Spark job failed at ~130 MB with ``CacheFullException``).
+
+TLS (``tls=True``): :func:`make_tls_files` makes a CA and a server certificate for
+``localhost`` and ``127.0.0.1`` (``openssl``), the server's PKCS#8 key, a chain file (server
+then CA), a JKS key store and a JKS trust store holding the CA (the JDK's ``keytool``) and a
+password file; the ``singlenode.security.tls.*`` keys point at them (``certificate.location``
+= the chain, ``privateKey.location``, ``keyStore.location``, ``keyStore.pwd.location``,
+``trustStore.location``). The controller URL is then ``tls://`` and the segment store is
+published as ``localhost``: the official client checks a DNS name, never an IP address, and
+trusts the certificates in the directory ``$pravega_client_tls_cert_path`` names
+(``tests/pravega/test_pravega_tls_peer.py``).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from .apache import (
@@ -39,8 +68,6 @@ class PravegaError(RuntimeError):
 
 def resolve_classpath() -> str:
     """The standalone's classpath, computed by Maven once and cached."""
-    import subprocess
-
     workdir = cache_root() / "pravega-0.13.0"
     cp_file = workdir / "classpath.txt"
     with _locked(cache_root() / ".resolve-pravega.lock"):
@@ -84,10 +111,23 @@ class PravegaStandalone:
     """One standalone Pravega (ZooKeeper, controller, segment store in one JVM)."""
 
     def __init__(
-        self, start_timeout: float = 120.0, *, proxy: bool = False, heap: str = "1g"
+        self,
+        start_timeout: float = 120.0,
+        *,
+        proxy: bool = False,
+        heap: str = "1g",
+        cache: int = 512 * 1024 * 1024,
+        tls: bool = False,
     ) -> None:
-        #: The JVM's heap: the standalone keeps every segment in memory (benches need more).
+        #: The JVM's heap (tier 1, the durable log, is in memory until tier 2 holds the data).
         self.heap = heap
+        #: The segment store's read/write cache, in bytes (direct memory).
+        self.cache = cache
+        #: With ``tls``, the controller and the segment store speak TLS only, with a
+        #: certificate for ``localhost`` and ``127.0.0.1`` signed by the fixture's CA
+        #: (``self.pki.ca``); see :func:`make_tls_files`.
+        self.tls = tls
+        self.pki: TlsFiles | None = None
         self.zk_port, self.segment_port, self.controller_port, self.rest_port = free_ports(4)
         #: With ``proxy``, the segment store is published (what the controller tells clients)
         #: at a fault proxy in front of it, so tests can cut every client's data connections.
@@ -106,17 +146,33 @@ class PravegaStandalone:
         )
 
     @property
+    def tier2(self) -> Path:
+        """The directory holding tier 2 (long-term storage)."""
+        return self.workdir / "tier2"
+
+    @property
+    def published_host(self) -> str:
+        """The segment store host clients are told: 127.0.0.1, or ``localhost`` with TLS (the
+        official client's TLS checks a DNS name and refuses an IP address)."""
+        return "localhost" if self.tls else "127.0.0.1"
+
+    @property
     def published_port(self) -> int:
         """The segment store port clients are told (the proxy's, when there is one)."""
         return self.proxy.port if self.proxy is not None else self.segment_port
 
     @property
     def controller_url(self) -> str:
-        return f"tcp://{LOOPBACK}:{self.controller_port}"
+        return f"{'tls' if self.tls else 'tcp'}://{LOOPBACK}:{self.controller_port}"
 
     def _ready(self) -> bool:
         if not tcp_accepts(LOOPBACK, self.controller_port):
             return False
+        if self.pki is not None:
+            # Both servers complete a TLS handshake checked against the fixture's CA.
+            return all(
+                tls_handshakes(p, self.pki.ca) for p in (self.controller_port, self.segment_port)
+            )
         try:
             import pravega_client
         except ImportError:
@@ -139,7 +195,7 @@ class PravegaStandalone:
                     f"singlenode.controller.rest.port={self.rest_port}",
                     "singlenode.controller.rest.enable=false",
                     "singlenode.security.auth.enable=false",
-                    "singlenode.security.tls.enable=false",
+                    *self._tls_lines(),
                     "singlenode.metrics.enable=false",
                     "singlenode.admin.gateway.enable=false",
                     "",
@@ -147,18 +203,26 @@ class PravegaStandalone:
             )
         )
         (self.workdir / "tmp").mkdir(exist_ok=True)
+        tier2 = self.workdir / "tier2"
+        tier2.mkdir(exist_ok=True)
+        # The cache's buffers are direct memory; room above it for Netty's own buffers.
+        direct = self.cache + 512 * 1024 * 1024
         argfile = self.workdir / "java.args"
         argfile.write_text(f'-cp "{classpath}"\n')
         cmd = [
             JAVA,
             "-Xms256m",
             f"-Xmx{self.heap}",
+            f"-XX:MaxDirectMemorySize={direct}",
             f"-Djava.io.tmpdir={self.workdir / 'tmp'}",
             f"-Dsinglenode.configurationFile={conf}",
             f"-Dlogback.configurationFile={HERE / 'logback.xml'}",
             f"-Dpravega.log.file={self.workdir / 'standalone.log'}",
-            "-Dpravegaservice.service.published.host.nameOrIp=127.0.0.1",
+            f"-Dpravegaservice.service.published.host.nameOrIp={self.published_host}",
             f"-Dpravegaservice.service.published.port={self.published_port}",
+            "-Dpravegaservice.storage.impl.name=FILESYSTEM",
+            f"-Dfilesystem.root={tier2}",
+            f"-Dpravegaservice.cache.size.max={self.cache}",
             f"@{argfile}",
             MAIN_CLASS,
         ]
@@ -166,6 +230,19 @@ class PravegaStandalone:
             cmd, self._ready, timeout=self.start_timeout, cwd=self.workdir, interval=0.5
         )
         return self
+
+    def _tls_lines(self) -> list[str]:
+        if not self.tls:
+            return ["singlenode.security.tls.enable=false"]
+        self.pki = make_tls_files(self.workdir / "tls")
+        return [
+            "singlenode.security.tls.enable=true",
+            f"singlenode.security.tls.privateKey.location={self.pki.key}",
+            f"singlenode.security.tls.certificate.location={self.pki.chain}",
+            f"singlenode.security.tls.keyStore.location={self.pki.keystore}",
+            f"singlenode.security.tls.keyStore.pwd.location={self.pki.password_file}",
+            f"singlenode.security.tls.trustStore.location={self.pki.truststore}",
+        ]
 
     def stop(self) -> int | None:
         return self.process.stop(20.0)
@@ -178,3 +255,84 @@ class PravegaStandalone:
 
     def log_tail(self) -> str:
         return self.process.log_tail()
+
+
+# -- TLS ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """What a TLS standalone reads, and what its clients trust."""
+
+    #: The CA that signed the server certificate (clients trust it).
+    ca: Path
+    #: The server certificate then the CA's (PEM): the chain the servers send; the
+    #: controller's own client to the segment store trusts it too.
+    chain: Path
+    #: The server's private key (PKCS#8 PEM, as Netty reads it).
+    key: Path
+    #: The same key and chain in a JKS key store (the REST server's), and its password file.
+    keystore: Path
+    password_file: Path
+    #: A JKS trust store holding the CA (ZooKeeper's and the controller's Java clients).
+    truststore: Path
+
+
+def make_tls_files(dirpath: Path) -> TlsFiles:
+    """A CA and a server certificate for ``localhost`` and ``127.0.0.1`` (``openssl``), and
+    the JKS stores made from them with the JDK's ``keytool``."""
+    from .secure import _ca, _leaf, _openssl
+
+    dirpath.mkdir(parents=True, exist_ok=True)
+    ca = _ca(dirpath, "ca", "streamwire Pravega test CA")
+    cert, key = _leaf(
+        dirpath,
+        "server",
+        "localhost",
+        ca,
+        f"subjectAltName=DNS:localhost,IP:{LOOPBACK}\n"
+        "basicConstraints=CA:FALSE\n"
+        "keyUsage=critical,digitalSignature,keyEncipherment\n"
+        "extendedKeyUsage=serverAuth,clientAuth\n",
+    )
+    chain = dirpath / "server-chain.pem"
+    chain.write_text(cert.read_text() + ca[0].read_text())
+    password = "streamwire-test"
+    password_file = dirpath / "password"
+    password_file.write_text(password)
+    p12 = dirpath / "server.p12"
+    _openssl(
+        "pkcs12", "-export", "-in", str(chain), "-inkey", str(key), "-name", "server",
+        "-out", str(p12), "-passout", f"pass:{password}",
+        cwd=dirpath,
+    )  # fmt: skip
+    keystore, truststore = dirpath / "server.jks", dirpath / "client.truststore.jks"
+    keytool = str(Path(JAVA).with_name("keytool"))
+    for args in (
+        ["-importkeystore", "-srckeystore", str(p12), "-srcstoretype", "PKCS12",
+         "-srcstorepass", password, "-destkeystore", str(keystore), "-deststoretype", "JKS",
+         "-deststorepass", password, "-noprompt"],
+        ["-importcert", "-noprompt", "-alias", "ca", "-file", str(ca[0]),
+         "-keystore", str(truststore), "-storetype", "JKS", "-storepass", password],
+    ):  # fmt: skip
+        proc = subprocess.run(
+            [keytool, *args], capture_output=True, text=True, stdin=subprocess.DEVNULL
+        )
+        if proc.returncode != 0:
+            raise PravegaError(f"keytool {args[0]} failed:\n{proc.stdout}{proc.stderr}")
+    return TlsFiles(ca[0], chain, key, keystore, password_file, truststore)
+
+
+def tls_handshakes(port: int, ca: Path) -> bool:
+    """Whether ``127.0.0.1:port`` completes a TLS handshake with a certificate ``ca`` signed
+    for 127.0.0.1."""
+    import socket
+    import ssl
+
+    ctx = ssl.create_default_context(cafile=str(ca))
+    try:
+        with socket.create_connection((LOOPBACK, port), timeout=2.0) as raw:
+            with ctx.wrap_socket(raw, server_hostname=LOOPBACK):
+                return True
+    except (OSError, ssl.SSLError):
+        return False

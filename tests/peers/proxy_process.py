@@ -10,6 +10,7 @@ command line with one line once the command took effect.
     proxy.cut_all()       # every open connection closes now; returns how many
     proxy.stall(True)     # accept, forward nothing
     proxy.refuse(2.0)     # close new connections at once for 2 s
+    proxy.set_latency(0.3)  # each chunk delivered 300 ms after it was read (both ways)
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ class ProxyProcess:
     def refuse(self, seconds: float) -> None:
         self._command(f"refuse {seconds}")
 
+    def set_latency(self, seconds: float) -> None:
+        self._command(f"latency {seconds}")
+
     @property
     def connection_count(self) -> int:
         return int(self._command("count"))
@@ -91,6 +95,9 @@ def _serve(upstream_host: str, upstream_port: int) -> None:
                 print("ok", flush=True)
             elif cmd == "refuse":
                 proxy.refuse(float(arg))
+                print("ok", flush=True)
+            elif cmd == "latency":
+                proxy.set_latency(float(arg))
                 print("ok", flush=True)
             elif cmd == "count":
                 print(f"ok {proxy.connection_count}", flush=True)

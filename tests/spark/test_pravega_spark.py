@@ -123,3 +123,99 @@ def test_streaming_restarts_from_the_checkpoint(spark: Any, pravega: Any, tmp_pa
     assert len(rows) == 500
     assert {r.v for r in rows} == {f"a{i}" for i in range(300)} | {f"b{i}" for i in range(200)}
     assert len({(r.segment, r.offset) for r in rows}) == 500
+
+
+def _batches(spark: Any, options: dict[str, str], ckpt: Path) -> list[list[Any]]:
+    """Run a streaming query to the streams' tails (Trigger.AvailableNow); the rows of each
+    micro-batch, in order."""
+    got: dict[int, list[Any]] = {}
+
+    def keep(df: Any, batch_id: int) -> None:
+        got[batch_id] = df.collect()
+
+    reader = spark.readStream.format("streamwire")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    query = (
+        reader.load()
+        .writeStream.foreachBatch(keep)
+        .option("checkpointLocation", str(ckpt))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(180)
+    assert query.exception() is None, query.exception()
+    return [got[i] for i in sorted(got) if got[i]]
+
+
+def test_streaming_caps_records_per_trigger(spark: Any, pravega: Any, tmp_path: Path) -> None:
+    url = pravega.controller_url
+    scope, stream = fresh(url, 2)
+    write(url, scope, stream, [b"r%04d" % i for i in range(1000)])
+    options = {
+        "service_url": url,
+        "scope": scope,
+        "stream": stream,
+        "startingOffsets": "earliest",
+        "maxRecordsPerTrigger": "300",
+    }
+    batches = _batches(spark, options, tmp_path / "ckpt")
+    assert [len(b) for b in batches] == [300, 300, 300, 100]
+    values = [bytes(r.value) for b in batches for r in b]
+    assert sorted(values) == [b"r%04d" % i for i in range(1000)]
+    # A restart from the checkpoint reads only what came later, still capped.
+    write(url, scope, stream, [b"s%04d" % i for i in range(450)])
+    more = _batches(spark, options, tmp_path / "ckpt")
+    assert [len(b) for b in more] == [300, 150]
+    assert sorted(bytes(r.value) for b in more for r in b) == [b"s%04d" % i for i in range(450)]
+
+
+def test_streaming_caps_bytes_per_trigger(spark: Any, pravega: Any, tmp_path: Path) -> None:
+    url = pravega.controller_url
+    scope, stream = fresh(url, 2)
+    values = [b"%05d" % i + b"y" * 95 for i in range(600)]  # 100-byte payloads
+    write(url, scope, stream, values)
+    options = {
+        "service_url": url,
+        "scope": scope,
+        "stream": stream,
+        "startingOffsets": "earliest",
+        "maxBytesPerTrigger": "25050",
+    }
+    batches = _batches(spark, options, tmp_path / "ckpt")
+    sizes = [len(b) for b in batches]
+    assert sizes == [250, 250, 100], sizes
+    assert sorted(bytes(r.value) for b in batches for r in b) == sorted(values)
+
+
+def test_streaming_reads_several_streams(spark: Any, pravega: Any, tmp_path: Path) -> None:
+    url = pravega.controller_url
+    scope_a, a = fresh(url, 2)
+    scope_b, b = fresh(url, 1)
+    write(url, scope_a, a, [b"a%03d" % i for i in range(300)])
+    write(url, scope_b, b, [b"b%03d" % i for i in range(100)])
+    options = {
+        "service_url": url,
+        "streams": f"{scope_a}/{a},{scope_b}/{b}",
+        "startingOffsets": "earliest",
+        "maxRecordsPerTrigger": "200",
+    }
+    batches = _batches(spark, options, tmp_path / "ckpt")
+    # 100 each first (an even share), then what b (drained) leaves goes to a.
+    assert [len(x) for x in batches] == [200, 200]
+    assert sorted(bytes(r.value) for r in batches[0] if r.stream == f"{scope_b}/{b}") == [
+        b"b%03d" % i for i in range(100)
+    ]
+    rows = [r for x in batches for r in x]
+    assert {r.stream for r in rows} == {f"{scope_a}/{a}", f"{scope_b}/{b}"}
+    assert sorted(bytes(r.value) for r in rows) == sorted(
+        [b"a%03d" % i for i in range(300)] + [b"b%03d" % i for i in range(100)]
+    )
+    # The checkpoint holds one cut per stream; a restart reads only the new events.
+    write(url, scope_b, b, [b"c%03d" % i for i in range(50)])
+    more = _batches(spark, options, tmp_path / "ckpt")
+    assert sorted(bytes(r.value) for x in more for r in x) == [b"c%03d" % i for i in range(50)]
+    # A batch read of the same two streams sees everything.
+    df = spark.read.format("streamwire").option("service_url", url)
+    df = df.option("streams", options["streams"]).load()
+    assert df.count() == 450

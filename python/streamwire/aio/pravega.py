@@ -22,14 +22,24 @@ client's calls in a worker thread.
 from __future__ import annotations
 
 import asyncio
+import functools
 from types import TracebackType
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from streamwire import _native
 from streamwire._native import PravegaEvent as Event
 from streamwire.exceptions import AlreadyClosedError
+from streamwire.pravega import (
+    UNCHANGED,
+    Retention,
+    Scaling,
+    SegmentInfo,
+    Start,
+    StreamConfig,
+    StreamCut,
+)
 from streamwire.pravega import Client as _BlockingClient
-from streamwire.pravega import Scaling, SegmentInfo, Start, StreamCut
+from streamwire.pravega.admin import Unchanged
 
 __all__ = ["Client", "Event", "Reader", "Writer"]
 
@@ -93,7 +103,14 @@ class Client:
         return await asyncio.to_thread(self._blocking.delete_scope, scope)
 
     async def create_stream(
-        self, scope: str, stream: str, segments: int = 1, scaling: Optional[Scaling] = None
+        self,
+        scope: str,
+        stream: str,
+        segments: int = 1,
+        scaling: Optional[Scaling] = None,
+        *,
+        retention: Optional[Retention] = None,
+        tags: Optional[list[str]] = None,
     ) -> bool:
         """Create a stream; False when it existed (as ``streamwire.pravega.Client``).
 
@@ -102,10 +119,87 @@ class Client:
             stream: the stream name.
             segments: the number of segments. Default 1.
             scaling: an auto-scaling policy. Default None: a fixed number of segments.
+            retention: a :class:`~streamwire.pravega.Retention` policy. Default None.
+            tags: tags to find the stream by. Default None.
         """
         return await asyncio.to_thread(
-            self._blocking.create_stream, scope, stream, segments, scaling
+            functools.partial(
+                self._blocking.create_stream,
+                scope,
+                stream,
+                segments,
+                scaling,
+                retention=retention,
+                tags=tags,
+            )
         )
+
+    async def stream_config(self, scope: str, stream: str) -> StreamConfig:
+        """The configuration of the ``stream`` of ``scope`` (as
+        ``streamwire.pravega.Client.stream_config``).
+
+        Args:
+            scope: the scope name.
+            stream: the stream name.
+        """
+        return await asyncio.to_thread(self._blocking.stream_config, scope, stream)
+
+    async def update_stream(
+        self,
+        scope: str,
+        stream: str,
+        *,
+        segments: Union[int, Unchanged] = UNCHANGED,
+        scaling: Union[Scaling, Unchanged, None] = UNCHANGED,
+        retention: Union[Retention, Unchanged, None] = UNCHANGED,
+        tags: Union[list[str], Unchanged] = UNCHANGED,
+    ) -> StreamConfig:
+        """Change the stream's configuration; what is not given is kept (as
+        ``streamwire.pravega.Client.update_stream``). Returns the new configuration.
+
+        Args:
+            scope: the scope name.
+            stream: the stream name.
+            segments: the number of segments (the minimum with auto-scaling).
+            scaling: an auto-scaling policy, or None for a fixed number of segments.
+            retention: a retention policy, or None to remove it.
+            tags: the stream's tags (replacing the old ones).
+        """
+        return await asyncio.to_thread(
+            functools.partial(
+                self._blocking.update_stream,
+                scope,
+                stream,
+                segments=segments,
+                scaling=scaling,
+                retention=retention,
+                tags=tags,
+            )
+        )
+
+    async def stream_tags(self, scope: str, stream: str) -> list[str]:
+        """The tags of the ``stream`` of ``scope``.
+
+        Args:
+            scope: the scope name.
+            stream: the stream name.
+        """
+        return await asyncio.to_thread(self._blocking.stream_tags, scope, stream)
+
+    async def truncate_stream(self, scope: str, stream: str, cut: StreamCut) -> None:
+        """Drop the stream's events before ``cut`` (as
+        ``streamwire.pravega.Client.truncate_stream``).
+
+        Args:
+            scope: the scope name.
+            stream: the stream name.
+            cut: a :class:`~streamwire.pravega.StreamCut` of this stream.
+        """
+        await asyncio.to_thread(self._blocking.truncate_stream, scope, stream, cut)
+
+    async def scopes(self) -> list[str]:
+        """The names of every scope."""
+        return await asyncio.to_thread(self._blocking.scopes)
 
     async def stream_exists(self, scope: str, stream: str) -> bool:
         """Whether ``stream`` exists in ``scope``.
@@ -116,13 +210,14 @@ class Client:
         """
         return await asyncio.to_thread(self._blocking.stream_exists, scope, stream)
 
-    async def streams(self, scope: str) -> list[str]:
-        """The names of the scope's streams.
+    async def streams(self, scope: str, tag: Optional[str] = None) -> list[str]:
+        """The names of the scope's streams; with ``tag``, only those carrying it.
 
         Args:
             scope: the scope name.
+            tag: a tag to select by. Default None: every stream.
         """
-        return await asyncio.to_thread(self._blocking.streams, scope)
+        return await asyncio.to_thread(self._blocking.streams, scope, tag)
 
     async def seal_stream(self, scope: str, stream: str) -> None:
         """Seal the ``stream`` of ``scope``: no more writes; readers read to its end.

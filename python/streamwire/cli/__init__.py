@@ -8,6 +8,7 @@
     streamwire perf produce URL TOPIC [--size B] [--rate R] [-n N | --seconds S]
     streamwire perf consume URL TOPIC [-s SUBSCRIPTION] [-n N | --seconds S]
     streamwire gateway [--service-url URL] [--listen ADDR:PORT] [...]
+    streamwire pravega COMMAND URL ...   (Pravega administration: streamwire pravega --help)
     streamwire --version
 
 URL: ``pulsar://`` / ``pulsar+ssl://`` (Pulsar), ``tank://`` (TANK), ``tcp://`` (a Pravega
@@ -106,6 +107,7 @@ def _parser() -> argparse.ArgumentParser:
             subscription(p)
 
     sub.add_parser("gateway", help="the PIP-64 REST gateway (streamwire gateway --help)")
+    sub.add_parser("pravega", help="Pravega administration (streamwire pravega --help)")
     return ap
 
 
@@ -224,6 +226,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         from streamwire.cli import gateway
 
         return gateway.run(args_list[1:])
+    if args_list and args_list[0] == "pravega":
+        from streamwire.cli import pravega_admin
+
+        return pravega_admin.run(args_list[1:])
     try:
         args = _parser().parse_args(args_list)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2)

@@ -33,14 +33,29 @@ from streamwire._native import PravegaEvent as Event
 from streamwire._native import PravegaReader as _NativeReader
 from streamwire._native import PravegaWriteFuture as WriteFuture
 from streamwire._native import PravegaWriter as Writer
+from streamwire.pravega.admin import (
+    UNCHANGED,
+    Retention,
+    Scaling,
+    StreamConfig,
+    Unchanged,
+    config_of,
+    merged,
+    retention_arg,
+    scaling_arg,
+    tags_arg,
+)
 
 __all__ = [
+    "UNCHANGED",
     "Client",
     "ClientConfig",
     "Event",
     "Reader",
+    "Retention",
     "Scaling",
     "SegmentInfo",
+    "StreamConfig",
     "StreamCut",
     "WriteFuture",
     "Writer",
@@ -64,22 +79,6 @@ class SegmentInfo(NamedTuple):
     epoch: int
     low: float
     high: float
-
-
-@dataclass(frozen=True)
-class Scaling:
-    """An auto-scaling policy: keep each segment near ``target_rate`` events (or kilobytes)
-    per second, splitting into ``scale_factor`` segments when it is exceeded.
-
-    Args:
-        target_rate: the events (or kilobytes) per second per segment to aim at.
-        scale_factor: how many segments a hot segment splits into. Default 2.
-        by: ``"events"`` or ``"kbytes"``: what ``target_rate`` counts. Default ``"events"``.
-    """
-
-    target_rate: int
-    scale_factor: int = 2
-    by: Literal["events", "kbytes"] = "events"
 
 
 @dataclass(frozen=True)
@@ -283,31 +282,126 @@ class Client:
         return self._native.delete_scope(scope)
 
     def create_stream(
-        self, scope: str, stream: str, segments: int = 1, scaling: Optional[Scaling] = None
+        self,
+        scope: str,
+        stream: str,
+        segments: int = 1,
+        scaling: Optional[Scaling] = None,
+        *,
+        retention: Optional[Retention] = None,
+        tags: Optional[list[str]] = None,
     ) -> bool:
         """Create a stream of ``segments`` segments (the minimum when ``scaling`` is given);
-        False when it existed.
+        False when it existed (its configuration is then left as it was).
 
         Args:
             scope: the scope (which must exist).
             stream: the stream name.
             segments: the number of segments. Default 1.
             scaling: an auto-scaling policy. Default None: a fixed number of segments.
+            retention: a :class:`Retention` policy (automatic truncation). Default None.
+            tags: tags to find the stream by (``streams(scope, tag=...)``); each 1 to 256
+                characters, at most 128. Default None.
         """
-        policy = None
-        if scaling is not None:
-            if not isinstance(scaling, Scaling):
-                raise TypeError(f"scaling must be a pravega.Scaling, not {type(scaling).__name__}")
-            policy = (scaling.by, scaling.target_rate, scaling.scale_factor)
-        return self._native.create_stream(scope, stream, segments, policy)
+        return self._native.create_stream(
+            scope,
+            stream,
+            segments,
+            scaling_arg(scaling),
+            retention_arg(retention),
+            None if tags is None else tags_arg(tags),
+        )
+
+    def stream_config(self, scope: str, stream: str) -> StreamConfig:
+        """The configuration of the ``stream`` of ``scope``: segments, scaling, retention
+        and tags.
+
+        Raises:
+            TopicNotFoundError: there is no such stream.
+        """
+        return config_of(self._native.stream_config(scope, stream))
+
+    def update_stream(
+        self,
+        scope: str,
+        stream: str,
+        *,
+        segments: Union[int, Unchanged] = UNCHANGED,
+        scaling: Union[Scaling, Unchanged, None] = UNCHANGED,
+        retention: Union[Retention, Unchanged, None] = UNCHANGED,
+        tags: Union[list[str], Unchanged] = UNCHANGED,
+    ) -> StreamConfig:
+        """Change the configuration of the ``stream`` of ``scope``; what is not given is
+        kept. Returns the new configuration.
+
+        The configuration is read, changed and written back whole (the controller replaces
+        it in one piece): a concurrent update of another setting can be lost, as with the
+        official clients.
+
+        Args:
+            scope: the stream's scope.
+            stream: the stream name.
+            segments: the number of segments (the minimum with auto-scaling); a fixed
+                stream scales up to it, never down.
+            scaling: an auto-scaling policy, or None for a fixed number of segments.
+            retention: a :class:`Retention` policy, or None to remove it.
+            tags: the stream's tags (replacing the old ones; ``[]`` removes them all).
+
+        Raises:
+            TopicNotFoundError: there is no such stream.
+            ReadOnlyError: the stream is sealed.
+        """
+        new = merged(self.stream_config(scope, stream), segments, scaling, retention, tags)
+        self._native.update_stream(
+            scope,
+            stream,
+            new.segments,
+            scaling_arg(new.scaling),
+            retention_arg(new.retention),
+            list(new.tags),
+            new.timestamp_aggregation_timeout,
+            new.rollover_size_bytes,
+        )
+        return new
+
+    def stream_tags(self, scope: str, stream: str) -> list[str]:
+        """The tags of the ``stream`` of ``scope``."""
+        return list(self.stream_config(scope, stream).tags)
+
+    def truncate_stream(self, scope: str, stream: str, cut: StreamCut) -> None:
+        """Drop the events of the ``stream`` of ``scope`` before ``cut`` (a
+        :class:`StreamCut`, e.g. a reader's ``position()``): readers from ``"head"`` start
+        there.
+
+        Raises:
+            InvalidArgumentError: ``cut`` is of another stream, or names no segment.
+            ServerError: the controller refused the cut (not a cut of this stream's
+                segments).
+        """
+        if not isinstance(cut, StreamCut):
+            raise TypeError(f"cut must be a pravega.StreamCut, not {type(cut).__name__}")
+        self._native.truncate_stream(scope, stream, cut.text)
+
+    def scopes(self) -> list[str]:
+        """The names of every scope (Pravega's own, such as ``_system``, left out)."""
+        return self._native.scopes()
 
     def stream_exists(self, scope: str, stream: str) -> bool:
         """Whether ``stream`` exists in ``scope``."""
         return self._native.stream_exists(scope, stream)
 
-    def streams(self, scope: str) -> list[str]:
-        """The names of the scope's streams."""
-        return self._native.streams(scope)
+    def streams(self, scope: str, tag: Optional[str] = None) -> list[str]:
+        """The names of the scope's streams; with ``tag``, only those carrying it.
+
+        Args:
+            scope: the scope.
+            tag: a tag to select by. Default None: every stream.
+        """
+        if tag is None:
+            return self._native.streams(scope)
+        if not isinstance(tag, str):
+            raise TypeError(f"tag must be a str, not {type(tag).__name__}")
+        return self._native.streams_with_tag(scope, tag)
 
     def seal_stream(self, scope: str, stream: str) -> None:
         """Seal the ``stream`` of ``scope``: no more writes; readers read to its end."""

@@ -8,6 +8,7 @@ use std::time::Duration;
 use streamwire_core::error::{Error, ErrorKind, Result};
 use tonic::transport::{Channel, Endpoint};
 
+use super::admin::{self, StreamSettings};
 use super::proto;
 use super::proto::controller_service_client::ControllerServiceClient;
 use super::types::{self, *};
@@ -170,6 +171,129 @@ impl Controller {
             )
             .await?;
         types::stream_created(r)
+    }
+
+    /// `Ok(true)` when created, `Ok(false)` when it existed already (its configuration is
+    /// then left as it was).
+    pub async fn create_stream_with(
+        &self,
+        stream: &ScopedStream,
+        settings: &StreamSettings,
+    ) -> Result<bool> {
+        let req = admin::config_message(stream, settings)?;
+        let r = self
+            .call(
+                "createStream",
+                |mut c| async move { c.create_stream(req).await },
+            )
+            .await?;
+        types::stream_created(r)
+    }
+
+    /// The stream's configuration as the controller keeps it.
+    pub async fn get_stream_config(&self, stream: &ScopedStream) -> Result<StreamSettings> {
+        let req = stream.info();
+        let r = self
+            .call("getStreamConfiguration", |mut c| async move {
+                c.get_stream_configuration(req).await
+            })
+            .await;
+        match r {
+            Ok(m) => admin::settings_of(&m),
+            // The controller fails the call (not a status) for a stream it does not have.
+            Err(e) if !self.check_stream_exists(stream).await.unwrap_or(true) => Err(Error::new(
+                ErrorKind::TopicNotFound,
+                format!("stream {stream} does not exist ({e})"),
+            )),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Replace the stream's whole configuration by `settings` (the segment count of a fixed
+    /// policy is a minimum: the stream scales up to it, never down).
+    pub async fn update_stream(
+        &self,
+        stream: &ScopedStream,
+        settings: &StreamSettings,
+    ) -> Result<()> {
+        let req = admin::config_message(stream, settings)?;
+        let r = self
+            .call(
+                "updateStream",
+                |mut c| async move { c.update_stream(req).await },
+            )
+            .await?;
+        admin::stream_updated("updateStream", r)
+    }
+
+    /// Drop the stream's data before `positions` (segment id → offset, a stream cut).
+    pub async fn truncate_stream(
+        &self,
+        stream: &ScopedStream,
+        positions: &std::collections::BTreeMap<i64, i64>,
+    ) -> Result<()> {
+        let req = admin::cut_message(stream, positions);
+        let r = self
+            .call("truncateStream", |mut c| async move {
+                c.truncate_stream(req).await
+            })
+            .await?;
+        admin::stream_updated("truncateStream", r)
+    }
+
+    /// Every scope's name (every page of the listing), Pravega's own left out.
+    pub async fn list_scopes(&self) -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        let mut token = String::new();
+        loop {
+            let req = proto::ScopesRequest {
+                continuation_token: Some(proto::ContinuationToken {
+                    token: token.clone(),
+                }),
+            };
+            let r = self
+                .call(
+                    "listScopes",
+                    |mut c| async move { c.list_scopes(req).await },
+                )
+                .await?;
+            let (page, next) = admin::scopes_page(r);
+            let done = page.is_empty() || next.is_empty() || next == token;
+            names.extend(page.into_iter().filter(|n| admin::is_user_name(n)));
+            if done {
+                return Ok(names);
+            }
+            token = next;
+        }
+    }
+
+    /// The names of the streams of `scope` that carry `tag` (every page of the listing).
+    pub async fn list_streams_with_tag(&self, scope: &str, tag: &str) -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        let mut token = String::new();
+        loop {
+            let req = proto::StreamsInScopeWithTagRequest {
+                scope: Some(proto::ScopeInfo {
+                    scope: scope.to_string(),
+                }),
+                tag: tag.to_string(),
+                continuation_token: Some(proto::ContinuationToken {
+                    token: token.clone(),
+                }),
+            };
+            let r = self
+                .call("listStreamsInScopeForTag", |mut c| async move {
+                    c.list_streams_in_scope_for_tag(req).await
+                })
+                .await?;
+            let (page, next) = types::streams_page(scope, r)?;
+            let done = page.is_empty() || next.is_empty() || next == token;
+            names.extend(page);
+            if done {
+                return Ok(names);
+            }
+            token = next;
+        }
     }
 
     pub async fn check_stream_exists(&self, stream: &ScopedStream) -> Result<bool> {

@@ -3,14 +3,17 @@
 //!
 //! Layout: `proto` is generated at build time from `proto/pravega_controller.proto` (our own
 //! description of the RPCs a data client uses); `types` holds our Rust types and every
-//! request/answer mapping, pure and unit-tested; `client` is the only part that does I/O.
+//! request/answer mapping, pure and unit-tested, `admin` the same for stream administration
+//! (retention, tags, updates, truncation); `client` is the only part that does I/O.
 
+pub mod admin;
 pub mod client;
 pub mod types;
 
 #[cfg(test)]
 mod tests;
 
+pub use admin::{Retention, StreamSettings, NO_MAX};
 pub use client::{endpoint_of, Controller, DEFAULT_TIMEOUT};
 pub use types::{
     scale_request, segment_name, status_error, stream_config, CurrentSegments, NodeUri,

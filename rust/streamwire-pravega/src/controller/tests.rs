@@ -280,3 +280,134 @@ async fn a_controller_that_never_answers_times_out() {
     assert!(started.elapsed() < Duration::from_secs(5));
     hold.abort();
 }
+
+mod admin_mapping {
+    use std::collections::BTreeMap;
+
+    use prost::Message;
+    use streamwire_core::error::ErrorKind;
+
+    use super::super::admin::*;
+    use super::super::proto;
+    use super::super::types::*;
+    use super::stream;
+
+    fn settings() -> StreamSettings {
+        StreamSettings {
+            scaling: ScalingPolicy::ByRateEvents {
+                target_rate: 100,
+                scale_factor: 2,
+                min_segments: 3,
+            },
+            retention: Some(Retention::Size {
+                min_bytes: 1 << 20,
+                max_bytes: NO_MAX,
+            }),
+            tags: vec!["a".into(), "b".into(), "a".into()],
+            timestamp_aggregation_timeout: 7,
+            rollover_size_bytes: 9,
+        }
+    }
+
+    #[test]
+    fn a_configuration_survives_the_round_trip() {
+        let m = config_message(&stream(), &settings()).unwrap();
+        let back = settings_of(&proto::StreamConfig::decode(&m.encode_to_vec()[..]).unwrap());
+        let mut want = settings();
+        want.tags = vec!["a".into(), "b".into()]; // a set: the duplicate is dropped
+        assert_eq!(back.unwrap(), want);
+    }
+
+    #[test]
+    fn retention_uses_the_controllers_field_numbers() {
+        // RetentionPolicy{retentionType(1) = TIME(1), retentionParam(2) = 1000,
+        // retentionMax(3) = 2000}.
+        let mut s = StreamSettings::new(ScalingPolicy::Fixed { segments: 1 });
+        s.retention = Some(Retention::Time {
+            min_ms: 1000,
+            max_ms: 2000,
+        });
+        let m = config_message(&stream(), &s).unwrap();
+        assert_eq!(
+            m.retention_policy.unwrap().encode_to_vec(),
+            [0x08, 0x01, 0x10, 0xe8, 0x07, 0x18, 0xd0, 0x0f]
+        );
+        // Tags(4){tag(1) "x"} in StreamConfig.
+        s.tags = vec!["x".into()];
+        let bytes = config_message(&stream(), &s).unwrap().encode_to_vec();
+        assert!(bytes
+            .windows(5)
+            .any(|w| w == [0x22, 0x03, 0x0a, 0x01, b'x']));
+    }
+
+    #[test]
+    fn no_retention_and_unknown_read_as_none() {
+        let mut m = config_message(
+            &stream(),
+            &StreamSettings::new(ScalingPolicy::Fixed { segments: 2 }),
+        )
+        .unwrap();
+        assert!(m.retention_policy.is_none());
+        m.retention_policy = Some(proto::RetentionPolicy::default()); // UNKNOWN
+        let s = settings_of(&m).unwrap();
+        assert_eq!(s.retention, None);
+        assert_eq!(s.scaling, ScalingPolicy::Fixed { segments: 2 });
+        m.retention_policy = Some(proto::RetentionPolicy {
+            retention_type: 9,
+            ..Default::default()
+        });
+        assert_eq!(settings_of(&m).unwrap_err().kind(), ErrorKind::Protocol);
+    }
+
+    #[test]
+    fn bad_tags_and_retention_are_refused() {
+        let mut s = StreamSettings::new(ScalingPolicy::Fixed { segments: 1 });
+        s.tags = vec![String::new()];
+        assert_eq!(
+            config_message(&stream(), &s).unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+        s.tags = vec!["t".repeat(MAX_TAG_LEN + 1)];
+        assert!(config_message(&stream(), &s).is_err());
+        s.tags = (0..=MAX_TAGS).map(|i| i.to_string()).collect();
+        assert!(config_message(&stream(), &s).is_err());
+        s.tags = (0..MAX_TAGS).map(|i| i.to_string()).collect();
+        assert!(config_message(&stream(), &s).is_ok());
+        s.retention = Some(Retention::Size {
+            min_bytes: 10,
+            max_bytes: 5,
+        });
+        assert!(config_message(&stream(), &s).is_err());
+        s.retention = Some(Retention::Time {
+            min_ms: -1,
+            max_ms: NO_MAX,
+        });
+        assert!(config_message(&stream(), &s).is_err());
+    }
+
+    #[test]
+    fn update_statuses_map_to_error_kinds() {
+        use proto::update_stream_status::Status;
+        let st = |s: Status| proto::UpdateStreamStatus { status: s as i32 };
+        assert!(stream_updated("updateStream", st(Status::Success)).is_ok());
+        let kind = |s| stream_updated("x", st(s)).unwrap_err().kind();
+        assert_eq!(kind(Status::StreamNotFound), ErrorKind::TopicNotFound);
+        assert_eq!(kind(Status::ScopeNotFound), ErrorKind::TopicNotFound);
+        assert_eq!(kind(Status::StreamSealed), ErrorKind::ReadOnly);
+        assert_eq!(kind(Status::Failure), ErrorKind::Server);
+        let unknown = proto::UpdateStreamStatus { status: 42 };
+        assert_eq!(
+            stream_updated("x", unknown).unwrap_err().kind(),
+            ErrorKind::Server
+        );
+    }
+
+    #[test]
+    fn a_truncation_cut_names_every_segment() {
+        let positions = BTreeMap::from([(0, 10), ((1 << 32) | 1, 20)]);
+        let m = cut_message(&stream(), &positions);
+        assert_eq!(m.cut.len(), 2);
+        assert_eq!(m.cut[&((1 << 32) | 1)], 20);
+        assert_eq!(m.stream_info.unwrap().stream, "st");
+    }
+}

@@ -237,6 +237,15 @@ impl EventWriter {
         let _ = self.inner.tx.send(Command::Hurry).await;
     }
 
+    /// [`hurry`](Self::hurry) without waiting: `false` when the command queue is full (the
+    /// caller then sends it with `hurry` from a task). A closed writer counts as done.
+    pub fn try_hurry(&self) -> bool {
+        !matches!(
+            self.inner.tx.try_send(Command::Hurry),
+            Err(mpsc::error::TrySendError::Full(_))
+        )
+    }
+
     /// Write events and wait until the store holds them.
     pub async fn write(&self, batch: EventBatch, reservation: Option<Reservation>) -> Result<()> {
         let (group, rx) = Group::new(batch.count);

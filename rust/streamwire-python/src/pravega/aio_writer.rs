@@ -7,6 +7,12 @@
 //! writer's lane, one engine task that waits for room strictly in call order (every later
 //! write queues behind it while it is busy), so gathered writes keep their call order and a
 //! full budget never blocks the loop.
+//!
+//! An awaited `write_many` is followed by the writer's hurry command once its events are
+//! handed over (as the blocking `write_many` does): its caller waits for all of them, so its
+//! last partial block must not wait for an acknowledgement to free a block slot. A single
+//! awaited `write` sends no hurry: single writes made while blocks are in flight are still
+//! gathered into the next block.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -63,6 +69,12 @@ impl Slot {
     }
 
     /// The engine completion for this call's events.
+    /// A bulk call (`write_many`): its caller waits for every event, so the writer is told
+    /// to hurry once they are handed over.
+    fn is_bulk(&self) -> bool {
+        self.count.is_some()
+    }
+
     fn done(self: &Arc<Self>) -> Done {
         match self.count {
             None => Done::Notify(self.clone()),
@@ -153,6 +165,17 @@ impl Lane {
     }
 }
 
+/// Tell the writer to send what it holds (after a bulk call's events are handed over);
+/// from a task when its command queue is full, still behind those events.
+fn hurry_soon(w: &EventWriter) {
+    if !w.try_hurry() {
+        let w = w.clone();
+        if let Ok(h) = runtime::handle() {
+            h.spawn(async move { w.hurry().await });
+        }
+    }
+}
+
 async fn run_waiting(w: &EventWriter, item: Waiting) {
     match item {
         Waiting::Write { batch, bytes, slot } => {
@@ -162,15 +185,17 @@ async fn run_waiting(w: &EventWriter, item: Waiting) {
                 Ok(Some(rejected)) => w.submit(rejected).await,
                 Err(e) => Err(e),
             };
-            if let Err(e) = res {
-                slot.finish(Err(e));
+            match res {
+                Err(e) => slot.finish(Err(e)),
+                Ok(()) if slot.is_bulk() => w.hurry().await,
+                Ok(()) => {}
             }
         }
-        Waiting::Submit(rejected, slot) => {
-            if let Err(e) = w.submit(rejected).await {
-                slot.finish(Err(e));
-            }
-        }
+        Waiting::Submit(rejected, slot) => match w.submit(rejected).await {
+            Err(e) => slot.finish(Err(e)),
+            Ok(()) if slot.is_bulk() => w.hurry().await,
+            Ok(()) => {}
+        },
         Waiting::Then { close, slot } => {
             let w = w.clone();
             if let Ok(h) = runtime::handle() {
@@ -241,8 +266,14 @@ impl PravegaAioWriter {
         let slot = Slot::new(target, count);
         let item = match reservation {
             Some(r) if !self.lane.is_busy() => {
+                let bulk = slot.is_bulk();
                 match self.inner.try_write(batch, slot.done(), Some(r)) {
-                    Ok(None) => return Ok(fut),
+                    Ok(None) => {
+                        if bulk {
+                            hurry_soon(&self.inner);
+                        }
+                        return Ok(fut);
+                    }
                     Ok(Some(rejected)) => Waiting::Submit(rejected, slot),
                     Err(e) => {
                         slot.forget();

@@ -11,7 +11,7 @@ use streamwire_core::budget::MemoryBudget;
 use streamwire_core::error::Error;
 use streamwire_core::runtime;
 use streamwire_pravega::client::{ClientConfig, PravegaClient};
-use streamwire_pravega::controller::{ScalingPolicy, ScopedStream};
+use streamwire_pravega::controller::ScopedStream;
 use streamwire_pravega::reader::{
     head_cut, segments_between, tail_cut, ReaderConfig, Start, StreamCut, StreamReader,
 };
@@ -145,52 +145,6 @@ impl PravegaNativeClient {
         let s = scope.to_string();
         wait(py, "delete_scope", None, async move {
             c.controller().delete_scope(&s).await
-        })
-    }
-
-    /// Create a stream: `segments` fixed, or auto-scaling when `scaling` is
-    /// `("events" | "kbytes", target_rate, scale_factor)` (then `segments` is the minimum).
-    #[pyo3(signature = (scope, stream, segments=1, scaling=None))]
-    fn create_stream(
-        &self,
-        py: Python<'_>,
-        scope: &str,
-        stream: &str,
-        segments: i64,
-        scaling: Option<(String, i64, i64)>,
-    ) -> PyResult<bool> {
-        let st = self.stream(scope, stream)?;
-        let segs: i32 = count_arg("segments", segments).py_err()?;
-        if segs < 1 {
-            return Err(to_py(Error::invalid("segments must be at least 1")));
-        }
-        let policy = match scaling {
-            None => ScalingPolicy::Fixed { segments: segs },
-            Some((kind, rate, factor)) => {
-                let target_rate: i32 = count_arg("target_rate", rate).py_err()?;
-                let scale_factor: i32 = count_arg("scale_factor", factor).py_err()?;
-                match kind.as_str() {
-                    "events" => ScalingPolicy::ByRateEvents {
-                        target_rate,
-                        scale_factor,
-                        min_segments: segs,
-                    },
-                    "kbytes" => ScalingPolicy::ByRateKbytes {
-                        target_rate,
-                        scale_factor,
-                        min_segments: segs,
-                    },
-                    other => {
-                        return Err(to_py(Error::invalid(format!(
-                            "scaling kind must be 'events' or 'kbytes', got {other:?}"
-                        ))))
-                    }
-                }
-            }
-        };
-        let c = self.live()?;
-        wait(py, "create_stream", None, async move {
-            c.controller().create_stream(&st, policy).await
         })
     }
 

@@ -1,7 +1,8 @@
 //! The Pravega classes of `streamwire.pravega` (native halves; `python/streamwire/pravega/`
-//! adds the typed wrappers): client with the controller calls, writer with its futures,
-//! reader and events.
+//! adds the typed wrappers): client with the controller calls (stream administration in
+//! `admin`), writer with its futures, reader and events.
 
+mod admin;
 pub mod aio_reader;
 pub mod aio_writer;
 pub mod client;
