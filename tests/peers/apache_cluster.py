@@ -42,6 +42,7 @@ import tempfile
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -311,6 +312,53 @@ def _http_ok(url: str, timeout: float = 2.0) -> bool:
         return False
 
 
+class _KeepMethodRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow 307/308 for every method, keeping method and body: a broker answers an admin
+    call on a topic or bundle it does not own with a 307 to the owner, which urllib follows
+    only for GET and HEAD."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: Any,
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        if code in (307, 308):
+            return urllib.request.Request(
+                newurl,
+                data=req.data,
+                headers=dict(req.header_items()),
+                method=req.get_method(),
+            )
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_KeepMethodRedirects)
+
+
+def admin_call(
+    web_url: str, method: str, path: str, *, params: dict[str, str] | None = None
+) -> Any:
+    """``method {web_url}/admin/v2/{path}`` following redirects to the owning broker; the
+    decoded JSON answer (None when empty). Raises :class:`ApacheClusterError` on HTTP errors."""
+    url = f"{web_url}/admin/v2/{path}"
+    if params:
+        url += "?" + urllib.parse.urlencode(params)
+    req = urllib.request.Request(url, method=method, headers={"Accept": "application/json"})
+    if method in ("PUT", "POST"):
+        req.data = b""
+    try:
+        with _OPENER.open(req, timeout=60) as resp:
+            raw = resp.read()
+    except urllib.error.HTTPError as exc:
+        body = exc.read().decode(errors="replace")[:500]
+        raise ApacheClusterError(f"{method} {url} -> HTTP {exc.code}: {body}") from None
+    return json.loads(raw) if raw else None
+
+
 @dataclass
 class ClusterBroker:
     """One broker of the cluster: its ports, files and process."""
@@ -432,11 +480,18 @@ class ApacheCluster:
     def admin(self, broker: int = 0) -> PulsarAdmin:
         return PulsarAdmin(self.brokers[broker].web_url)
 
-    def _live_admin(self) -> PulsarAdmin:
+    def _live_web(self) -> str:
         for b in self.brokers:
             if b.running:
-                return PulsarAdmin(b.web_url)
+                return b.web_url
         raise ApacheClusterError("no broker is running")
+
+    def _live_admin(self) -> PulsarAdmin:
+        return PulsarAdmin(self._live_web())
+
+    def admin_call(self, method: str, path: str, **params: str) -> Any:
+        """An admin REST call to a running broker, redirects to the owner followed."""
+        return admin_call(self._live_web(), method, path, params=params or None)
 
     # -- start --------------------------------------------------------------------------------
     def _java(self, role: str, main: str, *args: str, proxy: bool = False) -> list[str]:
@@ -693,12 +748,12 @@ class ApacheCluster:
 
     def unload(self, topic: str) -> None:
         """Unload ``topic``: its broker closes producers and consumers, which look it up again."""
-        self._live_admin().unload(topic)
+        self.admin_call("PUT", f"{topic_path(topic)}/unload")
 
     def rebalance(self, namespace: str = NAMESPACE) -> None:
         """Unload every bundle of ``namespace``: the next lookups place them again, spread over
         the running brokers (after a restart the survivor holds them all)."""
-        self._live_admin().request("PUT", f"namespaces/{namespace}/unload")
+        self.admin_call("PUT", f"namespaces/{namespace}/unload")
 
     def bundle_of(self, topic: str) -> str:
         """The namespace bundle range (``0x..._0x...``) holding ``topic``."""
@@ -710,10 +765,9 @@ class ApacheCluster:
     def split_bundle(self, namespace: str = NAMESPACE, bundle: str | None = None) -> list[str]:
         """Split ``bundle`` of ``namespace`` (default: every bundle, one at a time) in two, with
         unloading; returns the namespace's bundle boundaries afterwards."""
-        admin = self._live_admin()
         targets = [bundle] if bundle else self.bundles(namespace)
         for rng in targets:
-            admin.request("PUT", f"namespaces/{namespace}/{rng}/split", params={"unload": "true"})
+            self.admin_call("PUT", f"namespaces/{namespace}/{rng}/split", unload="true")
         return self.bundle_boundaries(namespace)
 
     def bundle_boundaries(self, namespace: str = NAMESPACE) -> list[str]:
