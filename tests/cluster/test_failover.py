@@ -1,5 +1,6 @@
 """Ownership changes under a running producer or consumer on the two-broker cluster
-(deduplication on): topic unload, SIGKILL of the owning broker, a restart of the Pulsar proxy.
+(deduplication on): topic unload, a namespace bundle split, SIGKILL of the owning broker, a
+restart of the Pulsar proxy.
 
 Every message whose send was acknowledged must be stored exactly once, in send order; nothing
 may fail (send timeout 120 s). A consumer that lives through an unload receives everything, each
@@ -56,6 +57,43 @@ def test_unload_during_produce(
             "recovery_s": round(recovery_seconds(out, dis) or -1, 3),
         },
     )
+    assert not out.failed, out.failed
+    assert len(out.acked_at) == len(out.payloads)
+    assert_exactly_once_in_order(out.acked(), stored, out.payloads)
+
+
+def test_bundle_split_during_produce(
+    request: pytest.FixtureRequest, cluster: ApacheCluster
+) -> None:
+    """The topic's namespace bundle is split in two (with unloading) under a producer through
+    the proxy: the topic's new bundle may be placed on either broker."""
+    topic = topic_owned_by(cluster, 0, "split-p")
+    bundle = cluster.bundle_of(topic)
+    before = cluster.bundles()
+    out, dis = produce_with_disruption(
+        cluster.proxy_url,
+        topic,
+        lambda: cluster.split_bundle(bundle=bundle),
+        n=N,
+        disrupt_at=N // 3,
+    )
+    assert dis.error is None, dis.error
+    after = cluster.bundles()
+    stored = read_all(cluster.service_url, topic)
+    _report(
+        request,
+        "bundle split during produce",
+        {
+            "bundle": bundle,
+            "bundles_before": len(before),
+            "bundles_after": len(after),
+            "new_bundle": cluster.bundle_of(topic),
+            "acked": len(out.acked_at),
+            "stored": len(stored),
+            "recovery_s": round(recovery_seconds(out, dis) or -1, 3),
+        },
+    )
+    assert len(after) == len(before) + 1 and bundle not in after
     assert not out.failed, out.failed
     assert len(out.acked_at) == len(out.payloads)
     assert_exactly_once_in_order(out.acked(), stored, out.payloads)

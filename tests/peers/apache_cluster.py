@@ -347,9 +347,13 @@ def admin_call(
     url = f"{web_url}/admin/v2/{path}"
     if params:
         url += "?" + urllib.parse.urlencode(params)
-    req = urllib.request.Request(url, method=method, headers={"Accept": "application/json"})
+    headers = {"Accept": "application/json"}
+    data = None
     if method in ("PUT", "POST"):
-        req.data = b""
+        # Some endpoints (bundle split) take an optional JSON body and refuse other types.
+        headers["Content-Type"] = "application/json"
+        data = b""
+    req = urllib.request.Request(url, data=data, method=method, headers=headers)
     try:
         with _OPENER.open(req, timeout=60) as resp:
             raw = resp.read()
