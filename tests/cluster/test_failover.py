@@ -203,6 +203,72 @@ def test_owner_killed_during_produce(
     assert_exactly_once_in_order(out.acked(), stored, out.payloads)
 
 
+def test_owner_killed_during_consume(
+    request: pytest.FixtureRequest, cluster: ApacheCluster
+) -> None:
+    """SIGKILL of the owning broker under a consumer through the proxy: it resumes on the new
+    owner from its acknowledged position; everything is received, first receptions in order."""
+    victim = 1
+    topic = topic_owned_by(cluster, victim, "kill-consume")
+    payloads = [f"k-{i:06d}".encode() for i in range(N)]
+    index = {p: i for i, p in enumerate(payloads)}
+    with streamwire.Client(cluster.proxy_url, operation_timeout=30) as client:
+        consumer = client.subscribe(
+            topic, "through-kill", initial_position="earliest", receiver_queue_size=500
+        )
+        with client.create_producer(topic, batching_max_delay=0.002) as producer:
+            futures = [producer.send_async(p) for p in payloads]
+            producer.flush()
+            for f in futures:
+                f.result(timeout=60)
+        first_seen: list[int] = []
+        seen: set[bytes] = set()
+        duplicates = 0
+        killed_at: float | None = None
+        resumed_after: float | None = None
+        deadline = time.monotonic() + 150
+        while len(seen) < N and time.monotonic() < deadline:
+            if killed_at is None and len(seen) >= N // 3:
+                cluster.kill_broker(victim)
+                killed_at = time.monotonic()
+            try:
+                batch = consumer.receive_many(200, timeout=2)
+            except OperationTimeoutError:
+                continue
+            if killed_at is not None and resumed_after is None and batch:
+                # Messages already in the receive queue do not count as resumption.
+                if consumer.metrics()["reconnects"] > 0:
+                    resumed_after = time.monotonic() - killed_at
+            for m in batch:
+                d = m.data()
+                if d in seen:
+                    duplicates += 1
+                else:
+                    seen.add(d)
+                    first_seen.append(index[d])
+            consumer.acknowledge(batch)
+        reconnects = consumer.metrics()["reconnects"]
+        consumer.close()
+        cluster.restart_broker(victim)
+        _report(
+            request,
+            "owner killed during consume [proxy]",
+            {
+                "received": len(seen),
+                "redelivered": duplicates,
+                "reconnects": reconnects,
+                "resumed_after_s": round(resumed_after or -1, 2),
+            },
+        )
+        assert killed_at is not None
+        assert len(seen) == N, f"{N - len(seen)} messages never received"
+        assert first_seen == sorted(first_seen), "a message was first received out of order"
+        assert reconnects >= 1
+        with client.subscribe(topic, "through-kill") as again:
+            with pytest.raises(OperationTimeoutError):
+                again.receive(timeout=2)
+
+
 def test_proxy_restarted_mid_stream(request: pytest.FixtureRequest, cluster: ApacheCluster) -> None:
     """A producer and a consumer both through the proxy; the proxy is stopped and started
     again (same port) while they run."""
