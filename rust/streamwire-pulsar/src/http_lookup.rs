@@ -22,7 +22,6 @@ use http_body_util::{BodyExt, Empty};
 use hyper::header::{HeaderValue, ACCEPT, AUTHORIZATION, HOST, LOCATION, USER_AGENT};
 use hyper::{Request, StatusCode};
 use hyper_util::rt::TokioIo;
-use serde::Deserialize;
 use streamwire_core::error::{Error, ErrorKind, Result};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -42,22 +41,20 @@ pub struct HttpService {
     next: AtomicUsize,
 }
 
-/// The lookup answer's fields we use (Pulsar's `LookupData`).
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct LookupData {
-    broker_url: Option<String>,
-    broker_url_tls: Option<String>,
+/// `field` of a JSON object answer, as a string (absent, null or empty: None).
+fn json_str<'a>(v: &'a serde_json::Value, field: &str) -> Option<&'a str> {
+    v.get(field)
+        .and_then(|f| f.as_str())
+        .filter(|s| !s.is_empty())
 }
 
-#[derive(Debug, Deserialize)]
-struct PartitionMetadata {
-    partitions: Option<u32>,
+fn bad_json(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::Protocol, format!("{what}: bad JSON: {e}"))
 }
 
 /// `Some(service)` when `url` is an `http://` or `https://` service URL.
 pub fn parse_http_service(url: &str) -> Result<Option<HttpService>> {
-    let trimmed = url.trim().trim_end_matches('/');
+    let trimmed = url.trim();
     let (tls, rest) = if let Some(r) = trimmed.strip_prefix("https://") {
         (true, r)
     } else if let Some(r) = trimmed.strip_prefix("http://") {
@@ -65,6 +62,7 @@ pub fn parse_http_service(url: &str) -> Result<Option<HttpService>> {
     } else {
         return Ok(None);
     };
+    let rest = rest.trim_end_matches('/');
     if rest.contains('/') {
         return Err(Error::new(
             ErrorKind::Config,
@@ -242,25 +240,21 @@ impl HttpService {
     pub async fn lookup(&self, config: &ConnectionConfig, topic: &TopicName) -> Result<BrokerAddr> {
         let path = lookup_path(topic, config.listener_name.as_deref());
         let body = self.get(config, &path, "lookup").await?;
-        let data: LookupData = serde_json::from_slice(&body).map_err(|e| {
-            Error::new(
-                ErrorKind::Protocol,
-                format!("lookup of {topic}: bad JSON: {e}"),
-            )
-        })?;
-        let want_tls = self.first_host().tls;
-        let url = if want_tls {
-            data.broker_url_tls
+        // Pulsar's LookupData: brokerUrl, brokerUrlTls, httpUrl, nativeUrl.
+        let data: serde_json::Value = serde_json::from_slice(&body)
+            .map_err(|e| bad_json(&format!("lookup of {topic}"), e))?;
+        let field = if self.first_host().tls {
+            "brokerUrlTls"
         } else {
-            data.broker_url
+            "brokerUrl"
         };
-        let url = url.filter(|u| !u.is_empty()).ok_or_else(|| {
+        let url = json_str(&data, field).ok_or_else(|| {
             Error::new(
                 ErrorKind::Protocol,
-                format!("lookup of {topic}: the answer names no broker URL for this scheme"),
+                format!("lookup of {topic}: the answer names no {field}"),
             )
         })?;
-        BrokerAddr::parse(&url)
+        BrokerAddr::parse(url)
     }
 
     /// Number of partitions of `topic` (0: not partitioned).
@@ -268,13 +262,10 @@ impl HttpService {
         let body = self
             .get(config, &partitions_path(topic), "partition metadata")
             .await?;
-        let meta: PartitionMetadata = serde_json::from_slice(&body).map_err(|e| {
-            Error::new(
-                ErrorKind::Protocol,
-                format!("partition metadata of {topic}: bad JSON: {e}"),
-            )
-        })?;
-        Ok(meta.partitions.unwrap_or(0))
+        let meta: serde_json::Value = serde_json::from_slice(&body)
+            .map_err(|e| bad_json(&format!("partition metadata of {topic}"), e))?;
+        let n = meta.get("partitions").and_then(|n| n.as_u64()).unwrap_or(0);
+        u32::try_from(n).map_err(|_| bad_json(&format!("partition metadata of {topic}"), n))
     }
 
     /// Persistent topics of `namespace` (`tenant/ns`).
@@ -290,12 +281,19 @@ impl HttpService {
                 "topics of namespace",
             )
             .await?;
-        serde_json::from_slice(&body).map_err(|e| {
-            Error::new(
-                ErrorKind::Protocol,
-                format!("topics of {namespace}: bad JSON: {e}"),
-            )
-        })
+        let list: serde_json::Value = serde_json::from_slice(&body)
+            .map_err(|e| bad_json(&format!("topics of {namespace}"), e))?;
+        let items = list
+            .as_array()
+            .ok_or_else(|| bad_json(&format!("topics of {namespace}"), "not a list"))?;
+        items
+            .iter()
+            .map(|t| {
+                t.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| bad_json(&format!("topics of {namespace}"), "not a name"))
+            })
+            .collect()
     }
 
     /// GET `path` from the service (each host in turn while they refuse connections),
