@@ -263,6 +263,11 @@ def broker_conf(
         "allowAutoTopicCreationType": "non-partitioned",
         "allowAutoSubscriptionCreation": "true",
         "brokerDeleteInactiveTopicsEnabled": "false",
+        # Keep what was written: without a subscription or a retention policy Pulsar deletes
+        # a topic's closed ledgers, so messages acknowledged before an unload or a broker kill
+        # (which close the ledger) would vanish before the tests read them back.
+        "defaultRetentionTimeInMinutes": "120",
+        "defaultRetentionSizeInMB": "1024",
         "brokerDeduplicationEnabled": "true",
         "transactionCoordinatorEnabled": "true",
         "acknowledgmentAtBatchIndexLevelEnabled": "true",
