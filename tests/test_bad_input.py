@@ -89,7 +89,14 @@ CASES: list[Case] = [
     # -- Client ---------------------------------------------------------------------------------
     Case("Client()", "service_url not a str (123)", TYP, lambda c: streamwire.Client(123)),  # type: ignore[arg-type]
     Case("Client()", "empty service_url", CFG, lambda c: streamwire.Client("")),
-    Case("Client()", "wrong scheme (http://)", CFG, lambda c: streamwire.Client("http://x:1")),
+    Case("Client()", "wrong scheme (tank://)", CFG, lambda c: streamwire.Client("tank://x:1")),
+    Case("Client()", "HTTP URL with a path", CFG, lambda c: streamwire.Client("http://x:1/admin")),
+    Case(
+        "Client()",
+        "listener_name with a comma",
+        CFG,
+        lambda c: streamwire.Client("pulsar://x:1", listener_name="a,b"),
+    ),
     Case("Client()", "no host (pulsar://)", CFG, lambda c: streamwire.Client("pulsar://")),
     Case(
         "Client()",

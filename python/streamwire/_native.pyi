@@ -36,6 +36,7 @@ class Client:
         tls_key_file: Union[str, os.PathLike[str], None] = None,
         tls_disable_hostname_verification_DANGEROUS: bool = False,
         tls_allow_insecure_connection_DANGEROUS: bool = False,
+        listener_name: Optional[str] = None,
     ) -> Client: ...
     @property
     def service_url(self) -> str: ...

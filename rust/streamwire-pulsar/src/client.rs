@@ -4,6 +4,12 @@
 //! `Redirect` names another broker to ask (with `authoritative` passed along), `Connect` names
 //! the owner. `proxy_through_service_url` means the service URL is a proxy and we keep dialing
 //! it, asking it to forward to the owner. Redirects are bounded so a loop ends in an error.
+//! With a listener name configured every lookup asks for that advertised listener, so the
+//! owner's address is the one published for the client's network. An `http(s)://` service
+//! URL makes lookups, partition counts and namespace listings REST calls ([`http_lookup`]);
+//! producers and consumers still speak the binary protocol to the owner it names.
+//!
+//! [`http_lookup`]: crate::http_lookup
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -14,6 +20,7 @@ use streamwire_core::metrics::{self, EntityMetrics, Kind, Labels, C};
 
 use crate::connection::pool::ConnectionPool;
 use crate::connection::{Connection, ConnectionConfig, TlsConnector, TlsOptions};
+use crate::http_lookup::{parse_http_service, HttpService};
 use crate::protocol::{commands, pb};
 use crate::server_error::server_error;
 use crate::service_url::{BrokerAddr, ServiceUrl};
@@ -31,6 +38,8 @@ pub struct TopicOwner {
 
 struct Inner {
     service: ServiceUrl,
+    /// Set for an `http(s)://` service URL (then `service` has no hosts).
+    http: Option<HttpService>,
     pool: ConnectionPool,
     /// Round-robin over the service URL's hosts, moving on when one fails.
     next_host: AtomicUsize,
@@ -45,8 +54,13 @@ pub struct PulsarClient {
 
 impl PulsarClient {
     pub fn new(service_url: &str, mut config: ConnectionConfig) -> Result<PulsarClient> {
-        let service = ServiceUrl::parse(service_url)?;
-        if config.tls.is_none() && service.hosts.iter().any(|h| h.tls) {
+        let http = parse_http_service(service_url)?;
+        let service = match &http {
+            Some(_) => ServiceUrl { hosts: Vec::new() },
+            None => ServiceUrl::parse(service_url)?,
+        };
+        let https = http.as_ref().is_some_and(|h| h.hosts.iter().any(|h| h.tls));
+        if config.tls.is_none() && (https || service.hosts.iter().any(|h| h.tls)) {
             // System roots, full verification; built once instead of per connection.
             config.tls = Some(TlsConnector::new(&TlsOptions::default())?);
         }
@@ -60,6 +74,7 @@ impl PulsarClient {
         Ok(PulsarClient {
             inner: Arc::new(Inner {
                 service,
+                http,
                 pool: ConnectionPool::new(config, Arc::clone(&metrics)),
                 next_host: AtomicUsize::new(0),
                 metrics,
@@ -91,8 +106,20 @@ impl PulsarClient {
         &self.inner.pool
     }
 
+    /// The REST side of an `http(s)://` service URL (None for `pulsar://`).
+    pub fn http_service(&self) -> Option<&HttpService> {
+        self.inner.http.as_ref()
+    }
+
     /// A connection to one of the service URL's hosts, trying each once.
     pub async fn service_connection(&self) -> Result<Connection> {
+        if self.inner.http.is_some() {
+            return Err(Error::new(
+                ErrorKind::NotSupported,
+                "this needs a pulsar:// or pulsar+ssl:// service URL (an http(s):// service \
+                 URL only answers lookups)",
+            ));
+        }
         let hosts = &self.inner.service.hosts;
         let start = self.inner.next_host.load(Ordering::Relaxed);
         let mut last_err = None;
@@ -114,6 +141,17 @@ impl PulsarClient {
     pub async fn lookup_topic(&self, topic: &TopicName) -> Result<TopicOwner> {
         let topic_str = topic.to_string();
         self.inner.metrics.add(C::Lookups, 1);
+        let listener = self.config().listener_name.as_deref();
+        if let Some(http) = &self.inner.http {
+            let owner = http
+                .lookup(self.config(), topic)
+                .await
+                .map_err(|e| unknown_listener_error(e, listener, &topic_str))?;
+            return Ok(TopicOwner {
+                logical: owner.clone(),
+                physical: owner,
+            });
+        }
         let mut conn = self.service_connection().await?;
         let mut authoritative = false;
         for _ in 0..=MAX_LOOKUP_REDIRECTS {
@@ -122,7 +160,7 @@ impl PulsarClient {
                 .request(
                     rid,
                     "lookup",
-                    commands::lookup_topic(&topic_str, rid, authoritative, None),
+                    commands::lookup_topic(&topic_str, rid, authoritative, listener),
                 )
                 .await
                 .map_err(|e| e.context(format!("lookup of {topic_str}")))?;
@@ -132,8 +170,9 @@ impl PulsarClient {
             match resp.response() {
                 LookupType::Failed => {
                     let code = resp.error.unwrap_or(0);
-                    return Err(server_error(code, resp.message.as_deref().unwrap_or(""))
-                        .context(format!("lookup of {topic_str}")));
+                    let message = resp.message.as_deref().unwrap_or("");
+                    let err = server_error(code, message).context(format!("lookup of {topic_str}"));
+                    return Err(unknown_listener_error(err, listener, &topic_str));
                 }
                 kind @ (LookupType::Connect | LookupType::Redirect) => {
                     let url = self.pick_url(&resp)?;
@@ -190,6 +229,9 @@ impl PulsarClient {
 
     /// Number of partitions of `topic` (0 for a non-partitioned topic).
     pub async fn partitions(&self, topic: &TopicName) -> Result<u32> {
+        if let Some(http) = &self.inner.http {
+            return http.partitions(self.config(), topic).await;
+        }
         let topic_str = topic.to_string();
         let conn = self.service_connection().await?;
         let rid = conn.new_request_id();
@@ -218,5 +260,44 @@ impl PulsarClient {
 
     pub fn close(&self) {
         self.inner.pool.close_all();
+    }
+}
+
+/// Whether a failed lookup's message says the broker lacks the listener `name`. The broker
+/// answers `ServiceNotReady` (HTTP: 500), which is retried like a broker in failover; a
+/// listener that is not configured will never appear, so it is a configuration error instead.
+fn unknown_listener(message: &str, name: &str) -> bool {
+    // Pulsar 2.x-4.x: "the broker do not have {name} listener".
+    message.contains(&format!("not have {name} listener"))
+}
+
+/// `err`, or a `Config` error naming the listener when that is what the broker refused.
+fn unknown_listener_error(err: Error, listener: Option<&str>, topic: &str) -> Error {
+    match listener {
+        Some(name) if unknown_listener(err.message(), name) => Error::new(
+            ErrorKind::Config,
+            format!(
+                "lookup of {topic}: the broker has no advertised listener named {name:?} \
+                 (listener_name); it said: {}",
+                err.message()
+            ),
+        ),
+        _ => err,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unknown_listener;
+
+    #[test]
+    fn the_brokers_unknown_listener_message_is_recognised() {
+        let m = "the broker do not have bogus listener";
+        assert!(unknown_listener(m, "bogus"));
+        assert!(!unknown_listener(m, "external"));
+        assert!(!unknown_listener(
+            "Namespace bundle is being unloaded",
+            "bogus"
+        ));
     }
 }

@@ -15,6 +15,9 @@ impl PulsarClient {
                 "invalid namespace {namespace:?}: expected tenant/namespace"
             )));
         }
+        if let Some(http) = self.http_service() {
+            return http.namespace_topics(self.config(), namespace).await;
+        }
         let conn = self.service_connection().await?;
         let rid = conn.new_request_id();
         let cmd = commands::get_topics_of_namespace(

@@ -42,6 +42,10 @@ pub struct ConnectionConfig {
     /// TLS for `pulsar+ssl://` brokers; `None` means system roots with full verification.
     pub tls: Option<TlsConnector>,
     pub client_version: String,
+    /// The broker's advertised listener (its `advertisedListeners` name) that every lookup
+    /// asks for. `None`: the broker answers with the listener the lookup arrived on, or its
+    /// internal one.
+    pub listener_name: Option<String>,
 }
 
 impl Default for ConnectionConfig {
@@ -53,6 +57,7 @@ impl Default for ConnectionConfig {
             auth: None,
             tls: None,
             client_version: format!("streamwire-{}", env!("CARGO_PKG_VERSION")),
+            listener_name: None,
         }
     }
 }

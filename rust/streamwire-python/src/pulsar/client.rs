@@ -13,6 +13,7 @@ use streamwire_core::error::{Error, ErrorKind};
 use streamwire_core::runtime;
 use streamwire_pulsar::client::PulsarClient;
 use streamwire_pulsar::connection::{Auth, ConnectionConfig, TlsConnector, TlsOptions};
+use streamwire_pulsar::http_lookup::parse_http_service;
 use streamwire_pulsar::service_url::ServiceUrl;
 use streamwire_pulsar::topic::TopicName;
 
@@ -31,7 +32,10 @@ const PICKLE_HINT: &str = "pass the service URL and options instead (for Spark, 
 ///
 /// Args:
 ///     service_url: `pulsar://host:port` or `pulsar+ssl://host:port` (several hosts may be
-///         listed, comma-separated).
+///         listed, comma-separated); or a broker's or proxy's web address,
+///         `http://host:port` / `https://host:port`: lookups and partition counts are then
+///         REST calls (the auth and TLS options apply), producers and consumers still connect
+///         to the owning broker's binary port.
 ///     operation_timeout: seconds a broker request (lookup, create producer, subscribe,
 ///         seek...) may take; calls that include a lookup wait up to twice this. Default 30.0.
 ///     connection_timeout: seconds to open a TCP (and TLS) connection. Default 10.0.
@@ -55,6 +59,10 @@ const PICKLE_HINT: &str = "pass the service URL and options instead (for Spark, 
 ///         another host name. Default False.
 ///     tls_allow_insecure_connection_DANGEROUS: accept any broker certificate (no
 ///         verification at all). Default False.
+///     listener_name: the brokers' advertised listener (a name in their
+///         `advertisedListeners`) to ask for in every lookup, for clients in another network
+///         than the brokers' internal one. Default None: the listener the lookup arrives on.
+///         A name the brokers do not have raises `ConfigError` at the first lookup.
 ///
 /// Raises:
 ///     ConfigError: a bad option, or a TLS file that cannot be read (checked here, not on
@@ -136,7 +144,7 @@ impl Client {
                         memory_limit=67_108_864, auth_token_file=None, auth=None,
                         tls_trust_certs_file=None, tls_cert_file=None, tls_key_file=None,
                         tls_disable_hostname_verification_DANGEROUS=false,
-                        tls_allow_insecure_connection_DANGEROUS=false))]
+                        tls_allow_insecure_connection_DANGEROUS=false, listener_name=None))]
     #[allow(clippy::too_many_arguments, non_snake_case)]
     fn new(
         py: Python<'_>,
@@ -154,6 +162,7 @@ impl Client {
         tls_key_file: Option<PathBuf>,
         tls_disable_hostname_verification_DANGEROUS: bool,
         tls_allow_insecure_connection_DANGEROUS: bool,
+        listener_name: Option<String>,
     ) -> PyResult<Self> {
         let memory_limit: u64 =
             crate::common::blocking::count_arg("memory_limit", memory_limit).py_err()?;
@@ -180,11 +189,21 @@ impl Client {
             }
         }
         let operation_timeout = positive_secs("operation_timeout", operation_timeout).py_err()?;
+        if let Some(name) = &listener_name {
+            // The broker matches the name exactly; blanks or commas can only be a mistake.
+            if name.is_empty() || name.contains([',', ':', ' ']) {
+                return Err(config_err(&format!(
+                    "listener_name must be a listener's name as in the brokers' \
+                     advertisedListeners, got {name:?}"
+                )));
+            }
+        }
         let config = ConnectionConfig {
             connect_timeout: positive_secs("connection_timeout", connection_timeout).py_err()?,
             operation_timeout,
             keepalive_interval: positive_secs("keepalive_interval", keepalive_interval).py_err()?,
             auth: build_auth(auth_token, auth_token_file, auth)?,
+            listener_name,
             ..ConnectionConfig::default()
         };
         let tls_options = TlsOptions {
@@ -194,11 +213,15 @@ impl Client {
             skip_hostname_verification: tls_disable_hostname_verification_DANGEROUS,
             allow_insecure_connection: tls_allow_insecure_connection_DANGEROUS,
         };
-        let wants_tls = ServiceUrl::parse(service_url)
-            .py_err()?
-            .hosts
-            .iter()
-            .any(|h| h.tls);
+        // https:// (REST lookups) needs the TLS settings as much as pulsar+ssl:// does.
+        let wants_tls = match parse_http_service(service_url).py_err()? {
+            Some(http) => http.hosts.iter().any(|h| h.tls),
+            None => ServiceUrl::parse(service_url)
+                .py_err()?
+                .hosts
+                .iter()
+                .any(|h| h.tls),
+        };
         let config = ConnectionConfig {
             // Built now so a bad CA bundle or key file fails here, not on first use.
             tls: if wants_tls || tls_options != TlsOptions::default() {
