@@ -40,6 +40,7 @@ if str(_ROOT) not in sys.path:
 
 from tests.peers.admin import PulsarAdmin  # noqa: E402
 from tests.peers.apache import ApachePulsar, ApachePulsarError  # noqa: E402
+from tests.peers.apache_cluster import ApacheCluster, ApacheClusterError  # noqa: E402
 from tests.peers.broker import Broker  # noqa: E402
 from tests.peers.faultproxy import FaultProxy  # noqa: E402
 from tests.peers.lite import PulsarLite  # noqa: E402
@@ -195,3 +196,25 @@ def fault_proxy() -> Iterator[Callable[[ProxyTarget], FaultProxy]]:
     finally:
         for proxy in proxies:
             proxy.close()
+
+
+# The multi-broker Apache Pulsar cluster with the proxy (tests/cluster, docs/cluster.md).
+_cluster_failure: list[str] = []
+
+
+@pytest.fixture(scope="session")
+def apache_cluster() -> Iterator[ApacheCluster]:
+    if _cluster_failure:  # one start attempt per run, not one per test
+        pytest.fail(_cluster_failure[0], pytrace=False)
+    cluster = ApacheCluster()
+    try:
+        try:
+            cluster.start()
+        except ApacheClusterError as exc:
+            _cluster_failure.append(f"the Apache Pulsar cluster did not start: {exc}")
+            pytest.fail(_cluster_failure[0], pytrace=False)
+        timings = ", ".join(f"{k} {v:.1f}s" for k, v in cluster.timings.items())
+        print(f"\ncluster started in {cluster.last_start_seconds:.1f}s ({timings})")
+        yield cluster
+    finally:
+        cluster.close()

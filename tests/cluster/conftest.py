@@ -1,16 +1,13 @@
-"""Fixtures of the multi-broker tests: one :class:`~tests.peers.apache_cluster.ApacheCluster`
-(ZooKeeper, a bookie, two brokers, the Pulsar proxy) per test run, started only when a collected
-test asks for it. A start failure fails the tests with every process's log tail (never skips)."""
+"""Fixtures of the multi-broker tests. The session cluster itself (``apache_cluster``: one
+:class:`~tests.peers.apache_cluster.ApacheCluster` per run, started only when a collected test
+asks for it, a start failure failing the tests with every process's log tail) is in
+tests/conftest.py, so the docs and Spark tests can use it too."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from tests.peers.apache_cluster import ApacheCluster, ApacheClusterError
-
-_failure: list[str] = []
+from tests.peers.apache_cluster import ApacheCluster
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -23,24 +20,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "apache_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.cluster)
-
-
-@pytest.fixture(scope="session")
-def apache_cluster() -> Iterator[ApacheCluster]:
-    if _failure:  # one start attempt per run, not one per test
-        pytest.fail(_failure[0], pytrace=False)
-    cluster = ApacheCluster()
-    try:
-        try:
-            cluster.start()
-        except ApacheClusterError as exc:
-            _failure.append(f"the Apache Pulsar cluster did not start: {exc}")
-            pytest.fail(_failure[0], pytrace=False)
-        timings = ", ".join(f"{k} {v:.1f}s" for k, v in cluster.timings.items())
-        print(f"\ncluster started in {cluster.last_start_seconds:.1f}s ({timings})")
-        yield cluster
-    finally:
-        cluster.close()
 
 
 @pytest.fixture

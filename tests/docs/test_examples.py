@@ -125,10 +125,16 @@ def _spark_page(request: pytest.FixtureRequest) -> dict[str, Any]:
     }
 
 
+def _cluster_page(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """docs/cluster.md's block runs on the suite's session cluster (five JVMs: one per run)."""
+    return {"cluster": request.getfixturevalue("apache_cluster")}
+
+
 # Pages whose blocks are snippets continuing the prose rather than a sequence: each block runs
 # alone, in a fresh copy of what the page's setup returns.
 PAGE_SETUP: dict[str, Callable[[pytest.FixtureRequest], dict[str, Any]]] = {
     "docs/spark.md": _spark_page,
+    "docs/cluster.md": _cluster_page,
 }
 
 
