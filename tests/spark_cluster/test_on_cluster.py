@@ -167,7 +167,6 @@ def test_streaming_write_from_a_stream(spark: Any, lite_broker: Any, tmp_path: P
         .option("service_url", url)
         .option("topic", source)
         .option("startingOffsets", "earliest")
-        .option("maxRecordsPerTrigger", "1500")  # several micro-batches, each a write job
         .load()
         .select("value")
         .writeStream.format("streamwire")
@@ -179,7 +178,7 @@ def test_streaming_write_from_a_stream(spark: Any, lite_broker: Any, tmp_path: P
     )
     query.awaitTermination(180)
     assert query.exception() is None, query.exception()
-    assert len([p for p in query.recentProgress if p["numInputRows"]]) >= 3
+    assert sum(p["numInputRows"] for p in query.recentProgress) == 4_000
     assert _checksum(_read(spark, url, sink)) == _checksum(data)
 
 
@@ -216,3 +215,15 @@ def test_tank_batch_round_trip(spark: Any, tank_broker: Any) -> None:
     for p in (0, 1):
         seqs = sorted(r.seq for r in rows if r.partition == p)
         assert seqs == list(range(1, len(seqs) + 1))
+
+
+def test_the_workers_check_reports_the_executors_interpreter(spark: Any) -> None:
+    import sys
+
+    import streamwire
+
+    report = sws.check_workers(spark)
+    assert report is not None
+    assert report.python == sys.executable  # PYSPARK_PYTHON as the session's driver set it
+    assert report.streamwire_version == streamwire.__version__
+    assert report.python_version == sys.version.split()[0]

@@ -13,6 +13,7 @@ interpreter and the fix.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -67,6 +68,17 @@ def _probe() -> Callable[[Any], dict[str, str]]:
     return probe
 
 
+def _cause_line(exc: BaseException) -> str:
+    """The line of a (Py4J) job failure that says what went wrong, e.g. ``java.io.IOException:
+    Cannot run program "...": error=2, No such file or directory``; py4j's own first line
+    ("An error occurred while calling ...") says nothing."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    for line in lines:
+        if re.search(r"(Exception|Error)\b.*: ", line) and "An error occurred" not in line:
+            return line[:500]
+    return lines[0][:500] if lines else type(exc).__name__
+
+
 def _configured_python(spark: Any) -> Optional[str]:
     return getattr(getattr(spark, "sparkContext", None), "pythonExec", None)
 
@@ -89,7 +101,7 @@ def check_workers(spark: Any) -> Optional[WorkerCheck]:
     try:
         reports: list[dict[str, str]] = sc.parallelize([0], 1).map(_probe()).collect()
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else type(exc).__name__
+        first = _cause_line(exc)
         raise WorkerPythonError(
             f"streamwire: Spark could not run a Python task on the workers with the interpreter "
             f"{configured!r} (PYSPARK_PYTHON): {first}. {_FIX}",
