@@ -69,13 +69,17 @@ def _probe() -> Callable[[Any], dict[str, str]]:
 
 
 def _cause_line(exc: BaseException) -> str:
-    """The line of a (Py4J) job failure that says what went wrong, e.g. ``java.io.IOException:
-    Cannot run program "...": error=2, No such file or directory``; py4j's own first line
-    ("An error occurred while calling ...") says nothing."""
+    """What went wrong in a (Py4J) job failure, e.g. ``java.io.IOException: Cannot run program
+    "...": error=2, No such file or directory``: the innermost ``...Exception:`` /
+    ``...Error:`` of the first line that has one (py4j's own first line, "An error occurred
+    while calling ...", and Spark's "Job aborted ..." wrapper say nothing)."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     for line in lines:
-        if re.search(r"(Exception|Error)\b.*: ", line) and "An error occurred" not in line:
-            return line[:500]
+        if "An error occurred while calling" in line:
+            continue
+        found = list(re.finditer(r"[\w.$]+(?:Exception|Error): ", line))
+        if found:
+            return line[found[-1].start() :][:500]
     return lines[0][:500] if lines else type(exc).__name__
 
 
