@@ -26,8 +26,8 @@ log = logging.getLogger("streamwire.spark")
 _FIX = (
     "Fix one of: (1) point PYSPARK_PYTHON in the driver's environment (spark.pyspark.python "
     "with spark-submit) at an interpreter that has streamwire on every executor host; "
-    "(2) install the streamwire wheel (pip install streamwire) into the workers' interpreter on "
-    "every executor host; (3) ship a packed environment with spark.archives "
+    "(2) install streamwire (pip install streamwire, or the wheel file) into the workers' "
+    "interpreter on every executor host; (3) ship a packed environment with spark.archives "
     "(venv-pack/conda-pack: --archives env.tar.gz#env and PYSPARK_PYTHON=./env/bin/python). "
     "See docs/deploy.md, 'Running on a cluster'. "
     "(streamwire.spark.register(spark, check_workers=False) skips this check.)"
