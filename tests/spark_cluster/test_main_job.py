@@ -44,11 +44,11 @@ def _main_job(
 
 def test_main_job_round_trip_on_the_cluster(spark_cluster: SparkStandaloneCluster) -> None:
     # No PYSPARK_PYTHON: the job names its own interpreter (which has streamwire).
-    out = _main_job(spark_cluster, "--rows", "20000", python=None)
+    out = _main_job(spark_cluster, "--rows", "5000", python=None)
     assert out.returncode == 0, out.stdout + out.stderr[-4000:]
     assert f"({spark_cluster.master_url}) up in" in out.stdout
     assert f"workers' Python {sys.executable} " in out.stdout
-    assert "OK: 20,000 rows" in out.stdout, out.stdout
+    assert "OK: 5,000 rows" in out.stdout, out.stdout
 
 
 def test_main_job_explains_a_workers_python_without_streamwire(
