@@ -155,14 +155,14 @@ def main(argv: Optional[list[str]] = None) -> int:
             if cluster is not None:
                 cluster.close()
     print(f"\n{args.rows:,} rows of 100 B per round, {args.rounds} rounds, median (min-max) rows/s")
-    print(f"{'mode':<36}{'write':>28}{'read':>28}{'session start':>16}")
+    print(f"{'mode':<36}{'write':>30}{'read':>30}{'session start':>16}")
     for mode, res in results.items():
         cells = []
         for i in (0, 1):
             rates = [args.rows / r[i] for r in res["rounds"]]
             cells.append(f"{statistics.median(rates):,.0f} ({min(rates):,.0f}-{max(rates):,.0f})")
         label = "local[2]" if mode == "local" else "standalone (2 executors x 1 core)"
-        print(f"{label:<36}{cells[0]:>28}{cells[1]:>28}{res['startup_s']:>15.1f}s")
+        print(f"{label:<36}{cells[0]:>30}{cells[1]:>30}{res['startup_s']:>15.1f}s")
     return 0
 
 
