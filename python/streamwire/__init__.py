@@ -62,6 +62,7 @@ from streamwire.exceptions import (
     TransactionConflictError,
     TransactionError,
     TransactionTimeoutError,
+    WorkerPythonError,
 )
 
 __all__ = [
@@ -108,6 +109,7 @@ __all__ = [
     "TransactionConflictError",
     "TransactionError",
     "TransactionTimeoutError",
+    "WorkerPythonError",
     "__version__",
     "configure",
     "exceptions",

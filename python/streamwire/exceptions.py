@@ -47,6 +47,7 @@ __all__ = [
     "TransactionConflictError",
     "TransactionError",
     "TransactionTimeoutError",
+    "WorkerPythonError",
 ]
 
 
@@ -89,6 +90,27 @@ def _rebuild(
 
 class ConfigError(StreamwireError, ValueError):
     """A client, producer or consumer setting is invalid."""
+
+
+class WorkerPythonError(ConfigError):
+    """The Python that Spark runs on the workers cannot import streamwire (or cannot start).
+    ``python`` is that interpreter as the workers reported it (``sys.executable``), else as
+    configured (``PYSPARK_PYTHON``); the message says how to fix it."""
+
+    def __init__(self, message: str = "", *, python: Optional[str] = None) -> None:
+        super().__init__(message)
+        self._python = python
+
+    @property
+    def python(self) -> Optional[str]:
+        return self._python
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_worker_python, (self.message, self._python))
+
+
+def _rebuild_worker_python(message: str, python: Optional[str]) -> WorkerPythonError:
+    return WorkerPythonError(message, python=python)
 
 
 class InvalidArgumentError(StreamwireError, ValueError):

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     )
     from streamwire.spark.offsets import RangeSpec
     from streamwire.spark.reading import spark_schema_ddl
+    from streamwire.spark.workers import WorkerCheck, check_workers
 
 # Loaded on first access: Spark imports this package in planner workers that need none of it.
 _LAZY = {
@@ -45,6 +46,8 @@ _LAZY = {
     "RangeSpec": "streamwire.spark.offsets",
     "spark_schema_ddl": "streamwire.spark._columns",
     "StreamwireDataSource": "streamwire.spark.datasource",
+    "WorkerCheck": "streamwire.spark.workers",
+    "check_workers": "streamwire.spark.workers",
     "DefaultSource": "streamwire.spark.datasource",
 }
 
@@ -53,6 +56,8 @@ __all__ = [
     "ClientConfig",
     "RangeSpec",
     "StreamwireDataSource",
+    "WorkerCheck",
+    "check_workers",
     "plan_ranges",
     "produce_arrow",
     "produce_partition",
@@ -63,11 +68,18 @@ __all__ = [
 ]
 
 
-def register(spark: Any) -> None:
-    """Register the ``streamwire`` Data Source short name on a SparkSession."""
+def register(spark: Any, *, check_workers: bool = True) -> None:
+    """Register the ``streamwire`` Data Source short name on a SparkSession.
+
+    :param spark: the SparkSession.
+    :param check_workers: first run one one-row task that checks the workers' Python can import
+        streamwire; raises :class:`~streamwire.exceptions.WorkerPythonError` naming that
+        interpreter and the fix if not (Spark's own error would be ``DATA_SOURCE_NOT_FOUND``).
+        ``False`` skips it (one short job fewer).
+    """
     from streamwire.spark.datasource import register as _register
 
-    _register(spark)
+    _register(spark, check_workers=check_workers)
 
 
 def __getattr__(name: str) -> Any:

@@ -58,8 +58,15 @@ __all__ = ["StreamwireDataSource", "WriteCommit", "register"]
 log = logging.getLogger("streamwire.spark")
 
 
-def register(spark: Any) -> None:
-    """Register the ``streamwire`` short name on ``spark`` (``spark.read.format("streamwire")``)."""
+def register(spark: Any, *, check_workers: bool = True) -> None:
+    """Register the ``streamwire`` short name on ``spark`` (``spark.read.format("streamwire")``);
+    with ``check_workers`` first run one one-row task to check that the workers' Python imports
+    streamwire (:func:`streamwire.spark.workers.check_workers`), raising
+    :class:`~streamwire.exceptions.WorkerPythonError` if not."""
+    if check_workers:
+        from streamwire.spark.workers import check_workers as _check
+
+        _check(spark)
     spark.dataSource.register(StreamwireDataSource)
 
 
