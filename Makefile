@@ -1,6 +1,6 @@
 # The developer entry point. `make demo` and `make test` are the README's two commands; both
 # set everything up themselves on a fresh machine (virtualenv, release build, test peers).
-.PHONY: demo test setup bench lint fmt
+.PHONY: demo test setup bench lint fmt dist
 
 setup:
 	bash scripts/bootstrap.sh
@@ -17,3 +17,7 @@ bench: setup
 fmt:
 	cargo fmt --all
 	.venv/bin/ruff format python tests benches scripts
+
+# Every wheel (abi3, manylinux2014 x86_64 + aarch64; musllinux with DIST_MUSL=1) and the sdist into dist/.
+dist: setup
+	bash scripts/dist.sh

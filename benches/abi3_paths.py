@@ -1,17 +1,18 @@
-"""Two builds of the extension side by side on the paths the abi3 (limited API) build changes.
+"""Builds of the extension side by side on the paths the abi3 (limited API) builds change.
 
-The abi3 wheel reads buffers through ``memoryview.tobytes()`` and strs through an encoded copy
-(rust/streamwire-python/src/common/bytes_like.rs), and PyO3 under the limited API takes method
-arguments as a tuple and dict instead of the vectorcall convention. This measures both on the
-hot paths, for each build in its own process, alternating builds per round on one pulsar-lite
-(the CPU rows include setting the workload up: building the chunk, writing the backlog):
+The cp39-abi3 build reads buffers through ``memoryview.tobytes()`` and strs through an encoded
+copy (rust/streamwire-python/src/common/bytes_like.rs), and PyO3 under the limited API takes
+method arguments as a tuple and dict instead of the vectorcall convention. This measures both
+on the hot paths, each build in its own process, the build order rotating per round, on one
+pulsar-lite (the CPU rows include setting the workload up: the chunk, the backlog):
 
-    .venv/bin/python benches/abi3_paths.py --ab /tmp/before /tmp/after [--rounds 3]
+    .venv/bin/python benches/abi3_paths.py --ab /tmp/before /tmp/after [...] [--rounds 3]
 
-where each directory holds a ``streamwire`` package (and its ``_native`` module) to put first
-on ``PYTHONPATH``. Without ``--ab`` it measures the importable build once (``--url`` to use a
-running broker). Rows are msg/s (higher is better) and the client process's CPU ns per message
-(lower is better), medians of the rounds.
+Each directory (the first is the reference) holds a ``streamwire`` package (and its
+``_native`` module) to put first on ``PYTHONPATH``. Without ``--ab`` it measures the
+importable build once (``--url``: a running broker instead of a fresh pulsar-lite). Rows:
+msg/s (higher is better) and the client process's CPU ns per message (all its threads; lower
+is better), medians of the rounds.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def receive(url: str, how: str) -> float:
         t0 = time.perf_counter()
         while got < N:
             if how == "one":
-                m = k.receive()
+                m = k.receive(timeout=10.0)
                 k.acknowledge(m)
                 got += 1
             elif how == "many":
@@ -151,6 +152,7 @@ def child(build: Path, url: str) -> dict[str, float]:
         text=True,
         check=True,
         cwd="/",
+        timeout=900,
     )
     print(f"  {build}: {out.stderr.strip().splitlines()[-1]}", flush=True)
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
@@ -159,7 +161,7 @@ def child(build: Path, url: str) -> dict[str, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--ab", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
+    ap.add_argument("--ab", nargs="+", type=Path, metavar="BUILD", help="first is the reference")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--url")
     args = ap.parse_args()
@@ -172,21 +174,27 @@ def main() -> int:
             for name, value in measure(url).items():
                 print(f"{name:<32} {value:>12,.0f}")
             return 0
-        runs: dict[Path, list[dict[str, float]]] = {b: [] for b in args.ab}
+        builds: list[Path] = args.ab
+        runs: dict[Path, list[dict[str, float]]] = {b: [] for b in builds}
         for r in range(args.rounds):
-            order = args.ab if r % 2 == 0 else args.ab[::-1]
-            for build in order:
+            # Rotate the order each round so no build always runs first (or last).
+            k = r % len(builds)
+            for build in builds[k:] + builds[:k]:
                 runs[build].append(child(build, url))
-        before, after = args.ab
-        print(f"\nmedians of {args.rounds} rounds (A/B order alternates per round)")
-        print(f"{'workload':<28} {'unit':<10} {'before':>12} {'after':>12} {'after/before':>13}")
+        print(f"\nmedians of {args.rounds} rounds (build order rotates per round)")
+        for i, b in enumerate(builds):
+            print(f"  [{i}] {b}")
+        head = "".join(f"{'[' + str(i) + ']':>12}" for i in range(len(builds)))
+        ratios = "".join(f"{'[' + str(i) + ']/[0]':>10}" for i in range(1, len(builds)))
+        print(f"{'workload':<32} {'unit':<10} {head}{ratios}")
         rows = {}
-        for name in runs[before][0]:
-            b = statistics.median(x[name] for x in runs[before])
-            a = statistics.median(x[name] for x in runs[after])
-            rows[name] = {"before": b, "after": a}
+        for name in runs[builds[0]][0]:
+            med = [statistics.median(x[name] for x in runs[b]) for b in builds]
+            rows[name] = {str(b): m for b, m in zip(builds, med)}
             unit = "CPU ns/msg" if name.endswith(" cpu") else "msg/s"
-            print(f"{name:<28} {unit:<10} {b:>12,.0f} {a:>12,.0f} {a / b:>13.2f}")
+            cells = "".join(f"{m:>12,.0f}" for m in med)
+            rel = "".join(f"{m / med[0]:>10.2f}" for m in med[1:])
+            print(f"{name:<32} {unit:<10} {cells}{rel}")
         print("BENCH_JSON " + json.dumps({"rounds": args.rounds, "rows": rows}))
     return 0
 

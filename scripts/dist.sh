@@ -5,7 +5,7 @@
 #   cp39-abi3  manylinux_2_17 x86_64 and aarch64: any CPython >= 3.9 (EMR's 3.9 included);
 #   cp311-abi3 manylinux_2_17 x86_64 and aarch64: the same API plus the buffer protocol, which
 #              pip prefers on CPython >= 3.11 (faster pyarrow and str sends, docs/install.md);
-#   cp39-abi3  musllinux_1_2 x86_64 (Alpine), unless DIST_MUSL=0.
+#   with DIST_MUSL=1, also cp39-abi3 musllinux_1_2 x86_64 (Alpine; not tried yet, off by default).
 # Each is checked with auditwheel (the platform tag) and abi3audit (limited-API symbols only).
 # The sdist is checked by building a wheel from it, unpacked in a temporary directory.
 #
@@ -16,7 +16,7 @@ export PATH="$PWD/.venv/bin:$PATH"
 out=dist
 mkdir -p "$out"
 rustup target add x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu >/dev/null
-[ "${DIST_MUSL:-1}" = 1 ] && rustup target add x86_64-unknown-linux-musl >/dev/null
+[ "${DIST_MUSL:-0}" = 1 ] && rustup target add x86_64-unknown-linux-musl >/dev/null
 
 build() {  # build TARGET COMPATIBILITY [cargo feature options]
     local target=$1 compat=$2
@@ -30,7 +30,7 @@ for target in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu; do
     build "$target" manylinux2014
     build "$target" manylinux2014 --no-default-features --features abi3-py311
 done
-[ "${DIST_MUSL:-1}" = 1 ] && build x86_64-unknown-linux-musl musllinux_1_2
+[ "${DIST_MUSL:-0}" = 1 ] && build x86_64-unknown-linux-musl musllinux_1_2
 
 for wheel in "$out"/streamwire-*.whl; do
     echo "==> check $(basename "$wheel")"

@@ -30,3 +30,6 @@ step "stubtest (.pyi against the compiled module)"
 
 step "pytest (pulsar-lite, Apache Pulsar, official client, fault proxy)"
 $PY -m pytest tests -q -p no:cacheprovider "$@"
+
+step "wheel smoke (manylinux2014 abi3 wheel in a fresh virtualenv, no Rust, no source tree)"
+bash scripts/wheel_smoke.sh

@@ -4,7 +4,8 @@ toolchain on PATH.
 
 It checks, each step timed:
 1. ``import streamwire`` comes from the virtualenv (not the source tree), as the abi3 module;
-2. produce then consume 1,000 messages against a pulsar-lite it starts itself (loopback);
+2. produce then consume 1,000 messages against a pulsar-lite it starts itself (loopback), sent
+   as bytes, bytearray, memoryview, str and (with pyspark's pyarrow) a pyarrow array;
 3. the Spark Data Source, found by its short name ``format("streamwire")`` with no
    registration (PySpark discovers the installed ``pyspark_streamwire`` package): a DataFrame
    written, then read back;
@@ -87,16 +88,30 @@ def check_import(source_tree: Path) -> None:
     print(f"wheel smoke: streamwire {streamwire.__version__} from {where.parent}")
 
 
-def produce_consume(url: str) -> None:
+def produce_consume(url: str, arrow: bool) -> None:
+    """Every kind of value a send takes, through the paths the abi3 build reads differently
+    (bytes-likes and strs; a pyarrow array's buffers when pyarrow is installed)."""
     import streamwire
 
     topic = f"persistent://public/default/wheel-smoke-{uuid.uuid4().hex[:8]}"
     sent = [b"m%05d" % i for i in range(MESSAGES)]
+    quarter = MESSAGES // 4
     with streamwire.Client(url) as client:
         with client.subscribe(topic, "smoke", initial_position="earliest") as consumer:
             with client.create_producer(topic) as producer:
                 producer.send(sent[0], key="k")
-                producer.send_many(sent[1:])
+                producer.send_many(sent[1:quarter])
+                producer.send_many([bytearray(v) for v in sent[quarter : 2 * quarter]])
+                producer.send_many([memoryview(v) for v in sent[2 * quarter : 3 * quarter]])
+                rest = sent[3 * quarter :]
+                if arrow:
+                    import pyarrow as pa
+
+                    half = len(rest) // 2
+                    producer.send_many(pa.array(rest[:half], type=pa.binary()))
+                    producer.send_many([v.decode() for v in rest[half:]])
+                else:
+                    producer.send_many([v.decode() for v in rest])
                 producer.flush()
             got: list[bytes] = []
             deadline = time.monotonic() + 30
@@ -172,7 +187,7 @@ def main() -> int:
         lite, url = start_lite(Path(work))
         try:
             t = step("pulsar-lite start", t)
-            produce_consume(url)
+            produce_consume(url, arrow=spark)
             t = step(f"produce/consume {MESSAGES}", t)
             if spark:
                 spark_round_trip(url)

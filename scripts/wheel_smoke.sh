@@ -6,6 +6,7 @@
 #
 #   bash scripts/wheel_smoke.sh [--no-spark]     # scripts/test.sh runs it; needs .venv (bootstrap)
 #
+# WHEEL_SMOKE_OUT=DIR keeps the built wheel in DIR (default: a temporary directory).
 # The fresh virtualenv installs the same versions as .venv (its `pip freeze` is the constraints
 # file), so pip takes them from its cache instead of resolving newer ones.
 set -euo pipefail
@@ -16,8 +17,8 @@ trap 'rm -rf "$work"' EXIT
 
 t0=$(date +%s)
 PATH="$ROOT/.venv/bin:$PATH" nice -n 5 maturin build --release --quiet --zig \
-    --target x86_64-unknown-linux-gnu --compatibility manylinux2014 --out "$work/dist"
-wheel=$(ls "$work"/dist/streamwire-*-cp39-abi3-manylinux*_x86_64.whl)
+    --target x86_64-unknown-linux-gnu --compatibility manylinux2014 --out "${WHEEL_SMOKE_OUT:-$work/dist}"
+wheel=$(ls -t "${WHEEL_SMOKE_OUT:-$work/dist}"/streamwire-*-cp39-abi3-manylinux*_x86_64.whl | head -1)
 t1=$(date +%s)
 echo "wheel smoke: built $(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB) in $((t1 - t0)) s"
 
