@@ -1,6 +1,6 @@
 # The developer entry point. `make demo` and `make test` are the README's two commands; both
 # set everything up themselves on a fresh machine (virtualenv, release build, test peers).
-.PHONY: demo test setup bench lint fmt docs
+.PHONY: demo test setup bench lint fmt docs dist
 
 setup:
 	bash scripts/bootstrap.sh
@@ -22,3 +22,7 @@ fmt:
 # warning (a broken link or anchor, an unresolved reference) into a failure, as in `make test`.
 docs: setup
 	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict
+
+# Every wheel (abi3, manylinux2014 x86_64 + aarch64; musllinux with DIST_MUSL=1) and the sdist into dist/.
+dist: setup
+	bash scripts/dist.sh

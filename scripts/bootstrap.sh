@@ -24,8 +24,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     .venv/bin/pip install --quiet -r requirements-dev.txt
     echo "$want" > "$stamp"
 fi
-# Build the extension (release) and install it into the venv in editable mode.
+# Build the extension (release) and install it into the venv in editable mode: the abi3 build
+# for CPython 3.11+, the one pip installs on 3.11 (scripts/dist.sh builds the 3.9+ one too).
 VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" \
-    .venv/bin/maturin develop --release --quiet >/dev/null
+    .venv/bin/maturin develop --release --quiet --no-default-features --features abi3-py311 >/dev/null
 # The PIP-64 gateway binary (tests/gateway start it; deployments without Python use it).
 cargo build --release --quiet -p streamwire-gateway --bin streamwire-gateway

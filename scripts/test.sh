@@ -33,3 +33,6 @@ NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict  # not --quiet: it also si
 
 step "pytest (pulsar-lite, Apache Pulsar, official client, fault proxy)"
 $PY -m pytest tests -q -p no:cacheprovider "$@"
+
+step "wheel smoke (manylinux2014 abi3 wheel in a fresh virtualenv, no Rust, no source tree)"
+bash scripts/wheel_smoke.sh

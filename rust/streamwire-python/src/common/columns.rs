@@ -2,12 +2,12 @@
 //! copy of the payload bytes for the whole call (never one allocation per message).
 
 use bytes::{Bytes, BytesMut};
-use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
 use streamwire_core::error::Error;
 
+use crate::common::bytes_like::{buffer_bytes, raw_buffer_bytes as bytes_of};
 use crate::common::errors::to_py;
 
 fn is_arrow(obj: &Bound<'_, PyAny>) -> bool {
@@ -20,12 +20,6 @@ fn arrow_type(obj: &Bound<'_, PyAny>) -> PyResult<String> {
 
 fn bad(msg: String) -> PyErr {
     to_py(Error::invalid(msg))
-}
-
-fn bytes_of(buf: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
-    // pyarrow exports its buffers with format 'b'; view them as unsigned bytes.
-    let view = pyo3::types::PyMemoryView::from(buf)?.call_method1("cast", ("B",))?;
-    PyBuffer::<u8>::get(&view)?.to_vec(buf.py())
 }
 
 /// Payloads and their null flags from a sequence of bytes-likes or a pyarrow array.
@@ -266,10 +260,10 @@ pub(crate) fn payload_of(value: &Bound<'_, PyAny>) -> PyResult<Bytes> {
         return Ok(Bytes::copy_from_slice(b.as_bytes()));
     }
     if let Ok(s) = value.cast::<PyString>() {
-        return Ok(Bytes::copy_from_slice(s.to_str()?.as_bytes()));
+        return Ok(Bytes::from(s.to_cow()?.into_owned().into_bytes()));
     }
-    match PyBuffer::<u8>::get(value) {
-        Ok(buf) => Ok(Bytes::from(buf.to_vec(value.py())?)),
+    match buffer_bytes(value) {
+        Ok(buf) => Ok(Bytes::from(buf)),
         Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
             "message value must be bytes, bytearray, memoryview or str, not {}",
             value.get_type().name()?

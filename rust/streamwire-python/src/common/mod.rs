@@ -6,6 +6,7 @@ pub mod aio;
 pub mod aio_future;
 pub mod arrow;
 pub mod blocking;
+pub mod bytes_like;
 pub mod columns;
 pub mod errors;
 pub mod logging;

@@ -142,7 +142,7 @@ pub(crate) fn key_arg(key: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>
         None => Ok(None),
         Some(k) if k.is_none() => Ok(None),
         Some(k) => match k.cast::<PyString>() {
-            Ok(s) => Ok(Some(s.to_str()?.to_string())),
+            Ok(s) => Ok(Some(s.to_cow()?.into_owned())),
             Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
                 "a routing key is a str, not {}",
                 k.get_type().name()?

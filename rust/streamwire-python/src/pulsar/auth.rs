@@ -40,7 +40,7 @@ fn to_bytes(what: &str, v: &Bound<'_, PyAny>) -> Result<Bytes> {
     }
     if let Ok(s) = v.cast::<PyString>() {
         let s = s
-            .to_str()
+            .to_cow()
             .map_err(|_| auth_err(format!("{what} returned a str that is not valid UTF-8")))?;
         return Ok(Bytes::copy_from_slice(s.as_bytes()));
     }
@@ -72,7 +72,7 @@ impl AuthProvider for CallableToken {
             let s = v
                 .cast::<PyString>()
                 .map_err(|_| auth_err("the auth_token callable must return a str".to_owned()))?;
-            let s = s.to_str().map_err(|_| {
+            let s = s.to_cow().map_err(|_| {
                 auth_err("the auth_token callable returned invalid UTF-8".to_owned())
             })?;
             if s.trim().is_empty() {

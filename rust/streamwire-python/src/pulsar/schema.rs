@@ -146,7 +146,7 @@ impl Codec {
                     return Ok(None);
                 }
                 match obj.cast::<PyString>() {
-                    Ok(s) => s.to_str()?.as_bytes().to_vec(),
+                    Ok(s) => s.to_cow()?.into_owned().into_bytes(),
                     Err(_) => {
                         return Err(schema_error(
                             py,
@@ -483,9 +483,9 @@ fn json_of(v: &Bound<'_, PyAny>) -> Option<serde_json::Value> {
         return serde_json::Number::from_f64(f.value()).map(serde_json::Value::Number);
     }
     v.cast::<PyString>().ok().and_then(|s| {
-        s.to_str()
+        s.to_cow()
             .ok()
-            .map(|s| serde_json::Value::String(s.to_owned()))
+            .map(|s| serde_json::Value::String(s.into_owned()))
     })
 }
 

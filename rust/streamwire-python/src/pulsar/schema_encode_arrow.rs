@@ -10,12 +10,12 @@
 //! (int8..int32 to `int`, any integer to `long`, integers and floats to `float`/`double`);
 //! timestamps and dates are written as their integer value (the unit of the column).
 
-use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 
 use streamwire_pulsar::schema::avro::{AvroSchema, Node, NodeId};
 use streamwire_pulsar::schema::value::{type_name, Value};
 
+use crate::common::bytes_like::raw_buffer_bytes as bytes_of;
 use crate::pulsar::schema_values::schema_error;
 
 /// Whether `values` is a `pyarrow.RecordBatch` / `Table` or a struct `pyarrow.Array`.
@@ -130,12 +130,6 @@ pub(crate) fn arrow_records(
 
 pub(crate) fn arrow_type(arr: &Bound<'_, PyAny>) -> PyResult<String> {
     arr.getattr("type")?.str()?.extract()
-}
-
-/// A buffer's bytes (pyarrow exports buffers with format 'b': viewed as unsigned bytes).
-fn bytes_of(buf: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
-    let view = pyo3::types::PyMemoryView::from(buf)?.call_method1("cast", ("B",))?;
-    PyBuffer::<u8>::get(&view)?.to_vec(buf.py())
 }
 
 /// The `i`th buffer of `arr` itself (`buffers()` lists the children's after its own).

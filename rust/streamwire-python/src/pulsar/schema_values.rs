@@ -127,12 +127,12 @@ pub(crate) fn to_value(
             Value::Fixed(b)
         }
         Node::String => match obj.cast::<PyString>() {
-            Ok(s) => Value::String(s.to_str()?.to_owned()),
+            Ok(s) => Value::String(s.to_cow()?.into_owned()),
             Err(_) => return Err(wrong("a str")),
         },
         Node::Enum { symbols, name } => {
             let sym: String = if let Ok(s) = obj.cast::<PyString>() {
-                s.to_str()?.to_owned()
+                s.to_cow()?.into_owned()
             } else if let Ok(n) = obj.getattr("name").and_then(|n| n.extract::<String>()) {
                 n
             } else {
