@@ -118,7 +118,15 @@ def test_invalid_topic_names(lite_broker: object) -> None:
 
 
 @pytest.mark.parametrize(
-    "url", ["", "http://localhost:6650", "pulsar://", "pulsar://h:99999", "pulsar://h:x"]
+    "url",
+    [
+        "",
+        "ftp://localhost:6650",
+        "http://localhost:8080/admin",
+        "pulsar://",
+        "pulsar://h:99999",
+        "pulsar://h:x",
+    ],
 )
 def test_invalid_service_urls(url: str) -> None:
     with pytest.raises(exc.ConfigError):
