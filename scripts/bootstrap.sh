@@ -26,6 +26,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
 fi
 # Build the extension (release) and install it into the venv in editable mode: the abi3 build
 # for CPython 3.11+, the one pip installs on 3.11 (scripts/dist.sh builds the 3.9+ one too).
+# A version-tagged `_native.cpython-*.so` left by an older build would be imported before the
+# new `_native.abi3.so` (Python tries the tagged suffix first), so it goes.
+rm -f python/streamwire/_native.cpython-*.so
 VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" \
     .venv/bin/maturin develop --release --quiet --no-default-features --features abi3-py311 >/dev/null
 # The PIP-64 gateway binary (tests/gateway start it; deployments without Python use it).
