@@ -9,6 +9,7 @@ pub mod blocking;
 pub mod bytes_like;
 pub mod columns;
 pub mod errors;
+pub mod faces;
 pub mod logging;
 pub mod metrics;
 pub mod pickle;

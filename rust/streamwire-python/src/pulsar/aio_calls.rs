@@ -1,5 +1,5 @@
 //! The awaitable forms of the Pulsar calls that wait on the network besides sends and
-//! receives: seek, redelivery, last message ids, and topic lookups.
+//! receives: seek, redelivery and last message ids (lookups: `two_faces!` in `client`).
 //!
 //! Each takes its arguments as the blocking call does (the parsing is shared: `seek_target`,
 //! `single_last_id`, the topic parser) and runs the same engine call on the runtime through
@@ -8,12 +8,8 @@
 
 use pyo3::prelude::*;
 
-use streamwire_pulsar::topic::TopicName;
-
 use crate::common::aio::{self, Value};
-use crate::common::errors::IntoPyResult;
 use crate::pulsar::aio_consumer::Held;
-use crate::pulsar::client::Lookup;
 use crate::pulsar::consumer::{seek_target, single_last_id, Consumer, Handle, Reader};
 
 impl Handle {
@@ -108,70 +104,5 @@ impl Reader {
 
     fn _aget_last_message_id<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.h.alast_ids(py, "reader", true)
-    }
-}
-
-/// A string list as a future's value.
-fn strings(v: Vec<String>) -> Value {
-    Value::Build(Box::new(move |py| {
-        Ok(pyo3::types::PyList::new(py, v)?.into_any().unbind())
-    }))
-}
-
-#[pymethods]
-impl Lookup {
-    /// `broker_url` as an awaitable.
-    fn _abroker_url<'py>(&self, py: Python<'py>, topic: &str) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.client.get();
-        let inner = client.live()?.clone();
-        let t = TopicName::parse(topic).py_err()?;
-        let f = async move { Ok(inner.lookup_topic(&t).await?.logical.to_string()) };
-        let timeout = Some(client.operation_timeout * 2);
-        let (fut, _) = aio::spawn(py, "lookup", timeout, f, |url: String| {
-            Value::Build(Box::new(move |py| {
-                Ok(pyo3::types::PyString::new(py, &url).into_any().unbind())
-            }))
-        })?;
-        Ok(fut)
-    }
-
-    /// `partitions` as an awaitable (0: not partitioned).
-    fn _apartitions<'py>(&self, py: Python<'py>, topic: &str) -> PyResult<Bound<'py, PyAny>> {
-        self.apartitions(py, topic, |_, n| {
-            Value::Build(Box::new(move |py| {
-                Ok(n.into_pyobject(py)?.into_any().unbind())
-            }))
-        })
-    }
-
-    /// `topic_partitions` as an awaitable.
-    fn _atopic_partitions<'py>(&self, py: Python<'py>, topic: &str) -> PyResult<Bound<'py, PyAny>> {
-        self.apartitions(py, topic, |t, n| {
-            strings(if n == 0 {
-                vec![t.to_string()]
-            } else {
-                (0..n).map(|i| t.partition(i).to_string()).collect()
-            })
-        })
-    }
-}
-
-impl Lookup {
-    fn apartitions<'py>(
-        &self,
-        py: Python<'py>,
-        topic: &str,
-        value: fn(TopicName, u32) -> Value,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.client.get();
-        let inner = client.live()?.clone();
-        let t = TopicName::parse(topic).py_err()?;
-        let f = async move {
-            let n = inner.partitions(&t).await?;
-            Ok(value(t, n))
-        };
-        let timeout = Some(client.operation_timeout * 2);
-        let (fut, _) = aio::spawn(py, "partition metadata", timeout, f, |v| v)?;
-        Ok(fut)
     }
 }

@@ -17,8 +17,9 @@ use streamwire_pulsar::http_lookup::parse_http_service;
 use streamwire_pulsar::service_url::ServiceUrl;
 use streamwire_pulsar::topic::TopicName;
 
-use crate::common::blocking::{positive_secs, wait};
+use crate::common::blocking::positive_secs;
 use crate::common::errors::{to_py, IntoPyResult};
+use crate::common::faces::Op;
 use crate::common::pickle::refuse_pickle;
 use crate::pulsar::auth::{CallableToken, Plugin};
 
@@ -321,51 +322,61 @@ pub struct Lookup {
     pub(crate) client: Py<Client>,
 }
 
+crate::two_faces! {
+    impl Lookup {
+        /// The URL of the broker that owns `topic` (one partition, or a non-partitioned topic).
+        ///
+        /// Args:
+        ///     topic: a topic name (short or fully qualified).
+        fn broker_url / _abroker_url (&self, py, topic: &str) -> String {
+            let client = self.client.get();
+            let inner = client.live()?.clone();
+            let t = parse_topic(topic)?;
+            Op::new("lookup", Some(client.operation_timeout * 2), async move {
+                Ok(inner.lookup_topic(&t).await?.logical.to_string())
+            })
+        }
+
+        /// The number of partitions of `topic`; 0 means it is not partitioned.
+        ///
+        /// Args:
+        ///     topic: a topic name (short or fully qualified).
+        fn partitions / _apartitions (&self, py, topic: &str) -> u32 {
+            let (inner, t, timeout) = self.partition_call(topic)?;
+            Op::new("partition metadata", timeout, async move { inner.partitions(&t).await })
+        }
+
+        /// The fully qualified topic names to produce to / consume from for `topic`: its
+        /// partitions if it is partitioned, else the topic itself.
+        ///
+        /// Args:
+        ///     topic: a topic name (short or fully qualified).
+        fn topic_partitions / _atopic_partitions (&self, py, topic: &str) -> Vec<String> {
+            let (inner, t, timeout) = self.partition_call(topic)?;
+            Op::new("partition metadata", timeout, async move {
+                Ok(match inner.partitions(&t).await? {
+                    0 => vec![t.to_string()],
+                    n => (0..n).map(|i| t.partition(i).to_string()).collect(),
+                })
+            })
+        }
+    }
+}
+
+impl Lookup {
+    fn partition_call(&self, topic: &str) -> PyResult<(PulsarClient, TopicName, Option<Duration>)> {
+        let client = self.client.get();
+        let inner = client.live()?.clone();
+        Ok((
+            inner,
+            parse_topic(topic)?,
+            Some(client.operation_timeout * 2),
+        ))
+    }
+}
+
 #[pymethods]
 impl Lookup {
-    /// The URL of the broker that owns `topic` (one partition, or a non-partitioned topic).
-    ///
-    /// Args:
-    ///     topic: a topic name (short or fully qualified).
-    fn broker_url(&self, py: Python<'_>, topic: &str) -> PyResult<String> {
-        let client = self.client.get();
-        let inner = client.live()?.clone();
-        let t = parse_topic(topic)?;
-        let timeout = client.operation_timeout * 2;
-        wait(py, "lookup", Some(timeout), async move {
-            Ok(inner.lookup_topic(&t).await?.logical.to_string())
-        })
-    }
-
-    /// The number of partitions of `topic`; 0 means it is not partitioned.
-    ///
-    /// Args:
-    ///     topic: a topic name (short or fully qualified).
-    fn partitions(&self, py: Python<'_>, topic: &str) -> PyResult<u32> {
-        let client = self.client.get();
-        let inner = client.live()?.clone();
-        let t = parse_topic(topic)?;
-        let timeout = client.operation_timeout * 2;
-        wait(py, "partition metadata", Some(timeout), async move {
-            inner.partitions(&t).await
-        })
-    }
-
-    /// The fully qualified topic names to produce to / consume from for `topic`: its
-    /// partitions if it is partitioned, else the topic itself.
-    ///
-    /// Args:
-    ///     topic: a topic name (short or fully qualified).
-    fn topic_partitions(&self, py: Python<'_>, topic: &str) -> PyResult<Vec<String>> {
-        let t = parse_topic(topic)?;
-        let n = self.partitions(py, topic)?;
-        Ok(if n == 0 {
-            vec![t.to_string()]
-        } else {
-            (0..n).map(|i| t.partition(i).to_string()).collect()
-        })
-    }
-
     fn __reduce__(&self) -> PyResult<()> {
         Err(refuse_pickle("Lookup", PICKLE_HINT))
     }

@@ -17,6 +17,7 @@ use streamwire_pulsar::transaction::{Coordinator, Transaction, TxnState};
 use crate::common::aio::{self, Value};
 use crate::common::blocking::wait;
 use crate::common::errors::{to_py, IntoPyResult};
+use crate::common::faces::Op;
 use crate::common::pickle::refuse_pickle;
 use crate::pulsar::client::Client;
 
@@ -129,6 +130,34 @@ impl Client {
     }
 }
 
+crate::two_faces! {
+    impl PyTransaction {
+        /// Commit: wait for the receipts of the transaction's sends and the broker's answers to
+        /// its acks, then make them take effect together.
+        ///
+        /// Raises:
+        ///     InvalidTransactionStateError: the transaction was already committed or aborted.
+        ///     TransactionTimeoutError: its timeout passed (the broker aborted it).
+        ///     TransactionError: a send or ack of it failed (it was aborted instead), or the
+        ///         coordinator refused.
+        fn commit / _acommit (&self, py) -> () as none {
+            let t = self.live()?;
+            Op::new("commit transaction", None, async move { t.commit().await })
+        }
+
+        /// Abort: the transaction's messages are discarded and its acknowledged messages are
+        /// delivered again. Aborting an aborted transaction does nothing.
+        ///
+        /// Raises:
+        ///     InvalidTransactionStateError: the transaction was already committed.
+        ///     TransactionError: the coordinator refused.
+        fn abort / _aabort (&self, py) -> () as none {
+            let t = self.live()?;
+            Op::new("abort transaction", None, async move { t.abort().await })
+        }
+    }
+}
+
 #[pymethods]
 impl PyTransaction {
     /// The transaction id as `(most_significant_bits, least_significant_bits)`, as the
@@ -150,66 +179,6 @@ impl PyTransaction {
     #[getter]
     fn timeout(&self) -> f64 {
         self.inner.timeout().as_secs_f64()
-    }
-
-    /// Commit: wait for the receipts of the transaction's sends and the broker's answers to
-    /// its acks, then make them take effect together.
-    ///
-    /// Raises:
-    ///     InvalidTransactionStateError: the transaction was already committed or aborted.
-    ///     TransactionTimeoutError: its timeout passed (the broker aborted it).
-    ///     TransactionError: a send or ack of it failed (it was aborted instead), or the
-    ///         coordinator refused.
-    fn commit(&self, py: Python<'_>) -> PyResult<()> {
-        let t = self.live()?;
-        wait(
-            py,
-            "commit transaction",
-            None,
-            async move { t.commit().await },
-        )
-    }
-
-    /// Abort: the transaction's messages are discarded and its acknowledged messages are
-    /// delivered again. Aborting an aborted transaction does nothing.
-    ///
-    /// Raises:
-    ///     InvalidTransactionStateError: the transaction was already committed.
-    ///     TransactionError: the coordinator refused.
-    fn abort(&self, py: Python<'_>) -> PyResult<()> {
-        let t = self.live()?;
-        wait(
-            py,
-            "abort transaction",
-            None,
-            async move { t.abort().await },
-        )
-    }
-
-    /// The awaitable form of `commit` (`streamwire.aio`).
-    fn _acommit<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let t = self.live()?;
-        let (fut, _) = aio::spawn(
-            py,
-            "commit transaction",
-            None,
-            async move { t.commit().await },
-            |()| Value::None,
-        )?;
-        Ok(fut)
-    }
-
-    /// The awaitable form of `abort` (`streamwire.aio`).
-    fn _aabort<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let t = self.live()?;
-        let (fut, _) = aio::spawn(
-            py,
-            "abort transaction",
-            None,
-            async move { t.abort().await },
-            |()| Value::None,
-        )?;
-        Ok(fut)
     }
 
     fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
