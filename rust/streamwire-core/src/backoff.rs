@@ -150,6 +150,15 @@ impl Backoff {
         self.jittered(current)
     }
 
+    /// The next delay, at most `cap` before jitter: for failures known to clear up on their
+    /// own soon (a topic's owner that died and is being replaced), where waiting out the
+    /// full doubled delay would only add to the outage. The backoff still advances, so a
+    /// different failure afterwards waits as long as it would have.
+    pub fn next_delay_at_most(&mut self, cap: Duration) -> Duration {
+        let current = self.advance().min(cap.max(self.config.initial));
+        self.jittered(current)
+    }
+
     /// The next step after a failure observed at `now`, honouring the mandatory stop.
     ///
     /// The first call after a reset starts the mandatory-stop clock. A delay that would end
@@ -232,6 +241,17 @@ mod tests {
         assert_eq!(c.initial, ms(100));
         assert_eq!(c.max, Duration::from_secs(60));
         assert_eq!(c.multiplier, 2);
+    }
+
+    #[test]
+    fn capped_delay_stops_growing_at_the_cap_but_the_backoff_advances() {
+        let mut b = no_jitter(100, 60_000);
+        let got: Vec<_> = (0..6).map(|_| b.next_delay_at_most(ms(500))).collect();
+        assert_eq!(got, [ms(100), ms(200), ms(400), ms(500), ms(500), ms(500)]);
+        // An uncapped failure afterwards waits the doubled delay it had reached.
+        assert_eq!(b.next_delay(), ms(6400));
+        // A cap below `initial` still waits `initial`.
+        assert_eq!(no_jitter(100, 1000).next_delay_at_most(ms(10)), ms(100));
     }
 
     #[test]

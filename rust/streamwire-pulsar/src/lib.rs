@@ -21,6 +21,7 @@ pub mod http_lookup;
 pub mod message_id;
 pub mod namespace;
 pub mod producer;
+pub mod reconnect;
 pub mod schema;
 pub mod server_error;
 pub mod service_url;

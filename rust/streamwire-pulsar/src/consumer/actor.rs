@@ -78,7 +78,7 @@ impl Actor {
             match self.connect().await {
                 Ok(l) => break l,
                 Err(e) if e.is_retriable() && Instant::now() < deadline => {
-                    tokio::time::sleep(backoff.next_delay()).await;
+                    tokio::time::sleep(crate::reconnect::retry_delay(&mut backoff, &e)).await;
                 }
                 Err(e) => {
                     let _ = ready.send(Err(e));
@@ -126,7 +126,7 @@ impl Actor {
         self.discard_queue();
         let mut backoff = Backoff::new(BackoffConfig::default());
         loop {
-            match self.connect().await {
+            let delay = match self.connect().await {
                 Ok(l) => {
                     *self.reconnect_error() = None;
                     event(Level::Info, "pulsar.consumer", || {
@@ -151,9 +151,10 @@ impl Actor {
                         .reconnect_failures
                         .fetch_add(1, Ordering::Relaxed);
                     *self.reconnect_error() = Some(e.to_string());
+                    crate::reconnect::retry_delay(&mut backoff, &e)
                 }
-            }
-            let sleep = tokio::time::sleep(backoff.next_delay());
+            };
+            let sleep = tokio::time::sleep(delay);
             tokio::pin!(sleep);
             loop {
                 tokio::select! {

@@ -122,8 +122,28 @@ impl Actor {
             schema_version: None,
             batch_schema_version: None,
         };
-        actor.establish(true).await?;
-        Ok(actor)
+        // The owner may be gone (a failover in progress): retried until the operation timeout,
+        // at most a second apart (see `reconnect`); the last failure is what the caller sees.
+        let deadline = Instant::now() + actor.client.config().operation_timeout;
+        loop {
+            match actor.establish(true).await {
+                Ok(()) => return Ok(actor),
+                Err(e) if crate::reconnect::owner_unreachable(&e) => {
+                    let delay = crate::reconnect::retry_delay(&mut actor.backoff, &e);
+                    if Instant::now() + delay >= deadline {
+                        return Err(e);
+                    }
+                    event(Level::Debug, "pulsar.producer", || {
+                        (
+                            format!("creating the producer failed ({e}); again in {delay:?}"),
+                            vec![("topic", actor.shared.topic.to_string())],
+                        )
+                    });
+                    tokio::time::sleep(delay).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Look up, connect, and create the producer on the broker.
@@ -765,7 +785,14 @@ impl Actor {
                     self.fail_all(&e);
                     return;
                 }
-                self.reconnect_at = Some(Instant::now() + self.backoff.next_delay());
+                let delay = crate::reconnect::retry_delay(&mut self.backoff, &e);
+                event(Level::Debug, "pulsar.producer", || {
+                    (
+                        format!("reconnect failed ({e}); next attempt in {delay:?}"),
+                        vec![("topic", self.shared.topic.to_string())],
+                    )
+                });
+                self.reconnect_at = Some(Instant::now() + delay);
             }
         }
     }

@@ -1,0 +1,90 @@
+//! How long a producer or consumer waits before its next reconnect attempt.
+//!
+//! Both follow the Java client's backoff (100 ms doubling, jittered), with one exception
+//! measured on the two-broker cluster (`benches/cluster_recovery.py`): when the broker that
+//! owns the topic is killed, every lookup keeps naming it (and connecting to it fails) until
+//! the cluster's metadata session of that broker expires and another broker takes the topic
+//! — 6 s in the suite's cluster, 30 s by Pulsar's default. With plain doubling the attempts
+//! land at 0.1, 0.3, 0.7, 1.5, 3.1, 6.3, 12.7, 25.5, 51 s…, so the producer comes back at the
+//! first of those after the takeover: 12.7 s instead of ~6.5 s in the suite (the official
+//! client measured 7.0–7.3 s there, by the luck of its own schedule), and 51 s instead of
+//! ~31 s with the default session timeout. A connection failure therefore waits at most
+//! [`OWNER_GONE_CAP`]: one cheap lookup a second per producer while the owner is gone, and a
+//! recovery within a second of the takeover. Other failures (a broker refusing the producer,
+//! throttled lookups) keep the full doubling, so a struggling cluster is not pressed harder.
+//!
+//! Creating a producer retries the same failures until the operation timeout (as the official
+//! clients retry a lookup within it), so a producer created during a failover waits for the
+//! takeover instead of failing at once; it then raises the last failure.
+
+use std::time::Duration;
+
+use streamwire_core::backoff::Backoff;
+use streamwire_core::error::{Error, ErrorKind};
+
+use crate::server_error::code;
+
+/// The longest wait after a failure to reach a broker (before jitter).
+pub const OWNER_GONE_CAP: Duration = Duration::from_secs(1);
+
+/// The wait before the next attempt after `failure`.
+pub fn retry_delay(backoff: &mut Backoff, failure: &Error) -> Duration {
+    if owner_unreachable(failure) {
+        backoff.next_delay_at_most(OWNER_GONE_CAP)
+    } else {
+        backoff.next_delay()
+    }
+}
+
+/// A failure to reach the broker a lookup named (refused, reset, timed out on connect), or
+/// `ServiceNotReady` — what a Pulsar proxy answers a lookup or a connection with while the
+/// owner it forwards to refuses connections (measured through the suite's proxy) — as
+/// opposed to a live broker's refusal.
+pub fn owner_unreachable(failure: &Error) -> bool {
+    matches!(failure.kind(), ErrorKind::Connect | ErrorKind::Disconnected)
+        || failure.server_code() == Some(code::SERVICE_NOT_READY)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use streamwire_core::backoff::{BackoffConfig, FixedJitter};
+
+    fn backoff() -> Backoff {
+        Backoff::with_jitter(BackoffConfig::default(), FixedJitter(0.0))
+    }
+
+    #[test]
+    fn an_unreachable_owner_is_retried_at_least_every_second() {
+        let mut b = backoff();
+        let refused = Error::new(ErrorKind::Connect, "connection refused");
+        let waits: Vec<_> = (0..12).map(|_| retry_delay(&mut b, &refused)).collect();
+        assert!(waits.iter().all(|w| *w <= OWNER_GONE_CAP));
+        assert_eq!(waits[0], Duration::from_millis(100));
+        // Past the cap, every attempt is a second apart: the takeover at 6 s is seen by ~7 s.
+        let at: Vec<f64> = waits
+            .iter()
+            .scan(0.0, |t, w| {
+                *t += w.as_secs_f64();
+                Some(*t)
+            })
+            .collect();
+        assert!(at.iter().any(|t| (6.0..7.0).contains(t)), "{at:?}");
+    }
+
+    #[test]
+    fn a_proxy_without_its_owner_counts_as_unreachable() {
+        let mut b = backoff();
+        let not_ready = crate::server_error::server_error(code::SERVICE_NOT_READY, "refused");
+        let waits: Vec<_> = (0..8).map(|_| retry_delay(&mut b, &not_ready)).collect();
+        assert_eq!(waits[7], OWNER_GONE_CAP);
+    }
+
+    #[test]
+    fn a_broker_answer_keeps_the_full_doubling() {
+        let mut b = backoff();
+        let busy = crate::server_error::server_error(code::TOO_MANY_REQUESTS, "too many lookups");
+        let waits: Vec<_> = (0..6).map(|_| retry_delay(&mut b, &busy)).collect();
+        assert_eq!(waits[5], Duration::from_millis(3200));
+    }
+}
