@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.cluster.helpers import all_running
 from tests.peers.apache_cluster import ApacheCluster
 
 
@@ -24,11 +25,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture
 def cluster(apache_cluster: ApacheCluster) -> ApacheCluster:
-    """The session cluster with every broker and the proxy running (a test that killed one
-    and failed before bringing it back does not spoil the next test)."""
-    for b in apache_cluster.brokers:
-        if not b.running:
-            apache_cluster.restart_broker(b.index)
-    if not apache_cluster.proxy.running:
-        apache_cluster.restart_proxy()
-    return apache_cluster
+    """The session cluster with every broker and the proxy running."""
+    return all_running(apache_cluster)

@@ -37,6 +37,29 @@ def topic_owned_by(cluster: ApacheCluster, broker: int, prefix: str = "c") -> st
     raise AssertionError(f"no topic landed on broker {broker} in 60 tries")
 
 
+def spread_topic(cluster: ApacheCluster, partitions: int) -> tuple[str, list[int]]:
+    """A partitioned topic with partitions owned by each broker; (topic, owner per partition)."""
+    admin = cluster.admin()
+    for _ in range(10):
+        topic = new_topic("part")
+        admin.create_partitioned_topic(topic, partitions)
+        owners = [cluster.owner(f"{topic}-partition-{i}") for i in range(partitions)]
+        if set(owners) == {0, 1}:
+            return topic, owners
+    raise AssertionError("no partitioned topic spread over both brokers in 10 tries")
+
+
+def all_running(cluster: ApacheCluster) -> ApacheCluster:
+    """``cluster`` with every broker and the proxy running (a test that killed one and failed
+    before bringing it back does not spoil the next test)."""
+    for b in cluster.brokers:
+        if not b.running:
+            cluster.restart_broker(b.index)
+    if not cluster.proxy.running:
+        cluster.restart_proxy()
+    return cluster
+
+
 def _socket_inodes(pid: int) -> set[str]:
     out: set[str] = set()
     for fd in Path(f"/proc/{pid}/fd").iterdir():

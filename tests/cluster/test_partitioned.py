@@ -16,7 +16,7 @@ from types import ModuleType
 import streamwire
 from streamwire import OperationTimeoutError
 
-from tests.cluster.helpers import dialled, new_topic
+from tests.cluster.helpers import dialled, spread_topic
 from tests.peers.apache_cluster import ApacheCluster
 
 PARTITIONS = 6
@@ -24,22 +24,10 @@ KEYS = 40
 PER_KEY = 100
 
 
-def _spread_topic(cluster: ApacheCluster) -> tuple[str, list[int]]:
-    """A partitioned topic with partitions owned by each broker; (topic, owner per partition)."""
-    admin = cluster.admin()
-    for _ in range(10):
-        topic = new_topic("part")
-        admin.create_partitioned_topic(topic, PARTITIONS)
-        owners = [cluster.owner(f"{topic}-partition-{i}") for i in range(PARTITIONS)]
-        if set(owners) == {0, 1}:
-            return topic, owners
-    raise AssertionError("no partitioned topic spread over both brokers in 10 tries")
-
-
 def test_key_routed_partitions_on_both_brokers(
     cluster: ApacheCluster, official_pulsar: ModuleType
 ) -> None:
-    topic, owners = _spread_topic(cluster)
+    topic, owners = spread_topic(cluster, PARTITIONS)
     messages = [
         (f"k{k:02d}", f"k{k:02d}-{i:04d}".encode()) for i in range(PER_KEY) for k in range(KEYS)
     ]

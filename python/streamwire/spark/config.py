@@ -60,6 +60,8 @@ class ClientConfig:
     tls_key_file: Optional[str] = None
     #: OAuth 2.0 client-credentials parameters (the official clients' JSON), see AuthOauth2.
     auth_oauth2: Optional[str] = field(default=None, repr=False)
+    #: The brokers' advertised listener to be handed addresses of (multi-network clusters).
+    listener_name: Optional[str] = None
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ClientConfig:
@@ -105,6 +107,7 @@ class ClientConfig:
             tls_cert_file=path("tlsCertFilePath", "tls_cert_file"),
             tls_key_file=path("tlsKeyFilePath", "tls_key_file"),
             auth_oauth2=str(oauth2) if oauth2 is not None else None,
+            listener_name=path("listenerName", "listener_name", "pulsar.client.listenerName"),
         )
 
     def client(self) -> ClientLike:
@@ -128,7 +131,8 @@ class ClientConfig:
             kwargs["auth_token"] = self.auth_token
         if self.auth_oauth2 is not None:
             kwargs["auth"] = streamwire.AuthOauth2.from_params(self.auth_oauth2)
-        for name in ("auth_token_file", "tls_trust_certs_file", "tls_cert_file", "tls_key_file"):
+        names = ("auth_token_file", "tls_trust_certs_file", "tls_cert_file", "tls_key_file")
+        for name in (*names, "listener_name"):
             value = getattr(self, name)
             if value is not None:
                 kwargs[name] = value
