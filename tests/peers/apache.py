@@ -23,19 +23,16 @@ import contextlib
 import fcntl
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING
 
-from .process import ServerProcess
+from .process import OneProcessPeer, ServerProcess, serve_until_signal
 from .util import LOOPBACK, free_ports, tail
 
 if TYPE_CHECKING:
@@ -174,15 +171,15 @@ def _cached_classpath(version: str) -> str | None:
     return cp
 
 
-def _run_maven(version: str, log: Path | None = None) -> str:
-    workdir = cache_root() / f"pulsar-{version}"
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "pom.xml").write_text(POM_TEMPLATE.format(version=version))
+def maven_classpath(workdir: Path, error: type[Exception], what: str) -> str:
+    """Run ``mvn dependency:build-classpath`` on ``workdir/pom.xml`` (the caller wrote it),
+    every repository routed to Maven Central; the classpath, also kept in
+    ``workdir/classpath.txt`` for later runs. Raises ``error`` with Maven's log when ``what``
+    (say, "resolving Pravega") fails. Shared by every JVM peer."""
+    if shutil.which(MAVEN) is None:
+        raise error(f"Maven ({MAVEN!r}) not found: install it (apt-get install maven)")
     (workdir / "settings.xml").write_text(SETTINGS_XML)
     tmp_out = workdir / "classpath.txt.tmp"
-    mvn_log = log or workdir / "mvn.log"
-    if shutil.which(MAVEN) is None:
-        raise ApachePulsarError(f"Maven ({MAVEN!r}) not found: install it (apt-get install maven)")
     cmd = [
         MAVEN,
         "-B",
@@ -197,16 +194,22 @@ def _run_maven(version: str, log: Path | None = None) -> str:
     ]
     if MAVEN_REPO_LOCAL:
         cmd.append(f"-Dmaven.repo.local={MAVEN_REPO_LOCAL}")
-    with open(mvn_log, "wb") as out:
+    log = workdir / "mvn.log"
+    with open(log, "wb") as out:
         rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     if rc != 0 or not tmp_out.exists():
-        raise ApachePulsarError(
-            f"mvn dependency:build-classpath for Pulsar {version} failed (rc={rc})\n"
-            + tail(mvn_log, 30)
-        )
+        raise error(f"{what} failed (rc={rc})\n" + tail(log, 30))
     cp = tmp_out.read_text().strip()
     tmp_out.replace(workdir / "classpath.txt")
     return cp
+
+
+def _run_maven(version: str) -> str:
+    workdir = cache_root() / f"pulsar-{version}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "pom.xml").write_text(POM_TEMPLATE.format(version=version))
+    what = f"mvn dependency:build-classpath for Pulsar {version}"
+    return maven_classpath(workdir, ApachePulsarError, what)
 
 
 def resolve_classpath(version: str | None = None, *, verbose: bool = False) -> tuple[str, str]:
@@ -336,8 +339,11 @@ LOG4J2_XML = """<?xml version="1.0" encoding="UTF-8"?>
 # --------------------------------------------------------------------------------------------
 # The broker
 # --------------------------------------------------------------------------------------------
-class ApachePulsar:
+class ApachePulsar(OneProcessPeer):
     """An Apache Pulsar standalone broker (RocksDB metadata, in-process bookie) on loopback."""
+
+    #: A broker flushes its ledgers on SIGTERM: give it longer than the default.
+    stop_timeout = 20.0
 
     def __init__(
         self,
@@ -356,9 +362,7 @@ class ApachePulsar:
         self.start_timeout = start_timeout
         #: Bearer token for the admin API (and the readiness probe) when authentication is on.
         self.admin_token = admin_token
-        self._own_workdir = workdir is None
-        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="streamwire-apache-"))
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._make_workdir(workdir, "streamwire-apache-")
         self.broker_port, self.web_port, self.bookie_port = free_ports(3)
         self.conf_path = self.workdir / "standalone.conf"
         self.log4j_path = self.workdir / "log4j2.xml"
@@ -380,14 +384,6 @@ class ApachePulsar:
     @property
     def admin_url(self) -> str:
         return f"http://{LOOPBACK}:{self.web_port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid
-
-    @property
-    def running(self) -> bool:
-        return self.process.running
 
     def admin(self) -> PulsarAdmin:
         from .admin import PulsarAdmin
@@ -452,40 +448,6 @@ class ApachePulsar:
         except (urllib.error.URLError, OSError, ValueError):
             return False
 
-    def stop(self, timeout: float = 20.0) -> int | None:
-        """SIGTERM by PID, SIGKILL after ``timeout``."""
-        return self.process.stop(timeout)
-
-    def kill(self) -> int | None:
-        return self.process.kill()
-
-    def restart(self, *, hard: bool = False) -> ApachePulsar:
-        """Stop and start again on the same ports and data directory."""
-        if hard:
-            self.kill()
-        else:
-            self.stop()
-        return self.start()
-
-    def close(self) -> None:
-        self.stop()
-        if self._own_workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def log_tail(self, lines: int = 80) -> str:
-        return self.process.log_tail(lines)
-
-    def __enter__(self) -> ApachePulsar:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         return (
             f"ApachePulsar(version={self.version!r}, url={self.service_url!r}, "
@@ -509,26 +471,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.resolve_only:
         return 0
     broker = ApachePulsar(version=version, transactions=not args.no_transactions)
-    stop = False
 
-    def on_signal(signum: int, frame: object) -> None:
-        nonlocal stop
-        stop = True
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)  # also when started in the background (SIG_IGN)
-    try:
+    def start() -> None:
         broker.start()
         print(f"service_url={broker.service_url}", flush=True)
         print(f"admin_url={broker.admin_url}", flush=True)
         print(f"pid={broker.pid} log={broker.log_path}", flush=True)
         print(f"started in {broker.last_start_seconds:.1f}s; Ctrl-C to stop", flush=True)
-        while not stop and broker.running:
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        broker.close()
+
+    serve_until_signal(start, lambda: broker.running, broker.close)
     return 0
 
 
