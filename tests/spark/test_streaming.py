@@ -7,32 +7,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .helpers import seed
+from .helpers import available_now, seed
 
 
 def _run_available_now(
     spark: Any, url: str, topic: str, out: Path, ckpt: Path, **options: str
 ) -> Any:
-    reader = (
-        spark.readStream.format("streamwire")
-        .option("service_url", url)
-        .option("topic", topic)
-        .option("startingOffsets", "earliest")
-    )
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    query = (
-        reader.load()
-        .selectExpr("cast(value as string) as v")
-        .writeStream.format("parquet")
-        .option("path", str(out))
-        .option("checkpointLocation", str(ckpt))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(120)
-    assert query.exception() is None, query.exception()
-    return query
+    opts = {"service_url": url, "topic": topic, "startingOffsets": "earliest", **options}
+    return available_now(spark, opts, out, ckpt)
 
 
 def test_restart_from_checkpoint_no_loss_no_duplicates(
