@@ -28,7 +28,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -97,15 +97,23 @@ def cache_root() -> Path:
     return Path(base)
 
 
-POM_TEMPLATE = """<?xml version="1.0" encoding="UTF-8"?>
-<!-- Throwaway pom written by tests/peers/apache.py: only used to compute a classpath. -->
+def throwaway_pom(note: str, artifact_id: str, version: str, body: str) -> str:
+    """A pom that exists only for Maven to resolve ``body``'s dependencies (``note``: who
+    wrote it and why, an XML comment)."""
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<!-- {note} -->
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>dev.streamwire.tests</groupId>
-  <artifactId>pulsar-standalone-classpath</artifactId>
+  <artifactId>{artifact_id}</artifactId>
   <version>{version}</version>
   <packaging>pom</packaging>
-  <dependencyManagement>
+{body}</project>
+"""
+
+
+#: The standalone's dependencies (``{version}``: Pulsar's).
+POM_BODY = """  <dependencyManagement>
     <dependencies>
       <!-- Pulsar's own parent pom pins every third-party version it was built with. -->
       <dependency>
@@ -132,7 +140,6 @@ POM_TEMPLATE = """<?xml version="1.0" encoding="UTF-8"?>
       <artifactId>log4j-slf4j2-impl</artifactId>
     </dependency>
   </dependencies>
-</project>
 """
 
 # Pulsar's parent pom lists extra repositories (e.g. Confluent's); route everything to Central.
@@ -207,7 +214,10 @@ def maven_classpath(workdir: Path, error: type[Exception], what: str) -> str:
 def _run_maven(version: str) -> str:
     workdir = cache_root() / f"pulsar-{version}"
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "pom.xml").write_text(POM_TEMPLATE.format(version=version))
+    note = "Throwaway pom written by tests/peers/apache.py: only used to compute a classpath."
+    body = POM_BODY.format(version=version)
+    pom = throwaway_pom(note, "pulsar-standalone-classpath", version, body)
+    (workdir / "pom.xml").write_text(pom)
     what = f"mvn dependency:build-classpath for Pulsar {version}"
     return maven_classpath(workdir, ApachePulsarError, what)
 
@@ -336,6 +346,33 @@ LOG4J2_XML = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
+def pulsar_java(
+    workdir: Path, classpath: str, flags: Sequence[str], main: str, *args: str
+) -> list[str]:
+    """The command line of a Pulsar JVM whose files are in ``workdir``: log4j2 logging to
+    ``workdir/pulsar.log``, the (long) classpath off the command line in a java @argfile.
+    Shared by the standalone and every process of the cluster."""
+    log4j = workdir / "log4j2.xml"
+    log4j.write_text(LOG4J2_XML.format(log=workdir / "pulsar.log"))
+    argfile = workdir / "java.args"
+    argfile.write_text(f'-cp "{classpath}"\n')
+    return [
+        JAVA,
+        *flags,
+        f"-Dlog4j2.configurationFile={log4j}",
+        f"-Dpulsar.log.dir={workdir}",
+        f"@{argfile}",
+        main,
+        *args,
+    ]
+
+
+def pulsar_env() -> dict[str, str]:
+    """This environment without ``PULSAR_*`` variables (Pulsar's scripts read them; a
+    developer's own must not change the peers)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PULSAR_")}
+
+
 # --------------------------------------------------------------------------------------------
 # The broker
 # --------------------------------------------------------------------------------------------
@@ -365,10 +402,8 @@ class ApachePulsar(OneProcessPeer):
         self._make_workdir(workdir, "streamwire-apache-")
         self.broker_port, self.web_port, self.bookie_port = free_ports(3)
         self.conf_path = self.workdir / "standalone.conf"
-        self.log4j_path = self.workdir / "log4j2.xml"
-        self.log_path = self.workdir / "pulsar.log"
+        self.log_path = self.workdir / "pulsar.log"  # pulsar_java's log4j2 file
         self.console_path = self.workdir / "console.log"
-        self.argfile = self.workdir / "java.args"
         self.process = ServerProcess(
             "Apache Pulsar",
             self.console_path,
@@ -390,7 +425,11 @@ class ApachePulsar(OneProcessPeer):
 
         return PulsarAdmin(self.admin_url, token=self.admin_token)
 
-    def _write_files(self, classpath: str) -> None:
+    def start(self) -> ApachePulsar:
+        if self.running:
+            return self
+        t0 = time.monotonic()
+        self.version, classpath = resolve_classpath(self.requested_version)
         self.conf_path.write_text(
             standalone_conf(
                 self.broker_port,
@@ -400,23 +439,11 @@ class ApachePulsar(OneProcessPeer):
                 extra=self.extra_conf,
             )
         )
-        self.log4j_path.write_text(LOG4J2_XML.format(log=self.log_path))
-        # A java @argfile keeps the (long) classpath off the command line.
-        self.argfile.write_text(f'-cp "{classpath}"\n')
-
-    def start(self) -> ApachePulsar:
-        if self.running:
-            return self
-        t0 = time.monotonic()
-        self.version, classpath = resolve_classpath(self.requested_version)
-        self._write_files(classpath)
         data = self.workdir / "data"
-        cmd = [
-            JAVA,
-            *JVM_FLAGS,
-            f"-Dlog4j2.configurationFile={self.log4j_path}",
-            f"-Dpulsar.log.dir={self.workdir}",
-            f"@{self.argfile}",
+        cmd = pulsar_java(
+            self.workdir,
+            classpath,
+            JVM_FLAGS,
             MAIN_CLASS,
             "--config",
             str(self.conf_path),
@@ -430,10 +457,14 @@ class ApachePulsar(OneProcessPeer):
             str(data / "bookkeeper"),
             "--bookkeeper-port",
             str(self.bookie_port),
-        ]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PULSAR_")}
+        )
         self.process.start(
-            cmd, self._ready, timeout=self.start_timeout, cwd=self.workdir, env=env, interval=0.25
+            cmd,
+            self._ready,
+            timeout=self.start_timeout,
+            cwd=self.workdir,
+            env=pulsar_env(),
+            interval=0.25,
         )
         self.last_start_seconds = time.monotonic() - t0
         return self

@@ -48,13 +48,14 @@ from typing import Any
 
 from .admin import PulsarAdmin, topic_path
 from .apache import (
-    JAVA,
     JVM_FLAGS,
-    LOG4J2_XML,
     _locked,
     cache_root,
     maven_classpath,
+    pulsar_env,
+    pulsar_java,
     resolve_classpath,
+    throwaway_pom,
 )
 from .process import Peer, ProcessOwner, ServerProcess, serve_until_signal
 from .util import LOOPBACK, free_ports, tail, tcp_accepts, wait_until
@@ -118,18 +119,11 @@ def _proxy_pom() -> str:
 """
         for g, a, v in PROXY_ARTIFACTS
     )
-    return f"""<?xml version="1.0" encoding="UTF-8"?>
-<!-- Throwaway pom written by tests/peers/apache_cluster.py: only used to fetch three jars. -->
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>dev.streamwire.tests</groupId>
-  <artifactId>pulsar-proxy-classpath</artifactId>
-  <version>{PROXY_VERSION}</version>
-  <packaging>pom</packaging>
-  <dependencies>
+    note = "Throwaway pom written by tests/peers/apache_cluster.py: only used to fetch three jars."
+    body = f"""  <dependencies>
 {deps}  </dependencies>
-</project>
 """
+    return throwaway_pom(note, "pulsar-proxy-classpath", PROXY_VERSION, body)
 
 
 def resolve_proxy_classpath(*, verbose: bool = False) -> str:
@@ -461,27 +455,9 @@ class ApacheCluster(Peer):
     def _java(self, role: str, main: str, *args: str, proxy: bool = False) -> list[str]:
         d = self.workdir / role
         d.mkdir(parents=True, exist_ok=True)
-        log4j = d / "log4j2.xml"
-        log4j.write_text(LOG4J2_XML.format(log=d / "pulsar.log"))
-        argfile = d / "java.args"
         cp = self._classpath + (os.pathsep + self._proxy_classpath if proxy else "")
-        # A java @argfile keeps the (long) classpath off the command line.
-        argfile.write_text(f'-cp "{cp}"\n')
         kind = role.rstrip("0123456789")
-        return [
-            JAVA,
-            *HEAP_FLAGS[kind],
-            *_BASE_FLAGS,
-            f"-Dlog4j2.configurationFile={log4j}",
-            f"-Dpulsar.log.dir={d}",
-            f"@{argfile}",
-            main,
-            *args,
-        ]
-
-    @staticmethod
-    def _env() -> dict[str, str]:
-        return {k: v for k, v in os.environ.items() if not k.startswith("PULSAR_")}
+        return pulsar_java(d, cp, (*HEAP_FLAGS[kind], *_BASE_FLAGS), main, *args)
 
     def start(self) -> ApacheCluster:
         t0 = time.monotonic()
@@ -523,7 +499,7 @@ class ApacheCluster(Peer):
             lambda: tcp_accepts(LOOPBACK, self.zk_port),
             timeout=60,
             cwd=self.workdir,
-            env=self._env(),
+            env=pulsar_env(),
             interval=0.1,
         )
 
@@ -555,7 +531,7 @@ class ApacheCluster(Peer):
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=self._env(),
+                env=pulsar_env(),
                 cwd=self.workdir,
                 timeout=120,
             )
@@ -577,7 +553,7 @@ class ApacheCluster(Peer):
             lambda: tcp_accepts(LOOPBACK, self.bookie_port),
             timeout=90,
             cwd=self.workdir,
-            env=self._env(),
+            env=pulsar_env(),
             interval=0.2,
         )
 
@@ -606,7 +582,7 @@ class ApacheCluster(Peer):
             lambda: self._broker_ready(b),
             timeout=self.start_timeout,
             cwd=self.workdir,
-            env=self._env(),
+            env=pulsar_env(),
             interval=0.25,
         )
 
@@ -664,7 +640,7 @@ class ApacheCluster(Peer):
             ),
             timeout=120,
             cwd=self.workdir,
-            env=self._env(),
+            env=pulsar_env(),
             interval=0.2,
         )
 
@@ -687,7 +663,7 @@ class ApacheCluster(Peer):
             lambda: self._broker_ready(b),
             timeout=timeout or self.start_timeout,
             cwd=self.workdir,
-            env=self._env(),
+            env=pulsar_env(),
             interval=0.25,
         )
         self._wait_registered(sum(1 for x in self.brokers if x.running))
