@@ -65,18 +65,41 @@ def available_now(
     ``options`` into Parquet files at ``out`` (checkpoint ``ckpt``, so a second run resumes)
     to its end; ``columns`` are the select expressions. With ``check`` the query must end
     without an exception; without, its ``exception()`` is the caller's to check."""
+    sink = {"path": str(out)}
+    return _run(spark, options, columns, "parquet", sink, ckpt, timeout, check)
+
+
+def copy_stream(
+    spark: Any,
+    options: Mapping[str, str],
+    sink: Mapping[str, str],
+    ckpt: Path,
+    columns: tuple[str, ...],
+    *,
+    timeout: float = 120,
+) -> Any:
+    """As :func:`available_now`, but a streaming write to ``format("streamwire")`` with the
+    ``sink`` options; the query must end without an exception."""
+    return _run(spark, options, columns, "streamwire", sink, ckpt, timeout, True)
+
+
+def _run(
+    spark: Any,
+    options: Mapping[str, str],
+    columns: tuple[str, ...],
+    sink_format: str,
+    sink: Mapping[str, str],
+    ckpt: Path,
+    timeout: float,
+    check: bool,
+) -> Any:
     reader = spark.readStream.format("streamwire")
     for k, v in options.items():
         reader = reader.option(k, v)
-    query = (
-        reader.load()
-        .selectExpr(*columns)
-        .writeStream.format("parquet")
-        .option("path", str(out))
-        .option("checkpointLocation", str(ckpt))
-        .trigger(availableNow=True)
-        .start()
-    )
+    writer = reader.load().selectExpr(*columns).writeStream.format(sink_format)
+    for k, v in sink.items():
+        writer = writer.option(k, v)
+    query = writer.option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start()
     try:
         query.awaitTermination(timeout)
     except Exception:  # a failed query: its exception() says why

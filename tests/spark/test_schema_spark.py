@@ -19,7 +19,7 @@ from streamwire.schema import AvroSchema
 from tests.schemas.records import EvolvingV1 as V1
 from tests.schemas.records import EvolvingV2 as V2
 from tests.schemas.records import official_classes, official_sample, sample
-from tests.spark.helpers import as_plain, available_now
+from tests.spark.helpers import as_plain, available_now, copy_stream
 
 N = 12
 
@@ -261,22 +261,9 @@ def test_streaming_typed_read_into_a_typed_streaming_write(
     url = apache_broker.service_url
     _official_write(official_pulsar, url, unique_topic, "avro", n=8)
     sink = unique_topic + "-copy"
-    q = (
-        spark.readStream.format("streamwire")
-        .option("service_url", url)
-        .option("topic", unique_topic)
-        .option("startingOffsets", "earliest")
-        .load()
-        .select("name", "total", "inner", "key")
-        .writeStream.format("streamwire")
-        .option("service_url", url)
-        .option("topic", sink)
-        .option("checkpointLocation", str(tmp_path / "ckpt"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    q.awaitTermination(120)
-    assert q.exception() is None, q.exception()
+    source = {"service_url": url, "topic": unique_topic, "startingOffsets": "earliest"}
+    columns = ("name", "total", "inner", "key")
+    copy_stream(spark, source, {"service_url": url, "topic": sink}, tmp_path / "ckpt", columns)
     with streamwire.Client(url) as client:
         got = client.lookup().schema(sink)
     assert got is not None and got[0] == "AVRO"
