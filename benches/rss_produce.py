@@ -14,7 +14,9 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -69,10 +71,10 @@ def report(name: str, n: int, secs: float, base: int, samples: list[tuple[float,
     return growth
 
 
-def run_async(client: streamwire.Client, n: int) -> int:
-    topic = f"persistent://public/default/rss-async-{uuid.uuid4().hex[:8]}"
-    p = client.create_producer(topic, batching_max_delay=0.005, max_pending_messages=50_000)
-    payload = b"x" * 1024
+def send_async_growth(p: Any, n: int, size: int) -> tuple[Any, int]:
+    """``send_async`` of ``n`` ``size``-byte messages: a tenth to warm up, then the rest
+    timed with RSS sampled, and the report. (a late future to wait on, the RSS growth)"""
+    payload = b"x" * size
     warm = max(1, n // 10)
     for _ in range(warm):
         p.send_async(payload)
@@ -87,18 +89,16 @@ def run_async(client: streamwire.Client, n: int) -> int:
             last = f
     p.flush()
     secs = time.monotonic() - t0
-    samples = sampler.stop()
-    if last is not None:
-        last.result(60)
-    assert p.stats()["sent"] == n, p.stats()
-    p.close()
-    return report("send_async", n, secs, base, samples)
+    return last, report("send_async", n, secs, base, sampler.stop())
 
 
-def run_many(client: streamwire.Client, n: int) -> int:
-    topic = f"persistent://public/default/rss-many-{uuid.uuid4().hex[:8]}"
-    p = client.create_producer(topic, batching_max_delay=0.005, max_pending_messages=50_000)
-    chunk = [b"x" * 1024] * 10_000
+def send_many_growth(
+    p: Any, n: int, size: int, finish: Callable[[], object] = lambda: None
+) -> tuple[int, int]:
+    """``send_many`` of 10,000-message chunks of ``size`` bytes: a tenth of ``n`` to warm up,
+    then the rest timed (``finish()`` before the clock stops) with RSS sampled, and the
+    report. (messages sent, the RSS growth)"""
+    chunk = [b"x" * size] * 10_000
     warm = max(1, n // 10 // len(chunk))
     for _ in range(warm):
         p.send_many(chunk)
@@ -109,12 +109,29 @@ def run_many(client: streamwire.Client, n: int) -> int:
     while sent < n:
         p.send_many(chunk)
         sent += len(chunk)
-    p.flush()
+    finish()
     secs = time.monotonic() - t0
-    samples = sampler.stop()
+    return sent, report("send_many", sent, secs, base, sampler.stop())
+
+
+def run_async(client: streamwire.Client, n: int) -> int:
+    topic = f"persistent://public/default/rss-async-{uuid.uuid4().hex[:8]}"
+    p = client.create_producer(topic, batching_max_delay=0.005, max_pending_messages=50_000)
+    last, growth = send_async_growth(p, n, 1024)
+    if last is not None:
+        last.result(60)
+    assert p.stats()["sent"] == n, p.stats()
+    p.close()
+    return growth
+
+
+def run_many(client: streamwire.Client, n: int) -> int:
+    topic = f"persistent://public/default/rss-many-{uuid.uuid4().hex[:8]}"
+    p = client.create_producer(topic, batching_max_delay=0.005, max_pending_messages=50_000)
+    sent, growth = send_many_growth(p, n, 1024, p.flush)
     assert p.stats()["sent"] == sent, p.stats()
     p.close()
-    return report("send_many", sent, secs, base, samples)
+    return growth
 
 
 def main() -> int:

@@ -189,7 +189,26 @@ def run(url: str, n: int, kind: str) -> dict[str, float]:
     return out
 
 
-def main() -> None:
+def report(title: str, n: int, seconds: dict[str, float], unit: str) -> None:
+    """Print one round's rates (``unit``/s) and the ours/official ratios."""
+    rate = {k: n / v for k, v in seconds.items()}
+    print(title)
+    for k in sorted(rate):
+        print(f"  {k:<20} {rate[k]:>10,.0f} {unit}/s")
+    print(
+        f"  ratios ours/official: send {rate['ours send'] / rate['official send']:.1f}x, "
+        f"send_many {rate['ours send_many'] / rate['official send']:.1f}x, "
+        f"receive {rate['ours receive'] / rate['official receive']:.1f}x, "
+        f"receive_many {rate['ours receive_many'] / rate['official receive']:.1f}x, "
+        f"receive_arrow {rate['ours receive_arrow'] / rate['official receive']:.1f}x",
+        flush=True,
+    )
+
+
+def rounds(one: Callable[[str, int], None]) -> None:
+    """The command line of the schema benches (``[N] [--apache]``): start the broker, run
+    ``one(url, n)`` :data:`ROUNDS` times (round 1 warms the broker's JIT; the rounds after it
+    are the figures), then stop the broker."""
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     n = int(args[0]) if args else 50_000
     if "--apache" in sys.argv:
@@ -202,26 +221,18 @@ def main() -> None:
 
         broker = PulsarLite().start()
     try:
-        # Round 1 warms the broker's JIT; the rounds after it are the figures.
-        for kind in ("avro", "json") * ROUNDS:
-            r = run(broker.service_url, n, kind)
-            rate = {k: n / v for k, v in r.items()}
-            print(f"{kind}: {n} records of 10 fields")
-            for k in sorted(rate):
-                print(f"  {k:<20} {rate[k]:>10,.0f} records/s")
-            print(
-                f"  ratios ours/official: send {rate['ours send'] / rate['official send']:.1f}x, "
-                f"send_many {rate['ours send_many'] / rate['official send']:.1f}x, "
-                f"receive {rate['ours receive'] / rate['official receive']:.1f}x, "
-                f"receive_many {rate['ours receive_many'] / rate['official receive']:.1f}x, "
-                f"receive_arrow {rate['ours receive_arrow'] / rate['official receive']:.1f}x",
-                flush=True,
-            )
+        for _ in range(ROUNDS):
+            one(broker.service_url, n)
     finally:
-        if hasattr(broker, "stop"):
-            broker.stop()
-        else:
-            broker.close()
+        broker.close()
+
+
+def main() -> None:
+    def one(url: str, n: int) -> None:
+        for kind in ("avro", "json"):
+            report(f"{kind}: {n} records of 10 fields", n, run(url, n, kind), "records")
+
+    rounds(one)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import pulsar
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from streamwire.schema import ProtobufNative
 
-from benches.schema_bench import ROUNDS, fields, ours, timed, topic
+from benches.schema_bench import fields, ours, report, rounds, timed, topic
 
 F = descriptor_pb2.FieldDescriptorProto
 TYPES = {
@@ -87,38 +87,9 @@ def run(url: str, n: int) -> dict[str, float]:
 
 
 def main() -> None:
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    n = int(args[0]) if args else 50_000
-    if "--apache" in sys.argv:
-        from tests.peers.apache import ApachePulsar
-
-        broker: Any = ApachePulsar()
-        broker.start()
-    else:
-        from tests.peers.lite import PulsarLite
-
-        broker = PulsarLite().start()
-    try:
-        # Round 1 warms the broker's JIT; the rounds after it are the figures.
-        for _ in range(ROUNDS):
-            r = run(broker.service_url, n)
-            rate = {k: n / v for k, v in r.items()}
-            print(f"protobuf: {n} messages of 10 fields")
-            for k in sorted(rate):
-                print(f"  {k:<20} {rate[k]:>10,.0f} messages/s")
-            print(
-                f"  ratios ours/official: send {rate['ours send'] / rate['official send']:.1f}x, "
-                f"send_many {rate['ours send_many'] / rate['official send']:.1f}x, "
-                f"receive {rate['ours receive'] / rate['official receive']:.1f}x, "
-                f"receive_many {rate['ours receive_many'] / rate['official receive']:.1f}x, "
-                f"receive_arrow {rate['ours receive_arrow'] / rate['official receive']:.1f}x",
-                flush=True,
-            )
-    finally:
-        if hasattr(broker, "stop"):
-            broker.stop()
-        else:
-            broker.close()
+    rounds(
+        lambda url, n: report(f"protobuf: {n} messages of 10 fields", n, run(url, n), "messages")
+    )
 
 
 if __name__ == "__main__":

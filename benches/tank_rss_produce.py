@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,44 +20,20 @@ if str(ROOT) not in sys.path:
 
 from streamwire import tank  # noqa: E402
 
-from benches.rss_produce import MB, Sampler, report, rss_bytes  # noqa: E402
+from benches.rss_produce import MB, rss_bytes, send_async_growth, send_many_growth  # noqa: E402
 from tests.peers.tank import TankBroker  # noqa: E402
 
 
 def run_async(client: tank.Client, topic: str, n: int, size: int) -> int:
     p = client.create_producer(topic)
-    payload = b"x" * size
-    warm = max(1, n // 10)
-    for _ in range(warm):
-        p.send_async(payload)
-    p.flush()
-    base = rss_bytes()
-    sampler = Sampler()
-    t0 = time.monotonic()
-    for _ in range(n - warm):
-        p.send_async(payload)
-    p.flush()
-    secs = time.monotonic() - t0
-    growth = report("send_async", n, secs, base, sampler.stop())
+    _, growth = send_async_growth(p, n, size)
     p.close()
     return growth
 
 
 def run_many(client: tank.Client, topic: str, n: int, size: int) -> int:
     p = client.create_producer(topic)
-    chunk = [b"x" * size] * 10_000
-    warm = max(1, n // 10 // len(chunk))
-    for _ in range(warm):
-        p.send_many(chunk)
-    base = rss_bytes()
-    sampler = Sampler()
-    t0 = time.monotonic()
-    sent = warm * len(chunk)
-    while sent < n:
-        p.send_many(chunk)
-        sent += len(chunk)
-    secs = time.monotonic() - t0
-    growth = report("send_many", sent, secs, base, sampler.stop())
+    _, growth = send_many_growth(p, n, size)
     p.close()
     return growth
 

@@ -43,6 +43,7 @@ from tests.peers.apache import ApachePulsar, ApachePulsarError  # noqa: E402
 from tests.peers.apache_cluster import ApacheCluster, ApacheClusterError  # noqa: E402
 from tests.peers.broker import Broker  # noqa: E402
 from tests.peers.faultproxy import FaultProxy  # noqa: E402
+from tests.peers.fixture import started  # noqa: E402
 from tests.peers.lite import PulsarLite  # noqa: E402
 from tests.peers.pravega import PravegaError, PravegaStandalone  # noqa: E402
 from tests.peers.tank import TankBroker  # noqa: E402
@@ -74,24 +75,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def tank_broker() -> Iterator[TankBroker]:
     """The TANK broker: the real one when ``STREAMWIRE_TANK_BIN`` is set, else the double."""
-    broker = TankBroker()
-    try:
-        broker.start()
+    with started(TankBroker) as broker:
         yield broker
-    finally:
-        broker.close()
 
 
 @pytest.fixture
 def fresh_tank() -> Iterator[TankBroker]:
     """A TANK broker of the same kind as ``tank_broker``, of this test's own (fresh data, free
     to kill and restart)."""
-    broker = TankBroker()
-    try:
-        broker.start()
+    with started(TankBroker) as broker:
         yield broker
-    finally:
-        broker.close()
 
 
 @pytest.fixture(scope="session")
@@ -99,25 +92,16 @@ def pravega() -> Iterator[PravegaStandalone]:
     """Pravega 0.13.0 standalone from Maven Central (first use downloads ~200 MB into ~/.m2),
     its segment store published behind a fault proxy (``pravega.proxy``). A start failure
     fails the test with the server's log tail (never skips)."""
-    server = PravegaStandalone(proxy=True)
-    try:
-        try:
-            server.start()
-        except PravegaError as exc:
-            pytest.fail(f"Pravega standalone did not start: {exc}", pytrace=False)
+    with started(
+        lambda: PravegaStandalone(proxy=True), "Pravega standalone", PravegaError
+    ) as server:
         yield server
-    finally:
-        server.close()
 
 
 @pytest.fixture(scope="session")
 def lite_broker() -> Iterator[PulsarLite]:
-    broker = PulsarLite()
-    try:
-        broker.start()
+    with started(PulsarLite) as broker:
         yield broker
-    finally:
-        broker.close()
 
 
 _apache_failure: list[str] = []
@@ -125,18 +109,9 @@ _apache_failure: list[str] = []
 
 @pytest.fixture(scope="session")
 def apache_broker() -> Iterator[ApachePulsar]:
-    if _apache_failure:  # do not retry a 3-minute start for every test after a failure
-        pytest.fail(_apache_failure[0], pytrace=False)
-    broker = ApachePulsar()
-    try:
-        try:
-            broker.start()
-        except ApachePulsarError as exc:
-            _apache_failure.append(f"Apache Pulsar did not start: {exc}")
-            pytest.fail(_apache_failure[0], pytrace=False)
+    # _apache_failure: do not retry a 3-minute start for every test after a failure.
+    with started(ApachePulsar, "Apache Pulsar", ApachePulsarError, _apache_failure) as broker:
         yield broker
-    finally:
-        broker.close()
 
 
 @pytest.fixture(params=BROKER_KINDS)
@@ -204,17 +179,9 @@ _cluster_failure: list[str] = []
 
 @pytest.fixture(scope="session")
 def apache_cluster() -> Iterator[ApacheCluster]:
-    if _cluster_failure:  # one start attempt per run, not one per test
-        pytest.fail(_cluster_failure[0], pytrace=False)
-    cluster = ApacheCluster()
-    try:
-        try:
-            cluster.start()
-        except ApacheClusterError as exc:
-            _cluster_failure.append(f"the Apache Pulsar cluster did not start: {exc}")
-            pytest.fail(_cluster_failure[0], pytrace=False)
+    # _cluster_failure: one start attempt per run, not one per test.
+    what = "the Apache Pulsar cluster"
+    with started(ApacheCluster, what, ApacheClusterError, _cluster_failure) as cluster:
         timings = ", ".join(f"{k} {v:.1f}s" for k, v in cluster.timings.items())
         print(f"\ncluster started in {cluster.last_start_seconds:.1f}s ({timings})")
         yield cluster
-    finally:
-        cluster.close()

@@ -11,12 +11,12 @@ Negative counts and sizes are a ``ConfigError`` naming the option (not Python's 
 
 from __future__ import annotations
 
-import os
 import pickle
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import streamwire
@@ -24,25 +24,24 @@ from streamwire import (
     AlreadyClosedError,
     AuthenticationError,
     AuthOauth2,
-    ConfigError,
     ForkedProcessError,
-    InvalidArgumentError,
     MessageId,
     MessageTooBigError,
     NotSupportedError,
     metrics,
 )
 
-from tests.aio.bad_cases import AIO_CASES, AioCase
-from tests.aio.bad_cases_pravega import AIO_PRAVEGA_CASES, AioPravegaCase
-from tests.aio.bad_cases_tank import AIO_TANK_CASES, AioTankCase
+from tests.aio.bad_cases import AIO_CASES
+from tests.aio.bad_cases_pravega import AIO_PRAVEGA_CASES
+from tests.aio.bad_cases_tank import AIO_TANK_CASES
+from tests.bad_runner import CFG, INV, TYP, BadCase, check_forked, check_raises, ids, local
 from tests.cli.bad_cases import CLI_CASES
 from tests.peers.lite import PulsarLite
-from tests.pravega.bad_cases import PRAVEGA_CASES, PravegaCase
-from tests.schemas.bad_cases import SCHEMA_CASES, SchemaCase
-from tests.spark.bad_cases import SPARK_SCHEMA_CASES, SparkCase
-from tests.tank.bad_cases import TANK_CASES, TankCase
-from tests.transactions.bad_cases import TXN_CASES, TxnCase
+from tests.pravega.bad_cases import PRAVEGA_CASES
+from tests.schemas.bad_cases import SCHEMA_CASES
+from tests.spark.bad_cases import SPARK_SCHEMA_CASES
+from tests.tank.bad_cases import TANK_CASES
+from tests.transactions.bad_cases import TXN_CASES
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "bad-input.md"
@@ -64,25 +63,13 @@ class Ctx:
     closed_reader: streamwire.Reader
 
 
-@dataclass(frozen=True)
-class Case:
-    call: str  # the public method
-    input: str  # what is wrong with the input
-    expected: type[BaseException]
-    fn: Callable[[Ctx], object]
-    group: str = "input"  # "input" | "closed" | "fork" (run in a forked child)
-    note: str = ""
-
-    @property
-    def id(self) -> str:
-        return f"{self.call}: {self.input}"
+Case = BadCase[Ctx, object]
 
 
 def _fresh(c: Ctx) -> str:
     return f"persistent://public/default/bad-{uuid.uuid4().hex}"
 
 
-INV, CFG, TYP = InvalidArgumentError, ConfigError, TypeError
 MB6 = b"x" * (6 * 1024 * 1024)
 
 CASES: list[Case] = [
@@ -728,20 +715,7 @@ CASES: list[Case] = [
 GROUP_TITLES = {"input": "Wrong input", "closed": "Closed handles", "fork": "Use after fork"}
 
 
-def _rows(
-    cases: Sequence[
-        Case
-        | TankCase
-        | PravegaCase
-        | AioCase
-        | AioTankCase
-        | AioPravegaCase
-        | TxnCase
-        | SchemaCase
-        | SparkCase
-    ],
-    group: str,
-) -> list[str]:
+def _rows(cases: Sequence[BadCase[Any, Any]], group: str) -> list[str]:
     out = ["| Call | Input | Exception |", "| --- | --- | --- |"]
     for case in cases:
         if case.group != group:
@@ -861,49 +835,22 @@ def still_works(c: Ctx) -> None:
     raise AssertionError("the message sent after the bad call never arrived")
 
 
-LOCAL = [case for case in CASES if case.group != "fork"]
+LOCAL = local(CASES)
 
 
-@pytest.mark.parametrize("case", LOCAL, ids=[c.id for c in LOCAL])
+@pytest.mark.parametrize("case", LOCAL, ids=ids(LOCAL))
 def test_bad_input(ctx: Ctx, case: Case) -> None:
-    with pytest.raises(case.expected) as info:
-        case.fn(ctx)
-    assert type(info.value) is case.expected, (type(info.value), info.value)
-    assert str(info.value), "the error message is empty"
-    still_works(ctx)
+    check_raises(case, ctx, still_works)
 
 
 def test_use_after_fork(ctx: Ctx) -> None:
     """In a forked child every parent handle raises ForkedProcessError; a new client works."""
-    fork_cases = [case for case in CASES if case.group == "fork"]
-    assert fork_cases
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report, never return into pytest
-        code = 0
-        lines: list[str] = []
-        try:
-            for case in fork_cases:
-                try:
-                    case.fn(ctx)
-                    lines.append(f"{case.id}: no exception")
-                except BaseException as e:
-                    if type(e) is not case.expected:
-                        lines.append(f"{case.id}: {type(e).__name__}: {e}")
-            with streamwire.Client(ctx.url, operation_timeout=10) as child_client:
-                child_client.create_producer(ctx.topic).send(b"from the child")
-        except BaseException as e:
-            lines.append(f"child failed: {type(e).__name__}: {e}")
-        finally:
-            os.write(write_fd, "\n".join(lines).encode())
-            os._exit(code)
-    os.close(write_fd)
-    with os.fdopen(read_fd, "rb") as pipe:
-        problems = pipe.read().decode()
-    _, status = os.waitpid(pid, 0)
-    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
-    assert problems == "", problems
-    still_works(ctx)
+
+    def child_works() -> None:
+        with streamwire.Client(ctx.url, operation_timeout=10) as child_client:
+            child_client.create_producer(ctx.topic).send(b"from the child")
+
+    check_forked(CASES, ctx, child_works, still_works)
 
 
 def test_docs_table_is_current() -> None:

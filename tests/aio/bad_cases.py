@@ -11,12 +11,12 @@ from typing import Any
 
 from streamwire import (
     AlreadyClosedError,
-    ConfigError,
-    InvalidArgumentError,
     MessageId,
     NotSupportedError,
     aio,
 )
+
+from tests.bad_runner import CFG, INV, TYP, BadCase
 
 
 @dataclass
@@ -33,21 +33,7 @@ class AioCtx:
     closed_reader: aio.Reader
 
 
-@dataclass(frozen=True)
-class AioCase:
-    call: str
-    input: str
-    expected: type[BaseException]
-    fn: Callable[[AioCtx], Awaitable[Any]]
-    group: str = "input"  # "input" | "closed"
-    note: str = ""
-
-    @property
-    def id(self) -> str:
-        return f"{self.call}: {self.input}"
-
-
-INV, CFG, TYP = InvalidArgumentError, ConfigError, TypeError
+AioCase = BadCase[AioCtx, Awaitable[Any]]
 
 
 async def _client(*args: Any, **kwargs: Any) -> aio.Client:

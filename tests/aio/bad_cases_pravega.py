@@ -4,12 +4,14 @@ and the same client keeps working. Rendered into ``docs/bad-input.md`` with the 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
-from streamwire import AlreadyClosedError, ConfigError, InvalidArgumentError
+from streamwire import AlreadyClosedError
 from streamwire.aio import pravega as apv
+
+from tests.bad_runner import CFG, INV, TYP, BadCase, now
 
 
 @dataclass
@@ -22,25 +24,7 @@ class AioPravegaCtx:
     closed_reader: apv.Reader
 
 
-@dataclass(frozen=True)
-class AioPravegaCase:
-    call: str
-    input: str
-    expected: type[BaseException]
-    fn: Callable[[AioPravegaCtx], Awaitable[Any]]
-    group: str = "input"  # "input" | "closed"
-    note: str = ""
-
-    @property
-    def id(self) -> str:
-        return f"{self.call}: {self.input}"
-
-
-INV, CFG, TYP = InvalidArgumentError, ConfigError, TypeError
-
-
-async def _now(make: Callable[[], Awaitable[Any]]) -> Any:
-    return await make()
+AioPravegaCase = BadCase[AioPravegaCtx, Awaitable[Any]]
 
 
 AIO_PRAVEGA_CASES: list[AioPravegaCase] = [
@@ -72,25 +56,25 @@ AIO_PRAVEGA_CASES: list[AioPravegaCase] = [
         "aio.pravega.Writer.write",
         "event not bytes-like (5)",
         TYP,
-        lambda c: _now(lambda: c.writer.write(5)),
+        lambda c: now(lambda: c.writer.write(5)),
     ),
     AioPravegaCase(
         "aio.pravega.Writer.write",
         "routing_key not a str (b'k')",
         TYP,
-        lambda c: _now(lambda: c.writer.write(b"v", routing_key=b"k")),  # type: ignore[arg-type]
+        lambda c: now(lambda: c.writer.write(b"v", routing_key=b"k")),  # type: ignore[arg-type]
     ),
     AioPravegaCase(
         "aio.pravega.Writer.write_many",
         "a single bytes instead of a sequence",
         TYP,
-        lambda c: _now(lambda: c.writer.write_many(b"abc")),
+        lambda c: now(lambda: c.writer.write_many(b"abc")),
     ),
     AioPravegaCase(
         "aio.pravega.Writer.write_many",
         "routing_keys of the wrong length",
         INV,
-        lambda c: _now(lambda: c.writer.write_many([b"a", b"b"], routing_keys=["k"])),
+        lambda c: now(lambda: c.writer.write_many([b"a", b"b"], routing_keys=["k"])),
     ),
     AioPravegaCase(
         "aio.pravega.Reader.read_many",
@@ -108,7 +92,7 @@ AIO_PRAVEGA_CASES: list[AioPravegaCase] = [
         "aio.pravega.Writer.write",
         "closed writer",
         AlreadyClosedError,
-        lambda c: _now(lambda: c.closed_writer.write(b"v")),
+        lambda c: now(lambda: c.closed_writer.write(b"v")),
         group="closed",
     ),
     AioPravegaCase(

@@ -4,18 +4,18 @@ the same client keeps working. Rendered into ``docs/bad-input.md`` with the othe
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
 from streamwire import (
     AlreadyClosedError,
-    ConfigError,
-    InvalidArgumentError,
     PartitionNotFoundError,
     TopicNotFoundError,
 )
 from streamwire.aio import tank as atank
+
+from tests.bad_runner import CFG, INV, TYP, BadCase, now
 
 
 @dataclass
@@ -29,29 +29,11 @@ class AioTankCtx:
     closed_consumer: atank.Consumer
 
 
-@dataclass(frozen=True)
-class AioTankCase:
-    call: str
-    input: str
-    expected: type[BaseException]
-    fn: Callable[[AioTankCtx], Awaitable[Any]]
-    group: str = "input"  # "input" | "closed"
-    note: str = ""
-
-    @property
-    def id(self) -> str:
-        return f"{self.call}: {self.input}"
-
-
-INV, CFG, TYP = InvalidArgumentError, ConfigError, TypeError
+AioTankCase = BadCase[AioTankCtx, Awaitable[Any]]
 
 
 async def _client(*args: Any, **kwargs: Any) -> atank.Client:
     return atank.Client(*args, **kwargs)
-
-
-async def _now(make: Callable[[], Awaitable[Any]]) -> Any:
-    return await make()
 
 
 AIO_TANK_CASES: list[AioTankCase] = [
@@ -90,25 +72,25 @@ AIO_TANK_CASES: list[AioTankCase] = [
         "aio.tank.Producer.send",
         "value not bytes-like (5)",
         TYP,
-        lambda c: _now(lambda: c.producer.send(5)),
+        lambda c: now(lambda: c.producer.send(5)),
     ),
     AioTankCase(
         "aio.tank.Producer.send",
         "key not bytes or str (3)",
         TYP,
-        lambda c: _now(lambda: c.producer.send(b"v", key=3)),  # type: ignore[arg-type]
+        lambda c: now(lambda: c.producer.send(b"v", key=3)),  # type: ignore[arg-type]
     ),
     AioTankCase(
         "aio.tank.Producer.send",
         "partition=7 on a 1-partition topic",
         PartitionNotFoundError,
-        lambda c: _now(lambda: c.producer.send(b"v", partition=7)),
+        lambda c: now(lambda: c.producer.send(b"v", partition=7)),
     ),
     AioTankCase(
         "aio.tank.Producer.send_many",
         "a None value",
         INV,
-        lambda c: _now(lambda: c.producer.send_many([b"a", None])),
+        lambda c: now(lambda: c.producer.send_many([b"a", None])),
     ),
     AioTankCase(
         "aio.tank.Consumer.receive_many",
@@ -132,7 +114,7 @@ AIO_TANK_CASES: list[AioTankCase] = [
         "aio.tank.Producer.send",
         "closed producer",
         AlreadyClosedError,
-        lambda c: _now(lambda: c.closed_producer.send(b"v")),
+        lambda c: now(lambda: c.closed_producer.send(b"v")),
         group="closed",
     ),
     AioTankCase(

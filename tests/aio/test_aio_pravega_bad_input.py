@@ -10,6 +10,7 @@ import pytest
 from streamwire.aio import pravega as apv
 
 from tests.aio.bad_cases_pravega import AIO_PRAVEGA_CASES, AioPravegaCase, AioPravegaCtx
+from tests.bad_runner import check_raises_async, ids
 from tests.peers.pravega import PravegaStandalone
 
 pytestmark = pytest.mark.usefixtures("event_loop_kind")
@@ -32,15 +33,13 @@ async def _run(url: str, case: AioPravegaCase) -> None:
             closed_writer=closed_writer,
             closed_reader=closed_reader,
         )
-        with pytest.raises(case.expected) as ei:
-            await case.fn(ctx)
-        assert str(ei.value)
+        await check_raises_async(case, ctx)
         # Still working: an event written now is the next one read.
         await ctx.writer.write(b"still works")
         event = await ctx.reader.read(timeout=10)
         assert event is not None and event.value == b"still works"
 
 
-@pytest.mark.parametrize("case", AIO_PRAVEGA_CASES, ids=[c.id for c in AIO_PRAVEGA_CASES])
+@pytest.mark.parametrize("case", AIO_PRAVEGA_CASES, ids=ids(AIO_PRAVEGA_CASES))
 def test_aio_pravega_bad_input(pravega: PravegaStandalone, case: AioPravegaCase) -> None:
     asyncio.run(_run(pravega.controller_url, case))

@@ -13,6 +13,7 @@ from streamwire import tank
 from streamwire.aio import tank as atank
 
 from tests.aio.bad_cases_tank import AIO_TANK_CASES, AioTankCase, AioTankCtx
+from tests.bad_runner import check_raises_async, ids
 
 pytestmark = pytest.mark.usefixtures("event_loop_kind")
 
@@ -39,16 +40,14 @@ async def _run(url: str, topic: str, case: AioTankCase) -> None:
             closed_producer=closed_producer,
             closed_consumer=closed_consumer,
         )
-        with pytest.raises(case.expected) as ei:
-            await case.fn(ctx)
-        assert str(ei.value)
+        await check_raises_async(case, ctx)
         # Still working: a message sent now is the next one received.
         await ctx.producer.send(b"still works")
         msg = await ctx.consumer.receive(timeout=10)
         assert msg.value == b"still works"
 
 
-@pytest.mark.parametrize("case", AIO_TANK_CASES, ids=[c.id for c in AIO_TANK_CASES])
+@pytest.mark.parametrize("case", AIO_TANK_CASES, ids=ids(AIO_TANK_CASES))
 def test_aio_tank_bad_input(tank_broker: Any, tank_client: tank.Client, case: AioTankCase) -> None:
     topic = "b" + uuid.uuid4().hex[:20]
     tank_client.create_topic(topic)

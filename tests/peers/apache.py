@@ -23,19 +23,16 @@ import contextlib
 import fcntl
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING
 
-from .process import ServerProcess
+from .process import OneProcessPeer, ServerProcess, serve_until_signal
 from .util import LOOPBACK, free_ports, tail
 
 if TYPE_CHECKING:
@@ -100,15 +97,23 @@ def cache_root() -> Path:
     return Path(base)
 
 
-POM_TEMPLATE = """<?xml version="1.0" encoding="UTF-8"?>
-<!-- Throwaway pom written by tests/peers/apache.py: only used to compute a classpath. -->
+def throwaway_pom(note: str, artifact_id: str, version: str, body: str) -> str:
+    """A pom that exists only for Maven to resolve ``body``'s dependencies (``note``: who
+    wrote it and why, an XML comment)."""
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<!-- {note} -->
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>dev.streamwire.tests</groupId>
-  <artifactId>pulsar-standalone-classpath</artifactId>
+  <artifactId>{artifact_id}</artifactId>
   <version>{version}</version>
   <packaging>pom</packaging>
-  <dependencyManagement>
+{body}</project>
+"""
+
+
+#: The standalone's dependencies (``{version}``: Pulsar's).
+POM_BODY = """  <dependencyManagement>
     <dependencies>
       <!-- Pulsar's own parent pom pins every third-party version it was built with. -->
       <dependency>
@@ -135,7 +140,6 @@ POM_TEMPLATE = """<?xml version="1.0" encoding="UTF-8"?>
       <artifactId>log4j-slf4j2-impl</artifactId>
     </dependency>
   </dependencies>
-</project>
 """
 
 # Pulsar's parent pom lists extra repositories (e.g. Confluent's); route everything to Central.
@@ -174,15 +178,15 @@ def _cached_classpath(version: str) -> str | None:
     return cp
 
 
-def _run_maven(version: str, log: Path | None = None) -> str:
-    workdir = cache_root() / f"pulsar-{version}"
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "pom.xml").write_text(POM_TEMPLATE.format(version=version))
+def maven_classpath(workdir: Path, error: type[Exception], what: str) -> str:
+    """Run ``mvn dependency:build-classpath`` on ``workdir/pom.xml`` (the caller wrote it),
+    every repository routed to Maven Central; the classpath, also kept in
+    ``workdir/classpath.txt`` for later runs. Raises ``error`` with Maven's log when ``what``
+    (say, "resolving Pravega") fails. Shared by every JVM peer."""
+    if shutil.which(MAVEN) is None:
+        raise error(f"Maven ({MAVEN!r}) not found: install it (apt-get install maven)")
     (workdir / "settings.xml").write_text(SETTINGS_XML)
     tmp_out = workdir / "classpath.txt.tmp"
-    mvn_log = log or workdir / "mvn.log"
-    if shutil.which(MAVEN) is None:
-        raise ApachePulsarError(f"Maven ({MAVEN!r}) not found: install it (apt-get install maven)")
     cmd = [
         MAVEN,
         "-B",
@@ -197,16 +201,25 @@ def _run_maven(version: str, log: Path | None = None) -> str:
     ]
     if MAVEN_REPO_LOCAL:
         cmd.append(f"-Dmaven.repo.local={MAVEN_REPO_LOCAL}")
-    with open(mvn_log, "wb") as out:
+    log = workdir / "mvn.log"
+    with open(log, "wb") as out:
         rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     if rc != 0 or not tmp_out.exists():
-        raise ApachePulsarError(
-            f"mvn dependency:build-classpath for Pulsar {version} failed (rc={rc})\n"
-            + tail(mvn_log, 30)
-        )
+        raise error(f"{what} failed (rc={rc})\n" + tail(log, 30))
     cp = tmp_out.read_text().strip()
     tmp_out.replace(workdir / "classpath.txt")
     return cp
+
+
+def _run_maven(version: str) -> str:
+    workdir = cache_root() / f"pulsar-{version}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    note = "Throwaway pom written by tests/peers/apache.py: only used to compute a classpath."
+    body = POM_BODY.format(version=version)
+    pom = throwaway_pom(note, "pulsar-standalone-classpath", version, body)
+    (workdir / "pom.xml").write_text(pom)
+    what = f"mvn dependency:build-classpath for Pulsar {version}"
+    return maven_classpath(workdir, ApachePulsarError, what)
 
 
 def resolve_classpath(version: str | None = None, *, verbose: bool = False) -> tuple[str, str]:
@@ -333,11 +346,41 @@ LOG4J2_XML = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
+def pulsar_java(
+    workdir: Path, classpath: str, flags: Sequence[str], main: str, *args: str
+) -> list[str]:
+    """The command line of a Pulsar JVM whose files are in ``workdir``: log4j2 logging to
+    ``workdir/pulsar.log``, the (long) classpath off the command line in a java @argfile.
+    Shared by the standalone and every process of the cluster."""
+    log4j = workdir / "log4j2.xml"
+    log4j.write_text(LOG4J2_XML.format(log=workdir / "pulsar.log"))
+    argfile = workdir / "java.args"
+    argfile.write_text(f'-cp "{classpath}"\n')
+    return [
+        JAVA,
+        *flags,
+        f"-Dlog4j2.configurationFile={log4j}",
+        f"-Dpulsar.log.dir={workdir}",
+        f"@{argfile}",
+        main,
+        *args,
+    ]
+
+
+def pulsar_env() -> dict[str, str]:
+    """This environment without ``PULSAR_*`` variables (Pulsar's scripts read them; a
+    developer's own must not change the peers)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PULSAR_")}
+
+
 # --------------------------------------------------------------------------------------------
 # The broker
 # --------------------------------------------------------------------------------------------
-class ApachePulsar:
+class ApachePulsar(OneProcessPeer):
     """An Apache Pulsar standalone broker (RocksDB metadata, in-process bookie) on loopback."""
+
+    #: A broker flushes its ledgers on SIGTERM: give it longer than the default.
+    stop_timeout = 20.0
 
     def __init__(
         self,
@@ -356,15 +399,11 @@ class ApachePulsar:
         self.start_timeout = start_timeout
         #: Bearer token for the admin API (and the readiness probe) when authentication is on.
         self.admin_token = admin_token
-        self._own_workdir = workdir is None
-        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="streamwire-apache-"))
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._make_workdir(workdir, "streamwire-apache-")
         self.broker_port, self.web_port, self.bookie_port = free_ports(3)
         self.conf_path = self.workdir / "standalone.conf"
-        self.log4j_path = self.workdir / "log4j2.xml"
-        self.log_path = self.workdir / "pulsar.log"
+        self.log_path = self.workdir / "pulsar.log"  # pulsar_java's log4j2 file
         self.console_path = self.workdir / "console.log"
-        self.argfile = self.workdir / "java.args"
         self.process = ServerProcess(
             "Apache Pulsar",
             self.console_path,
@@ -381,20 +420,16 @@ class ApachePulsar:
     def admin_url(self) -> str:
         return f"http://{LOOPBACK}:{self.web_port}"
 
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid
-
-    @property
-    def running(self) -> bool:
-        return self.process.running
-
     def admin(self) -> PulsarAdmin:
         from .admin import PulsarAdmin
 
         return PulsarAdmin(self.admin_url, token=self.admin_token)
 
-    def _write_files(self, classpath: str) -> None:
+    def start(self) -> ApachePulsar:
+        if self.running:
+            return self
+        t0 = time.monotonic()
+        self.version, classpath = resolve_classpath(self.requested_version)
         self.conf_path.write_text(
             standalone_conf(
                 self.broker_port,
@@ -404,23 +439,11 @@ class ApachePulsar:
                 extra=self.extra_conf,
             )
         )
-        self.log4j_path.write_text(LOG4J2_XML.format(log=self.log_path))
-        # A java @argfile keeps the (long) classpath off the command line.
-        self.argfile.write_text(f'-cp "{classpath}"\n')
-
-    def start(self) -> ApachePulsar:
-        if self.running:
-            return self
-        t0 = time.monotonic()
-        self.version, classpath = resolve_classpath(self.requested_version)
-        self._write_files(classpath)
         data = self.workdir / "data"
-        cmd = [
-            JAVA,
-            *JVM_FLAGS,
-            f"-Dlog4j2.configurationFile={self.log4j_path}",
-            f"-Dpulsar.log.dir={self.workdir}",
-            f"@{self.argfile}",
+        cmd = pulsar_java(
+            self.workdir,
+            classpath,
+            JVM_FLAGS,
             MAIN_CLASS,
             "--config",
             str(self.conf_path),
@@ -434,10 +457,14 @@ class ApachePulsar:
             str(data / "bookkeeper"),
             "--bookkeeper-port",
             str(self.bookie_port),
-        ]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PULSAR_")}
+        )
         self.process.start(
-            cmd, self._ready, timeout=self.start_timeout, cwd=self.workdir, env=env, interval=0.25
+            cmd,
+            self._ready,
+            timeout=self.start_timeout,
+            cwd=self.workdir,
+            env=pulsar_env(),
+            interval=0.25,
         )
         self.last_start_seconds = time.monotonic() - t0
         return self
@@ -451,40 +478,6 @@ class ApachePulsar:
                 return int(resp.status) == 200
         except (urllib.error.URLError, OSError, ValueError):
             return False
-
-    def stop(self, timeout: float = 20.0) -> int | None:
-        """SIGTERM by PID, SIGKILL after ``timeout``."""
-        return self.process.stop(timeout)
-
-    def kill(self) -> int | None:
-        return self.process.kill()
-
-    def restart(self, *, hard: bool = False) -> ApachePulsar:
-        """Stop and start again on the same ports and data directory."""
-        if hard:
-            self.kill()
-        else:
-            self.stop()
-        return self.start()
-
-    def close(self) -> None:
-        self.stop()
-        if self._own_workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def log_tail(self, lines: int = 80) -> str:
-        return self.process.log_tail(lines)
-
-    def __enter__(self) -> ApachePulsar:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return (
@@ -509,26 +502,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.resolve_only:
         return 0
     broker = ApachePulsar(version=version, transactions=not args.no_transactions)
-    stop = False
 
-    def on_signal(signum: int, frame: object) -> None:
-        nonlocal stop
-        stop = True
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)  # also when started in the background (SIG_IGN)
-    try:
+    def start() -> None:
         broker.start()
         print(f"service_url={broker.service_url}", flush=True)
         print(f"admin_url={broker.admin_url}", flush=True)
         print(f"pid={broker.pid} log={broker.log_path}", flush=True)
         print(f"started in {broker.last_start_seconds:.1f}s; Ctrl-C to stop", flush=True)
-        while not stop and broker.running:
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        broker.close()
+
+    serve_until_signal(start, lambda: broker.running, broker.close)
     return 0
 
 

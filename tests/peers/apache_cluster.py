@@ -34,11 +34,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
@@ -47,22 +44,20 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from .admin import PulsarAdmin, topic_path
 from .apache import (
-    JAVA,
     JVM_FLAGS,
-    LOG4J2_XML,
-    MAVEN,
-    MAVEN_REPO_LOCAL,
-    SETTINGS_XML,
     _locked,
     cache_root,
+    maven_classpath,
+    pulsar_env,
+    pulsar_java,
     resolve_classpath,
+    throwaway_pom,
 )
-from .process import ServerProcess
+from .process import Peer, ProcessOwner, ServerProcess, serve_until_signal
 from .util import LOOPBACK, free_ports, tail, tcp_accepts, wait_until
 
 __all__ = [
@@ -124,18 +119,11 @@ def _proxy_pom() -> str:
 """
         for g, a, v in PROXY_ARTIFACTS
     )
-    return f"""<?xml version="1.0" encoding="UTF-8"?>
-<!-- Throwaway pom written by tests/peers/apache_cluster.py: only used to fetch three jars. -->
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>dev.streamwire.tests</groupId>
-  <artifactId>pulsar-proxy-classpath</artifactId>
-  <version>{PROXY_VERSION}</version>
-  <packaging>pom</packaging>
-  <dependencies>
+    note = "Throwaway pom written by tests/peers/apache_cluster.py: only used to fetch three jars."
+    body = f"""  <dependencies>
 {deps}  </dependencies>
-</project>
 """
+    return throwaway_pom(note, "pulsar-proxy-classpath", PROXY_VERSION, body)
 
 
 def resolve_proxy_classpath(*, verbose: bool = False) -> str:
@@ -147,40 +135,11 @@ def resolve_proxy_classpath(*, verbose: bool = False) -> str:
             jars = cp_file.read_text().strip().split(os.pathsep)
             if len(jars) == len(PROXY_ARTIFACTS) and all(os.path.isfile(j) for j in jars):
                 return os.pathsep.join(jars)
-        if shutil.which(MAVEN) is None:
-            raise ApacheClusterError(f"Maven ({MAVEN!r}) not found: apt-get install maven")
-        workdir.mkdir(parents=True, exist_ok=True)
-        (workdir / "pom.xml").write_text(_proxy_pom())
-        (workdir / "settings.xml").write_text(SETTINGS_XML)
-        tmp_out = workdir / "classpath.txt.tmp"
-        cmd = [
-            MAVEN,
-            "-B",
-            "-q",
-            "-s",
-            str(workdir / "settings.xml"),
-            "-f",
-            str(workdir / "pom.xml"),
-            "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:build-classpath",
-            f"-Dmdep.outputFile={tmp_out}",
-            "-Dmdep.includeScope=runtime",
-        ]
-        if MAVEN_REPO_LOCAL:
-            cmd.append(f"-Dmaven.repo.local={MAVEN_REPO_LOCAL}")
         if verbose:
             print(f"resolving pulsar-proxy {PROXY_VERSION} with Maven ...", file=sys.stderr)
-        log = workdir / "mvn.log"
-        with open(log, "wb") as out:
-            rc = subprocess.call(
-                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-            )
-        if rc != 0 or not tmp_out.exists():
-            raise ApacheClusterError(
-                f"resolving the proxy's jars failed (rc={rc})\n" + tail(log, 30)
-            )
-        cp = tmp_out.read_text().strip()
-        tmp_out.replace(cp_file)
-        return cp
+        workdir.mkdir(parents=True, exist_ok=True)
+        (workdir / "pom.xml").write_text(_proxy_pom())
+        return maven_classpath(workdir, ApacheClusterError, "resolving the proxy's jars")
 
 
 # --------------------------------------------------------------------------------------------
@@ -369,7 +328,7 @@ def admin_call(
 
 
 @dataclass
-class ClusterBroker:
+class ClusterBroker(ProcessOwner):
     """One broker of the cluster: its ports, files and process."""
 
     index: int
@@ -407,20 +366,12 @@ class ClusterBroker:
         """How the load manager names this broker (``host:webPort``)."""
         return f"{LOOPBACK}:{self.web_port}"
 
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid
-
-    @property
-    def running(self) -> bool:
-        return self.process.running
-
     def owns(self, url: str) -> bool:
         """True when ``url`` (a lookup answer) names one of this broker's listeners."""
         return url.rstrip("/") in (self.service_url, self.external_url, self.web_url)
 
 
-class ApacheCluster:
+class ApacheCluster(Peer):
     """ZooKeeper, a bookie, two brokers and a proxy on loopback (see the module docstring)."""
 
     def __init__(
@@ -436,9 +387,7 @@ class ApacheCluster:
         self.version: str | None = None
         self.start_timeout = start_timeout
         self.broker_extra_conf = dict(broker_extra_conf or {})
-        self._own_workdir = workdir is None
-        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="streamwire-cluster-"))
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._make_workdir(workdir, "streamwire-cluster-")
         ports = free_ports(4 + 3 * brokers)
         self.zk_port, self.bookie_port, self.proxy_port, self.proxy_web_port = ports[:4]
         self.brokers: list[ClusterBroker] = [
@@ -506,27 +455,9 @@ class ApacheCluster:
     def _java(self, role: str, main: str, *args: str, proxy: bool = False) -> list[str]:
         d = self.workdir / role
         d.mkdir(parents=True, exist_ok=True)
-        log4j = d / "log4j2.xml"
-        log4j.write_text(LOG4J2_XML.format(log=d / "pulsar.log"))
-        argfile = d / "java.args"
         cp = self._classpath + (os.pathsep + self._proxy_classpath if proxy else "")
-        # A java @argfile keeps the (long) classpath off the command line.
-        argfile.write_text(f'-cp "{cp}"\n')
         kind = role.rstrip("0123456789")
-        return [
-            JAVA,
-            *HEAP_FLAGS[kind],
-            *_BASE_FLAGS,
-            f"-Dlog4j2.configurationFile={log4j}",
-            f"-Dpulsar.log.dir={d}",
-            f"@{argfile}",
-            main,
-            *args,
-        ]
-
-    @staticmethod
-    def _env() -> dict[str, str]:
-        return {k: v for k, v in os.environ.items() if not k.startswith("PULSAR_")}
+        return pulsar_java(d, cp, (*HEAP_FLAGS[kind], *_BASE_FLAGS), main, *args)
 
     def start(self) -> ApacheCluster:
         t0 = time.monotonic()
@@ -568,7 +499,7 @@ class ApacheCluster:
             lambda: tcp_accepts(LOOPBACK, self.zk_port),
             timeout=60,
             cwd=self.workdir,
-            env=self._env(),
+            env=pulsar_env(),
             interval=0.1,
         )
 
@@ -600,7 +531,7 @@ class ApacheCluster:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=self._env(),
+                env=pulsar_env(),
                 cwd=self.workdir,
                 timeout=120,
             )
@@ -622,7 +553,7 @@ class ApacheCluster:
             lambda: tcp_accepts(LOOPBACK, self.bookie_port),
             timeout=90,
             cwd=self.workdir,
-            env=self._env(),
+            env=pulsar_env(),
             interval=0.2,
         )
 
@@ -651,7 +582,7 @@ class ApacheCluster:
             lambda: self._broker_ready(b),
             timeout=self.start_timeout,
             cwd=self.workdir,
-            env=self._env(),
+            env=pulsar_env(),
             interval=0.25,
         )
 
@@ -709,7 +640,7 @@ class ApacheCluster:
             ),
             timeout=120,
             cwd=self.workdir,
-            env=self._env(),
+            env=pulsar_env(),
             interval=0.2,
         )
 
@@ -732,7 +663,7 @@ class ApacheCluster:
             lambda: self._broker_ready(b),
             timeout=timeout or self.start_timeout,
             cwd=self.workdir,
-            env=self._env(),
+            env=pulsar_env(),
             interval=0.25,
         )
         self._wait_registered(sum(1 for x in self.brokers if x.running))
@@ -797,11 +728,6 @@ class ApacheCluster:
         self.bookie.stop(10)
         self.zookeeper.stop(10)
 
-    def close(self) -> None:
-        self.stop()
-        if self._own_workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-
     def log_tail(self, lines: int = 40) -> str:
         """The tails of every process's logs (console and log4j file)."""
         procs = [self.zookeeper, self.bookie, *(b.process for b in self.brokers), self.proxy]
@@ -810,17 +736,6 @@ class ApacheCluster:
         if setup:
             parts.insert(1, f"=== metadata setup ===\n{setup}")
         return "\n".join(parts)
-
-    def __enter__(self) -> ApacheCluster:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -862,25 +777,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.resolve_only:
         return 0
     cluster = ApacheCluster(version=version)
-    stop = False
 
-    def on_signal(signum: int, frame: object) -> None:
-        nonlocal stop
-        stop = True
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    try:
+    def start() -> None:
         cluster.start()
         print(json.dumps(cluster.describe(), indent=2), flush=True)
         timings = ", ".join(f"{k} {v:.1f}s" for k, v in cluster.timings.items())
         print(f"started in {cluster.last_start_seconds:.1f}s ({timings}); Ctrl-C to stop")
-        while not stop and cluster.proxy.running:
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        cluster.close()
+
+    serve_until_signal(start, lambda: cluster.proxy.running, cluster.close)
     return 0
 
 

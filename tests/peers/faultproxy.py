@@ -31,9 +31,9 @@ import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any, BinaryIO, TypeVar, Union
 
+from .process import Closes
 from .protocol import (
     COMMAND_TYPES,
     FrameError,
@@ -152,7 +152,7 @@ class _Conn:
         self.closed.set()
 
 
-class FaultProxy:
+class FaultProxy(Closes):
     """Loopback TCP proxy ``127.0.0.1:port`` -> ``upstream_host:upstream_port`` with faults."""
 
     def __init__(
@@ -285,17 +285,6 @@ class FaultProxy:
         self._thread.join(timeout=10)
         if not self._thread.is_alive():
             self._loop.close()
-
-    def __enter__(self) -> FaultProxy:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return (

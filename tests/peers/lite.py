@@ -12,14 +12,10 @@ The metrics server (which binds 0.0.0.0:8080 by default) is always disabled; the
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-import time
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
-from .process import ServerProcess
+from .process import OneProcessPeer, ServerProcess
 from .util import LOOPBACK, free_port, tail, tcp_accepts
 
 __all__ = ["PulsarLite", "PulsarLiteError", "find_binary"]
@@ -69,7 +65,7 @@ def render_config(extra: dict[str, Any] | None = None) -> str:
     return "\n".join(lines)
 
 
-class PulsarLite:
+class PulsarLite(OneProcessPeer):
     """A pulsar-lite broker on a free loopback port, with its own temporary data directory."""
 
     def __init__(
@@ -87,9 +83,7 @@ class PulsarLite:
         self.log_level = log_level
         self.start_timeout = start_timeout
         self.handshake_probe = handshake_probe
-        self._own_workdir = workdir is None
-        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="streamwire-lite-"))
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._make_workdir(workdir, "streamwire-lite-")
         self.db_prefix = self.workdir / "db"
         self.config_path = self.workdir / "pulsar-lite.toml"
         self.log_path = self.workdir / "pulsar-lite.log"
@@ -104,14 +98,6 @@ class PulsarLite:
     @property
     def address(self) -> tuple[str, int]:
         return (LOOPBACK, self.port)
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid
-
-    @property
-    def running(self) -> bool:
-        return self.process.running
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> PulsarLite:
@@ -151,43 +137,8 @@ class PulsarLite:
         except (OSError, ValueError):
             return False
 
-    def stop(self, timeout: float = 10.0) -> int | None:
-        """SIGTERM by PID, SIGKILL after ``timeout``; return the exit code (None: never started)."""
-        return self.process.stop(timeout)
-
-    def kill(self) -> int | None:
-        """SIGKILL by PID (a crash: no clean shutdown)."""
-        return self.process.kill()
-
-    def restart(self, *, hard: bool = False, downtime: float = 0.0) -> PulsarLite:
-        """Stop (SIGTERM, or SIGKILL with ``hard``) and start again on the same port and db."""
-        if hard:
-            self.kill()
-        else:
-            self.stop()
-        if downtime:
-            time.sleep(downtime)
-        return self.start()
-
-    def close(self) -> None:
-        """Stop the broker and remove its temporary directory (if we created it)."""
-        self.stop()
-        if self._own_workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-
     def log_tail(self, lines: int = 60) -> str:
         return tail(self.log_path, lines)
-
-    def __enter__(self) -> PulsarLite:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"PulsarLite(url={self.service_url!r}, pid={self.pid}, workdir='{self.workdir}')"

@@ -39,22 +39,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .apache import (
-    DEPENDENCY_PLUGIN,
-    JAVA,
-    MAVEN,
-    MAVEN_REPO_LOCAL,
-    SETTINGS_XML,
-    _locked,
-    cache_root,
-)
-from .process import ServerProcess
+from .apache import JAVA, _locked, cache_root, maven_classpath
+from .process import OneProcessPeer, ServerProcess
 from .proxy_process import ProxyProcess
-from .util import LOOPBACK, free_ports, tail, tcp_accepts
+from .util import LOOPBACK, free_ports, tcp_accepts
 
 __all__ = ["PravegaError", "PravegaStandalone", "resolve_classpath"]
 
@@ -77,38 +68,13 @@ def resolve_classpath() -> str:
                 return cp
         workdir.mkdir(parents=True, exist_ok=True)
         shutil.copy(HERE / "pom.xml", workdir / "pom.xml")
-        (workdir / "settings.xml").write_text(SETTINGS_XML)
-        tmp = workdir / "classpath.txt.tmp"
-        cmd = [
-            MAVEN,
-            "-B",
-            "-q",
-            "-s",
-            str(workdir / "settings.xml"),
-            "-f",
-            str(workdir / "pom.xml"),
-            f"{DEPENDENCY_PLUGIN}:build-classpath",
-            f"-Dmdep.outputFile={tmp}",
-            "-Dmdep.includeScope=runtime",
-        ]
-        if MAVEN_REPO_LOCAL:
-            cmd.append(f"-Dmaven.repo.local={MAVEN_REPO_LOCAL}")
-        log = workdir / "mvn.log"
-        with open(log, "wb") as out:
-            rc = subprocess.call(
-                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-            )
-        if rc != 0 or not tmp.exists():
-            raise PravegaError(
-                f"mvn build-classpath for Pravega failed (rc={rc})\n" + tail(log, 30)
-            )
-        cp = tmp.read_text().strip()
-        tmp.replace(cp_file)
-        return cp
+        return maven_classpath(workdir, PravegaError, "mvn build-classpath for Pravega")
 
 
-class PravegaStandalone:
+class PravegaStandalone(OneProcessPeer):
     """One standalone Pravega (ZooKeeper, controller, segment store in one JVM)."""
+
+    stop_timeout = 20.0
 
     def __init__(
         self,
@@ -136,7 +102,7 @@ class PravegaStandalone:
         self.proxy: ProxyProcess | None = None
         if proxy:
             self.proxy = ProxyProcess(LOOPBACK, self.segment_port)
-        self.workdir = Path(tempfile.mkdtemp(prefix="streamwire-pravega-"))
+        self._make_workdir(None, "streamwire-pravega-")
         self.start_timeout = start_timeout
         self.process = ServerProcess(
             "Pravega standalone",
@@ -244,17 +210,10 @@ class PravegaStandalone:
             f"singlenode.security.tls.trustStore.location={self.pki.truststore}",
         ]
 
-    def stop(self) -> int | None:
-        return self.process.stop(20.0)
-
     def close(self) -> None:
-        self.stop()
+        super().close()
         if self.proxy is not None:
             self.proxy.close()
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def log_tail(self) -> str:
-        return self.process.log_tail()
 
 
 # -- TLS ---------------------------------------------------------------------------------------

@@ -1,18 +1,37 @@
 """One helper for every server process the suite starts (pulsar-lite, Apache Pulsar, TANK,
-later Pravega): start a command with its output in a log file, wait for a readiness probe
-with a deadline, stop by PID (SIGTERM, then SIGKILL), and put the log's tail in every
-start-up failure so a broken peer explains itself instead of hanging or skipping."""
+Pravega, the Apache cluster, Spark): start a command with its output in a log file, wait for
+a readiness probe with a deadline, stop by PID (SIGTERM, then SIGKILL), and put the log's
+tail in every start-up failure so a broken peer explains itself instead of hanging or
+skipping. Also the life cycle every peer shares (:class:`Closes`, :class:`Peer`,
+:class:`OneProcessPeer`) and the foreground loop of their ``python -m`` entry points
+(:func:`serve_until_signal`)."""
 
 from __future__ import annotations
 
+import shutil
+import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import TracebackType
+from typing import TypeVar
 
 from .util import kill_pid, stop_pid, tail, track
 
-__all__ = ["ServerProcess"]
+__all__ = [
+    "Closes",
+    "OneProcessPeer",
+    "Peer",
+    "ProcessOwner",
+    "ServerProcess",
+    "serve_until_signal",
+]
+
+C = TypeVar("C", bound="Closes")
+P = TypeVar("P", bound="Peer")
+OP = TypeVar("OP", bound="OneProcessPeer")
 
 
 class ServerProcess:
@@ -99,3 +118,115 @@ class ServerProcess:
             if text:
                 parts.append(f"--- {path} (last {lines} lines) ---\n{text}")
         return "\n".join(parts) or "(no log output)"
+
+
+class Closes:
+    """``with thing:`` closes it when the block ends (an exception included)."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: C) -> C:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class Peer(Closes):
+    """A started peer with a working directory: ``with peer:`` starts it; :meth:`close` stops
+    it and removes the directory when the peer made it (one given by the caller is kept)."""
+
+    workdir: Path
+    _own_workdir = True
+
+    def _make_workdir(self, workdir: str | Path | None, prefix: str) -> None:
+        self._own_workdir = workdir is None
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix=prefix))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+
+    def start(self: P) -> P:
+        raise NotImplementedError
+
+    def stop(self) -> object:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.stop()
+        if self._own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self: P) -> P:
+        return self.start()
+
+
+class ProcessOwner:
+    """Something that is one :class:`ServerProcess` (``process``): its PID and liveness."""
+
+    process: ServerProcess
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid
+
+    @property
+    def running(self) -> bool:
+        return self.process.running
+
+
+class OneProcessPeer(Peer, ProcessOwner):
+    """A peer that is one process: stop (SIGTERM, then SIGKILL after ``stop_timeout``),
+    kill (SIGKILL: a crash), restart on the same ports and data, and the logs' tails."""
+
+    #: Seconds a SIGTERM has before SIGKILL.
+    stop_timeout = 10.0
+
+    def stop(self, timeout: float | None = None) -> int | None:
+        """SIGTERM by PID, SIGKILL after ``timeout``; the exit code (None: never started)."""
+        return self.process.stop(self.stop_timeout if timeout is None else timeout)
+
+    def kill(self) -> int | None:
+        """SIGKILL by PID (a crash: no clean shutdown)."""
+        return self.process.kill()
+
+    def restart(self: OP, *, hard: bool = False, downtime: float = 0.0) -> OP:
+        """Stop (SIGTERM, or SIGKILL with ``hard``), wait ``downtime`` s, and start again on
+        the same ports and data."""
+        if hard:
+            self.kill()
+        else:
+            self.stop()
+        if downtime:
+            time.sleep(downtime)
+        return self.start()
+
+    def log_tail(self, lines: int = 80) -> str:
+        return self.process.log_tail(lines)
+
+
+def serve_until_signal(
+    start: Callable[[], None], alive: Callable[[], bool], close: Callable[[], None]
+) -> None:
+    """The foreground life of a ``python -m tests.peers.<peer>``: ``start()`` (which prints
+    the URLs), then wait while ``alive()`` until SIGTERM or SIGINT, then ``close()``."""
+    stop = False
+
+    def on_signal(signum: int, frame: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)  # also when started in the background (SIG_IGN)
+    try:
+        start()
+        while not stop and alive():
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        close()

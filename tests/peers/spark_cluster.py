@@ -28,10 +28,9 @@ import tempfile
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
-from .process import ServerProcess
+from .process import Closes, ServerProcess
 from .util import LOOPBACK, free_ports, tail
 
 __all__ = ["SparkClusterError", "SparkStandaloneCluster", "spark_home"]
@@ -48,7 +47,7 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).resolve().parent
 
 
-class SparkStandaloneCluster:
+class SparkStandaloneCluster(Closes):
     """A Spark standalone master and ``workers`` workers (``cores`` cores each) on loopback."""
 
     def __init__(
@@ -253,14 +252,6 @@ class SparkStandaloneCluster:
         except BaseException:
             self.close()
             raise
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return (

@@ -9,13 +9,11 @@ Ready means: a TCP connection gets the broker's greeting Ping.
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import sys
-import tempfile
 from pathlib import Path
 
-from .process import ServerProcess
+from .process import OneProcessPeer, ServerProcess
 from .util import LOOPBACK, free_port
 
 __all__ = ["TankBroker", "TankBrokerError", "greets"]
@@ -42,14 +40,14 @@ def greets(port: int, timeout: float = 1.0) -> bool:
         return False
 
 
-class TankBroker:
+class TankBroker(OneProcessPeer):
     """A TANK broker on a free loopback port with its own data directory."""
 
     def __init__(self, *, binary: str | None = None, port: int | None = None) -> None:
         self.binary = binary if binary is not None else os.environ.get("STREAMWIRE_TANK_BIN")
         self.kind = "real" if self.binary else "double"
         self.port = port or free_port()
-        self.workdir = Path(tempfile.mkdtemp(prefix=f"streamwire-tank-{self.kind}-"))
+        self._make_workdir(None, f"streamwire-tank-{self.kind}-")
         self.data_dir = self.workdir / "data"
         self.data_dir.mkdir()
         self.process = ServerProcess(
@@ -59,10 +57,6 @@ class TankBroker:
     @property
     def url(self) -> str:
         return f"tank://{LOOPBACK}:{self.port}"
-
-    @property
-    def running(self) -> bool:
-        return self.process.running
 
     def _cmd(self) -> list[str]:
         if self.binary:
@@ -81,27 +75,6 @@ class TankBroker:
         if not self.running:
             self.process.start(self._cmd(), lambda: greets(self.port), timeout=timeout, cwd=ROOT)
         return self
-
-    def stop(self) -> int | None:
-        return self.process.stop()
-
-    def kill(self) -> int | None:
-        return self.process.kill()
-
-    def restart(self, *, hard: bool = False) -> TankBroker:
-        """Stop (SIGTERM, or SIGKILL with ``hard``) and start on the same port and data."""
-        if hard:
-            self.kill()
-        else:
-            self.stop()
-        return self.start()
-
-    def close(self) -> None:
-        self.stop()
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def log_tail(self) -> str:
-        return self.process.log_tail()
 
     def __repr__(self) -> str:
         return f"<TankBroker {self.kind} {self.url}>"

@@ -5,21 +5,20 @@ same client keeps working. Rendered into ``docs/bad-input.md`` with the other pr
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from streamwire import (
     AlreadyClosedError,
-    ConfigError,
     ConnectError,
     ForkedProcessError,
-    InvalidArgumentError,
     MessageTooBigError,
     ProducerQueueFullError,
     ReadOnlyError,
     TopicNotFoundError,
     pravega,
 )
+
+from tests.bad_runner import CFG, INV, TYP, BadCase
 
 
 @dataclass
@@ -37,21 +36,9 @@ class PravegaCtx:
     tiny_writer: pravega.Writer  # memory_limit=4 KiB, does not block
 
 
-@dataclass(frozen=True)
-class PravegaCase:
-    call: str
-    input: str
-    expected: type[BaseException]
-    fn: Callable[[PravegaCtx], object]
-    group: str = "input"  # "input" | "closed" | "fork"
-    note: str = ""
-
-    @property
-    def id(self) -> str:
-        return f"{self.call}: {self.input}"
+PravegaCase = BadCase[PravegaCtx, object]
 
 
-INV, CFG, TYP = InvalidArgumentError, ConfigError, TypeError
 C = PravegaCase
 
 PRAVEGA_CASES: list[PravegaCase] = [

@@ -3,13 +3,13 @@ same client, writer and reader still working afterwards (including after a forke
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 
 import pytest
 from streamwire import pravega as pv
 
+from tests.bad_runner import check_forked, check_raises, ids, local
 from tests.peers.pravega import PravegaStandalone
 from tests.pravega.bad_cases import PRAVEGA_CASES, PravegaCase, PravegaCtx
 
@@ -65,42 +65,17 @@ def still_works(c: PravegaCtx) -> None:
     raise AssertionError("the event written after the bad call never arrived")
 
 
-LOCAL = [case for case in PRAVEGA_CASES if case.group != "fork"]
+LOCAL = local(PRAVEGA_CASES)
 
 
-@pytest.mark.parametrize("case", LOCAL, ids=[c.id for c in LOCAL])
+@pytest.mark.parametrize("case", LOCAL, ids=ids(LOCAL))
 def test_pravega_bad_input(pctx: PravegaCtx, case: PravegaCase) -> None:
-    with pytest.raises(case.expected) as info:
-        case.fn(pctx)
-    assert type(info.value) is case.expected, (type(info.value), info.value)
-    assert str(info.value), "the error message is empty"
-    still_works(pctx)
+    check_raises(case, pctx, still_works)
 
 
 def test_pravega_use_after_fork(pctx: PravegaCtx) -> None:
-    fork_cases = [case for case in PRAVEGA_CASES if case.group == "fork"]
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        lines: list[str] = []
-        try:
-            for case in fork_cases:
-                try:
-                    case.fn(pctx)
-                    lines.append(f"{case.id}: no exception")
-                except BaseException as e:
-                    if type(e) is not case.expected:
-                        lines.append(f"{case.id}: {type(e).__name__}: {e}")
-            with pv.Client(pctx.url, timeout=10) as child:
-                child.create_writer(pctx.scope, pctx.stream).write(b"from the child")
-        except BaseException as e:
-            lines.append(f"child failed: {type(e).__name__}: {e}")
-        finally:
-            os.write(write_fd, "\n".join(lines).encode())
-            os._exit(0)
-    os.close(write_fd)
-    with os.fdopen(read_fd, "rb") as pipe:
-        problems = pipe.read().decode()
-    os.waitpid(pid, 0)
-    assert problems == "", problems
-    still_works(pctx)
+    def child_works() -> None:
+        with pv.Client(pctx.url, timeout=10) as child:
+            child.create_writer(pctx.scope, pctx.stream).write(b"from the child")
+
+    check_forked(PRAVEGA_CASES, pctx, child_works, still_works)

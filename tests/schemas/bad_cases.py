@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional
 
@@ -21,6 +20,7 @@ from streamwire.schema import (
     StringSchema,
 )
 
+from tests.bad_runner import BadCase
 from tests.schemas.protos import reading_classes
 
 
@@ -44,18 +44,7 @@ class SchemaCtx:
     kv_producer: streamwire.Producer  # KeyValueSchema(str, str, "separated")
 
 
-@dataclass(frozen=True)
-class SchemaCase:
-    call: str
-    input: str
-    expected: type[BaseException]
-    fn: Callable[[SchemaCtx], object]
-    group: str = "input"
-    note: str = ""
-
-    @property
-    def id(self) -> str:
-        return f"{self.call}: {self.input}"
+SchemaCase = BadCase[SchemaCtx, object]
 
 
 def _fresh() -> str:

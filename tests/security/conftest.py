@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.peers.apache import ApachePulsarError
+from tests.peers.fixture import started
 from tests.peers.secure import SecurePulsar
 
 _failure: list[str] = []
@@ -24,15 +25,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def apache_secure_broker() -> Iterator[SecurePulsar]:
     """Apache Pulsar with ``pulsar+ssl://`` (test CA), token/TLS/basic authentication and
     authorization on; a start failure fails the tests with the broker's log tail."""
-    if _failure:
-        pytest.fail(_failure[0], pytrace=False)
-    secure = SecurePulsar(Path(tempfile.mkdtemp(prefix="streamwire-secure-")))
-    try:
-        try:
-            secure.start()
-        except ApachePulsarError as exc:
-            _failure.append(f"secure Apache Pulsar did not start: {exc}")
-            pytest.fail(_failure[0], pytrace=False)
+
+    def make() -> SecurePulsar:
+        return SecurePulsar(Path(tempfile.mkdtemp(prefix="streamwire-secure-")))
+
+    with started(make, "secure Apache Pulsar", ApachePulsarError, _failure) as secure:
         yield secure
-    finally:
-        secure.close()

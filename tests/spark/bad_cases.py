@@ -15,6 +15,8 @@ from typing import Any
 import streamwire
 from streamwire import InvalidArgumentError, SchemaError
 
+from tests.bad_runner import BadCase
+
 POINT = {
     "type": "record",
     "name": "Point",
@@ -46,18 +48,7 @@ class SparkCtx:
     kv_topic: str = ""  # KEY_VALUE schema: key AVRO POINT, value STRING, SEPARATED
 
 
-@dataclass(frozen=True)
-class SparkCase:
-    call: str
-    input: str
-    expected: type[BaseException]
-    fn: Callable[[SparkCtx], object]
-    group: str = "input"
-    note: str = ""
-
-    @property
-    def id(self) -> str:
-        return f"{self.call}: {self.input}"
+SparkCase = BadCase[SparkCtx, object]
 
 
 def _source(c: SparkCtx, topic: str, **options: str) -> Any:

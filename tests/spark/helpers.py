@@ -1,8 +1,10 @@
 """Spark test helpers: seeding and verification through the official client (a test-only
-stand-in), and collected values as plain Python."""
+stand-in), a streaming read run to its end, and collected values as plain Python."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -47,3 +49,62 @@ def as_plain(v: Any) -> Any:
     if isinstance(v, dict):
         return {k: as_plain(x) for k, x in v.items()}
     return v
+
+
+def available_now(
+    spark: Any,
+    options: Mapping[str, str],
+    out: Path,
+    ckpt: Path,
+    columns: tuple[str, ...] = ("cast(value as string) as v",),
+    *,
+    timeout: float = 120,
+    check: bool = True,
+) -> Any:
+    """Run a ``Trigger.AvailableNow`` streaming read of ``format("streamwire")`` with
+    ``options`` into Parquet files at ``out`` (checkpoint ``ckpt``, so a second run resumes)
+    to its end; ``columns`` are the select expressions. With ``check`` the query must end
+    without an exception; without, its ``exception()`` is the caller's to check."""
+    sink = {"path": str(out)}
+    return _run(spark, options, columns, "parquet", sink, ckpt, timeout, check)
+
+
+def copy_stream(
+    spark: Any,
+    options: Mapping[str, str],
+    sink: Mapping[str, str],
+    ckpt: Path,
+    columns: tuple[str, ...],
+    *,
+    timeout: float = 120,
+) -> Any:
+    """As :func:`available_now`, but a streaming write to ``format("streamwire")`` with the
+    ``sink`` options; the query must end without an exception."""
+    return _run(spark, options, columns, "streamwire", sink, ckpt, timeout, True)
+
+
+def _run(
+    spark: Any,
+    options: Mapping[str, str],
+    columns: tuple[str, ...],
+    sink_format: str,
+    sink: Mapping[str, str],
+    ckpt: Path,
+    timeout: float,
+    check: bool,
+) -> Any:
+    reader = spark.readStream.format("streamwire")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    writer = reader.load().selectExpr(*columns).writeStream.format(sink_format)
+    for k, v in sink.items():
+        writer = writer.option(k, v)
+    query = writer.option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start()
+    try:
+        query.awaitTermination(timeout)
+    except Exception:  # a failed query: its exception() says why
+        if check:
+            raise
+    if check:
+        assert query.exception() is None, query.exception()
+    return query

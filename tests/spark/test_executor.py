@@ -181,7 +181,8 @@ def test_planner_imports_stay_light() -> None:
         "import sys, streamwire.spark.datasource as d\n"
         "heavy = [m for m in ('streamwire.spark.reading', 'streamwire.spark.writing',"
         " 'streamwire.spark.executor', 'streamwire.spark.tank_source',"
-        " 'streamwire.spark.pravega_source', 'streamwire.spark.cache', 'pyarrow')"
+        " 'streamwire.spark.pravega_source', 'streamwire.spark._log_source',"
+        " 'streamwire.spark.cache', 'pyarrow')"
         " if m in sys.modules]\n"
         "print(','.join(heavy))\n"
         # valueSchema=none: no registry look-up (auto asks the broker; see test_schema_spark)

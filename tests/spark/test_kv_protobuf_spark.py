@@ -18,7 +18,7 @@ from streamwire.schema import AvroSchema, KeyValueSchema, ProtobufNative, String
 from tests.schemas.protos import reading_classes, reading_row, sample
 from tests.schemas.records import EvolvingV1 as V1
 from tests.schemas.records import EvolvingV2 as V2
-from tests.spark.helpers import as_plain
+from tests.spark.helpers import as_plain, available_now
 
 N = 8
 
@@ -191,21 +191,9 @@ def test_streaming_read_of_a_key_value_topic(
         p.send_many([(f"k{i}", sample(reading, point, i)) for i in range(6)])
         p.close()
     out = tmp_path / "out"
-    q = (
-        spark.readStream.format("streamwire")
-        .option("service_url", url)
-        .option("topic", unique_topic)
-        .option("startingOffsets", "earliest")
-        .load()
-        .selectExpr("key", "value.sensor AS sensor", "value.where AS where")
-        .writeStream.format("parquet")
-        .option("path", str(out))
-        .option("checkpointLocation", str(tmp_path / "ckpt"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    q.awaitTermination(120)
-    assert q.exception() is None, q.exception()
+    opts = {"service_url": url, "topic": unique_topic, "startingOffsets": "earliest"}
+    columns = ("key", "value.sensor AS sensor", "value.where AS where")
+    available_now(spark, opts, out, tmp_path / "ckpt", columns)
     rows = spark.read.parquet(str(out)).collect()
     assert sorted((r.key, r.sensor, r.where.x if r.where else None) for r in rows) == [
         (f"k{i}", f"s{i}", i + 0.5 if i % 2 == 0 else None) for i in range(6)

@@ -12,6 +12,8 @@ from typing import Any
 
 from streamwire import pravega as pv
 
+from tests.spark.helpers import available_now
+
 
 def fresh(url: str, segments: int) -> tuple[str, str]:
     scope, stream = "sp" + uuid.uuid4().hex[:10], "s"
@@ -92,23 +94,10 @@ def test_batch_read_follows_a_scale(spark: Any, pravega: Any) -> None:
 
 
 def _stream(spark: Any, url: str, scope: str, stream: str, out: Path, ckpt: Path) -> Any:
-    query = (
-        spark.readStream.format("streamwire")
-        .option("service_url", url)
-        .option("scope", scope)
-        .option("stream", stream)
-        .option("startingOffsets", "earliest")
-        .load()
-        .selectExpr("cast(value as string) as v", "segment", "offset")
-        .writeStream.format("parquet")
-        .option("path", str(out))
-        .option("checkpointLocation", str(ckpt))
-        .trigger(availableNow=True)
-        .start()
+    opts = {"service_url": url, "scope": scope, "stream": stream, "startingOffsets": "earliest"}
+    return available_now(
+        spark, opts, out, ckpt, ("cast(value as string) as v", "segment", "offset")
     )
-    query.awaitTermination(120)
-    assert query.exception() is None, query.exception()
-    return query
 
 
 def test_streaming_restarts_from_the_checkpoint(spark: Any, pravega: Any, tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ import pytest
 
 from tests.peers.admin import PulsarAdmin
 from tests.peers.apache import ApachePulsar, ApachePulsarError
+from tests.spark.helpers import available_now
 
 ENTRIES_PER_LEDGER = 5000
 BIG = 100_000
@@ -103,26 +104,10 @@ def run_stream(spark: Any, tmp: Path, topic: str, **options: str) -> tuple[Any, 
 
 
 def start_stream(spark: Any, tmp: Path, topic: str, **options: str) -> Any:
-    """Run a ``Trigger.AvailableNow`` query into ``tmp / "out"`` to its end."""
-    out, ckpt = tmp / "out", tmp / "ckpt"
-    reader = spark.readStream.format("streamwire").option("topic", topic)
-    options.setdefault("startingOffsets", "earliest")
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    query = (
-        reader.load()
-        .selectExpr("cast(value as string) as v")
-        .writeStream.format("parquet")
-        .option("path", str(out))
-        .option("checkpointLocation", str(ckpt))
-        .trigger(availableNow=True)
-        .start()
-    )
-    try:
-        query.awaitTermination(300)
-    except Exception:  # the failure is the query's exception(), checked by the caller
-        pass
-    return query
+    """Run a ``Trigger.AvailableNow`` query into ``tmp / "out"`` to its end (its failure is
+    the query's exception(), checked by the caller)."""
+    opts = {"topic": topic, "startingOffsets": "earliest", **options}
+    return available_now(spark, opts, tmp / "out", tmp / "ckpt", timeout=300, check=False)
 
 
 def _offsets(value: Any) -> Any:
@@ -231,21 +216,8 @@ def test_multi_topic_byte_cap(spark: Any, small_ledgers: SmallLedgers, tmp_path:
         "topics": f"{a},{b}",
     }
     out, ckpt = tmp_path / "out", tmp_path / "ckpt"
-    reader = spark.readStream.format("streamwire").option("service_url", s.url)
-    reader = reader.option("startingOffsets", "earliest")
-    for k, v in reader_opts.items():
-        reader = reader.option(k, v)
-    query = (
-        reader.load()
-        .selectExpr("cast(value as string) as v")
-        .writeStream.format("parquet")
-        .option("path", str(out))
-        .option("checkpointLocation", str(ckpt))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(300)
-    assert query.exception() is None, query.exception()
+    opts = {"service_url": s.url, "startingOffsets": "earliest", **reader_opts}
+    query = available_now(spark, opts, out, ckpt, timeout=300)
     sizes = batch_sizes(query)
     assert len(sizes) >= 18_000 * 100 // budget and max(sizes) * 100 <= budget, sizes
     got = [r.v for r in spark.read.schema("v string").parquet(str(out)).collect()]

@@ -19,7 +19,7 @@ from streamwire.schema import AvroSchema
 from tests.schemas.records import EvolvingV1 as V1
 from tests.schemas.records import EvolvingV2 as V2
 from tests.schemas.records import official_classes, official_sample, sample
-from tests.spark.helpers import as_plain
+from tests.spark.helpers import as_plain, available_now, copy_stream
 
 N = 12
 
@@ -243,26 +243,10 @@ def test_streaming_read_has_typed_columns(
     _official_write(official_pulsar, url, unique_topic, "avro", n=6)
     out, ckpt = tmp_path / "out", tmp_path / "ckpt"
 
-    def run() -> None:
-        q = (
-            spark.readStream.format("streamwire")
-            .option("service_url", url)
-            .option("topic", unique_topic)
-            .option("startingOffsets", "earliest")
-            .load()
-            .select("name", "total", "inner")
-            .writeStream.format("parquet")
-            .option("path", str(out))
-            .option("checkpointLocation", str(ckpt))
-            .trigger(availableNow=True)
-            .start()
-        )
-        q.awaitTermination(120)
-        assert q.exception() is None, q.exception()
-
-    run()
+    opts = {"service_url": url, "topic": unique_topic, "startingOffsets": "earliest"}
+    available_now(spark, opts, out, ckpt, ("name", "total", "inner"))
     _official_write(official_pulsar, url, unique_topic, "avro", n=6)  # 6 more, same values
-    run()  # resumes from the checkpoint
+    available_now(spark, opts, out, ckpt, ("name", "total", "inner"))  # from the checkpoint
     rows = spark.read.parquet(str(out)).collect()
     assert sorted((r.name, r.total, r.inner.a) for r in rows) == sorted(
         2 * [(f"sensor-{i}", 10_000_000_000 + i, 2 * i) for i in range(6)]
@@ -277,22 +261,9 @@ def test_streaming_typed_read_into_a_typed_streaming_write(
     url = apache_broker.service_url
     _official_write(official_pulsar, url, unique_topic, "avro", n=8)
     sink = unique_topic + "-copy"
-    q = (
-        spark.readStream.format("streamwire")
-        .option("service_url", url)
-        .option("topic", unique_topic)
-        .option("startingOffsets", "earliest")
-        .load()
-        .select("name", "total", "inner", "key")
-        .writeStream.format("streamwire")
-        .option("service_url", url)
-        .option("topic", sink)
-        .option("checkpointLocation", str(tmp_path / "ckpt"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    q.awaitTermination(120)
-    assert q.exception() is None, q.exception()
+    source = {"service_url": url, "topic": unique_topic, "startingOffsets": "earliest"}
+    columns = ("name", "total", "inner", "key")
+    copy_stream(spark, source, {"service_url": url, "topic": sink}, tmp_path / "ckpt", columns)
     with streamwire.Client(url) as client:
         got = client.lookup().schema(sink)
     assert got is not None and got[0] == "AVRO"

@@ -7,32 +7,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .helpers import seed
+from .helpers import available_now, copy_stream, seed
 
 
 def _run_available_now(
     spark: Any, url: str, topic: str, out: Path, ckpt: Path, **options: str
 ) -> Any:
-    reader = (
-        spark.readStream.format("streamwire")
-        .option("service_url", url)
-        .option("topic", topic)
-        .option("startingOffsets", "earliest")
-    )
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    query = (
-        reader.load()
-        .selectExpr("cast(value as string) as v")
-        .writeStream.format("parquet")
-        .option("path", str(out))
-        .option("checkpointLocation", str(ckpt))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(120)
-    assert query.exception() is None, query.exception()
-    return query
+    opts = {"service_url": url, "topic": topic, "startingOffsets": "earliest", **options}
+    return available_now(spark, opts, out, ckpt)
 
 
 def test_restart_from_checkpoint_no_loss_no_duplicates(
@@ -162,22 +144,9 @@ def test_stream_to_stream_copy(
         [f"s{i}".encode() for i in range(250)],
         partition_key="k",
     )
-    query = (
-        spark.readStream.format("streamwire")
-        .option("service_url", url)
-        .option("topic", unique_topic)
-        .option("startingOffsets", "earliest")
-        .load()
-        .select("value", "key", "properties")
-        .writeStream.format("streamwire")
-        .option("service_url", url)
-        .option("topic", target)
-        .option("checkpointLocation", str(tmp_path / "c"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(120)
-    assert query.exception() is None, query.exception()
+    source = {"service_url": url, "topic": unique_topic, "startingOffsets": "earliest"}
+    sink = {"service_url": url, "topic": target}
+    copy_stream(spark, source, sink, tmp_path / "c", ("value", "key", "properties"))
     rows = (
         spark.read.format("streamwire").option("service_url", url).option("topic", target).load()
     ).collect()

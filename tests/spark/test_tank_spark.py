@@ -12,6 +12,8 @@ from typing import Any
 
 from streamwire import tank
 
+from tests.spark.helpers import available_now
+
 
 def fresh(url: str, partitions: int) -> str:
     name = "sp" + uuid.uuid4().hex[:16]
@@ -66,26 +68,8 @@ def test_offsets_and_column_selection(spark: Any, tank_broker: Any) -> None:
 
 
 def _stream(spark: Any, url: str, topic: str, out: Path, ckpt: Path, **options: str) -> Any:
-    reader = (
-        spark.readStream.format("streamwire")
-        .option("service_url", url)
-        .option("topic", topic)
-        .option("startingOffsets", "earliest")
-    )
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    query = (
-        reader.load()
-        .selectExpr("cast(value as string) as v", "partition", "seq")
-        .writeStream.format("parquet")
-        .option("path", str(out))
-        .option("checkpointLocation", str(ckpt))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(120)
-    assert query.exception() is None, query.exception()
-    return query
+    opts = {"service_url": url, "topic": topic, "startingOffsets": "earliest", **options}
+    return available_now(spark, opts, out, ckpt, ("cast(value as string) as v", "partition", "seq"))
 
 
 def test_streaming_restarts_from_the_checkpoint(

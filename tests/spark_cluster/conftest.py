@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from tests.peers.fixture import started
 from tests.peers.spark_cluster import SparkClusterError, SparkStandaloneCluster
 
 _failure: list[str] = []
@@ -43,20 +44,16 @@ def bare_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def spark_cluster(bare_python: Path) -> Iterator[SparkStandaloneCluster]:
-    if _failure:  # one failed start is enough for the whole run
-        pytest.fail(_failure[0], pytrace=False)
-    cluster = SparkStandaloneCluster(
-        workers=2, cores=1, memory="1g", python=sys.executable, python3_dir=bare_python.parent
-    )
-    try:
-        try:
-            cluster.start()
-        except SparkClusterError as exc:
-            _failure.append(f"the Spark standalone cluster did not start: {exc}")
-            pytest.fail(_failure[0], pytrace=False)
+
+    def make() -> SparkStandaloneCluster:
+        return SparkStandaloneCluster(
+            workers=2, cores=1, memory="1g", python=sys.executable, python3_dir=bare_python.parent
+        )
+
+    # _failure: one failed start is enough for the whole run.
+    what = "the Spark standalone cluster"
+    with started(make, what, SparkClusterError, _failure) as cluster:
         yield cluster
-    finally:
-        cluster.close()
 
 
 def _stop_other_context(master: str) -> None:

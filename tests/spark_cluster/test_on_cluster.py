@@ -14,6 +14,7 @@ from streamwire import tank
 
 from tests.peers.spark_cluster import SparkStandaloneCluster
 from tests.peers.util import listening_sockets
+from tests.spark.helpers import available_now, copy_stream
 
 
 def _whereami() -> Callable[[Any], Any]:
@@ -127,22 +128,8 @@ def test_streaming_read_to_files(spark: Any, lite_broker: Any, tmp_path: Path) -
     out, ckpt = tmp_path / "out", tmp_path / "ckpt"
 
     def run() -> Any:
-        query = (
-            spark.readStream.format("streamwire")
-            .option("service_url", url)
-            .option("topic", topic)
-            .option("startingOffsets", "earliest")
-            .load()
-            .select("value")
-            .writeStream.format("parquet")
-            .option("path", str(out))
-            .option("checkpointLocation", str(ckpt))
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination(180)
-        assert query.exception() is None, query.exception()
-        return query
+        opts = {"service_url": url, "topic": topic, "startingOffsets": "earliest"}
+        return available_now(spark, opts, out, ckpt, ("value",), timeout=180)
 
     first.write.format("streamwire").option("service_url", url).option("topic", topic).mode(
         "append"
@@ -162,22 +149,9 @@ def test_streaming_write_from_a_stream(spark: Any, lite_broker: Any, tmp_path: P
     data.write.format("streamwire").option("service_url", url).option("topic", source).mode(
         "append"
     ).save()
-    query = (
-        spark.readStream.format("streamwire")
-        .option("service_url", url)
-        .option("topic", source)
-        .option("startingOffsets", "earliest")
-        .load()
-        .select("value")
-        .writeStream.format("streamwire")
-        .option("service_url", url)
-        .option("topic", sink)
-        .option("checkpointLocation", str(tmp_path / "ckpt"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(180)
-    assert query.exception() is None, query.exception()
+    options = {"service_url": url, "topic": source, "startingOffsets": "earliest"}
+    to = {"service_url": url, "topic": sink}
+    query = copy_stream(spark, options, to, tmp_path / "ckpt", ("value",), timeout=180)
     assert sum(p["numInputRows"] for p in query.recentProgress) == 4_000
     assert _checksum(_read(spark, url, sink)) == _checksum(data)
 

@@ -5,20 +5,19 @@ same client keeps working. Rendered into ``docs/bad-input.md`` with the Pulsar r
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from streamwire import (
     AlreadyClosedError,
-    ConfigError,
     ConnectError,
     ForkedProcessError,
-    InvalidArgumentError,
     PartitionNotFoundError,
     ProducerQueueFullError,
     TopicNotFoundError,
     tank,
 )
+
+from tests.bad_runner import CFG, INV, TYP, BadCase
 
 
 @dataclass
@@ -34,21 +33,8 @@ class TankCtx:
     tiny_client: tank.Client  # memory_limit=1 KiB, producer does not block
 
 
-@dataclass(frozen=True)
-class TankCase:
-    call: str
-    input: str
-    expected: type[BaseException]
-    fn: Callable[[TankCtx], object]
-    group: str = "input"  # "input" | "closed" | "fork"
-    note: str = ""
+TankCase = BadCase[TankCtx, object]
 
-    @property
-    def id(self) -> str:
-        return f"{self.call}: {self.input}"
-
-
-INV, CFG, TYP = InvalidArgumentError, ConfigError, TypeError
 
 TANK_CASES: list[TankCase] = [
     TankCase(

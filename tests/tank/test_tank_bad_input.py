@@ -3,13 +3,13 @@ client, producer and consumer still working afterwards (including after a forked
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 
 import pytest
 from streamwire import tank
 
+from tests.bad_runner import check_forked, check_raises, ids, local
 from tests.tank.bad_cases import TANK_CASES, TankCase, TankCtx
 
 
@@ -53,42 +53,17 @@ def still_works(c: TankCtx) -> None:
     raise AssertionError("the message sent after the bad call never arrived")
 
 
-LOCAL = [case for case in TANK_CASES if case.group != "fork"]
+LOCAL = local(TANK_CASES)
 
 
-@pytest.mark.parametrize("case", LOCAL, ids=[c.id for c in LOCAL])
+@pytest.mark.parametrize("case", LOCAL, ids=ids(LOCAL))
 def test_tank_bad_input(tctx: TankCtx, case: TankCase) -> None:
-    with pytest.raises(case.expected) as info:
-        case.fn(tctx)
-    assert type(info.value) is case.expected, (type(info.value), info.value)
-    assert str(info.value), "the error message is empty"
-    still_works(tctx)
+    check_raises(case, tctx, still_works)
 
 
 def test_tank_use_after_fork(tctx: TankCtx) -> None:
-    fork_cases = [case for case in TANK_CASES if case.group == "fork"]
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        lines: list[str] = []
-        try:
-            for case in fork_cases:
-                try:
-                    case.fn(tctx)
-                    lines.append(f"{case.id}: no exception")
-                except BaseException as e:
-                    if type(e) is not case.expected:
-                        lines.append(f"{case.id}: {type(e).__name__}: {e}")
-            with tank.Client(tctx.url, operation_timeout=10) as child:
-                child.create_producer(tctx.topic).send(b"from the child")
-        except BaseException as e:
-            lines.append(f"child failed: {type(e).__name__}: {e}")
-        finally:
-            os.write(write_fd, "\n".join(lines).encode())
-            os._exit(0)
-    os.close(write_fd)
-    with os.fdopen(read_fd, "rb") as pipe:
-        problems = pipe.read().decode()
-    os.waitpid(pid, 0)
-    assert problems == "", problems
-    still_works(tctx)
+    def child_works() -> None:
+        with tank.Client(tctx.url, operation_timeout=10) as child:
+            child.create_producer(tctx.topic).send(b"from the child")
+
+    check_forked(TANK_CASES, tctx, child_works, still_works)

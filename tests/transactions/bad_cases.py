@@ -10,7 +10,6 @@ import asyncio
 import pickle
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import streamwire
@@ -20,6 +19,8 @@ from streamwire import (
     TransactionTimeoutError,
     aio,
 )
+
+from tests.bad_runner import BadCase
 
 
 @dataclass
@@ -31,18 +32,7 @@ class TxnCtx:
     consumer: streamwire.Consumer
 
 
-@dataclass(frozen=True)
-class TxnCase:
-    call: str
-    input: str
-    expected: type[BaseException]
-    fn: Callable[[TxnCtx], object]
-    group: str = "input"
-    note: str = ""
-
-    @property
-    def id(self) -> str:
-        return f"{self.call}: {self.input}"
+TxnCase = BadCase[TxnCtx, object]
 
 
 def _aborted(c: TxnCtx) -> streamwire.Transaction:

@@ -24,7 +24,7 @@ import argparse
 import base64
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Optional, TextIO
 
 import streamwire
@@ -230,18 +230,30 @@ def main(argv: Optional[list[str]] = None) -> int:
         from streamwire.cli import pravega_admin
 
         return pravega_admin.run(args_list[1:])
+    return exit_status(_parser(), args_list, _run)
+
+
+def exit_status(
+    parser: argparse.ArgumentParser,
+    argv: list[str],
+    run: Callable[[argparse.Namespace], int],
+    usage: tuple[type[Exception], ...] = (),
+) -> int:
+    """Parse ``argv`` and ``run`` the command; the exit status of the module doc (``usage``:
+    more exception types that mean bad arguments, 2). Shared by every subcommand family."""
     try:
-        args = _parser().parse_args(args_list)
+        args = parser.parse_args(argv)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2)
         return int(e.code) if isinstance(e.code, int) else 2
+    caught: tuple[type[Exception], ...] = (StreamwireError, ValueError, OSError, *usage)
     try:
-        return _run(args)
+        return run(args)
     except KeyboardInterrupt:
         return 130
-    except (StreamwireError, ValueError, OSError) as e:
+    except caught as e:
         print(f"streamwire: {type(e).__name__}: {e}", file=sys.stderr)
-        usage = isinstance(e, (InvalidArgumentError, ConfigError))
-        return 2 if usage or not isinstance(e, StreamwireError) else 1
+        bad_args = isinstance(e, (InvalidArgumentError, ConfigError, *usage))
+        return 2 if bad_args or not isinstance(e, StreamwireError) else 1
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ Each adapter speaks only the public Python API, as a user's script would.
 from __future__ import annotations
 
 import functools
+import importlib
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -40,26 +41,6 @@ class Sender(Protocol):
 
     def send(self, value: bytes) -> Callable[[], object]: ...
     def flush(self) -> None: ...
-    def close(self) -> None: ...
-
-
-class Backend(Protocol):
-    name: str
-
-    def produce(
-        self, topic: str, values: Iterable[bytes], key: Optional[str], props: dict[str, str]
-    ) -> int: ...
-    def records(
-        self,
-        topic: str,
-        start: str,
-        subscription: Optional[str],
-        subscription_type: str,
-        idle: Optional[float],
-    ) -> Iterator[Record]: ...
-    def lookup(self, topic: str) -> list[dict[str, Any]]: ...
-    def topics(self, where: Optional[str]) -> list[str]: ...
-    def sender(self, topic: str) -> Sender: ...
     def close(self) -> None: ...
 
 
@@ -98,20 +79,90 @@ class _Sender:
         self.handle.close()
 
 
-# -- Pulsar -------------------------------------------------------------------------------
+@dataclass
+class _Source:
+    """What a protocol reads records from: ``handle`` (closed when the read ends),
+    ``take(max, timeout)`` for the next few messages, ``ended()`` whether the source is
+    finished, and ``record`` to turn a message into a :class:`Record`."""
+
+    handle: Any
+    take: Callable[[int, float], list[Any]]
+    record: Callable[[Any], Record]
+    ended: Callable[[], bool] = bool
 
 
-class PulsarBackend:
-    name = "pulsar"
+class Backend:
+    """What every command runs, whatever the protocol: a subclass says only how its
+    client produces, opens a source of records, makes a producer for ``perf``, and which
+    features its protocol lacks (the error a user gets for asking)."""
+
+    name: str
+    #: The error for ``--property`` (``None``: messages have properties).
+    no_properties: Optional[str] = None
+    #: The error for ``--subscription`` (``None``: the protocol has subscriptions).
+    no_subscriptions: Optional[str] = None
+    #: The module whose ``Client`` speaks the protocol (imported on use, so that a command
+    #: loads only the protocol it talks).
+    module: str
 
     def __init__(self, url: str) -> None:
-        import streamwire
+        self.client: Any = importlib.import_module(self.module).Client(url)
 
-        self.client = streamwire.Client(url)
+    def _produce(self, topic: str, values: Iterable[bytes], key: Optional[str], props: Any) -> int:
+        raise NotImplementedError
+
+    def _source(
+        self, topic: str, start: str, subscription: Optional[str], subscription_type: str
+    ) -> _Source:
+        raise NotImplementedError
+
+    def _producer(self, topic: str) -> tuple[Any, Callable[[bytes], Any]]:
+        """A producer (flushed and closed by ``perf``) and its ``send_async``."""
+        raise NotImplementedError
 
     def produce(
         self, topic: str, values: Iterable[bytes], key: Optional[str], props: dict[str, str]
     ) -> int:
+        if props and self.no_properties is not None:
+            raise InvalidArgumentError(self.no_properties)
+        return self._produce(topic, values, key, props)
+
+    def records(
+        self,
+        topic: str,
+        start: str,
+        subscription: Optional[str],
+        subscription_type: str,
+        idle: Optional[float],
+    ) -> Iterator[Record]:
+        if subscription is not None and self.no_subscriptions is not None:
+            raise InvalidArgumentError(self.no_subscriptions)
+        source = self._source(topic, start, subscription, subscription_type)
+        with source.handle:
+            for m in _polled(lambda: source.take(1000, 0.2), idle, source.ended):
+                yield source.record(m)
+
+    def lookup(self, topic: str) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def topics(self, where: Optional[str]) -> list[str]:
+        raise NotImplementedError
+
+    def sender(self, topic: str) -> Sender:
+        return _Sender(*self._producer(topic))
+
+    def close(self) -> None:
+        self.client.close()
+
+
+# -- Pulsar -------------------------------------------------------------------------------
+
+
+class PulsarBackend(Backend):
+    name = "pulsar"
+    module = "streamwire"
+
+    def _produce(self, topic: str, values: Iterable[bytes], key: Optional[str], props: Any) -> int:
         n = 0
         with self.client.create_producer(topic) as p:
             futures = [p.send_async(v, key=key, properties=props or None) for v in values]
@@ -121,37 +172,20 @@ class PulsarBackend:
                 n += 1
         return n
 
-    def records(
-        self,
-        topic: str,
-        start: str,
-        subscription: Optional[str],
-        subscription_type: str,
-        idle: Optional[float],
-    ) -> Iterator[Record]:
+    def _source(
+        self, topic: str, start: str, subscription: Optional[str], subscription_type: str
+    ) -> _Source:
         if subscription is None:
-            source: Any = self.client.create_reader(topic, start)
-            take = source.read_many
-        else:
-            source = self.client.subscribe(
-                topic,
-                subscription,
-                subscription_type=subscription_type,
-                initial_position=start,
-            )
-            take = source.receive_many
-        with source:
-            for m in _polled(lambda: take(1000, 0.2), idle):
-                mid = m.message_id
-                yield Record(
-                    value=m.value,
-                    position=f"{mid.ledger_id}:{mid.entry_id}:{mid.partition}:{mid.batch_index}",
-                    key=m.key,
-                    partition=mid.partition,
-                    time_ms=m.publish_time,
-                    properties=m.properties,
-                    ack=None if subscription is None else functools.partial(source.acknowledge, m),
-                )
+            reader = self.client.create_reader(topic, start)
+            return _Source(reader, reader.read_many, _pulsar_record)
+        consumer = self.client.subscribe(
+            topic, subscription, subscription_type=subscription_type, initial_position=start
+        )
+
+        def record(m: Any) -> Record:
+            return _pulsar_record(m, functools.partial(consumer.acknowledge, m))
+
+        return _Source(consumer, consumer.receive_many, record)
 
     def lookup(self, topic: str) -> list[dict[str, Any]]:
         lk = self.client.lookup()
@@ -161,30 +195,34 @@ class PulsarBackend:
     def topics(self, where: Optional[str]) -> list[str]:
         return sorted(self.client.lookup().topics_of_namespace(where or "public/default"))
 
-    def sender(self, topic: str) -> Sender:
+    def _producer(self, topic: str) -> tuple[Any, Callable[[bytes], Any]]:
         p = self.client.create_producer(topic)
-        return _Sender(p, p.send_async)
+        return p, p.send_async
 
-    def close(self) -> None:
-        self.client.close()
+
+def _pulsar_record(m: Any, ack: Optional[Callable[[], None]] = None) -> Record:
+    mid = m.message_id
+    return Record(
+        value=m.value,
+        position=f"{mid.ledger_id}:{mid.entry_id}:{mid.partition}:{mid.batch_index}",
+        key=m.key,
+        partition=mid.partition,
+        time_ms=m.publish_time,
+        properties=m.properties,
+        ack=ack,
+    )
 
 
 # -- TANK ---------------------------------------------------------------------------------
 
 
-class TankBackend:
+class TankBackend(Backend):
     name = "tank"
+    module = "streamwire.tank"
+    no_properties = "TANK messages have no properties"
+    no_subscriptions = "TANK has no subscriptions: read from --start and keep the printed positions"
 
-    def __init__(self, url: str) -> None:
-        from streamwire import tank
-
-        self.client = tank.Client(url)
-
-    def produce(
-        self, topic: str, values: Iterable[bytes], key: Optional[str], props: dict[str, str]
-    ) -> int:
-        if props:
-            raise InvalidArgumentError("TANK messages have no properties")
+    def _produce(self, topic: str, values: Iterable[bytes], key: Optional[str], props: Any) -> int:
         vals = list(values)
         keys = None if key is None else [key.encode()] * len(vals)
         p = self.client.create_producer(topic)
@@ -193,30 +231,14 @@ class TankBackend:
         finally:
             p.close()
 
-    def records(
-        self,
-        topic: str,
-        start: str,
-        subscription: Optional[str],
-        subscription_type: str,
-        idle: Optional[float],
-    ) -> Iterator[Record]:
-        if subscription is not None:
-            raise InvalidArgumentError(
-                "TANK has no subscriptions: read from --start and keep the printed positions"
-            )
+    def _source(
+        self, topic: str, start: str, subscription: Optional[str], subscription_type: str
+    ) -> _Source:
         if start not in ("earliest", "latest"):
             raise InvalidArgumentError(f"--start is earliest or latest, not {start!r}")
         where: Literal["earliest", "latest"] = "earliest" if start == "earliest" else "latest"
-        with self.client.create_consumer(topic, start=where, max_wait=0.2) as c:
-            for m in _polled(lambda: c.receive_many(1000, 0.2), idle):
-                yield Record(
-                    value=m.value,
-                    position=f"{m.partition}:{m.seq}",
-                    key=_text(m.key),
-                    partition=m.partition,
-                    time_ms=m.timestamp,
-                )
+        consumer = self.client.create_consumer(topic, start=where, max_wait=0.2)
+        return _Source(consumer, consumer.receive_many, _tank_record)
 
     def lookup(self, topic: str) -> list[dict[str, Any]]:
         return [p._asdict() for p in self.client.partitions(topic)]
@@ -224,12 +246,19 @@ class TankBackend:
     def topics(self, where: Optional[str]) -> list[str]:
         return sorted(t.name for t in self.client.topics())
 
-    def sender(self, topic: str) -> Sender:
+    def _producer(self, topic: str) -> tuple[Any, Callable[[bytes], Any]]:
         p = self.client.create_producer(topic)
-        return _Sender(p, p.send_async)
+        return p, p.send_async
 
-    def close(self) -> None:
-        self.client.close()
+
+def _tank_record(m: Any) -> Record:
+    return Record(
+        value=m.value,
+        position=f"{m.partition}:{m.seq}",
+        key=_text(m.key),
+        partition=m.partition,
+        time_ms=m.timestamp,
+    )
 
 
 # -- Pravega ------------------------------------------------------------------------------
@@ -242,41 +271,30 @@ def _scoped(topic: str) -> tuple[str, str]:
     return scope, stream
 
 
-class PravegaBackend:
+class PravegaBackend(Backend):
     name = "pravega"
+    module = "streamwire.pravega"
+    no_properties = "Pravega events have no properties"
+    no_subscriptions = "streamwire reads Pravega without reader groups: keep the printed stream cut"
 
-    def __init__(self, url: str) -> None:
-        from streamwire import pravega
-
-        self.client = pravega.Client(url)
-
-    def produce(
-        self, topic: str, values: Iterable[bytes], key: Optional[str], props: dict[str, str]
-    ) -> int:
-        if props:
-            raise InvalidArgumentError("Pravega events have no properties")
+    def _produce(self, topic: str, values: Iterable[bytes], key: Optional[str], props: Any) -> int:
         w = self.client.create_writer(*_scoped(topic))
         try:
             return int(w.write_many(list(values), routing_keys=key))
         finally:
             w.close()
 
-    def records(
-        self,
-        topic: str,
-        start: str,
-        subscription: Optional[str],
-        subscription_type: str,
-        idle: Optional[float],
-    ) -> Iterator[Record]:
-        if subscription is not None:
-            raise InvalidArgumentError(
-                "streamwire reads Pravega without reader groups: keep the printed stream cut"
-            )
+    def _source(
+        self, topic: str, start: str, subscription: Optional[str], subscription_type: str
+    ) -> _Source:
         where = {"earliest": "head", "latest": "tail"}.get(start, start)
-        with self.client.create_reader(*_scoped(topic), where) as r:
-            for e in _polled(lambda: r.read_many(1000, 0.2), idle, lambda: r.at_end):
-                yield Record(value=e.value, position=f"{e.segment}:{e.offset}")
+        r = self.client.create_reader(*_scoped(topic), where)
+        return _Source(
+            r,
+            r.read_many,
+            lambda e: Record(value=e.value, position=f"{e.segment}:{e.offset}"),
+            lambda: bool(r.at_end),
+        )
 
     def lookup(self, topic: str) -> list[dict[str, Any]]:
         return [s._asdict() for s in self.client.segments(*_scoped(topic))]
@@ -286,12 +304,9 @@ class PravegaBackend:
             raise InvalidArgumentError("name the Pravega scope whose streams to list")
         return sorted(f"{where}/{s}" for s in self.client.streams(where))
 
-    def sender(self, topic: str) -> Sender:
+    def _producer(self, topic: str) -> tuple[Any, Callable[[bytes], Any]]:
         w = self.client.create_writer(*_scoped(topic))
-        return _Sender(w, w.write_async)
-
-    def close(self) -> None:
-        self.client.close()
+        return w, w.write_async
 
 
 def open_backend(url: str, topic: Optional[str] = None) -> Backend:

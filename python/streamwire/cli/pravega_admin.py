@@ -24,7 +24,7 @@ import sys
 from dataclasses import asdict
 from typing import Any, Optional
 
-from streamwire.exceptions import ConfigError, InvalidArgumentError, StreamwireError
+from streamwire.exceptions import InvalidArgumentError
 
 __all__ = ["run"]
 
@@ -184,15 +184,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def run(argv: list[str]) -> int:
     """``streamwire pravega ARGV...``; returns the exit status."""
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as e:  # argparse: --help (0) or a usage error (2)
-        return int(e.code) if isinstance(e.code, int) else 2
-    try:
-        return _run(args)
-    except KeyboardInterrupt:
-        return 130
-    except (StreamwireError, ValueError, TypeError, OSError) as e:
-        print(f"streamwire: {type(e).__name__}: {e}", file=sys.stderr)
-        usage = isinstance(e, (InvalidArgumentError, ConfigError, TypeError))
-        return 2 if usage or not isinstance(e, StreamwireError) else 1
+    from streamwire.cli import exit_status
+
+    # A TypeError here is a bad argument (an option of the wrong kind), so status 2 too.
+    return exit_status(_parser(), argv, _run, usage=(TypeError,))

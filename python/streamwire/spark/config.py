@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Optional, cast
 if TYPE_CHECKING:
     from streamwire.spark._types import ClientLike
 
-__all__ = ["ClientConfig", "get_option", "parse_bool"]
+__all__ = ["ClientConfig", "get_option", "has_scheme", "parse_bool"]
 
 
 def get_option(options: Mapping[str, str], *names: str, default: Optional[str] = None) -> Any:
@@ -25,6 +25,12 @@ def get_option(options: Mapping[str, str], *names: str, default: Optional[str] =
         if value is not None and value != "":
             return value
     return default
+
+
+def has_scheme(options: Mapping[str, str], prefix: str) -> bool:
+    """Whether the service URL starts with ``prefix`` (its scheme picks the protocol)."""
+    url = get_option(options, "service_url", "serviceUrl", "service.url")
+    return bool(url) and str(url).startswith(prefix)
 
 
 def parse_bool(value: Any, default: bool) -> bool:

@@ -40,7 +40,7 @@ from pyspark.sql.datasource import (
 # never touch the engine. The Pulsar, TANK and Pravega paths import what they need when called.
 from streamwire.spark import _timing
 from streamwire.spark._columns import spark_schema_ddl
-from streamwire.spark.config import ClientConfig, get_option, parse_bool
+from streamwire.spark.config import ClientConfig, get_option, has_scheme, parse_bool
 
 if TYPE_CHECKING:
     from streamwire.spark.offsets import Position
@@ -71,13 +71,11 @@ def register(spark: Any, *, check_workers: bool = True) -> None:
 
 
 def _is_tank(options: Mapping[str, str]) -> bool:
-    url = get_option(options, "service_url", "serviceUrl", "service.url")
-    return bool(url) and str(url).startswith("tank://")
+    return has_scheme(options, "tank://")
 
 
 def _is_pravega(options: Mapping[str, str]) -> bool:
-    url = get_option(options, "service_url", "serviceUrl", "service.url")
-    return bool(url) and str(url).startswith("tcp://")
+    return has_scheme(options, "tcp://")
 
 
 def _topics(options: Mapping[str, str]) -> tuple[list[str], Optional[str]]:

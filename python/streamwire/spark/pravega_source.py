@@ -26,31 +26,15 @@ Columns: ``value`` (binary), ``stream`` (``scope/stream``), ``segment`` (bigint 
 from __future__ import annotations
 
 import json
-import os
-import threading
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from pyspark.sql.datasource import (
-    DataSourceArrowWriter,
-    DataSourceReader,
-    DataSourceStreamReader,
-    InputPartition,
-    WriterCommitMessage,
-)
+from pyspark.sql.datasource import DataSourceArrowWriter
 
 from streamwire import pravega
-from streamwire.spark.config import get_option
-
-try:  # Spark 4.2+: Trigger.AvailableNow for Python sources
-    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
-except ImportError:  # pragma: no cover - older Spark
-
-    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
-        pass
-
+from streamwire.spark import _log_source as log
+from streamwire.spark.config import get_option, has_scheme
 
 __all__ = [
     "SCHEMA",
@@ -67,8 +51,7 @@ Offsets = dict[str, int]
 
 
 def is_pravega(options: Mapping[str, str]) -> bool:
-    url = get_option(options, "service_url", "serviceUrl", "service.url")
-    return bool(url) and str(url).startswith("tcp://")
+    return has_scheme(options, "tcp://")
 
 
 @dataclass(frozen=True)
@@ -78,9 +61,7 @@ class PravegaSourceConfig:
     client: pravega.ClientConfig
     #: ``(scope, stream)`` of every stream read (one to write).
     streams: tuple[tuple[str, str], ...]
-    max_batch: int
-    poll_timeout: float
-    read_timeout: float
+    read: log.ReadKnobs
     max_records: Optional[int] = None
     max_bytes: Optional[int] = None
 
@@ -99,14 +80,11 @@ class PravegaSourceConfig:
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> PravegaSourceConfig:
-        url = str(get_option(options, "service_url", "serviceUrl", "service.url"))
-        op = float(get_option(options, "operationTimeoutMs", default="30000")) / 1000.0
+        url, op = log.service_of(options)
         return cls(
             client=pravega.ClientConfig(url, timeout=op),
             streams=_streams_of(options),
-            max_batch=int(get_option(options, "maxBatchRows", default="10000")),
-            poll_timeout=float(get_option(options, "pollTimeoutMs", default="1000")) / 1000.0,
-            read_timeout=float(get_option(options, "readTimeoutMs", default="120000")) / 1000.0,
+            read=log.ReadKnobs.from_options(options),
             max_records=_cap(options, "maxRecordsPerTrigger"),
             max_bytes=_cap(options, "maxBytesPerTrigger"),
         )
@@ -153,20 +131,11 @@ def _cap(options: Mapping[str, str], name: str) -> Optional[int]:
     return value
 
 
-_lock = threading.Lock()
-_clients: dict[pravega.ClientConfig, tuple[int, pravega.Client]] = {}
+_clients: log.ClientCache[pravega.ClientConfig, pravega.Client] = log.ClientCache()
 
 
 def client_for(config: pravega.ClientConfig) -> pravega.Client:
-    """One client per process and configuration (a forked child makes its own)."""
-    pid = os.getpid()
-    with _lock:
-        hit = _clients.get(config)
-        if hit is not None and hit[0] == pid:
-            return hit[1]
-        client = config.create()
-        _clients[config] = (pid, client)
-        return client
+    return _clients.get(config, config.create)
 
 
 # -- offsets (stream cuts) ---------------------------------------------------------------------
@@ -299,12 +268,12 @@ def _advance(
     pos = start
     with client.create_reader(scope, stream, _cut(name, start)) as reader:
         while True:
-            left = config.max_batch if records is None else records - taken
+            left = config.read.max_batch if records is None else records - taken
             if nbytes is not None:
                 left = min(left, 1 if largest == 0 else (nbytes - size) // largest)
             if left <= 0:
                 return _capped(pos, tail), taken, size, False
-            batch = reader.read_arrow(left, timeout=config.poll_timeout, columns=["value"])
+            batch = reader.read_arrow(left, timeout=config.read.poll_timeout, columns=["value"])
             if batch.num_rows == 0:
                 return _capped(pos, tail), taken, size, True
             lengths = pc.binary_length(batch.column(0)).fill_null(0).to_pylist()
@@ -365,19 +334,18 @@ def read_range(config: PravegaSourceConfig, r: Range, columns: Sequence[str]) ->
     name = r.stream or _name(config.scope, config.stream)
     scope, stream = name.split("/", 1)
     cut = pravega.StreamCut(f"{name}:{r.segment}={r.start}")
+    knobs = config.read
     with client.create_reader(scope, stream, cut) as reader:
         done_to = r.start
-        deadline = time.monotonic() + config.read_timeout
+        patience = log.Patience(knobs.read_timeout)
         while done_to < r.end:
-            batch = reader.read_arrow(config.max_batch, timeout=config.poll_timeout, columns=fetch)
-            if batch.num_rows == 0:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(
-                        f"streamwire (Pravega): segment {r.segment} stopped at byte {done_to} "
-                        f"before {r.end} (planned from the stream's cuts)"
-                    )
+            batch = reader.read_arrow(knobs.max_batch, timeout=knobs.poll_timeout, columns=fetch)
+            stalled = (
+                f"streamwire (Pravega): segment {r.segment} stopped at byte {done_to} "
+                f"before {r.end} (planned from the stream's cuts)"
+            )
+            if patience.waiting(batch, stalled):
                 continue
-            deadline = time.monotonic() + config.read_timeout
             # Successors may follow once the segment ends: keep this segment's events in range.
             mask = pc.and_(
                 pc.equal(batch.column("segment"), r.segment),
@@ -405,57 +373,38 @@ def _select(batch: Any, stream: str, columns: Sequence[str]) -> Any:
     return pa.RecordBatch.from_arrays(arrays, names=list(columns))
 
 
-def _columns(schema: Any) -> list[str]:
-    fields = getattr(schema, "fields", None)
-    if not fields:
-        return COLUMNS
-    names = [f.name for f in fields]
-    unknown = [n for n in names if n not in COLUMNS]
-    if unknown:
-        raise ValueError(
-            f"streamwire (Pravega): unknown column(s) {unknown}; the columns are "
-            f"{', '.join(COLUMNS)}"
-        )
-    return names
-
-
 # -- batch read --------------------------------------------------------------------------------
 
 
-class PravegaBatchReader(DataSourceReader):
+class PravegaBatchReader(log.LogBatchReader):
     def __init__(self, options: dict[str, str], schema: Any) -> None:
         self.config = PravegaSourceConfig.from_options(options)
-        self.columns = _columns(schema)
-        self.starting = get_option(options, "startingOffsets")
-        self.ending = get_option(options, "endingOffsets")
+        self.columns = log.columns_of(schema, COLUMNS, "Pravega")
+        super().__init__(options)
 
-    def partitions(self) -> Sequence[InputPartition]:
+    def plan(self) -> list[str]:
         start = _resolve(self.config, self.starting, "earliest")
         end = _resolve(self.config, self.ending, "latest")
-        parts = [InputPartition(r.to_json()) for r in _ranges(self.config, start, end)]
-        return parts or [InputPartition(None)]
+        return [r.to_json() for r in _ranges(self.config, start, end)]
 
-    def read(self, partition: InputPartition) -> Iterator[Any]:
-        if partition.value is None:
-            return
-        yield from read_range(self.config, Range.from_json(partition.value), self.columns)
+    def read_planned(self, text: str) -> Iterator[Any]:
+        return read_range(self.config, Range.from_json(text), self.columns)
 
 
 # -- streaming read ----------------------------------------------------------------------------
 
 
-class PravegaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+class PravegaStreamReader(log.LogStreamReader[Cuts]):
     """Micro-batches from the checkpointed stream cuts to the tails at each trigger, or as
     far as ``maxRecordsPerTrigger`` / ``maxBytesPerTrigger`` allow."""
 
     def __init__(self, options: dict[str, str], schema: Any) -> None:
         self.config = PravegaSourceConfig.from_options(options)
-        self.columns = _columns(schema)
-        self.starting = get_option(options, "startingOffsets")
-        self._target: Optional[Cuts] = None
+        self.columns = log.columns_of(schema, COLUMNS, "Pravega")
+        super().__init__(options)
 
-    def prepareForTriggerAvailableNow(self) -> None:
-        self._target = _resolve(self.config, "latest", "latest")
+    def tail(self) -> Cuts:
+        return _resolve(self.config, "latest", "latest")
 
     def initialOffset(self) -> dict[str, Any]:
         return to_spark(self.config, _resolve(self.config, self.starting, "latest"))
@@ -471,7 +420,7 @@ class PravegaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def latestOffset(self, start: Optional[dict[str, Any]] = None, limit: Any = None) -> Any:
-        tail = self._target or _resolve(self.config, "latest", "latest")
+        tail = self._target or self.tail()
         if start is None or limit is None or type(limit).__name__ == "ReadAllAvailable":
             return to_spark(self.config, tail)
         records = getattr(limit, "max_rows", None)
@@ -483,25 +432,17 @@ class PravegaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return to_spark(self.config, limited_end(self.config, begin, tail, records, nbytes))
 
     def reportLatestOffset(self) -> Any:
-        return to_spark(self.config, _resolve(self.config, "latest", "latest"))
+        return to_spark(self.config, self.tail())
 
-    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+    def plan(self, start: dict[str, Any], end: dict[str, Any]) -> list[str]:
         ranges = _ranges(self.config, from_spark(self.config, start), from_spark(self.config, end))
-        return [InputPartition(r.to_json()) for r in ranges]
+        return [r.to_json() for r in ranges]
 
-    def read(self, partition: InputPartition) -> Iterator[Any]:
-        yield from read_range(self.config, Range.from_json(partition.value), self.columns)
-
-    def commit(self, end: dict[str, Any]) -> None:
-        """Nothing to do: the checkpoint holds the cuts (no reader group is used)."""
+    def read_planned(self, text: str) -> Iterator[Any]:
+        return read_range(self.config, Range.from_json(text), self.columns)
 
 
 # -- write -------------------------------------------------------------------------------------
-
-
-@dataclass
-class PravegaWriteCommit(WriterCommitMessage):
-    rows: int
 
 
 class PravegaWriter(DataSourceArrowWriter):
@@ -512,18 +453,15 @@ class PravegaWriter(DataSourceArrowWriter):
         if self.config.several:
             raise ValueError("streamwire (Pravega): a write goes to one stream")
 
-    def write(self, iterator: Iterator[Any]) -> PravegaWriteCommit:
+    def write(self, iterator: Iterator[Any]) -> log.LogWriteCommit:
         client = client_for(self.config.client)
-        rows = 0
         with client.create_writer(self.config.scope, self.config.stream) as writer:
-            for batch in iterator:
-                if batch.num_rows == 0:
-                    continue
+
+            def send(batch: Any) -> None:
                 names = batch.schema.names
-                if "value" not in names:
-                    raise ValueError("streamwire (Pravega): the written rows need a 'value' column")
                 keys = batch.column("routing_key") if "routing_key" in names else None
                 writer.write_many(batch.column("value"), keys)
-                rows += batch.num_rows
+
+            rows = log.write_batches(iterator, "Pravega", send)
             writer.flush()
-        return PravegaWriteCommit(rows)
+        return log.LogWriteCommit(rows)

@@ -22,31 +22,15 @@ rows with a key go to ``fnv1a_32(key) % partitions`` and rows without one round-
 from __future__ import annotations
 
 import json
-import os
-import threading
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from pyspark.sql.datasource import (
-    DataSourceArrowWriter,
-    DataSourceReader,
-    DataSourceStreamReader,
-    InputPartition,
-    WriterCommitMessage,
-)
+from pyspark.sql.datasource import DataSourceArrowWriter
 
 from streamwire import tank
-from streamwire.spark.config import get_option, parse_bool
-
-try:  # Spark 4.2+: Trigger.AvailableNow for Python sources
-    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
-except ImportError:  # pragma: no cover - older Spark
-
-    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
-        pass
-
+from streamwire.spark import _log_source as log
+from streamwire.spark.config import get_option, has_scheme, parse_bool
 
 __all__ = [
     "SCHEMA",
@@ -63,8 +47,7 @@ Offsets = dict[str, dict[str, int]]
 
 
 def is_tank(options: Mapping[str, str]) -> bool:
-    url = get_option(options, "service_url", "serviceUrl", "service.url")
-    return bool(url) and str(url).startswith("tank://")
+    return has_scheme(options, "tank://")
 
 
 @dataclass(frozen=True)
@@ -73,15 +56,12 @@ class TankSourceConfig:
 
     client: tank.ClientConfig
     topics: tuple[str, ...]
-    max_batch: int
-    poll_timeout: float
+    read: log.ReadKnobs
     fail_on_data_loss: bool
-    read_timeout: float
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> TankSourceConfig:
-        url = str(get_option(options, "service_url", "serviceUrl", "service.url"))
-        op = float(get_option(options, "operationTimeoutMs", default="30000")) / 1000.0
+        url, op = log.service_of(options)
         topic = get_option(options, "topic")
         topics = get_option(options, "topics")
         if bool(topic) == bool(topics):
@@ -90,28 +70,16 @@ class TankSourceConfig:
         return cls(
             client=tank.ClientConfig(url, operation_timeout=op),
             topics=names,
-            max_batch=int(get_option(options, "maxBatchRows", default="10000")),
-            poll_timeout=float(get_option(options, "pollTimeoutMs", default="1000")) / 1000.0,
+            read=log.ReadKnobs.from_options(options),
             fail_on_data_loss=parse_bool(get_option(options, "failOnDataLoss"), True),
-            read_timeout=float(get_option(options, "readTimeoutMs", default="120000")) / 1000.0,
         )
 
 
-# -- process-local clients (fork-aware: a child never uses its parent's) -----------------------
-
-_lock = threading.Lock()
-_clients: dict[tank.ClientConfig, tuple[int, tank.Client]] = {}
+_clients: log.ClientCache[tank.ClientConfig, tank.Client] = log.ClientCache()
 
 
 def client_for(config: tank.ClientConfig) -> tank.Client:
-    pid = os.getpid()
-    with _lock:
-        hit = _clients.get(config)
-        if hit is not None and hit[0] == pid:
-            return hit[1]
-        client = config.create()
-        _clients[config] = (pid, client)
-        return client
+    return _clients.get(config, config.create)
 
 
 # -- offsets -----------------------------------------------------------------------------------
@@ -184,33 +152,32 @@ def read_range(config: TankSourceConfig, r: Range, columns: Sequence[str]) -> It
     client = client_for(config.client)
     want = list(columns)
     fetch = want if "seq" in want else [*want, "seq"]
+    knobs = config.read
     with client.create_consumer(
         r.topic,
         partitions=[r.partition],
         start={r.partition: r.start},
-        max_wait=config.poll_timeout,
+        max_wait=knobs.poll_timeout,
         on_out_of_range="error" if config.fail_on_data_loss else "earliest",
         queue_bytes=8 * 1024 * 1024,
     ) as consumer:
         next_seq = r.start
-        deadline = time.monotonic() + config.read_timeout
+        patience = log.Patience(knobs.read_timeout)
         while next_seq < r.end:
             batch = consumer.receive_arrow(
-                min(config.max_batch, r.end - next_seq), timeout=config.poll_timeout, columns=fetch
+                min(knobs.max_batch, r.end - next_seq), timeout=knobs.poll_timeout, columns=fetch
             )
-            if batch.num_rows == 0:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(
-                        f"streamwire (TANK): {r.topic}/{r.partition} stopped at seq {next_seq} "
-                        f"before {r.end} (planned from the broker's high water)"
-                    )
+            stalled = (
+                f"streamwire (TANK): {r.topic}/{r.partition} stopped at seq {next_seq} "
+                f"before {r.end} (planned from the broker's high water)"
+            )
+            if patience.waiting(batch, stalled):
                 continue
             seqs = batch.column("seq")
             last = seqs[-1].as_py()
             if last >= r.end:
                 batch = batch.filter(pc.less(seqs, r.end))
             next_seq = last + 1
-            deadline = time.monotonic() + config.read_timeout
             if batch.num_rows:
                 yield _spark_types(batch.select(want) if fetch != want else batch)
 
@@ -226,64 +193,46 @@ def _spark_types(batch: Any) -> Any:
     return batch.set_column(i, pa.field("timestamp", ts.type), ts)
 
 
-def _columns(schema: Any) -> list[str]:
-    fields = getattr(schema, "fields", None)
-    if not fields:
-        return COLUMNS
-    names = [f.name for f in fields]
-    unknown = [n for n in names if n not in COLUMNS]
-    if unknown:
-        raise ValueError(
-            f"streamwire (TANK): unknown column(s) {unknown}; the columns are {', '.join(COLUMNS)}"
-        )
-    return names
-
-
 # -- batch read --------------------------------------------------------------------------------
 
 
-class TankBatchReader(DataSourceReader):
+class TankBatchReader(log.LogBatchReader):
     def __init__(self, options: dict[str, str], schema: Any) -> None:
         self.config = TankSourceConfig.from_options(options)
-        self.columns = _columns(schema)
-        self.starting = get_option(options, "startingOffsets")
-        self.ending = get_option(options, "endingOffsets")
+        self.columns = log.columns_of(schema, COLUMNS, "TANK")
+        super().__init__(options)
 
-    def partitions(self) -> Sequence[InputPartition]:
+    def plan(self) -> list[str]:
         bounds = _bounds(self.config)
         start = _resolve(self.starting, "earliest", bounds)
         end = _resolve(self.ending, "latest", bounds)
-        parts = [InputPartition(r.to_json()) for r in _ranges(start, end)]
-        return parts or [InputPartition(None)]
+        return [r.to_json() for r in _ranges(start, end)]
 
-    def read(self, partition: InputPartition) -> Iterator[Any]:
-        if partition.value is None:
-            return
-        yield from read_range(self.config, Range.from_json(partition.value), self.columns)
+    def read_planned(self, text: str) -> Iterator[Any]:
+        return read_range(self.config, Range.from_json(text), self.columns)
 
 
 # -- streaming read ----------------------------------------------------------------------------
 
 
-class TankStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+class TankStreamReader(log.LogStreamReader[Offsets]):
     """Micro-batches over seq ranges; offsets as in the module doc."""
 
     def __init__(self, options: dict[str, str], schema: Any) -> None:
         self.config = TankSourceConfig.from_options(options)
-        self.columns = _columns(schema)
-        self.starting = get_option(options, "startingOffsets")
+        self.columns = log.columns_of(schema, COLUMNS, "TANK")
+        super().__init__(options)
         mr = get_option(options, "maxRecordsPerTrigger", "maxOffsetsPerTrigger")
         self.max_records = int(mr) if mr is not None else None
-        self._target: Optional[Offsets] = None
 
-    def prepareForTriggerAvailableNow(self) -> None:
-        self._target = _resolve("latest", "latest", _bounds(self.config))
+    def tail(self) -> Offsets:
+        return _resolve("latest", "latest", _bounds(self.config))
 
     def initialOffset(self) -> Offsets:
         return _resolve(self.starting, "latest", _bounds(self.config))
 
     def latestOffset(self, start: Optional[Offsets] = None, limit: Any = None) -> Offsets:
-        latest = self._target or _resolve("latest", "latest", _bounds(self.config))
+        latest = self._target or self.tail()
         begin = start or {}
         max_rows = getattr(limit, "max_rows", None) or self.max_records
         count = sum(len(p) for p in latest.values())
@@ -298,22 +247,14 @@ class TankStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 out[topic][p] = end
         return out
 
-    def partitions(self, start: Offsets, end: Offsets) -> Sequence[InputPartition]:
-        return [InputPartition(r.to_json()) for r in _ranges(start, end)]
+    def plan(self, start: Offsets, end: Offsets) -> list[str]:
+        return [r.to_json() for r in _ranges(start, end)]
 
-    def read(self, partition: InputPartition) -> Iterator[Any]:
-        yield from read_range(self.config, Range.from_json(partition.value), self.columns)
-
-    def commit(self, end: Offsets) -> None:
-        """Nothing to do: the checkpoint holds the offsets (TANK has no consumer groups)."""
+    def read_planned(self, text: str) -> Iterator[Any]:
+        return read_range(self.config, Range.from_json(text), self.columns)
 
 
 # -- write -------------------------------------------------------------------------------------
-
-
-@dataclass
-class TankWriteCommit(WriterCommitMessage):
-    rows: int
 
 
 class TankWriter(DataSourceArrowWriter):
@@ -327,7 +268,7 @@ class TankWriter(DataSourceArrowWriter):
         self.partition = int(part) if part is not None else None
         self.compression = get_option(options, "compression")
 
-    def write(self, iterator: Iterator[Any]) -> TankWriteCommit:
+    def write(self, iterator: Iterator[Any]) -> log.LogWriteCommit:
         import pyarrow as pa
 
         client = client_for(self.config.client)
@@ -335,23 +276,22 @@ class TankWriter(DataSourceArrowWriter):
             self.config.topics[0],
             compression=self.compression,
         )
-        rows = 0
+
+        def send(batch: Any) -> None:
+            names = batch.schema.names
+            keys = batch.column("key") if "key" in names else None
+            ts = batch.column("timestamp") if "timestamp" in names else None
+            producer.send_many(
+                batch.column("value"), keys=keys, timestamps=ts, partition=self.partition
+            )
+
         try:
-            for batch in iterator:
-                if not isinstance(batch, pa.RecordBatch):
-                    batch = pa.RecordBatch.from_pylist([r.asDict() for r in [batch]])
-                if batch.num_rows == 0:
-                    continue
-                names = batch.schema.names
-                if "value" not in names:
-                    raise ValueError("streamwire (TANK): the written rows need a 'value' column")
-                keys = batch.column("key") if "key" in names else None
-                ts = batch.column("timestamp") if "timestamp" in names else None
-                producer.send_many(
-                    batch.column("value"), keys=keys, timestamps=ts, partition=self.partition
-                )
-                rows += batch.num_rows
+            batches = (
+                b if isinstance(b, pa.RecordBatch) else pa.RecordBatch.from_pylist([b.asDict()])
+                for b in iterator
+            )
+            rows = log.write_batches(batches, "TANK", send)
             producer.flush()
         finally:
             producer.close()
-        return TankWriteCommit(rows)
+        return log.LogWriteCommit(rows)
