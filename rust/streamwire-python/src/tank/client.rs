@@ -227,7 +227,7 @@ crate::two_faces! {
             })
         }
 
-        /// A producer for `topic`, with the options checked by `producer_config`.
+        /// A producer for `topic` (the options are checked before anything is sent).
         #[pyo3(signature = (topic, *, batch_max_messages=1000, batch_max_bytes=131_072,
                             batch_delay=0.001, compression=None, max_in_flight=32,
                             send_timeout=30.0, block_if_queue_full=true))]
@@ -243,15 +243,34 @@ crate::two_faces! {
             send_timeout: f64,
             block_if_queue_full: bool,
         ) -> TankProducer {
-            let config = producer_config(
-                topic,
-                batch_max_messages,
-                batch_max_bytes,
-                batch_delay,
-                compression,
+            topic_arg(topic)?;
+            let batch_max_messages: usize =
+                count_arg("batch_max_messages", batch_max_messages).py_err()?;
+            let max_in_flight: usize = count_arg("max_in_flight", max_in_flight).py_err()?;
+            if batch_max_messages == 0 || max_in_flight == 0 {
+                return Err(to_py(Error::new(
+                    ErrorKind::Config,
+                    "batch_max_messages and max_in_flight must be at least 1",
+                )));
+            }
+            if !batch_delay.is_finite() || batch_delay < 0.0 {
+                return Err(to_py(Error::new(
+                    ErrorKind::Config,
+                    format!(
+                        "batch_delay must be a non-negative number of seconds, got {batch_delay}"
+                    ),
+                )));
+            }
+            let config = ProducerConfig {
+                batch: BatchLimits {
+                    max_messages: batch_max_messages,
+                    max_bytes: count_arg("batch_max_bytes", batch_max_bytes).py_err()?,
+                    max_delay: Duration::from_secs_f64(batch_delay),
+                },
+                compression: CompressionChoice::parse(compression).py_err()?,
                 max_in_flight,
-                send_timeout,
-            )?;
+                send_timeout: positive_secs("send_timeout", send_timeout).py_err()?,
+            };
             let c = self.live()?.clone();
             let (t, budget) = (topic.to_string(), self.budget.clone());
             let (pid, timeout) = (self.pid, self.timeout());
@@ -261,7 +280,7 @@ crate::two_faces! {
             })
         }
 
-        /// A consumer of `topic`, with the options checked by `consumer_config`.
+        /// A consumer of `topic` (the options are checked before anything is sent).
         #[pyo3(signature = (topic, *, partitions=None, start=None, max_wait=1.0, min_bytes=0,
                             fetch_size=1_048_576, max_fetch_size=67_108_864,
                             queue_bytes=33_554_432, on_out_of_range="error"))]
@@ -278,17 +297,39 @@ crate::two_faces! {
             queue_bytes: i64,
             on_out_of_range: &str,
         ) -> TankConsumer {
-            let (partitions, start, config) = consumer_config(
-                topic,
-                partitions,
-                start,
-                max_wait,
-                min_bytes,
-                fetch_size,
-                max_fetch_size,
-                queue_bytes,
-                on_out_of_range,
-            )?;
+            topic_arg(topic)?;
+            let partitions = partitions
+                .map(|v| {
+                    v.into_iter()
+                        .map(|p| u16_arg("partition", p))
+                        .collect::<PyResult<Vec<_>>>()
+                })
+                .transpose()?;
+            let start = start_arg(start)?;
+            if !max_wait.is_finite() || max_wait < 0.0 {
+                return Err(to_py(Error::new(
+                    ErrorKind::Config,
+                    format!(
+                        "max_wait must be a non-negative number of seconds, got {max_wait}"
+                    ),
+                )));
+            }
+            let config = ConsumerConfig {
+                max_wait: Duration::from_secs_f64(max_wait),
+                min_bytes: count_arg("min_bytes", min_bytes).py_err()?,
+                fetch_size: count_arg("fetch_size", fetch_size).py_err()?,
+                max_fetch_size: count_arg("max_fetch_size", max_fetch_size).py_err()?,
+                queue_bytes: count_arg("queue_bytes", queue_bytes).py_err()?,
+                on_out_of_range: OnOutOfRange::parse(on_out_of_range).ok_or_else(|| {
+                    to_py(Error::new(
+                        ErrorKind::Config,
+                        format!(
+                            "on_out_of_range must be \"error\", \"earliest\" or \"latest\", not \
+                             {on_out_of_range:?}"
+                        ),
+                    ))
+                })?,
+            };
             let c = self.live()?.clone();
             let (t, pid) = (topic.to_string(), self.pid);
             Op::new("create consumer", Some(self.timeout()), async move {
@@ -348,93 +389,4 @@ fn start_arg(start: Option<&Bound<'_, PyAny>>) -> PyResult<Start> {
         "start must be \"earliest\", \"latest\" or a dict, not {}",
         s.get_type().name()?
     )))
-}
-
-/// The checked `ProducerConfig` of `create_producer`'s options .
-#[allow(clippy::too_many_arguments)]
-fn producer_config(
-    topic: &str,
-    batch_max_messages: i64,
-    batch_max_bytes: i64,
-    batch_delay: f64,
-    compression: Option<&str>,
-    max_in_flight: i64,
-    send_timeout: f64,
-) -> PyResult<ProducerConfig> {
-    topic_arg(topic)?;
-    let batch_max_messages: usize = count_arg("batch_max_messages", batch_max_messages).py_err()?;
-    let max_in_flight: usize = count_arg("max_in_flight", max_in_flight).py_err()?;
-    if batch_max_messages == 0 || max_in_flight == 0 {
-        return Err(to_py(Error::new(
-            ErrorKind::Config,
-            "batch_max_messages and max_in_flight must be at least 1",
-        )));
-    }
-    if !batch_delay.is_finite() || batch_delay < 0.0 {
-        return Err(to_py(Error::new(
-            ErrorKind::Config,
-            format!("batch_delay must be a non-negative number of seconds, got {batch_delay}"),
-        )));
-    }
-    let config = ProducerConfig {
-        batch: BatchLimits {
-            max_messages: batch_max_messages,
-            max_bytes: count_arg("batch_max_bytes", batch_max_bytes).py_err()?,
-            max_delay: Duration::from_secs_f64(batch_delay),
-        },
-        compression: CompressionChoice::parse(compression).py_err()?,
-        max_in_flight,
-        send_timeout: positive_secs("send_timeout", send_timeout).py_err()?,
-    };
-    Ok(config)
-}
-
-/// What `consumer_config` gives: the partitions to read, where to start, the options.
-type ConsumerPlan = (Option<Vec<u16>>, Start, ConsumerConfig);
-
-/// The checked partitions, start and `ConsumerConfig` of `create_consumer`'s options.
-#[allow(clippy::too_many_arguments)]
-fn consumer_config(
-    topic: &str,
-    partitions: Option<Vec<i64>>,
-    start: Option<&Bound<'_, PyAny>>,
-    max_wait: f64,
-    min_bytes: i64,
-    fetch_size: i64,
-    max_fetch_size: i64,
-    queue_bytes: i64,
-    on_out_of_range: &str,
-) -> PyResult<ConsumerPlan> {
-    topic_arg(topic)?;
-    let partitions = partitions
-        .map(|v| {
-            v.into_iter()
-                .map(|p| u16_arg("partition", p))
-                .collect::<PyResult<Vec<_>>>()
-        })
-        .transpose()?;
-    let start = start_arg(start)?;
-    if !max_wait.is_finite() || max_wait < 0.0 {
-        return Err(to_py(Error::new(
-            ErrorKind::Config,
-            format!("max_wait must be a non-negative number of seconds, got {max_wait}"),
-        )));
-    }
-    let config = ConsumerConfig {
-        max_wait: Duration::from_secs_f64(max_wait),
-        min_bytes: count_arg("min_bytes", min_bytes).py_err()?,
-        fetch_size: count_arg("fetch_size", fetch_size).py_err()?,
-        max_fetch_size: count_arg("max_fetch_size", max_fetch_size).py_err()?,
-        queue_bytes: count_arg("queue_bytes", queue_bytes).py_err()?,
-        on_out_of_range: OnOutOfRange::parse(on_out_of_range).ok_or_else(|| {
-            to_py(Error::new(
-                ErrorKind::Config,
-                format!(
-                    "on_out_of_range must be \"error\", \"earliest\" or \"latest\", not \
-                     {on_out_of_range:?}"
-                ),
-            ))
-        })?,
-    };
-    Ok((partitions, start, config))
 }

@@ -352,7 +352,6 @@ impl TankProducer {
     }
 }
 
-
 // The awaitable face's hot paths: the same checks and message building as the blocking
 // `send` / `send_many` (`outgoing`, `many_outgoing`, `try_reserve`), handed over through the
 // lane, which keeps awaited sends in call order and never blocks the loop.
