@@ -180,12 +180,8 @@ class _Wrapper(_Closing, Generic[_N]):
 
 
 class Producer(_Wrapper[_native.TankProducer]):
-    """A TANK producer for coroutines; ``send`` hands the message over at once.
-
-    Args:
-        native: the engine's producer; made by :meth:`Client.create_producer`, not by
-            callers.
-    """
+    """A TANK producer for coroutines (over the ``native`` one that
+    :meth:`Client.create_producer` makes); ``send`` hands the message over at once."""
 
     __slots__ = ()
 
@@ -235,12 +231,8 @@ class Producer(_Wrapper[_native.TankProducer]):
 
 
 class Consumer(_Wrapper[_native.TankConsumer]):
-    """A TANK consumer for coroutines; ``async for`` yields messages as they arrive.
-
-    Args:
-        native: the engine's consumer; made by :meth:`Client.create_consumer`, not by
-            callers.
-    """
+    """A TANK consumer for coroutines (over the ``native`` one that
+    :meth:`Client.create_consumer` makes); ``async for`` yields messages as they arrive."""
 
     __slots__ = ()
 
