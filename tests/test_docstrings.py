@@ -66,6 +66,28 @@ def _unnamed(params: list[str], doc: str) -> list[str]:
     return [p for p in params if not re.search(rf"(?<![\w.]){re.escape(p)}(?!\w)", doc)]
 
 
+# An asyncio method may say one line and point to the blocking method it awaits ("As
+# :meth:`streamwire.tank.Producer.send`, awaited."): the parameters are described there.
+_POINTER = re.compile(r"^As :meth:`(streamwire\.[\w.]+)`")
+
+
+def _pointed_doc(doc: str) -> str:
+    """The docstring ``doc`` points to ("As :meth:`...`"), or ""; an unknown target raises."""
+    m = _POINTER.match(doc)
+    if m is None:
+        return ""
+    path = m.group(1).split(".")
+    for i in range(len(path) - 1, 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(path[:i]))
+        except ImportError:
+            continue
+        for name in path[i:]:
+            obj = getattr(obj, name)
+        return inspect.getdoc(obj) or ""
+    raise AssertionError(f"{m.group(1)} names no module")
+
+
 def _members(cls: type) -> Iterator[tuple[str, Any, bool]]:
     """(name, object, is_property) for each public method/property of ``cls``, including those
     inherited from streamwire base classes (not from ``object``, ``tuple`` and such)."""
@@ -97,7 +119,7 @@ def _offenders() -> tuple[list[str], list[str], int]:
         if not doc.strip():
             no_doc.append(label)
             return
-        missing = _unnamed(params, doc)
+        missing = _unnamed(params, doc + "\n" + _pointed_doc(doc))
         if missing:
             unnamed.append(f"{label}: {', '.join(missing)}")
 
@@ -146,6 +168,12 @@ def test_the_checker_sees_a_missing_docstring_and_an_unnamed_parameter() -> None
     # The check itself must be able to fail: a word inside another word does not count.
     assert _unnamed(["timeout", "key"], "Wait up to timeout seconds; keys are ignored.") == ["key"]
     assert _unnamed(["topic"], "The `topic` to read.") == []
+    # A pointer to the blocking method counts that method's docstring, and only a real one.
+    pointed = _pointed_doc("As :meth:`streamwire.tank.Client.reload_config`, awaited.")
+    assert _unnamed(["topic", "partition"], pointed) == []
+    assert _pointed_doc("Awaits :meth:`streamwire.tank.Client.reload_config`.") == ""
+    with pytest.raises(AttributeError):
+        _pointed_doc("As :meth:`streamwire.tank.Client.no_such_call`, awaited.")
 
     class Probe:
         def documented(self, a: int) -> None:

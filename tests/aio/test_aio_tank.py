@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
@@ -231,5 +232,83 @@ def test_bad_arguments_raise_at_the_call(tank_broker: Any, tank_client: tank.Cli
                 await consumer.receive_many(0)
             with pytest.raises(ValueError, match="unknown column"):
                 await consumer.receive_arrow(10, columns=["nope"])
+
+    run(main)
+
+
+async def outcome(call: Awaitable[Any]) -> Any:
+    try:
+        return ("value", await call)
+    except exc.StreamwireError as e:
+        return ("raised", type(e))
+
+
+def outcome_of(call: Callable[[], Any]) -> Any:
+    try:
+        return ("value", call())
+    except exc.StreamwireError as e:
+        return ("raised", type(e))
+
+
+def test_admin_calls_are_awaited_on_the_loop_without_threads(
+    tank_broker: Any, tank_client: tank.Client
+) -> None:
+    name = "a" + uuid.uuid4().hex[:20]
+
+    async def main() -> None:
+        before = {t.ident for t in threading.enumerate()}
+        async with atank.Client(url(tank_broker)) as client:
+            await client.create_topic(name, partitions=2, config={"retention.segments.count": 4})
+            assert [p.partition for p in await client.partitions(name)] == [0, 1]
+            assert name in {t.name for t in await client.topics()}
+            status = await client.status()
+            assert status.keys() == tank_client.status().keys()
+            assert status["version"] == tank_client.status()["version"]
+            # Both faces end the same way (the double has no config file to re-read).
+            assert await outcome(client.reload_config(name, 0)) == outcome_of(
+                lambda: tank_client.reload_config(name, 0)
+            )
+            with pytest.raises(exc.TopicNotFoundError):
+                await client.partitions("nope" + uuid.uuid4().hex[:8])
+            with pytest.raises(exc.InvalidArgumentError):
+                await client.create_topic(name, partitions=0)
+            assert repr(client).startswith("<streamwire.aio.tank.Client ")
+        # No worker thread was started for the calls (asyncio.to_thread would have).
+        new = [t.name for t in threading.enumerate() if t.ident not in before]
+        assert not [n for n in new if n.startswith("asyncio")], new
+        with pytest.raises(exc.AlreadyClosedError):
+            await client.topics()
+
+    run(main)
+
+
+def test_one_native_object_serves_both_faces(tank_broker: Any, tank_client: tank.Client) -> None:
+    topic = fresh(tank_client)
+    n = 50
+
+    async def main() -> None:
+        async with atank.Client(url(tank_broker)) as client:
+            producer = await client.create_producer(topic)
+            assert isinstance(producer._native, tank.Producer)
+            assert await producer.send_many([f"b{i}" for i in range(n)]) == n
+            consumer = await client.create_consumer(topic, max_wait=0.05)
+            assert isinstance(consumer._native, tank.Consumer)
+            # What a receive cancelled after the engine handed messages out leaves: messages
+            # held (its wake-up, without the take) ...
+            await consumer._native._await_messages(5)
+            held_positions = consumer.positions()
+            # ... which the blocking face of the same object takes first, in order.
+            first = consumer._native.receive_many(n, timeout=5)
+            assert 1 <= len(first) <= 5
+            assert held_positions == {0: first[0].seq}  # held counted as not taken
+            got = [m.value for m in first]
+            while len(got) < n:
+                got += [m.value for m in await consumer.receive_many(n, timeout=5)]
+            assert got == [f"b{i}".encode() for i in range(n)]
+            # A blocking flush on the object covers the awaited sends.
+            fut = producer.send(b"last")
+            producer._native.flush(timeout=10)
+            assert producer.pending == 0
+            assert await fut is None
 
     run(main)

@@ -88,26 +88,18 @@ def _config_text(config: Union[str, Mapping[str, Any], None]) -> str:
     raise TypeError(f"config must be a str, a mapping or None, not {type(config).__name__}")
 
 
-class Client:
-    """A connection to one TANK broker (``tank://host[:port]``, port 11011 by default).
+def _start(start: Optional[Start]) -> Union[str, dict[int, int], None]:
+    return start if isinstance(start, str) or start is None else dict(start)
 
-    Nothing is dialled until the first call. Thread-safe: share one per process. Live
-    clients do not pickle; pass a :class:`ClientConfig` to other processes instead. After
-    ``fork()``, a client made in the parent raises ``ForkedProcessError`` in the child.
 
-    Args:
-        service_url: ``tank://host[:port]``.
-        operation_timeout: seconds a broker request (topic admin, producer or consumer
-            creation) may take. Default 30.0.
-        connection_timeout: seconds to open a connection. Default 10.0.
-        memory_limit: bytes of payload that may be pending in all of this client's producers
-            together (0: unlimited). Default 64 MiB.
-
-    Raises:
-        ConfigError: a bad option or URL.
-    """
+class _ClientBase:
+    """What the blocking and the asyncio ``Client`` share: the native client (one class
+    serving both faces), the options, ``service_url``, ``metrics``, repr and the pickling
+    refusal."""
 
     __slots__ = ("_native",)
+    #: The module named in ``repr``.
+    _FACE = "streamwire.tank"
 
     def __init__(
         self,
@@ -128,6 +120,42 @@ class Client:
     def service_url(self) -> str:
         """The service URL this client was created with."""
         return self._native.service_url
+
+    def metrics(self) -> dict[str, Any]:
+        """This client's metrics and its producers' and consumers' totals (keys:
+        docs/observability.md)."""
+        return self._native.metrics()
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "a live streamwire TANK Client cannot be pickled or sent to another process; "
+            "pass a streamwire.tank.ClientConfig and call .create() inside the worker"
+        )
+
+    def __repr__(self) -> str:
+        return f"<{self._FACE}" + repr(self._native)[len("<streamwire.tank") :]
+
+
+class Client(_ClientBase):
+    """A connection to one TANK broker (``tank://host[:port]``, port 11011 by default).
+
+    Nothing is dialled until the first call. Thread-safe: share one per process. Live
+    clients do not pickle; pass a :class:`ClientConfig` to other processes instead. After
+    ``fork()``, a client made in the parent raises ``ForkedProcessError`` in the child.
+
+    Args:
+        service_url: ``tank://host[:port]``.
+        operation_timeout: seconds a broker request (topic admin, producer or consumer
+            creation) may take. Default 30.0.
+        connection_timeout: seconds to open a connection. Default 10.0.
+        memory_limit: bytes of payload that may be pending in all of this client's producers
+            together (0: unlimited). Default 64 MiB.
+
+    Raises:
+        ConfigError: a bad option or URL.
+    """
+
+    __slots__ = ()
 
     def create_topic(
         self,
@@ -162,11 +190,6 @@ class Client:
     def status(self) -> dict[str, int]:
         """The broker's status: topics, partitions, open partitions, start time, version."""
         return self._native.status()
-
-    def metrics(self) -> dict[str, Any]:
-        """This client's metrics and its producers' and consumers' totals (keys:
-        docs/observability.md)."""
-        return self._native.metrics()
 
     def reload_config(self, topic: str, partition: int) -> None:
         """Ask the broker to re-read ``<data>/<topic>/<partition>/config``.
@@ -260,7 +283,7 @@ class Client:
         return self._native.create_consumer(
             topic,
             partitions=partitions,
-            start=start if isinstance(start, str) else dict(start),
+            start=_start(start),
             max_wait=max_wait,
             min_bytes=min_bytes,
             fetch_size=fetch_size,
@@ -278,15 +301,6 @@ class Client:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def __reduce__(self) -> Any:
-        raise TypeError(
-            "a live streamwire TANK Client cannot be pickled or sent to another process; "
-            "pass a streamwire.tank.ClientConfig and call .create() inside the worker"
-        )
-
-    def __repr__(self) -> str:
-        return repr(self._native)
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tank::producer::TankSendFuture>()?;
     m.add_class::<tank::consumer::TankConsumer>()?;
     m.add_class::<tank::message::TankMessageObj>()?;
-    tank::register_aio(m)?;
     pravega::register_aio(m)?;
     m.add_function(wrap_pyfunction!(gateway::_gateway_run, m)?)?;
     m.add_function(wrap_pyfunction!(gateway::_gateway_usage, m)?)?;

@@ -1,18 +1,10 @@
-//! The TANK classes of `streamwire.tank` (native halves; `python/streamwire/tank/` adds the
-//! typed wrappers): client, producer with its futures, consumer and messages.
+//! The TANK classes of `streamwire.tank` and `streamwire.aio.tank` (native halves; the Python
+//! packages add the typed wrappers): client, producer with its futures, consumer and messages.
+//! Each class serves both faces: blocking methods and their awaitable `_a` forms.
 
-pub mod aio_consumer;
-pub mod aio_producer;
 pub mod client;
 pub mod consumer;
+mod lane;
 pub mod message;
+mod outgoing;
 pub mod producer;
-
-use pyo3::prelude::*;
-
-/// Add the awaitable TANK classes to the extension module.
-pub fn register_aio(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<aio_producer::TankAioProducer>()?;
-    m.add_class::<aio_consumer::TankAioConsumer>()?;
-    Ok(())
-}

@@ -1,84 +1,31 @@
-//! `streamwire.tank.Producer`: blocking, future-returning and bulk sends.
+//! `streamwire.tank.Producer` and `streamwire.aio.tank.Producer`'s native half: one class,
+//! blocking, future-returning, bulk and awaited sends.
 //!
 //! `send_async` futures are completed by the engine directly (a mutex and condvar per
 //! future, no task per message); `send_many` takes a list or a pyarrow array and crosses the
-//! interpreter once for the whole call.
+//! interpreter once for the whole call. Awaited sends (`_asend`, `_asend_many`) share every
+//! check with them and go through the in-order `lane`.
 
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use streamwire_core::budget::Reservation;
 use streamwire_core::error::{Error, ErrorKind, Result};
 use streamwire_core::runtime;
-use streamwire_tank::producer::{Completion, Done, Dones, Group, Outgoing, Pending, Producer};
+use streamwire_tank::producer::{Completion, Done, Dones, Group, Producer};
 
+use crate::common::aio;
 use crate::common::blocking::{timeout_arg, wait};
-use crate::common::columns::{payload_of, payloads};
 use crate::common::errors::{to_py, IntoPyResult};
+use crate::common::faces::Op;
 use crate::common::pickle::refuse_pickle;
+use crate::tank::lane::Lane;
+use crate::tank::outgoing::{many_outgoing, outgoing};
 
 const PICKLE_HINT: &str = "create the producer inside the worker process";
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-fn key_arg(key: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Bytes>> {
-    let Some(k) = key else { return Ok(None) };
-    if k.is_none() {
-        return Ok(None);
-    }
-    let b = payload_of(k).map_err(|_| {
-        pyo3::exceptions::PyTypeError::new_err(format!(
-            "key must be bytes or str, not {}",
-            k.get_type()
-                .name()
-                .map(|n| n.to_string())
-                .unwrap_or_default()
-        ))
-    })?;
-    check_key(&b)?;
-    Ok(Some(b))
-}
-
-fn check_key(b: &[u8]) -> PyResult<()> {
-    if b.len() > 255 {
-        return Err(to_py(Error::invalid(format!(
-            "a TANK key is at most 255 bytes, got {}",
-            b.len()
-        ))));
-    }
-    Ok(())
-}
-
-fn partition_arg(p: Option<i64>) -> PyResult<Option<u16>> {
-    p.map(|v| {
-        u16::try_from(v).map_err(|_| {
-            to_py(Error::new(
-                ErrorKind::PartitionNotFound,
-                format!("partition must be from 0 to 65535, got {v}"),
-            ))
-        })
-    })
-    .transpose()
-}
-
-fn ts_arg(ts: Option<i64>) -> PyResult<u64> {
-    match ts {
-        None => Ok(now_ms()),
-        Some(t) if t >= 0 => Ok(t as u64),
-        Some(t) => Err(to_py(Error::invalid(format!(
-            "timestamp must be milliseconds since the epoch (>= 0), got {t}"
-        )))),
-    }
-}
 
 /// Filled once by the engine; waited on by Python.
 #[derive(Default)]
@@ -160,13 +107,16 @@ impl TankSendFuture {
     }
 }
 
-/// Produces to one TANK topic. Thread-safe. Made by `streamwire.tank.Client.create_producer`.
+/// Produces to one TANK topic. Thread-safe. Made by `streamwire.tank.Client.create_producer`
+/// (blocking face) or `streamwire.aio.tank.Client.create_producer` (the `_a` methods).
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct TankProducer {
     inner: Producer,
     pid: u32,
     block_if_queue_full: bool,
     timeout: Duration,
+    /// Awaited sends waiting for budget or queue room, in call order (see `lane`).
+    lane: Lane,
 }
 
 impl TankProducer {
@@ -176,21 +126,33 @@ impl TankProducer {
             pid,
             block_if_queue_full,
             timeout,
+            lane: Lane::default(),
         }
+    }
+
+    fn check_open(&self) -> PyResult<()> {
+        if self.inner.is_closed() {
+            return Err(to_py(Error::closed("TANK producer")));
+        }
+        Ok(())
     }
 
     fn live(&self) -> PyResult<Producer> {
         runtime::check_same_process(self.pid, "TANK producer").py_err()?;
-        if self.inner.is_closed() {
-            return Err(to_py(Error::closed("TANK producer")));
-        }
+        self.check_open()?;
         Ok(self.inner.clone())
     }
 
-    /// Reserve `bytes` of the client's budget: waiting (interpreter released) or raising
-    /// `ProducerQueueFullError`, as configured.
-    fn reserve(&self, py: Python<'_>, bytes: u64) -> PyResult<Reservation> {
-        let budget = self.inner.budget().clone();
+    /// The awaitable face's check: the loop thread's cached pid, no system call.
+    fn live_aio(&self, py: Python<'_>) -> PyResult<()> {
+        aio::check_same_process(py, self.pid, "TANK producer")?;
+        self.check_open()
+    }
+
+    /// Reserve `bytes` of the client's budget now if there is room; None when it is full
+    /// and the producer waits for room (`block_if_queue_full`), else the typed error.
+    fn try_reserve(&self, bytes: u64) -> PyResult<Option<Reservation>> {
+        let budget = self.inner.budget();
         if bytes > budget.limit() && budget.limit() > 0 {
             return Err(to_py(Error::new(
                 ErrorKind::MessageTooBig,
@@ -201,7 +163,7 @@ impl TankProducer {
             )));
         }
         match budget.try_reserve(bytes) {
-            Ok(r) => Ok(r),
+            Ok(r) => Ok(Some(r)),
             Err(full) if !self.block_if_queue_full => Err(to_py(Error::new(
                 ErrorKind::QueueFull,
                 format!(
@@ -209,20 +171,19 @@ impl TankProducer {
                     full.used, full.limit
                 ),
             ))),
-            Err(_) => wait(py, "waiting for producer memory", None, async move {
-                Ok(budget.reserve(bytes).await)
-            }),
+            Err(_) => Ok(None),
         }
     }
 
-    fn one(
-        &self,
-        value: &Bound<'_, PyAny>,
-        key: Option<&Bound<'_, PyAny>>,
-        partition: Option<i64>,
-        timestamp: Option<i64>,
-    ) -> PyResult<Outgoing> {
-        outgoing(value, key, partition, timestamp)
+    /// Reserve `bytes` for a blocking send: waiting for room with the interpreter released.
+    fn reserve(&self, py: Python<'_>, bytes: u64) -> PyResult<Reservation> {
+        if let Some(r) = self.try_reserve(bytes)? {
+            return Ok(r);
+        }
+        let budget = self.inner.budget().clone();
+        wait(py, "waiting for producer memory", None, async move {
+            Ok(budget.reserve(bytes).await)
+        })
     }
 }
 
@@ -282,7 +243,7 @@ impl TankProducer {
         timeout: Option<f64>,
     ) -> PyResult<()> {
         let p = self.live()?;
-        let msg = self.one(value, key, partition, timestamp)?;
+        let msg = outgoing(value, key, partition, timestamp)?;
         let timeout = timeout_arg("timeout", timeout).py_err()?;
         let reservation = self.reserve(py, msg.msg.size() as u64)?;
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -314,7 +275,7 @@ impl TankProducer {
         timestamp: Option<i64>,
     ) -> PyResult<TankSendFuture> {
         let p = self.live()?;
-        let msg = self.one(value, key, partition, timestamp)?;
+        let msg = outgoing(value, key, partition, timestamp)?;
         let reservation = self.reserve(py, msg.msg.size() as u64)?;
         let state = Arc::new(FutureState::default());
         let dones = Dones::Each(vec![Done::Notify(state.clone())]);
@@ -367,29 +328,6 @@ impl TankProducer {
         Ok(n)
     }
 
-    /// Send what is gathered and wait for every earlier message's acknowledgement; raises
-    /// the first failure since the last flush.
-    ///
-    /// Args:
-    ///     timeout: seconds to wait at most (None: no limit); then `OperationTimeoutError`.
-    ///         Default None.
-    #[pyo3(signature = (timeout=None))]
-    fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
-        let p = self.live()?;
-        let timeout = timeout_arg("timeout", timeout).py_err()?;
-        wait(py, "flush", timeout, async move { p.flush().await })
-    }
-
-    /// Flush, then close; later sends raise `AlreadyClosedError`. Idempotent.
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
-        if runtime::check_same_process(self.pid, "TANK producer").is_err() || self.inner.is_closed()
-        {
-            return Ok(());
-        }
-        let p = self.inner.clone();
-        wait(py, "close", None, async move { p.close().await })
-    }
-
     fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
         slf
     }
@@ -414,70 +352,89 @@ impl TankProducer {
     }
 }
 
-/// One checked message of `send`'s arguments (shared with the awaitable send).
-pub(crate) fn outgoing(
-    value: &Bound<'_, PyAny>,
-    key: Option<&Bound<'_, PyAny>>,
-    partition: Option<i64>,
-    timestamp: Option<i64>,
-) -> PyResult<Outgoing> {
-    Ok(Outgoing {
-        partition: partition_arg(partition)?,
-        msg: Pending {
-            key: key_arg(key)?,
-            ts: ts_arg(timestamp)?,
-            value: payload_of(value)?,
-        },
-    })
+// The awaitable face's hot paths: the same checks and message building as the blocking
+// `send` / `send_many` (`outgoing`, `many_outgoing`, `try_reserve`), handed over through the
+// lane, which keeps awaited sends in call order and never blocks the loop.
+#[pymethods]
+impl TankProducer {
+    /// `send` awaited: resolves to None once the broker acknowledged the message.
+    #[pyo3(signature = (value, key=None, *, partition=None, timestamp=None))]
+    fn _asend<'py>(
+        &self,
+        py: Python<'py>,
+        value: &Bound<'py, PyAny>,
+        key: Option<&Bound<'py, PyAny>>,
+        partition: Option<i64>,
+        timestamp: Option<i64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.live_aio(py)?;
+        let msg = outgoing(value, key, partition, timestamp)?;
+        let bytes = msg.msg.size() as u64;
+        let reservation = self.try_reserve(bytes)?;
+        self.lane
+            .start(py, &self.inner, vec![msg], bytes, reservation, None)
+    }
+
+    /// `send_many` awaited: resolves to the count once all are acknowledged.
+    #[pyo3(signature = (values, *, keys=None, timestamps=None, partition=None))]
+    fn _asend_many<'py>(
+        &self,
+        py: Python<'py>,
+        values: &Bound<'py, PyAny>,
+        keys: Option<&Bound<'py, PyAny>>,
+        timestamps: Option<&Bound<'py, PyAny>>,
+        partition: Option<i64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.live_aio(py)?;
+        let (msgs, bytes) = many_outgoing(values, keys, timestamps, partition)?;
+        let n = msgs.len();
+        if n == 0 {
+            return aio::ready(py, 0usize.into_pyobject(py)?.into_any());
+        }
+        let reservation = self.try_reserve(bytes)?;
+        self.lane
+            .start(py, &self.inner, msgs, bytes, reservation, Some(n))
+    }
 }
 
-/// The checked messages of `send_many`'s arguments and their payload bytes (shared with the
-/// awaitable send_many).
-pub(crate) fn many_outgoing(
-    values: &Bound<'_, PyAny>,
-    keys: Option<&Bound<'_, PyAny>>,
-    timestamps: Option<&Bound<'_, PyAny>>,
-    partition: Option<i64>,
-) -> PyResult<(Vec<Outgoing>, u64)> {
-    let partition = partition_arg(partition)?;
-    let vals = payloads(values)?;
-    let n = vals.len();
-    let keys = match keys {
-        Some(k) => {
-            let ks = payloads(k)?;
-            if ks.len() != n {
-                return Err(to_py(Error::invalid(format!(
-                    "keys has {} entries for {n} values",
-                    ks.len()
-                ))));
-            }
-            for (k, _) in &ks {
-                check_key(k)?;
-            }
-            Some(ks)
+crate::two_faces! {
+    impl TankProducer {
+        /// Send what is gathered and wait for every earlier message's acknowledgement (awaited
+        /// sends still waiting for room included); raises the first failure since the last
+        /// flush.
+        ///
+        /// Args:
+        ///     timeout: seconds to wait at most (None: no limit); then `OperationTimeoutError`.
+        ///         Default None.
+        #[pyo3(signature = (timeout=None))]
+        fn flush / _aflush (&self, py, timeout: Option<f64>) -> () as none {
+            let p = self.live()?;
+            let timeout = timeout_arg("timeout", timeout).py_err()?;
+            let turn = self.lane.turn(&p).py_err()?;
+            Op::new("flush", timeout, async move {
+                if let Some(turn) = turn {
+                    let _ = turn.await;
+                }
+                p.flush().await
+            })
         }
-        None => None,
-    };
-    let ts = crate::common::columns::opt_u64s(timestamps, n, "timestamps")?;
-    let now = now_ms();
-    let mut msgs = Vec::with_capacity(n);
-    let mut bytes = 0u64;
-    for (i, (value, null)) in vals.into_iter().enumerate() {
-        if null {
-            return Err(to_py(Error::invalid(format!(
-                "values[{i}] is None: TANK messages always have a value"
-            ))));
+
+        /// Flush, then close; later sends raise `AlreadyClosedError`. Idempotent.
+        fn close / _aclose (&self, py) -> () as none {
+            // Closed already, or a forked child's copy of the parent's producer: nothing to do.
+            let skip = runtime::check_same_process(self.pid, "TANK producer").is_err()
+                || self.inner.is_closed();
+            let p = self.inner.clone();
+            let turn = if skip { None } else { self.lane.turn(&p).py_err()? };
+            Op::new("close", None, async move {
+                if skip {
+                    return Ok(());
+                }
+                if let Some(turn) = turn {
+                    let _ = turn.await;
+                }
+                p.close().await
+            })
         }
-        let key = keys
-            .as_ref()
-            .and_then(|k| (!k[i].1).then(|| k[i].0.clone()));
-        let msg = Pending {
-            key,
-            ts: ts.as_ref().and_then(|t| t[i]).unwrap_or(now),
-            value,
-        };
-        bytes += msg.size() as u64;
-        msgs.push(Outgoing { partition, msg });
     }
-    Ok((msgs, bytes))
 }
