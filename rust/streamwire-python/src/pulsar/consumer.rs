@@ -1,9 +1,13 @@
-//! `Client.subscribe` / `Client.create_reader`, and the `Consumer` and `Reader` classes.
+//! The `Consumer` and `Reader` classes (made by `Client.subscribe` / `create_reader`, in
+//! `consumer_options`). Their waiting calls besides receives (seek, last ids, unsubscribe,
+//! ...) are each written once for both faces with `two_faces!`; the receives keep a blocking
+//! shell here and an awaitable one in `aio_consumer`, sharing `Handle`.
 //!
 //! Receiving takes a fast path first: if messages are queued they are taken under one short
 //! lock without detaching from the interpreter or touching the runtime. Only when the queue
 //! is empty does the call detach and wait (through `blocking::wait`, so Ctrl-C works).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,10 +23,9 @@ use streamwire_pulsar::protocol::commands::SeekTarget;
 
 use crate::common::blocking::{timeout_arg, wait};
 use crate::common::errors::{to_py, IntoPyResult};
+use crate::common::faces::Op;
 use crate::common::pickle::refuse_pickle;
 use crate::common::untracked::untracked_list;
-use crate::pulsar::client::Client;
-use crate::pulsar::consumer_options::{consumer_plan, reader_plan};
 use crate::pulsar::message::{column_list, Message};
 use crate::pulsar::message_id::PyMessageId;
 use crate::pulsar::schema::Typed;
@@ -159,10 +162,24 @@ impl Handle {
         wait(py, what, Some(self.op_timeout * 2), fut)
     }
 
-    fn seek(&self, py: Python<'_>, what: &str, target: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// A waiting call of this consumer or reader, with the time limit of a broker request
+    /// (the face, blocking or awaitable, is chosen by `two_faces!`).
+    fn op<T, F>(&self, what: &'static str, fut: F) -> Op<F>
+    where
+        F: Future<Output = EResult<T>> + Send + 'static,
+        T: Send + 'static,
+    {
+        Op::new(what, Some(self.op_timeout * 2), fut)
+    }
+
+    fn seek(
+        &self,
+        what: &str,
+        target: &Bound<'_, PyAny>,
+    ) -> PyResult<Op<impl Future<Output = EResult<()>> + Send + 'static>> {
         let engine = self.live(what)?.clone();
         let t = seek_target(target)?;
-        self.block(py, "seek", async move { engine.seek(t).await })
+        Ok(self.op("seek", async move { engine.seek(t).await }))
     }
 
     fn metrics<'py>(&self, py: Python<'py>, what: &str) -> PyResult<Bound<'py, PyDict>> {
@@ -239,21 +256,30 @@ impl Handle {
         }
     }
 
-    fn last_ids(&self, py: Python<'_>, what: &str) -> PyResult<Vec<PyMessageId>> {
+    fn last_ids(
+        &self,
+        what: &str,
+    ) -> PyResult<Op<impl Future<Output = EResult<Vec<PyMessageId>>> + Send + 'static>> {
         let e = self.live(what)?.clone();
-        let ids = self.block(py, "get last message id", async move {
-            e.get_last_message_ids().await
-        })?;
-        Ok(ids.into_iter().map(PyMessageId::from).collect())
+        Ok(self.op("get last message id", async move {
+            let ids = e.get_last_message_ids().await?;
+            Ok(ids.into_iter().map(PyMessageId::from).collect())
+        }))
     }
 
-    fn last_id(&self, py: Python<'_>, what: &str) -> PyResult<PyMessageId> {
-        single_last_id(self.last_ids(py, what)?).map_err(to_py)
+    fn last_id(
+        &self,
+        what: &str,
+    ) -> PyResult<Op<impl Future<Output = EResult<PyMessageId>> + Send + 'static>> {
+        let e = self.live(what)?.clone();
+        Ok(self.op("get last message id", async move {
+            single_last_id(e.get_last_message_ids().await?).map(PyMessageId::from)
+        }))
     }
 }
 
-/// The one last id of a single-partition consumer (shared with the awaitable call).
-pub(crate) fn single_last_id<T>(mut ids: Vec<T>) -> EResult<T> {
+/// The one last id of a single-partition consumer.
+fn single_last_id<T>(mut ids: Vec<T>) -> EResult<T> {
     if ids.len() != 1 {
         return Err(Error::invalid(
             "this consumer reads several partitions or topics: use get_last_message_ids()",
@@ -262,9 +288,8 @@ pub(crate) fn single_last_id<T>(mut ids: Vec<T>) -> EResult<T> {
     Ok(ids.remove(0))
 }
 
-/// Where a `seek` goes: a MessageId (or a Message's id), or a publish time in ms (shared by
-/// the blocking and the awaitable calls).
-pub(crate) fn seek_target(target: &Bound<'_, PyAny>) -> PyResult<SeekTarget> {
+/// Where a `seek` goes: a MessageId (or a Message's id), or a publish time in ms.
+fn seek_target(target: &Bound<'_, PyAny>) -> PyResult<SeekTarget> {
     let t = if let Ok(id) = target.extract::<PyMessageId>() {
         SeekTarget::MessageId(id.id.to_proto())
     } else if let Ok(m) = target.cast::<Message>() {
@@ -284,147 +309,6 @@ pub(crate) fn seek_target(target: &Bound<'_, PyAny>) -> PyResult<SeekTarget> {
         ));
     };
     Ok(t)
-}
-
-#[pymethods]
-impl Client {
-    /// Subscribe to a topic, a list of topics or a regex pattern.
-    ///
-    /// Args:
-    ///     topic: a topic name, a list of names, or a compiled `re.Pattern` matched against
-    ///         the topics of its namespace (new matches are picked up every
-    ///         `pattern_auto_discovery_period`).
-    ///     subscription_name: the subscription (created if it does not exist).
-    ///     subscription_type: `"exclusive"`, `"shared"`, `"failover"` or `"key_shared"`.
-    ///         Default `"exclusive"`.
-    ///     initial_position: where a new subscription starts: `"latest"` or `"earliest"`.
-    ///         Default `"latest"`.
-    ///     receiver_queue_size: messages fetched ahead per partition (1 to 1,000,000).
-    ///         Default 1000.
-    ///     consumer_name: a name for this consumer. Default None: a random name.
-    ///     ack_grouping_time: seconds acknowledgements are gathered before they are sent
-    ///         (0: sent at once). Default 0.1.
-    ///     negative_ack_redelivery_delay: seconds before a negatively acknowledged message is
-    ///         redelivered. Default 60.0.
-    ///     ack_timeout: seconds after which a message not acknowledged is redelivered.
-    ///         Default None: never.
-    ///     batch_index_ack: acknowledge single messages of a batch (the broker must enable
-    ///         it too). Default False.
-    ///     read_compacted: read the compacted view of the topic. Default False.
-    ///     replicate_subscription_state: replicate the subscription's position to other
-    ///         clusters. Default False.
-    ///     pattern_auto_discovery_period: seconds between checks for new topics matching a
-    ///         pattern. Default 60.0.
-    ///     dead_letter_policy: `{"max_redeliver_count": n, "dead_letter_topic": name}`:
-    ///         after `n` redeliveries a message goes to the dead-letter topic (default name:
-    ///         `<topic>-<subscription>-DLQ`). Default None.
-    ///     max_pending_chunked_messages: chunked messages being assembled at once, at most.
-    ///         Default 10.
-    ///     expire_time_of_incomplete_chunked_message: seconds an incomplete chunked message is
-    ///         kept before it is dropped. Default 60.0.
-    ///     key_shared_policy: for `"key_shared"`: None or `"auto_split"` (the broker splits
-    ///         the hash range), or `{"sticky": [(start, end), ...]}` (inclusive hash ranges
-    ///         this consumer owns). Default None.
-    ///     schema: a `streamwire.schema` object: the broker checks it against the topic's
-    ///         schema, and `Message.value` decodes each message with the schema version it
-    ///         was written with. Default None: raw bytes.
-    ///
-    /// Raises:
-    ///     ConfigError: a bad option.
-    ///     OperationTimeoutError: the broker did not answer within twice the client's
-    ///         `operation_timeout`.
-    #[pyo3(signature = (topic, subscription_name, *, subscription_type="exclusive",
-        initial_position="latest", receiver_queue_size=1000, consumer_name=None,
-        ack_grouping_time=0.1, negative_ack_redelivery_delay=60.0, ack_timeout=None,
-        batch_index_ack=false, read_compacted=false, replicate_subscription_state=false,
-        pattern_auto_discovery_period=60.0, dead_letter_policy=None,
-        max_pending_chunked_messages=10, expire_time_of_incomplete_chunked_message=60.0,
-        key_shared_policy=None, schema=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn subscribe(
-        &self,
-        py: Python<'_>,
-        topic: &Bound<'_, PyAny>,
-        subscription_name: &str,
-        subscription_type: &str,
-        initial_position: &str,
-        receiver_queue_size: i64,
-        consumer_name: Option<String>,
-        ack_grouping_time: f64,
-        negative_ack_redelivery_delay: f64,
-        ack_timeout: Option<f64>,
-        batch_index_ack: bool,
-        read_compacted: bool,
-        replicate_subscription_state: bool,
-        pattern_auto_discovery_period: f64,
-        dead_letter_policy: Option<&Bound<'_, PyAny>>,
-        max_pending_chunked_messages: usize,
-        expire_time_of_incomplete_chunked_message: f64,
-        key_shared_policy: Option<&Bound<'_, PyAny>>,
-        schema: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Consumer> {
-        let plan = consumer_plan(
-            self,
-            py,
-            topic,
-            subscription_name,
-            subscription_type,
-            initial_position,
-            receiver_queue_size,
-            consumer_name,
-            ack_grouping_time,
-            negative_ack_redelivery_delay,
-            ack_timeout,
-            batch_index_ack,
-            read_compacted,
-            replicate_subscription_state,
-            pattern_auto_discovery_period,
-            dead_letter_policy,
-            max_pending_chunked_messages,
-            expire_time_of_incomplete_chunked_message,
-            key_shared_policy,
-        )?
-        .with_schema(schema)?;
-        let timeout = plan.timeout;
-        wait(py, "subscribe", Some(timeout), plan.open())
-    }
-
-    /// Read a topic from a position, without a durable subscription.
-    ///
-    /// Args:
-    ///     topic: the topic to read.
-    ///     start_message_id: `"earliest"`, `"latest"` or a `MessageId`. Default None:
-    ///         earliest.
-    ///     inclusive: also deliver the message at `start_message_id`. Default False.
-    ///     receiver_queue_size: messages fetched ahead (1 to 1,000,000). Default 1000.
-    ///     reader_name: a name for the reader's consumer. Default None.
-    ///     schema: a `streamwire.schema` object to decode messages with (see
-    ///         `subscribe`). Default None: raw bytes.
-    #[pyo3(signature = (topic, start_message_id=None, *, inclusive=false,
-        receiver_queue_size=1000, reader_name=None, schema=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn create_reader(
-        &self,
-        py: Python<'_>,
-        topic: &str,
-        start_message_id: Option<&Bound<'_, PyAny>>,
-        inclusive: bool,
-        receiver_queue_size: i64,
-        reader_name: Option<String>,
-        schema: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Reader> {
-        let plan = reader_plan(
-            self,
-            topic,
-            start_message_id,
-            inclusive,
-            receiver_queue_size,
-            reader_name,
-        )?
-        .with_schema(schema)?;
-        let timeout = plan.timeout;
-        wait(py, "create reader", Some(timeout), plan.open())
-    }
 }
 
 /// A subscription's consumer. Thread-safe. Made by `Client.subscribe`; iterating yields
@@ -568,43 +452,9 @@ impl Consumer {
         Ok(())
     }
 
-    /// Redeliver every message received but not acknowledged.
-    fn redeliver_unacknowledged_messages(&self, py: Python<'_>) -> PyResult<()> {
-        let e = self.h.live("consumer")?.clone();
-        self.h.block(py, "redeliver", async move {
-            e.redeliver_unacknowledged().await
-        })
-    }
-
-    /// Move the subscription to a MessageId or to a publish time (int, ms since the epoch).
-    ///
-    /// Args:
-    ///     target: a `MessageId`, a `Message`, or a publish time in milliseconds since the
-    ///         epoch.
-    fn seek(&self, py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.h.seek(py, "consumer", target)
-    }
-
-    /// Delete the subscription and close the consumer.
-    fn unsubscribe(&self, py: Python<'_>) -> PyResult<()> {
-        let e = self.h.live("consumer")?.clone();
-        self.h
-            .block(py, "unsubscribe", async move { e.unsubscribe().await })
-    }
-
     /// Flush pending acknowledgements and close. Idempotent.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         self.h.close(py)
-    }
-
-    /// The id of the last message of the topic (one partition; else see get_last_message_ids).
-    fn get_last_message_id(&self, py: Python<'_>) -> PyResult<PyMessageId> {
-        self.h.last_id(py, "consumer")
-    }
-
-    /// The id of the last message of every partition / topic.
-    fn get_last_message_ids(&self, py: Python<'_>) -> PyResult<Vec<PyMessageId>> {
-        self.h.last_ids(py, "consumer")
     }
 
     /// Whether every partition has reached the end of a terminated topic (messages may
@@ -688,6 +538,45 @@ impl Consumer {
     }
 }
 
+crate::two_faces! {
+    impl Consumer {
+        /// Redeliver every message received but not acknowledged.
+        fn redeliver_unacknowledged_messages / _aredeliver_unacknowledged_messages (
+            &self,
+            py,
+        ) -> () as none {
+            let e = self.h.live("consumer")?.clone();
+            self.h.op("redeliver", async move { e.redeliver_unacknowledged().await })
+        }
+
+        /// Move the subscription to a MessageId or to a publish time (int, ms since the epoch).
+        ///
+        /// Args:
+        ///     target: a `MessageId`, a `Message`, or a publish time in milliseconds since the
+        ///         epoch.
+        fn seek / _aseek (&self, py, target: &Bound<'_, PyAny>) -> () as none {
+            self.h.seek("consumer", target)?
+        }
+
+        /// Delete the subscription and close the consumer.
+        fn unsubscribe / _aunsubscribe (&self, py) -> () as none {
+            let e = self.h.live("consumer")?.clone();
+            self.h.op("unsubscribe", async move { e.unsubscribe().await })
+        }
+
+        /// The id of the last message of the topic (one partition; else see
+        /// get_last_message_ids).
+        fn get_last_message_id / _aget_last_message_id (&self, py) -> PyMessageId {
+            self.h.last_id("consumer")?
+        }
+
+        /// The id of the last message of every partition / topic.
+        fn get_last_message_ids / _aget_last_message_ids (&self, py) -> Vec<PyMessageId> {
+            self.h.last_ids("consumer")?
+        }
+    }
+}
+
 /// A reader: reads a topic from a position without a durable subscription. Made by
 /// `Client.create_reader`; iterating yields messages until the end of a terminated topic.
 #[pyclass(frozen, module = "streamwire._native")]
@@ -750,28 +639,6 @@ impl Reader {
         typed_batch(py, self.h.typed.as_deref(), &got, &names)
     }
 
-    /// Whether there are messages after the last one read (asks the broker).
-    fn has_message_available(&self, py: Python<'_>) -> PyResult<bool> {
-        let e = self.h.live("reader")?.clone();
-        self.h.block(py, "has_message_available", async move {
-            e.has_message_available().await
-        })
-    }
-
-    /// Move to a MessageId (the next message read is that one).
-    ///
-    /// Args:
-    ///     target: a `MessageId`, a `Message`, or a publish time in milliseconds since the
-    ///         epoch.
-    fn seek(&self, py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.h.seek(py, "reader", target)
-    }
-
-    /// The id of the last message of the topic (asks the broker).
-    fn get_last_message_id(&self, py: Python<'_>) -> PyResult<PyMessageId> {
-        self.h.last_id(py, "reader")
-    }
-
     /// Whether the topic is terminated and the reader has reached its end (messages may
     /// still be queued for `read_next`).
     fn has_reached_end_of_topic(&self) -> bool {
@@ -787,6 +654,11 @@ impl Reader {
     #[getter]
     fn topic(&self) -> &str {
         self.h.engine.topic()
+    }
+
+    /// Whether the reader is open and subscribed on a live connection.
+    fn is_connected(&self) -> bool {
+        self.h.engine.is_connected()
     }
 
     fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
@@ -821,5 +693,29 @@ impl Reader {
                 ""
             }
         )
+    }
+}
+
+crate::two_faces! {
+    impl Reader {
+        /// Whether there are messages after the last one read (asks the broker).
+        fn has_message_available / _ahas_message_available (&self, py) -> bool {
+            let e = self.h.live("reader")?.clone();
+            self.h.op("has_message_available", async move { e.has_message_available().await })
+        }
+
+        /// Move to a MessageId (the next message read is that one).
+        ///
+        /// Args:
+        ///     target: a `MessageId`, a `Message`, or a publish time in milliseconds since the
+        ///         epoch.
+        fn seek / _aseek (&self, py, target: &Bound<'_, PyAny>) -> () as none {
+            self.h.seek("reader", target)?
+        }
+
+        /// The id of the last message of the topic (asks the broker).
+        fn get_last_message_id / _aget_last_message_id (&self, py) -> PyMessageId {
+            self.h.last_id("reader")?
+        }
     }
 }
