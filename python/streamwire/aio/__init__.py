@@ -586,7 +586,15 @@ class Reader(_Receiving):
         *,
         columns: Optional[list[str]] = None,
     ) -> Any:
-        """As :meth:`Consumer.receive_arrow`, for a reader."""
+        """Like ``read_many``, as a ``pyarrow.RecordBatch``.
+
+        Args:
+            max_messages: the most messages (rows) to return.
+            timeout: seconds to wait for the first message (then an empty batch); None
+                waits forever. Default None.
+            columns: column names as for ``streamwire.Consumer.receive_arrow``. Default
+                None: all.
+        """
         return await self._get(_ARROW, max_messages, timeout, columns)
 
     async def has_message_available(self) -> bool:

@@ -239,7 +239,7 @@ impl Handle {
         Ok(pyfut)
     }
 
-    fn aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    pub(crate) fn aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         if self.engine.is_closed() || self.pid != streamwire_core::runtime::current_pid() {
             return aio::ready(py, py.None().into_bound(py));
         }
@@ -273,10 +273,6 @@ impl Consumer {
         let want = Want::parse(kind, max_messages, columns)?;
         self.h.areceive(py, "consumer", held, want, timeout, orphan)
     }
-
-    fn _aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.h.aclose(py)
-    }
 }
 
 #[pymethods]
@@ -296,9 +292,5 @@ impl Reader {
     ) -> PyResult<Bound<'py, PyAny>> {
         let want = Want::parse(kind, max_messages, columns)?;
         self.h.areceive(py, "reader", held, want, timeout, orphan)
-    }
-
-    fn _aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.h.aclose(py)
     }
 }

@@ -105,6 +105,19 @@ impl Handle {
         })
     }
 
+    fn arrow<'py>(
+        &self,
+        py: Python<'py>,
+        what: &str,
+        max: i64,
+        timeout: Option<f64>,
+        columns: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let names = column_list(columns.as_deref())?; // before anything is taken
+        let got = self.receive_many(py, what, max, timeout)?;
+        typed_batch(py, self.typed.as_deref(), &got, &names)
+    }
+
     fn target(&self, obj: &Bound<'_, PyAny>) -> PyResult<Target> {
         self.target_in(&self.engine.slot_finder(), obj)
     }
@@ -239,7 +252,7 @@ impl Handle {
         Ok(d)
     }
 
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
+    pub(crate) fn close(&self, py: Python<'_>) -> PyResult<()> {
         if self.engine.is_closed() || self.pid != runtime::current_pid() {
             return Ok(());
         }
@@ -311,6 +324,89 @@ fn seek_target(target: &Bound<'_, PyAny>) -> PyResult<SeekTarget> {
     Ok(t)
 }
 
+/// The methods `Consumer` and `Reader` share, each written once: `what` names the class in
+/// errors, `$sub` whether its repr shows a subscription.
+macro_rules! handle_methods {
+    ($ty:ident, $what:literal, $sub:literal) => {
+        #[pymethods]
+        impl $ty {
+            /// Its metrics (all partitions summed; a reader is a subscription-less consumer,
+            /// kind "consumer"); see README "Metrics" for the keys.
+            fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+                self.h.metrics(py, $what)
+            }
+
+            /// Whether every partition has reached the end of a terminated topic (messages
+            /// may still be queued for the next receive).
+            fn has_reached_end_of_topic(&self) -> bool {
+                self.h.engine.has_reached_end_of_topic()
+            }
+
+            /// The topic it reads (a consumer's label, for several topics or a pattern).
+            #[getter]
+            fn topic(&self) -> &str {
+                self.h.engine.topic()
+            }
+
+            /// Whether it is open and every partition is subscribed on a live connection
+            /// (False while it reconnects after the broker went away, and once closed).
+            fn is_connected(&self) -> bool {
+                self.h.engine.is_connected()
+            }
+
+            /// Close (a consumer flushes its pending acknowledgements first). Idempotent.
+            fn close(&self, py: Python<'_>) -> PyResult<()> {
+                self.h.close(py)
+            }
+
+            /// `close` as an awaitable (`streamwire.aio`).
+            fn _aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                self.h.aclose(py)
+            }
+
+            fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+                slf
+            }
+
+            fn __next__(&self, py: Python<'_>) -> PyResult<Message> {
+                self.h.next(py, $what)
+            }
+
+            fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+                slf
+            }
+
+            #[pyo3(signature = (*_args))]
+            fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+                self.close(py)?;
+                Ok(false)
+            }
+
+            fn __reduce__(&self) -> PyResult<()> {
+                Err(refuse_pickle(stringify!($ty), PICKLE_HINT))
+            }
+
+            fn __repr__(&self) -> String {
+                let e = &self.h.engine;
+                format!(
+                    "<streamwire.{} topic={:?}{}{}>",
+                    stringify!($ty),
+                    e.topic(),
+                    if $sub {
+                        format!(" subscription={:?}", e.subscription())
+                    } else {
+                        String::new()
+                    },
+                    if e.is_closed() { " closed" } else { "" }
+                )
+            }
+        }
+    };
+}
+
+handle_methods!(Consumer, "consumer", true);
+handle_methods!(Reader, "reader", false);
+
 /// A subscription's consumer. Thread-safe. Made by `Client.subscribe`; iterating yields
 /// messages until the end of a terminated topic.
 #[pyclass(frozen, module = "streamwire._native")]
@@ -367,9 +463,7 @@ impl Consumer {
         timeout: Option<f64>,
         columns: Option<Vec<String>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let names = column_list(columns.as_deref())?; // before anything is taken
-        let got = self.h.receive_many(py, "consumer", max_messages, timeout)?;
-        typed_batch(py, self.h.typed.as_deref(), &got, &names)
+        self.h.arrow(py, "consumer", max_messages, timeout, columns)
     }
 
     /// Acknowledge a Message, a MessageId, or a list of them.
@@ -452,17 +546,6 @@ impl Consumer {
         Ok(())
     }
 
-    /// Flush pending acknowledgements and close. Idempotent.
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
-        self.h.close(py)
-    }
-
-    /// Whether every partition has reached the end of a terminated topic (messages may
-    /// still be queued for `receive`).
-    fn has_reached_end_of_topic(&self) -> bool {
-        self.h.engine.has_reached_end_of_topic()
-    }
-
     /// Local counters; with `broker=True` also the broker's CONSUMER_STATS per partition.
     ///
     /// Args:
@@ -471,18 +554,6 @@ impl Consumer {
     #[pyo3(signature = (broker=false))]
     fn stats<'py>(&self, py: Python<'py>, broker: bool) -> PyResult<Bound<'py, PyDict>> {
         self.h.stats(py, "consumer", broker)
-    }
-
-    /// This consumer's metrics (all partitions summed); see README "Metrics" for the keys.
-    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.h.metrics(py, "consumer")
-    }
-
-    /// The topic this consumer was subscribed to (its label, for several topics or a
-    /// pattern).
-    #[getter]
-    fn topic(&self) -> &str {
-        self.h.engine.topic()
     }
 
     /// The subscription's name.
@@ -495,46 +566,6 @@ impl Consumer {
     #[getter]
     fn consumer_name(&self) -> Option<String> {
         self.h.engine.config().consumer_name.clone()
-    }
-
-    /// Whether the consumer is open and every partition is subscribed on a live connection.
-    fn is_connected(&self) -> bool {
-        self.h.engine.is_connected()
-    }
-
-    fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf
-    }
-
-    fn __next__(&self, py: Python<'_>) -> PyResult<Message> {
-        self.h.next(py, "consumer")
-    }
-
-    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf
-    }
-
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
-    }
-
-    fn __reduce__(&self) -> PyResult<()> {
-        Err(refuse_pickle("Consumer", PICKLE_HINT))
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "<streamwire.Consumer topic={:?} subscription={:?}{}>",
-            self.h.engine.topic(),
-            self.h.engine.subscription(),
-            if self.h.engine.is_closed() {
-                " closed"
-            } else {
-                ""
-            }
-        )
     }
 }
 
@@ -586,11 +617,6 @@ pub struct Reader {
 
 #[pymethods]
 impl Reader {
-    /// This reader's metrics (kind "consumer": a reader is a subscription-less consumer).
-    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.h.metrics(py, "reader")
-    }
-
     /// The next message (see `Consumer.receive`).
     ///
     /// Args:
@@ -634,65 +660,7 @@ impl Reader {
         timeout: Option<f64>,
         columns: Option<Vec<String>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let names = column_list(columns.as_deref())?; // before anything is read
-        let got = self.h.receive_many(py, "reader", max_messages, timeout)?;
-        typed_batch(py, self.h.typed.as_deref(), &got, &names)
-    }
-
-    /// Whether the topic is terminated and the reader has reached its end (messages may
-    /// still be queued for `read_next`).
-    fn has_reached_end_of_topic(&self) -> bool {
-        self.h.engine.has_reached_end_of_topic()
-    }
-
-    /// Close the reader. Idempotent.
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
-        self.h.close(py)
-    }
-
-    /// The topic this reader reads.
-    #[getter]
-    fn topic(&self) -> &str {
-        self.h.engine.topic()
-    }
-
-    /// Whether the reader is open and subscribed on a live connection.
-    fn is_connected(&self) -> bool {
-        self.h.engine.is_connected()
-    }
-
-    fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf
-    }
-
-    fn __next__(&self, py: Python<'_>) -> PyResult<Message> {
-        self.h.next(py, "reader")
-    }
-
-    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf
-    }
-
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
-    }
-
-    fn __reduce__(&self) -> PyResult<()> {
-        Err(refuse_pickle("Reader", PICKLE_HINT))
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "<streamwire.Reader topic={:?}{}>",
-            self.h.engine.topic(),
-            if self.h.engine.is_closed() {
-                " closed"
-            } else {
-                ""
-            }
-        )
+        self.h.arrow(py, "reader", max_messages, timeout, columns)
     }
 }
 

@@ -454,7 +454,7 @@ impl Producer {
 
     /// The messages of one `send_many` / `_asend_many`, whether they carry caller-given
     /// sequence ids, and their schema version (as `message`).
-    #[allow(clippy::type_complexity)]
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
     #[inline]
     pub(crate) fn messages(
         &self,
