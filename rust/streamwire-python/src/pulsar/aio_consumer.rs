@@ -23,21 +23,21 @@ use crate::common::aio::{self, Value};
 use crate::common::blocking::timeout_arg;
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::untracked::untracked_list;
-use crate::pulsar::consumer::{Consumer, Handle, Reader};
+use crate::pulsar::consumer::Handle;
 use crate::pulsar::message::{column_list, Message};
 use crate::pulsar::schema::Typed;
 use crate::pulsar::schema_arrow::typed_batch;
 
 /// What a receive call asked for.
 #[derive(Clone)]
-enum Want {
+pub(crate) enum Want {
     One,
     Many(usize),
     Arrow(usize, Vec<&'static str>),
 }
 
 impl Want {
-    fn parse(kind: u8, max: i64, columns: Option<Vec<String>>) -> PyResult<Want> {
+    pub(crate) fn parse(kind: u8, max: i64, columns: Option<Vec<String>>) -> PyResult<Want> {
         if kind != 0 && max < 1 {
             return Err(to_py(Error::invalid(format!(
                 "max_messages must be at least 1, got {max}"
@@ -180,7 +180,7 @@ impl Received {
 
 impl Handle {
     #[allow(clippy::too_many_arguments)]
-    fn areceive<'py>(
+    pub(crate) fn areceive<'py>(
         &self,
         py: Python<'py>,
         what: &str,
@@ -252,45 +252,5 @@ impl Handle {
             |()| Value::None,
         )?;
         Ok(fut)
-    }
-}
-
-#[pymethods]
-impl Consumer {
-    /// A receive as an awaitable: `kind` 0 one Message, 1 a list, 2 a RecordBatch.
-    #[pyo3(signature = (held, orphan, kind, max_messages, timeout=None, columns=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn _areceive<'py>(
-        &self,
-        py: Python<'py>,
-        held: &Held,
-        orphan: Py<PyAny>,
-        kind: u8,
-        max_messages: i64,
-        timeout: Option<f64>,
-        columns: Option<Vec<String>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let want = Want::parse(kind, max_messages, columns)?;
-        self.h.areceive(py, "consumer", held, want, timeout, orphan)
-    }
-}
-
-#[pymethods]
-impl Reader {
-    /// A read as an awaitable (see `Consumer._areceive`).
-    #[pyo3(signature = (held, orphan, kind, max_messages, timeout=None, columns=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn _aread<'py>(
-        &self,
-        py: Python<'py>,
-        held: &Held,
-        orphan: Py<PyAny>,
-        kind: u8,
-        max_messages: i64,
-        timeout: Option<f64>,
-        columns: Option<Vec<String>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let want = Want::parse(kind, max_messages, columns)?;
-        self.h.areceive(py, "reader", held, want, timeout, orphan)
     }
 }

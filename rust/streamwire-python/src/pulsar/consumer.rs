@@ -26,6 +26,7 @@ use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::faces::Op;
 use crate::common::pickle::refuse_pickle;
 use crate::common::untracked::untracked_list;
+use crate::pulsar::aio_consumer::{Held, Want};
 use crate::pulsar::message::{column_list, Message};
 use crate::pulsar::message_id::PyMessageId;
 use crate::pulsar::schema::Typed;
@@ -327,9 +328,27 @@ fn seek_target(target: &Bound<'_, PyAny>) -> PyResult<SeekTarget> {
 /// The methods `Consumer` and `Reader` share, each written once: `what` names the class in
 /// errors, `$sub` whether its repr shows a subscription.
 macro_rules! handle_methods {
-    ($ty:ident, $what:literal, $sub:literal) => {
+    ($ty:ident, $what:literal, $sub:literal, $areceive:ident) => {
         #[pymethods]
         impl $ty {
+            /// A receive as an awaitable (`streamwire.aio`): `kind` 0 one Message, 1 a list,
+            /// 2 a RecordBatch; `held` and `orphan` keep what a cancelled one took.
+            #[pyo3(signature = (held, orphan, kind, max_messages, timeout=None, columns=None))]
+            #[allow(clippy::too_many_arguments)]
+            fn $areceive<'py>(
+                &self,
+                py: Python<'py>,
+                held: &Held,
+                orphan: Py<PyAny>,
+                kind: u8,
+                max_messages: i64,
+                timeout: Option<f64>,
+                columns: Option<Vec<String>>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let want = Want::parse(kind, max_messages, columns)?;
+                self.h.areceive(py, $what, held, want, timeout, orphan)
+            }
+
             /// Its metrics (all partitions summed; a reader is a subscription-less consumer,
             /// kind "consumer"); see README "Metrics" for the keys.
             fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -404,8 +423,8 @@ macro_rules! handle_methods {
     };
 }
 
-handle_methods!(Consumer, "consumer", true);
-handle_methods!(Reader, "reader", false);
+handle_methods!(Consumer, "consumer", true, _areceive);
+handle_methods!(Reader, "reader", false, _aread);
 
 /// A subscription's consumer. Thread-safe. Made by `Client.subscribe`; iterating yields
 /// messages until the end of a terminated topic.
