@@ -403,6 +403,30 @@ class _Receiving(_Endpoint):
                 fut.set_result(_RETRY)
                 return
 
+    async def _one(self, timeout: Optional[float] = None) -> Message:
+        """The next message; ``OperationTimeoutError`` after ``timeout`` seconds (None: wait
+        forever). As :meth:`streamwire.Consumer.receive`, awaited."""
+        msg: Message = await self._get(_ONE, 1, timeout, None)
+        return msg
+
+    async def _many(self, max_messages: int, timeout: Optional[float] = None) -> list[Message]:
+        """Up to ``max_messages`` once at least one is there (``[]`` after ``timeout``
+        seconds; None: wait forever). As :meth:`streamwire.Consumer.receive_many`, awaited."""
+        msgs: list[Message] = await self._get(_MANY, max_messages, timeout, None)
+        return msgs
+
+    async def _arrow(
+        self,
+        max_messages: int,
+        timeout: Optional[float] = None,
+        *,
+        columns: Optional[list[str]] = None,
+    ) -> Any:
+        """Up to ``max_messages`` as a ``pyarrow.RecordBatch`` (an empty one after
+        ``timeout`` seconds; None: wait forever), the ``columns`` named (None: all). As
+        :meth:`streamwire.Consumer.receive_arrow`, awaited."""
+        return await self._get(_ARROW, max_messages, timeout, columns)
+
     def has_reached_end_of_topic(self) -> bool:
         """As :meth:`streamwire.Consumer.has_reached_end_of_topic` (never waits)."""
         return self._native.has_reached_end_of_topic()
@@ -434,8 +458,7 @@ class _Receiving(_Endpoint):
 
     async def __anext__(self) -> Message:
         try:
-            msg: Message = await self._get(_ONE, 1, None, None)
-            return msg
+            return await self._one()
         except StreamwireError:
             if self._native.has_reached_end_of_topic() and not len(self._held):
                 raise StopAsyncIteration from None
@@ -466,37 +489,9 @@ class Consumer(_Receiving):
         """The subscription's name."""
         return self._native.subscription_name
 
-    async def receive(self, timeout: Optional[float] = None) -> Message:
-        """The next message; ``OperationTimeoutError`` after ``timeout`` seconds (None: wait
-        forever)."""
-        msg: Message = await self._get(_ONE, 1, timeout, None)
-        return msg
-
-    async def receive_many(
-        self, max_messages: int, timeout: Optional[float] = None
-    ) -> list[Message]:
-        """Up to ``max_messages`` once at least one is there (``[]`` after ``timeout``
-        seconds; None: wait forever)."""
-        msgs: list[Message] = await self._get(_MANY, max_messages, timeout, None)
-        return msgs
-
-    async def receive_arrow(
-        self,
-        max_messages: int,
-        timeout: Optional[float] = None,
-        *,
-        columns: Optional[list[str]] = None,
-    ) -> Any:
-        """Like ``receive_many``, as a ``pyarrow.RecordBatch``.
-
-        Args:
-            max_messages: the most messages (rows) to return.
-            timeout: seconds to wait for the first message (then an empty batch); None
-                waits forever. Default None.
-            columns: column names as for ``streamwire.Consumer.receive_arrow``. Default
-                None: all.
-        """
-        return await self._get(_ARROW, max_messages, timeout, columns)
+    receive = _Receiving._one
+    receive_many = _Receiving._many
+    receive_arrow = _Receiving._arrow
 
     async def acknowledge(self, message: _AckTarget, *, txn: Optional[Transaction] = None) -> None:
         """Acknowledge the ``message``: a Message, a MessageId, or a list of them.
@@ -567,35 +562,9 @@ class Reader(_Receiving):
         )
         return fut
 
-    async def read_next(self, timeout: Optional[float] = None) -> Message:
-        """The next message; ``OperationTimeoutError`` after ``timeout`` seconds (None: wait
-        forever)."""
-        msg: Message = await self._get(_ONE, 1, timeout, None)
-        return msg
-
-    async def read_many(self, max_messages: int, timeout: Optional[float] = None) -> list[Message]:
-        """Up to ``max_messages`` once at least one is there (``[]`` after ``timeout``
-        seconds; None: wait forever)."""
-        msgs: list[Message] = await self._get(_MANY, max_messages, timeout, None)
-        return msgs
-
-    async def read_arrow(
-        self,
-        max_messages: int,
-        timeout: Optional[float] = None,
-        *,
-        columns: Optional[list[str]] = None,
-    ) -> Any:
-        """Like ``read_many``, as a ``pyarrow.RecordBatch``.
-
-        Args:
-            max_messages: the most messages (rows) to return.
-            timeout: seconds to wait for the first message (then an empty batch); None
-                waits forever. Default None.
-            columns: column names as for ``streamwire.Consumer.receive_arrow``. Default
-                None: all.
-        """
-        return await self._get(_ARROW, max_messages, timeout, columns)
+    read_next = _Receiving._one
+    read_many = _Receiving._many
+    read_arrow = _Receiving._arrow
 
     async def has_message_available(self) -> bool:
         """As :meth:`streamwire.Reader.has_message_available`, awaited."""

@@ -328,9 +328,66 @@ fn seek_target(target: &Bound<'_, PyAny>) -> PyResult<SeekTarget> {
 /// The methods `Consumer` and `Reader` share, each written once: `what` names the class in
 /// errors, `$sub` whether its repr shows a subscription.
 macro_rules! handle_methods {
-    ($ty:ident, $what:literal, $sub:literal, $areceive:ident) => {
+    (
+        $ty:ident, $what:literal, $sub:literal,
+        $one:ident, $many:ident, $arrow:ident, $areceive:ident
+    ) => {
         #[pymethods]
         impl $ty {
+            /// The next message; waits up to `timeout` seconds (None: forever), then raises
+            /// `OperationTimeoutError`. Raises `TopicTerminatedError` at the end of a
+            /// terminated topic.
+            ///
+            /// Args:
+            ///     timeout: seconds to wait at most; None waits forever. Default None.
+            #[pyo3(signature = (timeout=None))]
+            fn $one(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Message> {
+                self.h.receive(py, $what, timeout)
+            }
+
+            /// Up to `max_messages` messages in one call: waits until at least one is
+            /// available (or `timeout` passes: then returns `[]`), then returns what is queued,
+            /// up to the max.
+            ///
+            /// Args:
+            ///     max_messages: the most messages to return (at least 1).
+            ///     timeout: seconds to wait for the first message; None waits forever, 0
+            ///         returns what is queued now. Default None.
+            #[pyo3(signature = (max_messages, timeout=None))]
+            fn $many<'py>(
+                &self,
+                py: Python<'py>,
+                max_messages: i64,
+                timeout: Option<f64>,
+            ) -> PyResult<Bound<'py, PyList>> {
+                let got = self.h.receive_many(py, $what, max_messages, timeout)?;
+                untracked_list(py, got.into_iter().map(|m| self.h.message(m)))
+            }
+
+            /// Like the list receive, as a `pyarrow.RecordBatch` (no Python object per
+            /// message). Acknowledge with `acknowledge_cumulative` or by `MessageId`s rebuilt
+            /// from the columns. `columns` names the columns to build (default: all), checked
+            /// before anything is taken.
+            ///
+            /// Args:
+            ///     max_messages: the most messages (rows) to return (at least 1).
+            ///     timeout: seconds to wait for the first message (then an empty batch); None
+            ///         waits forever. Default None.
+            ///     columns: a subset of value, key, topic, partition, ledger_id, entry_id,
+            ///         batch_index, publish_time, event_time, properties, producer_name,
+            ///         sequence_id, redelivery_count, message_id, in the order wanted. Default
+            ///         None: all.
+            #[pyo3(signature = (max_messages, timeout=None, *, columns=None))]
+            fn $arrow<'py>(
+                &self,
+                py: Python<'py>,
+                max_messages: i64,
+                timeout: Option<f64>,
+                columns: Option<Vec<String>>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                self.h.arrow(py, $what, max_messages, timeout, columns)
+            }
+
             /// A receive as an awaitable (`streamwire.aio`): `kind` 0 one Message, 1 a list,
             /// 2 a RecordBatch; `held` and `orphan` keep what a cancelled one took.
             #[pyo3(signature = (held, orphan, kind, max_messages, timeout=None, columns=None))]
@@ -423,8 +480,16 @@ macro_rules! handle_methods {
     };
 }
 
-handle_methods!(Consumer, "consumer", true, _areceive);
-handle_methods!(Reader, "reader", false, _aread);
+handle_methods!(
+    Consumer,
+    "consumer",
+    true,
+    receive,
+    receive_many,
+    receive_arrow,
+    _areceive
+);
+handle_methods!(Reader, "reader", false, read_next, read_many, read_arrow, _aread);
 
 /// A subscription's consumer. Thread-safe. Made by `Client.subscribe`; iterating yields
 /// messages until the end of a terminated topic.
@@ -435,56 +500,6 @@ pub struct Consumer {
 
 #[pymethods]
 impl Consumer {
-    /// The next message; waits up to `timeout` seconds (None: forever), then raises
-    /// `OperationTimeoutError`. Raises `TopicTerminatedError` at the end of a terminated topic.
-    ///
-    /// Args:
-    ///     timeout: seconds to wait at most; None waits forever. Default None.
-    #[pyo3(signature = (timeout=None))]
-    fn receive(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Message> {
-        self.h.receive(py, "consumer", timeout)
-    }
-
-    /// Up to `max_messages` messages in one call: waits until at least one is available
-    /// (or `timeout` passes: then returns `[]`), then returns what is queued, up to the max.
-    ///
-    /// Args:
-    ///     max_messages: the most messages to return (at least 1).
-    ///     timeout: seconds to wait for the first message; None waits forever, 0 returns
-    ///         what is queued now. Default None.
-    #[pyo3(signature = (max_messages, timeout=None))]
-    fn receive_many<'py>(
-        &self,
-        py: Python<'py>,
-        max_messages: i64,
-        timeout: Option<f64>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let got = self.h.receive_many(py, "consumer", max_messages, timeout)?;
-        untracked_list(py, got.into_iter().map(|m| self.h.message(m)))
-    }
-
-    /// Like `receive_many`, as a `pyarrow.RecordBatch` (no Python object per message).
-    /// Acknowledge with `acknowledge_cumulative` or by `MessageId`s rebuilt from the columns.
-    /// `columns` names the columns to build (default: all), checked before anything is taken.
-    ///
-    /// Args:
-    ///     max_messages: the most messages (rows) to return (at least 1).
-    ///     timeout: seconds to wait for the first message (then an empty batch); None waits
-    ///         forever. Default None.
-    ///     columns: a subset of value, key, topic, partition, ledger_id, entry_id,
-    ///         batch_index, publish_time, event_time, properties, producer_name, sequence_id,
-    ///         redelivery_count, message_id, in the order wanted. Default None: all.
-    #[pyo3(signature = (max_messages, timeout=None, *, columns=None))]
-    fn receive_arrow<'py>(
-        &self,
-        py: Python<'py>,
-        max_messages: i64,
-        timeout: Option<f64>,
-        columns: Option<Vec<String>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.h.arrow(py, "consumer", max_messages, timeout, columns)
-    }
-
     /// Acknowledge a Message, a MessageId, or a list of them.
     ///
     /// Without `txn` the ack is grouped and the call never waits. With `txn` it is sent at
@@ -632,55 +647,6 @@ crate::two_faces! {
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct Reader {
     pub(crate) h: Handle,
-}
-
-#[pymethods]
-impl Reader {
-    /// The next message (see `Consumer.receive`).
-    ///
-    /// Args:
-    ///     timeout: seconds to wait at most, then `OperationTimeoutError`; None waits
-    ///         forever. Default None.
-    #[pyo3(signature = (timeout=None))]
-    fn read_next(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Message> {
-        self.h.receive(py, "reader", timeout)
-    }
-
-    /// Up to `max_messages` messages (see `Consumer.receive_many`).
-    ///
-    /// Args:
-    ///     max_messages: the most messages to return (at least 1).
-    ///     timeout: seconds to wait for the first message (then `[]`); None waits forever.
-    ///         Default None.
-    #[pyo3(signature = (max_messages, timeout=None))]
-    fn read_many<'py>(
-        &self,
-        py: Python<'py>,
-        max_messages: i64,
-        timeout: Option<f64>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let got = self.h.receive_many(py, "reader", max_messages, timeout)?;
-        untracked_list(py, got.into_iter().map(|m| self.h.message(m)))
-    }
-
-    /// Up to `max_messages` messages as a `pyarrow.RecordBatch`; `columns` names the columns
-    /// to build (default: all), checked before anything is read.
-    ///
-    /// Args:
-    ///     max_messages: the most messages (rows) to return (at least 1).
-    ///     timeout: seconds to wait for the first message (then an empty batch); None waits
-    ///         forever. Default None.
-    ///     columns: column names as for `Consumer.receive_arrow`. Default None: all.
-    #[pyo3(signature = (max_messages, timeout=None, *, columns=None))]
-    fn read_arrow<'py>(
-        &self,
-        py: Python<'py>,
-        max_messages: i64,
-        timeout: Option<f64>,
-        columns: Option<Vec<String>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.h.arrow(py, "reader", max_messages, timeout, columns)
-    }
 }
 
 crate::two_faces! {

@@ -1,6 +1,6 @@
 //! `Client.subscribe` and `Client.create_reader`: every option checked once, in one
 //! definition serving the blocking call and its awaitable `_a` form (`two_faces!`); opening
-//! (`ConsumerPlan` / `ReaderPlan`) is the only part that waits.
+//! (`Plan::open`) is the only part that waits.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -286,7 +286,7 @@ crate::two_faces! {
             key_shared_policy: Option<&Bound<'_, PyAny>>,
             schema: Option<&Bound<'_, PyAny>>,
         ) -> Consumer {
-            let client = self.live()?.clone();
+            self.live()?; // a closed client raises before any option is checked
             if subscription_name.is_empty() {
                 return Err(config_err("subscription_name must not be empty".into()));
             }
@@ -339,17 +339,24 @@ crate::two_faces! {
                     .transpose()?,
                 ..ConsumerConfig::default()
             };
-            let plan = ConsumerPlan {
-                client,
-                topics: topics_arg(py, topic)?,
-                period,
-                cfg,
-                timeout: self.operation_timeout * 2,
-                op_timeout: self.operation_timeout,
-                schema: None,
-            }
-            .with_schema(schema)?;
-            Op::new("subscribe", Some(plan.timeout), plan.open())
+            let plan = Plan::new(self, topics_arg(py, topic)?, period, cfg, schema)?;
+            Op::new("subscribe", Some(plan.timeout), async move {
+                let h = plan.open().await?;
+                streamwire_core::log::event(
+                    streamwire_core::log::Level::Info,
+                    "pulsar.consumer",
+                    || {
+                        (
+                            "consumer opened".to_owned(),
+                            vec![
+                                ("topic", h.engine.topic().to_owned()),
+                                ("subscription", h.engine.subscription().to_owned()),
+                            ],
+                        )
+                    },
+                );
+                Ok(Consumer { h })
+            })
         }
 
         /// Read a topic from a position, without a durable subscription.
@@ -375,7 +382,7 @@ crate::two_faces! {
             reader_name: Option<String>,
             schema: Option<&Bound<'_, PyAny>>,
         ) -> Reader {
-            let client = self.live()?.clone();
+            self.live()?; // a closed client raises before any option is checked
             let t = TopicName::parse(topic).py_err()?;
             let start = match start_message_id {
                 None => MessageId::EARLIEST,
@@ -418,42 +425,51 @@ crate::two_faces! {
                 }),
                 ..ConsumerConfig::default()
             };
-            let plan = ReaderPlan {
-                client,
-                topic: t,
-                cfg,
-                timeout: self.operation_timeout * 2,
-                op_timeout: self.operation_timeout,
-                schema: None,
-            }
-            .with_schema(schema)?;
-            Op::new("create reader", Some(plan.timeout), plan.open())
+            let plan = Plan::new(self, Topics::Names(vec![t]), Duration::ZERO, cfg, schema)?;
+            Op::new("create reader", Some(plan.timeout), async move {
+                Ok(Reader { h: plan.open().await? })
+            })
         }
     }
 }
 
-/// A consumer's validated settings; subscribing is the only part that waits.
-pub(crate) struct ConsumerPlan {
+/// A consumer's or reader's validated settings; subscribing is the only part that waits.
+struct Plan {
     client: streamwire_pulsar::client::PulsarClient,
     topics: Topics,
     period: Duration,
     cfg: ConsumerConfig,
-    pub(crate) timeout: Duration,
+    timeout: Duration,
     op_timeout: Duration,
     schema: Option<Arc<Codec>>,
 }
 
-impl ConsumerPlan {
-    /// Subscribe with `schema` (a `streamwire.schema` object, or None).
-    pub(crate) fn with_schema(mut self, schema: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        if let Some(c) = codec_of(schema)? {
-            self.cfg.schema = Some(c.info.to_proto());
-            self.schema = Some(c);
+impl Plan {
+    /// The plan of a subscription of `client`, decoding with `schema` (a `streamwire.schema`
+    /// object, or None).
+    fn new(
+        client: &Client,
+        topics: Topics,
+        period: Duration,
+        mut cfg: ConsumerConfig,
+        schema: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Plan> {
+        let schema = codec_of(schema)?;
+        if let Some(c) = &schema {
+            cfg.schema = Some(c.info.to_proto());
         }
-        Ok(self)
+        Ok(Plan {
+            client: client.live()?.clone(),
+            topics,
+            period,
+            cfg,
+            timeout: client.operation_timeout * 2,
+            op_timeout: client.operation_timeout,
+            schema,
+        })
     }
 
-    pub(crate) async fn open(self) -> EResult<Consumer> {
+    async fn open(self) -> EResult<Handle> {
         let client = self.client;
         let cfg = self.cfg;
         let engine = match self.topics {
@@ -467,60 +483,13 @@ impl ConsumerPlan {
                     .await?
             }
         };
-        streamwire_core::log::event(streamwire_core::log::Level::Info, "pulsar.consumer", || {
-            (
-                "consumer opened".to_owned(),
-                vec![
-                    ("topic", engine.topic().to_owned()),
-                    ("subscription", engine.subscription().to_owned()),
-                ],
-            )
-        });
-        Ok(Consumer {
-            h: Handle {
-                typed: self
-                    .schema
-                    .map(|c| Typed::new(c, client.clone(), self.op_timeout * 2)),
-                engine,
-                pid: runtime::current_pid(),
-                op_timeout: self.op_timeout,
-            },
-        })
-    }
-}
-
-/// A reader's validated settings.
-pub(crate) struct ReaderPlan {
-    client: streamwire_pulsar::client::PulsarClient,
-    topic: TopicName,
-    cfg: ConsumerConfig,
-    pub(crate) timeout: Duration,
-    op_timeout: Duration,
-    schema: Option<Arc<Codec>>,
-}
-
-impl ReaderPlan {
-    /// Read with `schema` (a `streamwire.schema` object, or None).
-    pub(crate) fn with_schema(mut self, schema: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        if let Some(c) = codec_of(schema)? {
-            self.cfg.schema = Some(c.info.to_proto());
-            self.schema = Some(c);
-        }
-        Ok(self)
-    }
-
-    pub(crate) async fn open(self) -> EResult<Reader> {
-        let engine = Engine::subscribe(&self.client, &[self.topic], self.cfg).await?;
-        let client = self.client;
-        Ok(Reader {
-            h: Handle {
-                typed: self
-                    .schema
-                    .map(|c| Typed::new(c, client.clone(), self.op_timeout * 2)),
-                engine,
-                pid: runtime::current_pid(),
-                op_timeout: self.op_timeout,
-            },
+        Ok(Handle {
+            typed: self
+                .schema
+                .map(|c| Typed::new(c, client.clone(), self.op_timeout * 2)),
+            engine,
+            pid: runtime::current_pid(),
+            op_timeout: self.op_timeout,
         })
     }
 }
