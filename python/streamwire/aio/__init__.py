@@ -17,7 +17,7 @@ from __future__ import annotations
 import abc
 import asyncio
 from types import TracebackType
-from typing import Any, Optional, TypeVar, Union
+from typing import Any, Callable, Optional, TypeVar, Union
 
 from streamwire import _native
 from streamwire._native import AioSendFuture, Message, MessageId, Received
@@ -60,18 +60,22 @@ class _Wrapper:
         return "<streamwire.aio" + repr(self._native)[len("<streamwire") :]
 
 
-_C = TypeVar("_C", bound="_Closing")
+_E = TypeVar("_E", bound="_Entered")
 
 
-class _Closing(_Wrapper, abc.ABC):
+class _Entered(_Wrapper):
+    """A wrapper that is an async context manager (``async with x:`` gives ``x``)."""
+
+    async def __aenter__(self: _E) -> _E:
+        return self
+
+
+class _Closing(_Entered, abc.ABC):
     """A wrapper that ``async with`` closes."""
 
     @abc.abstractmethod
     async def close(self) -> None:
         """Close the native object."""
-
-    async def __aenter__(self: _C) -> _C:
-        return self
 
     async def __aexit__(
         self,
@@ -182,7 +186,7 @@ class Client(_Closing):
         self._native.close()
 
 
-class Transaction(_Wrapper):
+class Transaction(_Entered):
     """A Pulsar transaction for coroutines (as ``streamwire.Transaction``): ``async with``
     commits when the block ends normally and aborts when it raises.
 
@@ -216,9 +220,6 @@ class Transaction(_Wrapper):
     async def abort(self) -> None:
         """Abort: its messages are discarded, its acknowledged messages delivered again."""
         await self._native._aabort()
-
-    async def __aenter__(self) -> Transaction:
-        return self
 
     async def __aexit__(
         self,
@@ -361,16 +362,18 @@ class _Receiving(_Endpoint):
 
     _native: Union[_native.Consumer, _native.Reader]
 
-    def __init__(self) -> None:
+    def __init__(self, start: Callable[..., asyncio.Future[Any]]) -> None:
+        # The native awaitable receive: the consumer's ``_areceive`` or the reader's ``_aread``.
+        self._areceive = start
         self._held = _native.Held()
         # Receives waiting for the engine, oldest first.
         self._waiters: list[asyncio.Future[Any]] = []
 
-    @abc.abstractmethod
     def _start(
         self, kind: int, max_messages: int, timeout: Optional[float], columns: Optional[list[str]]
     ) -> asyncio.Future[Any]:
-        """Ask the engine for messages: the consumer's or the reader's native call."""
+        """Ask the engine for messages (the held ones first)."""
+        return self._areceive(self._held, self._orphaned, kind, max_messages, timeout, columns)
 
     async def _get(
         self, kind: int, max_messages: int, timeout: Optional[float], columns: Optional[list[str]]
@@ -473,16 +476,8 @@ class Consumer(_Receiving):
     """
 
     def __init__(self, native: _native.Consumer) -> None:
-        super().__init__()
+        super().__init__(native._areceive)
         self._native: _native.Consumer = native
-
-    def _start(
-        self, kind: int, max_messages: int, timeout: Optional[float], columns: Optional[list[str]]
-    ) -> asyncio.Future[Any]:
-        fut: asyncio.Future[Any] = self._native._areceive(
-            self._held, self._orphaned, kind, max_messages, timeout, columns
-        )
-        return fut
 
     @property
     def subscription_name(self) -> str:
@@ -551,16 +546,8 @@ class Reader(_Receiving):
     """
 
     def __init__(self, native: _native.Reader) -> None:
-        super().__init__()
+        super().__init__(native._aread)
         self._native: _native.Reader = native
-
-    def _start(
-        self, kind: int, max_messages: int, timeout: Optional[float], columns: Optional[list[str]]
-    ) -> asyncio.Future[Any]:
-        fut: asyncio.Future[Any] = self._native._aread(
-            self._held, self._orphaned, kind, max_messages, timeout, columns
-        )
-        return fut
 
     read_next = _Receiving._one
     read_many = _Receiving._many
