@@ -17,7 +17,7 @@ from __future__ import annotations
 import abc
 import asyncio
 from types import TracebackType
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, TypeVar, Union
 
 from streamwire import _native
 from streamwire._native import AioSendFuture, Message, MessageId, Received
@@ -50,7 +50,58 @@ def _native_txn(txn: object) -> Any:
     return txn._native if isinstance(txn, Transaction) else txn
 
 
-class Client:
+class _Wrapper:
+    """What every class here is: a thin face over one native object (the same object the
+    blocking API uses), shown as it shows itself."""
+
+    _native: Any
+
+    def __repr__(self) -> str:
+        return "<streamwire.aio" + repr(self._native)[len("<streamwire") :]
+
+
+_E = TypeVar("_E", bound="_Entered")
+
+
+class _Entered(_Wrapper):
+    """A wrapper that is an async context manager (``async with x:`` gives ``x``)."""
+
+    async def __aenter__(self: _E) -> _E:
+        return self
+
+
+class _Closing(_Entered, abc.ABC):
+    """A wrapper that ``async with`` closes."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Close the native object."""
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        await self.close()
+
+
+class _Endpoint(_Closing):
+    """What producers, consumers and readers share besides waiting calls."""
+
+    _native: Union[_native.Producer, _native.Consumer, _native.Reader]
+
+    @property
+    def topic(self) -> str:
+        """The topic it was created for."""
+        return self._native.topic
+
+    def is_connected(self) -> bool:
+        """As :meth:`streamwire.Producer.is_connected` (never waits)."""
+        return self._native.is_connected()
+
+
+class Client(_Closing):
     """A connection to a Pulsar cluster for coroutines.
 
     Args:
@@ -60,7 +111,7 @@ class Client:
     """
 
     def __init__(self, service_url: str, **options: Any) -> None:
-        self._native = _native.Client(service_url, **options)
+        self._native: _native.Client = _native.Client(service_url, **options)
 
     @property
     def service_url(self) -> str:
@@ -134,22 +185,8 @@ class Client:
         """Close every connection; later calls raise ``AlreadyClosedError``. Idempotent."""
         self._native.close()
 
-    async def __aenter__(self) -> Client:
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        await self.close()
-
-    def __repr__(self) -> str:
-        return "<streamwire.aio" + repr(self._native)[len("<streamwire") :]
-
-
-class Transaction:
+class Transaction(_Entered):
     """A Pulsar transaction for coroutines (as ``streamwire.Transaction``): ``async with``
     commits when the block ends normally and aborts when it raises.
 
@@ -158,7 +195,7 @@ class Transaction:
     """
 
     def __init__(self, native: _native.Transaction) -> None:
-        self._native = native
+        self._native: _native.Transaction = native
 
     @property
     def id(self) -> tuple[int, int]:
@@ -184,9 +221,6 @@ class Transaction:
         """Abort: its messages are discarded, its acknowledged messages delivered again."""
         await self._native._aabort()
 
-    async def __aenter__(self) -> Transaction:
-        return self
-
     async def __aexit__(
         self,
         exc_type: Optional[type[BaseException]],
@@ -203,11 +237,8 @@ class Transaction:
         if self.state not in ("COMMITTED", "ABORTED"):
             await self.commit()
 
-    def __repr__(self) -> str:
-        return "<streamwire.aio" + repr(self._native)[len("<streamwire") :]
 
-
-class Lookup:
+class Lookup(_Wrapper):
     """Topic metadata lookups for coroutines (as ``streamwire.Lookup``).
 
     Args:
@@ -215,7 +246,7 @@ class Lookup:
     """
 
     def __init__(self, native: _native.Lookup) -> None:
-        self._native = native
+        self._native: _native.Lookup = native
 
     async def broker_url(self, topic: str) -> str:
         """The URL of the broker that owns ``topic``.
@@ -244,11 +275,8 @@ class Lookup:
         names: list[str] = await self._native._atopic_partitions(topic)
         return names
 
-    def __repr__(self) -> str:
-        return "<streamwire.aio.Lookup>"
 
-
-class Producer:
+class Producer(_Endpoint):
     """A producer for coroutines. ``send`` queues at once and returns a future.
 
     Args:
@@ -257,16 +285,11 @@ class Producer:
     """
 
     def __init__(self, native: _native.Producer) -> None:
-        self._native = native
+        self._native: _native.Producer = native
         # ``send`` is the engine's call itself on each producer (it takes this module's
         # ``Transaction`` too), so a send costs no Python frame, ``**options`` dict or second
         # call. The method below documents it and behaves the same.
         self.send = native._asend  # type: ignore[method-assign,assignment]
-
-    @property
-    def topic(self) -> str:
-        """The topic this producer was created for."""
-        return self._native.topic
 
     @property
     def name(self) -> str:
@@ -329,36 +352,28 @@ class Producer:
     def __len__(self) -> int:
         return len(self._native)
 
-    async def __aenter__(self) -> Producer:
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        await self.close()
-
-    def __repr__(self) -> str:
-        return f"<streamwire.aio.Producer topic={self.topic!r}>"
+_R = TypeVar("_R", bound="_Receiving")
 
 
-class _Receiving(abc.ABC):
-    """What Consumer and Reader share: receives that hand back what a cancelled one took."""
+class _Receiving(_Endpoint):
+    """What Consumer and Reader share: receives that hand back what a cancelled one took,
+    and every call that is the same on both (seek, last id, close, iteration...)."""
 
     _native: Union[_native.Consumer, _native.Reader]
 
-    def __init__(self) -> None:
+    def __init__(self, start: Callable[..., asyncio.Future[Any]]) -> None:
+        # The native awaitable receive: the consumer's ``_areceive`` or the reader's ``_aread``.
+        self._areceive = start
         self._held = _native.Held()
         # Receives waiting for the engine, oldest first.
         self._waiters: list[asyncio.Future[Any]] = []
 
-    @abc.abstractmethod
     def _start(
         self, kind: int, max_messages: int, timeout: Optional[float], columns: Optional[list[str]]
     ) -> asyncio.Future[Any]:
-        """Ask the engine for messages: the consumer's or the reader's native call."""
+        """Ask the engine for messages (the held ones first)."""
+        return self._areceive(self._held, self._orphaned, kind, max_messages, timeout, columns)
 
     async def _get(
         self, kind: int, max_messages: int, timeout: Optional[float], columns: Optional[list[str]]
@@ -391,8 +406,66 @@ class _Receiving(abc.ABC):
                 fut.set_result(_RETRY)
                 return
 
-    def _end(self) -> bool:
-        return self._native.has_reached_end_of_topic() and not len(self._held)
+    async def _one(self, timeout: Optional[float] = None) -> Message:
+        """The next message; ``OperationTimeoutError`` after ``timeout`` seconds (None: wait
+        forever). As :meth:`streamwire.Consumer.receive`, awaited."""
+        msg: Message = await self._get(_ONE, 1, timeout, None)
+        return msg
+
+    async def _many(self, max_messages: int, timeout: Optional[float] = None) -> list[Message]:
+        """Up to ``max_messages`` once at least one is there (``[]`` after ``timeout``
+        seconds; None: wait forever). As :meth:`streamwire.Consumer.receive_many`, awaited."""
+        msgs: list[Message] = await self._get(_MANY, max_messages, timeout, None)
+        return msgs
+
+    async def _arrow(
+        self,
+        max_messages: int,
+        timeout: Optional[float] = None,
+        *,
+        columns: Optional[list[str]] = None,
+    ) -> Any:
+        """Up to ``max_messages`` as a ``pyarrow.RecordBatch`` (an empty one after
+        ``timeout`` seconds; None: wait forever), the ``columns`` named (None: all). As
+        :meth:`streamwire.Consumer.receive_arrow`, awaited."""
+        return await self._get(_ARROW, max_messages, timeout, columns)
+
+    def has_reached_end_of_topic(self) -> bool:
+        """As :meth:`streamwire.Consumer.has_reached_end_of_topic` (never waits)."""
+        return self._native.has_reached_end_of_topic()
+
+    async def seek(self, target: Union[MessageId, Message, int]) -> None:
+        """As :meth:`streamwire.Consumer.seek`, awaited; messages held for the next receive
+        (handed back by cancelled receives) are dropped.
+
+        Args:
+            target: a ``MessageId`` (or a ``Message``), or a publish time in ms since the
+                epoch (0: the beginning).
+        """
+        fut = self._native._aseek(target)
+        # Only once the seek is under way (a bad target raised above and changed nothing).
+        self._held.clear()
+        await fut
+
+    async def get_last_message_id(self) -> MessageId:
+        """As :meth:`streamwire.Consumer.get_last_message_id`, awaited."""
+        mid: MessageId = await self._native._aget_last_message_id()
+        return mid
+
+    async def close(self) -> None:
+        """As :meth:`streamwire.Consumer.close`, awaited. Idempotent."""
+        await self._native._aclose()
+
+    def __aiter__(self: _R) -> _R:
+        return self
+
+    async def __anext__(self) -> Message:
+        try:
+            return await self._one()
+        except StreamwireError:
+            if self._native.has_reached_end_of_topic() and not len(self._held):
+                raise StopAsyncIteration from None
+            raise
 
 
 class Consumer(_Receiving):
@@ -403,58 +476,17 @@ class Consumer(_Receiving):
     """
 
     def __init__(self, native: _native.Consumer) -> None:
-        super().__init__()
+        super().__init__(native._areceive)
         self._native: _native.Consumer = native
-
-    def _start(
-        self, kind: int, max_messages: int, timeout: Optional[float], columns: Optional[list[str]]
-    ) -> asyncio.Future[Any]:
-        fut: asyncio.Future[Any] = self._native._areceive(
-            self._held, self._orphaned, kind, max_messages, timeout, columns
-        )
-        return fut
-
-    @property
-    def topic(self) -> str:
-        """The topic this consumer was subscribed to."""
-        return self._native.topic
 
     @property
     def subscription_name(self) -> str:
         """The subscription's name."""
         return self._native.subscription_name
 
-    async def receive(self, timeout: Optional[float] = None) -> Message:
-        """The next message; ``OperationTimeoutError`` after ``timeout`` seconds (None: wait
-        forever)."""
-        msg: Message = await self._get(_ONE, 1, timeout, None)
-        return msg
-
-    async def receive_many(
-        self, max_messages: int, timeout: Optional[float] = None
-    ) -> list[Message]:
-        """Up to ``max_messages`` once at least one is there (``[]`` after ``timeout``
-        seconds; None: wait forever)."""
-        msgs: list[Message] = await self._get(_MANY, max_messages, timeout, None)
-        return msgs
-
-    async def receive_arrow(
-        self,
-        max_messages: int,
-        timeout: Optional[float] = None,
-        *,
-        columns: Optional[list[str]] = None,
-    ) -> Any:
-        """Like ``receive_many``, as a ``pyarrow.RecordBatch``.
-
-        Args:
-            max_messages: the most messages (rows) to return.
-            timeout: seconds to wait for the first message (then an empty batch); None
-                waits forever. Default None.
-            columns: column names as for ``streamwire.Consumer.receive_arrow``. Default
-                None: all.
-        """
-        return await self._get(_ARROW, max_messages, timeout, columns)
+    receive = _Receiving._one
+    receive_many = _Receiving._many
+    receive_arrow = _Receiving._arrow
 
     async def acknowledge(self, message: _AckTarget, *, txn: Optional[Transaction] = None) -> None:
         """Acknowledge the ``message``: a Message, a MessageId, or a list of them.
@@ -489,68 +521,21 @@ class Consumer(_Receiving):
         self._native.negative_acknowledge(message)
 
     async def unsubscribe(self) -> None:
-        """Delete the subscription and close the consumer."""
+        """As :meth:`streamwire.Consumer.unsubscribe`, awaited."""
         await self._native._aunsubscribe()
 
-    async def seek(self, target: Union[MessageId, Message, int]) -> None:
-        """Move the subscription; messages held for the next receive are dropped.
-
-        Args:
-            target: a ``MessageId`` (or a ``Message``), or a publish time in ms since the
-                epoch (0: the beginning).
-        """
-        await self._native._aseek(self._held, target)
-
     async def redeliver_unacknowledged_messages(self) -> None:
-        """Redeliver every message received but not acknowledged."""
+        """As :meth:`streamwire.Consumer.redeliver_unacknowledged_messages`, awaited."""
         await self._native._aredeliver_unacknowledged_messages()
 
-    async def get_last_message_id(self) -> MessageId:
-        """The id of the topic's last message (one partition; else ``get_last_message_ids``)."""
-        mid: MessageId = await self._native._aget_last_message_id()
-        return mid
-
     async def get_last_message_ids(self) -> list[MessageId]:
-        """The id of the last message of every partition / topic."""
+        """As :meth:`streamwire.Consumer.get_last_message_ids`, awaited."""
         ids: list[MessageId] = await self._native._aget_last_message_ids()
         return ids
-
-    async def close(self) -> None:
-        """Flush pending acknowledgements and close. Idempotent."""
-        await self._native._aclose()
-
-    def has_reached_end_of_topic(self) -> bool:
-        """Whether every partition has reached the end of a terminated topic."""
-        return self._native.has_reached_end_of_topic()
 
     def stats(self) -> dict[str, Any]:
         """Local counters, as ``streamwire.Consumer.stats()``."""
         return self._native.stats()
-
-    def __aiter__(self) -> Consumer:
-        return self
-
-    async def __anext__(self) -> Message:
-        try:
-            return await self.receive()
-        except StreamwireError:
-            if self._end():
-                raise StopAsyncIteration from None
-            raise
-
-    async def __aenter__(self) -> Consumer:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        await self.close()
-
-    def __repr__(self) -> str:
-        return "<streamwire.aio" + repr(self._native)[len("<streamwire") :]
 
 
 class Reader(_Receiving):
@@ -561,100 +546,14 @@ class Reader(_Receiving):
     """
 
     def __init__(self, native: _native.Reader) -> None:
-        super().__init__()
+        super().__init__(native._aread)
         self._native: _native.Reader = native
 
-    def _start(
-        self, kind: int, max_messages: int, timeout: Optional[float], columns: Optional[list[str]]
-    ) -> asyncio.Future[Any]:
-        fut: asyncio.Future[Any] = self._native._aread(
-            self._held, self._orphaned, kind, max_messages, timeout, columns
-        )
-        return fut
-
-    @property
-    def topic(self) -> str:
-        """The topic this reader reads."""
-        return self._native.topic
-
-    async def read_next(self, timeout: Optional[float] = None) -> Message:
-        """The next message; ``OperationTimeoutError`` after ``timeout`` seconds (None: wait
-        forever)."""
-        msg: Message = await self._get(_ONE, 1, timeout, None)
-        return msg
-
-    async def read_many(self, max_messages: int, timeout: Optional[float] = None) -> list[Message]:
-        """Up to ``max_messages`` once at least one is there (``[]`` after ``timeout``
-        seconds; None: wait forever)."""
-        msgs: list[Message] = await self._get(_MANY, max_messages, timeout, None)
-        return msgs
-
-    async def read_arrow(
-        self,
-        max_messages: int,
-        timeout: Optional[float] = None,
-        *,
-        columns: Optional[list[str]] = None,
-    ) -> Any:
-        """Like ``read_many``, as a ``pyarrow.RecordBatch``.
-
-        Args:
-            max_messages: the most messages (rows) to return.
-            timeout: seconds to wait for the first message (then an empty batch); None
-                waits forever. Default None.
-            columns: column names as for ``streamwire.Consumer.receive_arrow``. Default
-                None: all.
-        """
-        return await self._get(_ARROW, max_messages, timeout, columns)
+    read_next = _Receiving._one
+    read_many = _Receiving._many
+    read_arrow = _Receiving._arrow
 
     async def has_message_available(self) -> bool:
-        """Whether there are messages after the last one read (asks the broker)."""
+        """As :meth:`streamwire.Reader.has_message_available`, awaited."""
         got: bool = await self._native._ahas_message_available()
         return got
-
-    async def seek(self, target: Union[MessageId, Message, int]) -> None:
-        """Move the reader; messages held for the next read are dropped.
-
-        Args:
-            target: a ``MessageId`` (or a ``Message``), or a publish time in ms since the
-                epoch (0: the beginning).
-        """
-        await self._native._aseek(self._held, target)
-
-    async def get_last_message_id(self) -> MessageId:
-        """The id of the topic's last message."""
-        mid: MessageId = await self._native._aget_last_message_id()
-        return mid
-
-    def has_reached_end_of_topic(self) -> bool:
-        """Whether the topic is terminated and the reader has reached its end."""
-        return self._native.has_reached_end_of_topic()
-
-    async def close(self) -> None:
-        """Close the reader. Idempotent."""
-        await self._native._aclose()
-
-    def __aiter__(self) -> Reader:
-        return self
-
-    async def __anext__(self) -> Message:
-        try:
-            return await self.read_next()
-        except StreamwireError:
-            if self._end():
-                raise StopAsyncIteration from None
-            raise
-
-    async def __aenter__(self) -> Reader:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        await self.close()
-
-    def __repr__(self) -> str:
-        return "<streamwire.aio" + repr(self._native)[len("<streamwire") :]

@@ -235,6 +235,7 @@ impl Actor {
             producer_id,
             events: erx,
         });
+        self.shared.connected.store(true, Ordering::Release);
         self.epoch += 1;
         self.backoff.reset();
         self.reconnect_at = None;
@@ -702,9 +703,15 @@ impl Actor {
         }
     }
 
+    /// The live connection, taken away: from now on the producer is not connected.
+    fn take_live(&mut self) -> Option<Live> {
+        self.shared.connected.store(false, Ordering::Release);
+        self.live.take()
+    }
+
     /// Close the broker-side producer and schedule an immediate re-creation.
     async fn recreate(&mut self, why: Error) {
-        if let Some(live) = self.live.take() {
+        if let Some(live) = self.take_live() {
             live.conn.unregister_handler(live.producer_id);
             let rid = live.conn.new_request_id();
             let _ = live
@@ -717,7 +724,7 @@ impl Actor {
     }
 
     fn on_disconnect(&mut self, why: Error) {
-        if let Some(live) = self.live.take() {
+        if let Some(live) = self.take_live() {
             live.conn.unregister_handler(live.producer_id);
         }
         event(Level::Warning, "pulsar.producer", || {
@@ -907,7 +914,7 @@ impl Actor {
                 }
             }
         }
-        if let Some(live) = self.live.take() {
+        if let Some(live) = self.take_live() {
             live.conn.unregister_handler(live.producer_id);
             let rid = live.conn.new_request_id();
             let _ = live

@@ -143,6 +143,8 @@ pub(crate) struct Shared {
     pub last_sequence_id: AtomicI64,
     pub pending_messages: AtomicUsize,
     pub closed: AtomicBool,
+    /// Registered on a live connection (false while the actor reconnects).
+    pub connected: AtomicBool,
     pub stats: stats::Stats,
     pub max_message_size: AtomicUsize,
     /// The registry's version of the producer's schema (from ProducerSuccess).
@@ -190,6 +192,7 @@ impl Producer {
             last_sequence_id: AtomicI64::new(-1),
             pending_messages: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
+            connected: AtomicBool::new(false),
             stats: stats::Stats::new(metrics),
             max_message_size: AtomicUsize::new(crate::protocol::DEFAULT_MAX_FRAME_SIZE),
             schema_version: Mutex::new(None),
@@ -250,6 +253,11 @@ impl Producer {
 
     pub fn is_closed(&self) -> bool {
         self.shared.closed.load(Ordering::Acquire)
+    }
+
+    /// Open, and registered with the broker on a live connection (the Java `isConnected`).
+    pub fn is_connected(&self) -> bool {
+        !self.is_closed() && self.shared.connected.load(Ordering::Acquire)
     }
 
     pub fn stats(&self) -> StatsSnapshot {

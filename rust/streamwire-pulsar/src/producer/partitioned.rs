@@ -273,6 +273,11 @@ impl TopicProducer {
         self.partitions.iter().all(|p| p.is_closed())
     }
 
+    /// Every partition's producer open and on a live connection.
+    pub fn is_connected(&self) -> bool {
+        self.partitions.iter().all(|p| p.is_connected())
+    }
+
     pub fn name(&self) -> String {
         self.partitions[0].name()
     }

@@ -23,23 +23,21 @@ use crate::common::aio::{self, Value};
 use crate::common::blocking::timeout_arg;
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::untracked::untracked_list;
-use crate::pulsar::client::Client;
-use crate::pulsar::consumer::{Consumer, Handle, Reader};
-use crate::pulsar::consumer_options::{consumer_plan, reader_plan};
+use crate::pulsar::consumer::Handle;
 use crate::pulsar::message::{column_list, Message};
 use crate::pulsar::schema::Typed;
 use crate::pulsar::schema_arrow::typed_batch;
 
 /// What a receive call asked for.
 #[derive(Clone)]
-enum Want {
+pub(crate) enum Want {
     One,
     Many(usize),
     Arrow(usize, Vec<&'static str>),
 }
 
 impl Want {
-    fn parse(kind: u8, max: i64, columns: Option<Vec<String>>) -> PyResult<Want> {
+    pub(crate) fn parse(kind: u8, max: i64, columns: Option<Vec<String>>) -> PyResult<Want> {
         if kind != 0 && max < 1 {
             return Err(to_py(Error::invalid(format!(
                 "max_messages must be at least 1, got {max}"
@@ -95,11 +93,6 @@ pub struct Held {
 }
 
 impl Held {
-    /// Drop what is held (a seek moved the cursor: those messages are no longer next).
-    pub(crate) fn clear(&self) {
-        self.q.lock().unwrap_or_else(|p| p.into_inner()).clear();
-    }
-
     fn take(&self, max: usize) -> Vec<ReceivedMessage> {
         let mut q = self.q.lock().unwrap_or_else(|p| p.into_inner());
         let n = max.min(q.len());
@@ -112,6 +105,11 @@ impl Held {
     #[new]
     fn new() -> Self {
         Held::default()
+    }
+
+    /// Drop what is held (a seek moved the cursor: those messages are no longer next).
+    fn clear(&self) {
+        self.q.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
     fn __len__(&self) -> usize {
@@ -182,7 +180,7 @@ impl Received {
 
 impl Handle {
     #[allow(clippy::too_many_arguments)]
-    fn areceive<'py>(
+    pub(crate) fn areceive<'py>(
         &self,
         py: Python<'py>,
         what: &str,
@@ -241,7 +239,7 @@ impl Handle {
         Ok(pyfut)
     }
 
-    fn aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    pub(crate) fn aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         if self.engine.is_closed() || self.pid != streamwire_core::runtime::current_pid() {
             return aio::ready(py, py.None().into_bound(py));
         }
@@ -253,178 +251,6 @@ impl Handle {
             async move { e.close().await },
             |()| Value::None,
         )?;
-        Ok(fut)
-    }
-}
-
-#[pymethods]
-impl Consumer {
-    /// A receive as an awaitable: `kind` 0 one Message, 1 a list, 2 a RecordBatch.
-    #[pyo3(signature = (held, orphan, kind, max_messages, timeout=None, columns=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn _areceive<'py>(
-        &self,
-        py: Python<'py>,
-        held: &Held,
-        orphan: Py<PyAny>,
-        kind: u8,
-        max_messages: i64,
-        timeout: Option<f64>,
-        columns: Option<Vec<String>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let want = Want::parse(kind, max_messages, columns)?;
-        self.h.areceive(py, "consumer", held, want, timeout, orphan)
-    }
-
-    fn _aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.h.aclose(py)
-    }
-
-    fn _aunsubscribe<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let e = self.h.live("consumer")?.clone();
-        let (fut, _) = aio::spawn(
-            py,
-            "unsubscribe",
-            Some(self.h.op_timeout * 2),
-            async move { e.unsubscribe().await },
-            |()| Value::None,
-        )?;
-        Ok(fut)
-    }
-}
-
-#[pymethods]
-impl Reader {
-    /// A read as an awaitable (see `Consumer._areceive`).
-    #[pyo3(signature = (held, orphan, kind, max_messages, timeout=None, columns=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn _aread<'py>(
-        &self,
-        py: Python<'py>,
-        held: &Held,
-        orphan: Py<PyAny>,
-        kind: u8,
-        max_messages: i64,
-        timeout: Option<f64>,
-        columns: Option<Vec<String>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let want = Want::parse(kind, max_messages, columns)?;
-        self.h.areceive(py, "reader", held, want, timeout, orphan)
-    }
-
-    fn _aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.h.aclose(py)
-    }
-
-    fn _ahas_message_available<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let e = self.h.live("reader")?.clone();
-        let (fut, _) = aio::spawn(
-            py,
-            "has_message_available",
-            Some(self.h.op_timeout * 2),
-            async move { e.has_message_available().await },
-            |b: bool| {
-                Value::Build(Box::new(move |py| {
-                    Ok(pyo3::types::PyBool::new(py, b)
-                        .to_owned()
-                        .into_any()
-                        .unbind())
-                }))
-            },
-        )?;
-        Ok(fut)
-    }
-}
-
-#[pymethods]
-impl Client {
-    /// `subscribe` as an awaitable: the same options, checked the same way.
-    #[pyo3(signature = (topic, subscription_name, *, subscription_type="exclusive",
-        initial_position="latest", receiver_queue_size=1000, consumer_name=None,
-        ack_grouping_time=0.1, negative_ack_redelivery_delay=60.0, ack_timeout=None,
-        batch_index_ack=false, read_compacted=false, replicate_subscription_state=false,
-        pattern_auto_discovery_period=60.0, dead_letter_policy=None,
-        max_pending_chunked_messages=10, expire_time_of_incomplete_chunked_message=60.0,
-        key_shared_policy=None, schema=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn _asubscribe<'py>(
-        &self,
-        py: Python<'py>,
-        topic: &Bound<'py, PyAny>,
-        subscription_name: &str,
-        subscription_type: &str,
-        initial_position: &str,
-        receiver_queue_size: i64,
-        consumer_name: Option<String>,
-        ack_grouping_time: f64,
-        negative_ack_redelivery_delay: f64,
-        ack_timeout: Option<f64>,
-        batch_index_ack: bool,
-        read_compacted: bool,
-        replicate_subscription_state: bool,
-        pattern_auto_discovery_period: f64,
-        dead_letter_policy: Option<&Bound<'py, PyAny>>,
-        max_pending_chunked_messages: usize,
-        expire_time_of_incomplete_chunked_message: f64,
-        key_shared_policy: Option<&Bound<'py, PyAny>>,
-        schema: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let plan = consumer_plan(
-            self,
-            py,
-            topic,
-            subscription_name,
-            subscription_type,
-            initial_position,
-            receiver_queue_size,
-            consumer_name,
-            ack_grouping_time,
-            negative_ack_redelivery_delay,
-            ack_timeout,
-            batch_index_ack,
-            read_compacted,
-            replicate_subscription_state,
-            pattern_auto_discovery_period,
-            dead_letter_policy,
-            max_pending_chunked_messages,
-            expire_time_of_incomplete_chunked_message,
-            key_shared_policy,
-        )?
-        .with_schema(schema)?;
-        let timeout = plan.timeout;
-        let (fut, _) = aio::spawn(py, "subscribe", Some(timeout), plan.open(), |c| {
-            Value::Build(Box::new(move |py| Ok(Py::new(py, c)?.into_any())))
-        })?;
-        Ok(fut)
-    }
-
-    /// `create_reader` as an awaitable.
-    #[pyo3(signature = (topic, start_message_id=None, *, inclusive=false,
-        receiver_queue_size=1000, reader_name=None, schema=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn _acreate_reader<'py>(
-        &self,
-        py: Python<'py>,
-        topic: &str,
-        start_message_id: Option<&Bound<'py, PyAny>>,
-        inclusive: bool,
-        receiver_queue_size: i64,
-        reader_name: Option<String>,
-        schema: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let plan = reader_plan(
-            self,
-            topic,
-            start_message_id,
-            inclusive,
-            receiver_queue_size,
-            reader_name,
-        )?
-        .with_schema(schema)?;
-        let timeout = plan.timeout;
-        let (fut, _) = aio::spawn(py, "create reader", Some(timeout), plan.open(), |r| {
-            Value::Build(Box::new(move |py| Ok(Py::new(py, r)?.into_any())))
-        })?;
         Ok(fut)
     }
 }

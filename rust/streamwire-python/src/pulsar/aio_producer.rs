@@ -25,8 +25,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
 use crate::common::aio::{self, Target, Value};
 use crate::common::errors::{to_py, IntoPyResult};
-use crate::pulsar::client::Client;
-use crate::pulsar::producer::{build_message, many_messages, producer_plan, Producer};
+use crate::pulsar::producer::{all_sent, Producer};
 use crate::pulsar::transaction::{txn_arg, PyTransaction};
 
 /// Work that must wait its turn behind earlier sends.
@@ -155,7 +154,7 @@ async fn run_waiting(w: Waiting) {
             };
             handle.spawn(async move {
                 let results = group.wait().await;
-                aio::complete(target, many_outcome(results, n));
+                aio::complete(target, all_sent(results, n).map(Value::Ids));
             });
         }
         Waiting::Then { tp, close, target } => {
@@ -171,26 +170,6 @@ async fn run_waiting(w: Waiting) {
                 aio::complete(target, res.map(|()| Value::None));
             });
         }
-    }
-}
-
-/// All ids in input order, or the first error (naming how many failed), as sync `send_many`.
-fn many_outcome(results: Vec<Result<MessageId>>, n: usize) -> Result<Value> {
-    let mut ids = Vec::with_capacity(n);
-    let mut failed = 0usize;
-    let mut first_err: Option<Error> = None;
-    for r in results {
-        match r {
-            Ok(id) => ids.push(id),
-            Err(e) => {
-                failed += 1;
-                first_err.get_or_insert(e);
-            }
-        }
-    }
-    match first_err {
-        Some(e) => Err(e.context(format!("{failed} of {n} messages were not sent"))),
-        None => Ok(Value::Ids(ids)),
     }
 }
 
@@ -235,9 +214,11 @@ impl Producer {
     ) -> PyResult<Bound<'py, PyAny>> {
         let tp = self.alive(py)?;
         let txn = aio_txn_arg(txn)?;
-        let codec = self.message_codec(schema)?;
-        let (msg, user_seq, mut entry) = build_message(
-            codec.as_deref().or(self.codec.as_deref()),
+        // A schema met for the first time is registered here, blocking this call for one
+        // round trip (the message must be queued now, in order); `await
+        // producer.register_schema(schema)` beforehand avoids it.
+        let (msg, user_seq, entry) = self.message(
+            py,
             value,
             key,
             ordering_key,
@@ -248,11 +229,8 @@ impl Producer {
             deliver_at,
             replication_clusters,
             disable_replication,
+            schema,
         )?;
-        // A schema met for the first time is registered here, blocking this call for one
-        // round trip (the message must be queued now, in order); `await
-        // producer.register_schema(schema)` beforehand avoids it.
-        entry.schema_version = self.message_schema_version(py, codec.as_ref())?;
         let (fut, target) = aio::new_send_future(py)?;
         let fut = fut.into_any();
         if let Some(t) = txn {
@@ -335,18 +313,17 @@ impl Producer {
     ) -> PyResult<Bound<'py, PyAny>> {
         let tp = self.alive(py)?;
         let txn = txn_arg(txn)?;
-        let codec = self.message_codec(schema)?;
-        let (msgs, user_seq) = many_messages(
-            codec.as_deref().or(self.codec.as_deref()),
+        // As `_asend`: a schema met for the first time is registered here (one blocking
+        // round trip, after every value is encoded, so a bad value registers nothing).
+        let (msgs, user_seq, schema_version) = self.messages(
+            py,
             values,
             keys,
             properties,
             event_times,
             sequence_ids,
+            schema,
         )?;
-        // As `_asend`: a schema met for the first time is registered here (one blocking
-        // round trip, after every value is encoded, so a bad value registers nothing).
-        let schema_version = self.message_schema_version(py, codec.as_ref())?;
         if let Some(t) = txn {
             t.check_open("send").py_err()?;
             let n = msgs.len();
@@ -362,7 +339,7 @@ impl Producer {
                     {
                         group.fail_unfilled(&e);
                     }
-                    many_outcome(group.wait().await, n)
+                    all_sent(group.wait().await, n).map(Value::Ids)
                 },
                 |v: Value| v,
             )?;
@@ -418,62 +395,6 @@ impl Producer {
         self.room
             .push(Waiting::Then { tp, close, target })
             .map_err(to_py)?;
-        Ok(fut)
-    }
-}
-
-#[pymethods]
-impl Client {
-    /// `create_producer` as an awaitable: the same options, checked the same way.
-    #[pyo3(signature = (topic, *, producer_name=None, batching=true, batching_max_messages=1000,
-        batching_max_bytes=131_072, batching_max_delay=0.001, compression=None,
-        max_pending_messages=10_000, block_if_queue_full=true, send_timeout=30.0,
-        initial_sequence_id=None, access_mode="shared", routing="round_robin", chunking=false,
-        properties=None, schema=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn _acreate_producer<'py>(
-        &self,
-        py: Python<'py>,
-        topic: &str,
-        producer_name: Option<String>,
-        batching: bool,
-        batching_max_messages: i64,
-        batching_max_bytes: i64,
-        batching_max_delay: f64,
-        compression: Option<&str>,
-        max_pending_messages: i64,
-        block_if_queue_full: bool,
-        send_timeout: f64,
-        initial_sequence_id: Option<i64>,
-        access_mode: &str,
-        routing: &str,
-        chunking: bool,
-        properties: Option<&Bound<'py, PyAny>>,
-        schema: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let plan = producer_plan(
-            self,
-            topic,
-            producer_name,
-            batching,
-            batching_max_messages,
-            batching_max_bytes,
-            batching_max_delay,
-            compression,
-            max_pending_messages,
-            block_if_queue_full,
-            send_timeout,
-            initial_sequence_id,
-            access_mode,
-            routing,
-            chunking,
-            properties,
-        )?
-        .with_schema(schema)?;
-        let timeout = plan.timeout;
-        let (fut, _) = aio::spawn(py, "create producer", Some(timeout), plan.open(), |p| {
-            Value::Build(Box::new(move |py| Ok(Py::new(py, p)?.into_any())))
-        })?;
         Ok(fut)
     }
 }

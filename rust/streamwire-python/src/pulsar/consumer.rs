@@ -1,9 +1,13 @@
-//! `Client.subscribe` / `Client.create_reader`, and the `Consumer` and `Reader` classes.
+//! The `Consumer` and `Reader` classes (made by `Client.subscribe` / `create_reader`, in
+//! `consumer_options`). Their waiting calls besides receives (seek, last ids, unsubscribe,
+//! ...) are each written once for both faces with `two_faces!`; the receives keep a blocking
+//! shell here and an awaitable one in `aio_consumer`, sharing `Handle`.
 //!
 //! Receiving takes a fast path first: if messages are queued they are taken under one short
 //! lock without detaching from the interpreter or touching the runtime. Only when the queue
 //! is empty does the call detach and wait (through `blocking::wait`, so Ctrl-C works).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,10 +23,10 @@ use streamwire_pulsar::protocol::commands::SeekTarget;
 
 use crate::common::blocking::{timeout_arg, wait};
 use crate::common::errors::{to_py, IntoPyResult};
+use crate::common::faces::Op;
 use crate::common::pickle::refuse_pickle;
 use crate::common::untracked::untracked_list;
-use crate::pulsar::client::Client;
-use crate::pulsar::consumer_options::{consumer_plan, reader_plan};
+use crate::pulsar::aio_consumer::{Held, Want};
 use crate::pulsar::message::{column_list, Message};
 use crate::pulsar::message_id::PyMessageId;
 use crate::pulsar::schema::Typed;
@@ -102,6 +106,19 @@ impl Handle {
         })
     }
 
+    fn arrow<'py>(
+        &self,
+        py: Python<'py>,
+        what: &str,
+        max: i64,
+        timeout: Option<f64>,
+        columns: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let names = column_list(columns.as_deref())?; // before anything is taken
+        let got = self.receive_many(py, what, max, timeout)?;
+        typed_batch(py, self.typed.as_deref(), &got, &names)
+    }
+
     fn target(&self, obj: &Bound<'_, PyAny>) -> PyResult<Target> {
         self.target_in(&self.engine.slot_finder(), obj)
     }
@@ -159,10 +176,24 @@ impl Handle {
         wait(py, what, Some(self.op_timeout * 2), fut)
     }
 
-    fn seek(&self, py: Python<'_>, what: &str, target: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// A waiting call of this consumer or reader, with the time limit of a broker request
+    /// (the face, blocking or awaitable, is chosen by `two_faces!`).
+    fn op<T, F>(&self, what: &'static str, fut: F) -> Op<F>
+    where
+        F: Future<Output = EResult<T>> + Send + 'static,
+        T: Send + 'static,
+    {
+        Op::new(what, Some(self.op_timeout * 2), fut)
+    }
+
+    fn seek(
+        &self,
+        what: &str,
+        target: &Bound<'_, PyAny>,
+    ) -> PyResult<Op<impl Future<Output = EResult<()>> + Send + 'static>> {
         let engine = self.live(what)?.clone();
         let t = seek_target(target)?;
-        self.block(py, "seek", async move { engine.seek(t).await })
+        Ok(self.op("seek", async move { engine.seek(t).await }))
     }
 
     fn metrics<'py>(&self, py: Python<'py>, what: &str) -> PyResult<Bound<'py, PyDict>> {
@@ -222,7 +253,7 @@ impl Handle {
         Ok(d)
     }
 
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
+    pub(crate) fn close(&self, py: Python<'_>) -> PyResult<()> {
         if self.engine.is_closed() || self.pid != runtime::current_pid() {
             return Ok(());
         }
@@ -239,21 +270,30 @@ impl Handle {
         }
     }
 
-    fn last_ids(&self, py: Python<'_>, what: &str) -> PyResult<Vec<PyMessageId>> {
+    fn last_ids(
+        &self,
+        what: &str,
+    ) -> PyResult<Op<impl Future<Output = EResult<Vec<PyMessageId>>> + Send + 'static>> {
         let e = self.live(what)?.clone();
-        let ids = self.block(py, "get last message id", async move {
-            e.get_last_message_ids().await
-        })?;
-        Ok(ids.into_iter().map(PyMessageId::from).collect())
+        Ok(self.op("get last message id", async move {
+            let ids = e.get_last_message_ids().await?;
+            Ok(ids.into_iter().map(PyMessageId::from).collect())
+        }))
     }
 
-    fn last_id(&self, py: Python<'_>, what: &str) -> PyResult<PyMessageId> {
-        single_last_id(self.last_ids(py, what)?).map_err(to_py)
+    fn last_id(
+        &self,
+        what: &str,
+    ) -> PyResult<Op<impl Future<Output = EResult<PyMessageId>> + Send + 'static>> {
+        let e = self.live(what)?.clone();
+        Ok(self.op("get last message id", async move {
+            single_last_id(e.get_last_message_ids().await?).map(PyMessageId::from)
+        }))
     }
 }
 
-/// The one last id of a single-partition consumer (shared with the awaitable call).
-pub(crate) fn single_last_id<T>(mut ids: Vec<T>) -> EResult<T> {
+/// The one last id of a single-partition consumer.
+fn single_last_id<T>(mut ids: Vec<T>) -> EResult<T> {
     if ids.len() != 1 {
         return Err(Error::invalid(
             "this consumer reads several partitions or topics: use get_last_message_ids()",
@@ -262,9 +302,8 @@ pub(crate) fn single_last_id<T>(mut ids: Vec<T>) -> EResult<T> {
     Ok(ids.remove(0))
 }
 
-/// Where a `seek` goes: a MessageId (or a Message's id), or a publish time in ms (shared by
-/// the blocking and the awaitable calls).
-pub(crate) fn seek_target(target: &Bound<'_, PyAny>) -> PyResult<SeekTarget> {
+/// Where a `seek` goes: a MessageId (or a Message's id), or a publish time in ms.
+fn seek_target(target: &Bound<'_, PyAny>) -> PyResult<SeekTarget> {
     let t = if let Ok(id) = target.extract::<PyMessageId>() {
         SeekTarget::MessageId(id.id.to_proto())
     } else if let Ok(m) = target.cast::<Message>() {
@@ -286,146 +325,171 @@ pub(crate) fn seek_target(target: &Bound<'_, PyAny>) -> PyResult<SeekTarget> {
     Ok(t)
 }
 
-#[pymethods]
-impl Client {
-    /// Subscribe to a topic, a list of topics or a regex pattern.
-    ///
-    /// Args:
-    ///     topic: a topic name, a list of names, or a compiled `re.Pattern` matched against
-    ///         the topics of its namespace (new matches are picked up every
-    ///         `pattern_auto_discovery_period`).
-    ///     subscription_name: the subscription (created if it does not exist).
-    ///     subscription_type: `"exclusive"`, `"shared"`, `"failover"` or `"key_shared"`.
-    ///         Default `"exclusive"`.
-    ///     initial_position: where a new subscription starts: `"latest"` or `"earliest"`.
-    ///         Default `"latest"`.
-    ///     receiver_queue_size: messages fetched ahead per partition (1 to 1,000,000).
-    ///         Default 1000.
-    ///     consumer_name: a name for this consumer. Default None: a random name.
-    ///     ack_grouping_time: seconds acknowledgements are gathered before they are sent
-    ///         (0: sent at once). Default 0.1.
-    ///     negative_ack_redelivery_delay: seconds before a negatively acknowledged message is
-    ///         redelivered. Default 60.0.
-    ///     ack_timeout: seconds after which a message not acknowledged is redelivered.
-    ///         Default None: never.
-    ///     batch_index_ack: acknowledge single messages of a batch (the broker must enable
-    ///         it too). Default False.
-    ///     read_compacted: read the compacted view of the topic. Default False.
-    ///     replicate_subscription_state: replicate the subscription's position to other
-    ///         clusters. Default False.
-    ///     pattern_auto_discovery_period: seconds between checks for new topics matching a
-    ///         pattern. Default 60.0.
-    ///     dead_letter_policy: `{"max_redeliver_count": n, "dead_letter_topic": name}`:
-    ///         after `n` redeliveries a message goes to the dead-letter topic (default name:
-    ///         `<topic>-<subscription>-DLQ`). Default None.
-    ///     max_pending_chunked_messages: chunked messages being assembled at once, at most.
-    ///         Default 10.
-    ///     expire_time_of_incomplete_chunked_message: seconds an incomplete chunked message is
-    ///         kept before it is dropped. Default 60.0.
-    ///     key_shared_policy: for `"key_shared"`: None or `"auto_split"` (the broker splits
-    ///         the hash range), or `{"sticky": [(start, end), ...]}` (inclusive hash ranges
-    ///         this consumer owns). Default None.
-    ///     schema: a `streamwire.schema` object: the broker checks it against the topic's
-    ///         schema, and `Message.value` decodes each message with the schema version it
-    ///         was written with. Default None: raw bytes.
-    ///
-    /// Raises:
-    ///     ConfigError: a bad option.
-    ///     OperationTimeoutError: the broker did not answer within twice the client's
-    ///         `operation_timeout`.
-    #[pyo3(signature = (topic, subscription_name, *, subscription_type="exclusive",
-        initial_position="latest", receiver_queue_size=1000, consumer_name=None,
-        ack_grouping_time=0.1, negative_ack_redelivery_delay=60.0, ack_timeout=None,
-        batch_index_ack=false, read_compacted=false, replicate_subscription_state=false,
-        pattern_auto_discovery_period=60.0, dead_letter_policy=None,
-        max_pending_chunked_messages=10, expire_time_of_incomplete_chunked_message=60.0,
-        key_shared_policy=None, schema=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn subscribe(
-        &self,
-        py: Python<'_>,
-        topic: &Bound<'_, PyAny>,
-        subscription_name: &str,
-        subscription_type: &str,
-        initial_position: &str,
-        receiver_queue_size: i64,
-        consumer_name: Option<String>,
-        ack_grouping_time: f64,
-        negative_ack_redelivery_delay: f64,
-        ack_timeout: Option<f64>,
-        batch_index_ack: bool,
-        read_compacted: bool,
-        replicate_subscription_state: bool,
-        pattern_auto_discovery_period: f64,
-        dead_letter_policy: Option<&Bound<'_, PyAny>>,
-        max_pending_chunked_messages: usize,
-        expire_time_of_incomplete_chunked_message: f64,
-        key_shared_policy: Option<&Bound<'_, PyAny>>,
-        schema: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Consumer> {
-        let plan = consumer_plan(
-            self,
-            py,
-            topic,
-            subscription_name,
-            subscription_type,
-            initial_position,
-            receiver_queue_size,
-            consumer_name,
-            ack_grouping_time,
-            negative_ack_redelivery_delay,
-            ack_timeout,
-            batch_index_ack,
-            read_compacted,
-            replicate_subscription_state,
-            pattern_auto_discovery_period,
-            dead_letter_policy,
-            max_pending_chunked_messages,
-            expire_time_of_incomplete_chunked_message,
-            key_shared_policy,
-        )?
-        .with_schema(schema)?;
-        let timeout = plan.timeout;
-        wait(py, "subscribe", Some(timeout), plan.open())
-    }
+/// The methods `Consumer` and `Reader` share, each written once: `what` names the class in
+/// errors, `$sub` whether its repr shows a subscription.
+macro_rules! handle_methods {
+    (
+        $ty:ident, $what:literal, $sub:literal,
+        $one:ident, $many:ident, $arrow:ident, $areceive:ident
+    ) => {
+        #[pymethods]
+        impl $ty {
+            /// The next message; waits up to `timeout` seconds (None: forever), then raises
+            /// `OperationTimeoutError`. Raises `TopicTerminatedError` at the end of a
+            /// terminated topic.
+            ///
+            /// Args:
+            ///     timeout: seconds to wait at most; None waits forever. Default None.
+            #[pyo3(signature = (timeout=None))]
+            fn $one(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Message> {
+                self.h.receive(py, $what, timeout)
+            }
 
-    /// Read a topic from a position, without a durable subscription.
-    ///
-    /// Args:
-    ///     topic: the topic to read.
-    ///     start_message_id: `"earliest"`, `"latest"` or a `MessageId`. Default None:
-    ///         earliest.
-    ///     inclusive: also deliver the message at `start_message_id`. Default False.
-    ///     receiver_queue_size: messages fetched ahead (1 to 1,000,000). Default 1000.
-    ///     reader_name: a name for the reader's consumer. Default None.
-    ///     schema: a `streamwire.schema` object to decode messages with (see
-    ///         `subscribe`). Default None: raw bytes.
-    #[pyo3(signature = (topic, start_message_id=None, *, inclusive=false,
-        receiver_queue_size=1000, reader_name=None, schema=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn create_reader(
-        &self,
-        py: Python<'_>,
-        topic: &str,
-        start_message_id: Option<&Bound<'_, PyAny>>,
-        inclusive: bool,
-        receiver_queue_size: i64,
-        reader_name: Option<String>,
-        schema: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Reader> {
-        let plan = reader_plan(
-            self,
-            topic,
-            start_message_id,
-            inclusive,
-            receiver_queue_size,
-            reader_name,
-        )?
-        .with_schema(schema)?;
-        let timeout = plan.timeout;
-        wait(py, "create reader", Some(timeout), plan.open())
-    }
+            /// Up to `max_messages` messages in one call: waits until at least one is
+            /// available (or `timeout` passes: then returns `[]`), then returns what is queued,
+            /// up to the max.
+            ///
+            /// Args:
+            ///     max_messages: the most messages to return (at least 1).
+            ///     timeout: seconds to wait for the first message; None waits forever, 0
+            ///         returns what is queued now. Default None.
+            #[pyo3(signature = (max_messages, timeout=None))]
+            fn $many<'py>(
+                &self,
+                py: Python<'py>,
+                max_messages: i64,
+                timeout: Option<f64>,
+            ) -> PyResult<Bound<'py, PyList>> {
+                let got = self.h.receive_many(py, $what, max_messages, timeout)?;
+                untracked_list(py, got.into_iter().map(|m| self.h.message(m)))
+            }
+
+            /// Like the list receive, as a `pyarrow.RecordBatch` (no Python object per
+            /// message). Acknowledge with `acknowledge_cumulative` or by `MessageId`s rebuilt
+            /// from the columns. `columns` names the columns to build (default: all), checked
+            /// before anything is taken.
+            ///
+            /// Args:
+            ///     max_messages: the most messages (rows) to return (at least 1).
+            ///     timeout: seconds to wait for the first message (then an empty batch); None
+            ///         waits forever. Default None.
+            ///     columns: a subset of value, key, topic, partition, ledger_id, entry_id,
+            ///         batch_index, publish_time, event_time, properties, producer_name,
+            ///         sequence_id, redelivery_count, message_id, in the order wanted. Default
+            ///         None: all.
+            #[pyo3(signature = (max_messages, timeout=None, *, columns=None))]
+            fn $arrow<'py>(
+                &self,
+                py: Python<'py>,
+                max_messages: i64,
+                timeout: Option<f64>,
+                columns: Option<Vec<String>>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                self.h.arrow(py, $what, max_messages, timeout, columns)
+            }
+
+            /// A receive as an awaitable (`streamwire.aio`): `kind` 0 one Message, 1 a list,
+            /// 2 a RecordBatch; `held` and `orphan` keep what a cancelled one took.
+            #[pyo3(signature = (held, orphan, kind, max_messages, timeout=None, columns=None))]
+            #[allow(clippy::too_many_arguments)]
+            fn $areceive<'py>(
+                &self,
+                py: Python<'py>,
+                held: &Held,
+                orphan: Py<PyAny>,
+                kind: u8,
+                max_messages: i64,
+                timeout: Option<f64>,
+                columns: Option<Vec<String>>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let want = Want::parse(kind, max_messages, columns)?;
+                self.h.areceive(py, $what, held, want, timeout, orphan)
+            }
+
+            /// Its metrics (all partitions summed; a reader is a subscription-less consumer,
+            /// kind "consumer"); see README "Metrics" for the keys.
+            fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+                self.h.metrics(py, $what)
+            }
+
+            /// Whether every partition has reached the end of a terminated topic (messages
+            /// may still be queued for the next receive).
+            fn has_reached_end_of_topic(&self) -> bool {
+                self.h.engine.has_reached_end_of_topic()
+            }
+
+            /// The topic it reads (a consumer's label, for several topics or a pattern).
+            #[getter]
+            fn topic(&self) -> &str {
+                self.h.engine.topic()
+            }
+
+            /// Whether it is open and every partition is subscribed on a live connection
+            /// (False while it reconnects after the broker went away, and once closed).
+            fn is_connected(&self) -> bool {
+                self.h.engine.is_connected()
+            }
+
+            /// Close (a consumer flushes its pending acknowledgements first). Idempotent.
+            fn close(&self, py: Python<'_>) -> PyResult<()> {
+                self.h.close(py)
+            }
+
+            /// `close` as an awaitable (`streamwire.aio`).
+            fn _aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                self.h.aclose(py)
+            }
+
+            fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+                slf
+            }
+
+            fn __next__(&self, py: Python<'_>) -> PyResult<Message> {
+                self.h.next(py, $what)
+            }
+
+            fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+                slf
+            }
+
+            #[pyo3(signature = (*_args))]
+            fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+                self.close(py)?;
+                Ok(false)
+            }
+
+            fn __reduce__(&self) -> PyResult<()> {
+                Err(refuse_pickle(stringify!($ty), PICKLE_HINT))
+            }
+
+            fn __repr__(&self) -> String {
+                let e = &self.h.engine;
+                format!(
+                    "<streamwire.{} topic={:?}{}{}>",
+                    stringify!($ty),
+                    e.topic(),
+                    if $sub {
+                        format!(" subscription={:?}", e.subscription())
+                    } else {
+                        String::new()
+                    },
+                    if e.is_closed() { " closed" } else { "" }
+                )
+            }
+        }
+    };
 }
+
+handle_methods!(
+    Consumer,
+    "consumer",
+    true,
+    receive,
+    receive_many,
+    receive_arrow,
+    _areceive
+);
+handle_methods!(Reader, "reader", false, read_next, read_many, read_arrow, _aread);
 
 /// A subscription's consumer. Thread-safe. Made by `Client.subscribe`; iterating yields
 /// messages until the end of a terminated topic.
@@ -436,58 +500,6 @@ pub struct Consumer {
 
 #[pymethods]
 impl Consumer {
-    /// The next message; waits up to `timeout` seconds (None: forever), then raises
-    /// `OperationTimeoutError`. Raises `TopicTerminatedError` at the end of a terminated topic.
-    ///
-    /// Args:
-    ///     timeout: seconds to wait at most; None waits forever. Default None.
-    #[pyo3(signature = (timeout=None))]
-    fn receive(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Message> {
-        self.h.receive(py, "consumer", timeout)
-    }
-
-    /// Up to `max_messages` messages in one call: waits until at least one is available
-    /// (or `timeout` passes: then returns `[]`), then returns what is queued, up to the max.
-    ///
-    /// Args:
-    ///     max_messages: the most messages to return (at least 1).
-    ///     timeout: seconds to wait for the first message; None waits forever, 0 returns
-    ///         what is queued now. Default None.
-    #[pyo3(signature = (max_messages, timeout=None))]
-    fn receive_many<'py>(
-        &self,
-        py: Python<'py>,
-        max_messages: i64,
-        timeout: Option<f64>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let got = self.h.receive_many(py, "consumer", max_messages, timeout)?;
-        untracked_list(py, got.into_iter().map(|m| self.h.message(m)))
-    }
-
-    /// Like `receive_many`, as a `pyarrow.RecordBatch` (no Python object per message).
-    /// Acknowledge with `acknowledge_cumulative` or by `MessageId`s rebuilt from the columns.
-    /// `columns` names the columns to build (default: all), checked before anything is taken.
-    ///
-    /// Args:
-    ///     max_messages: the most messages (rows) to return (at least 1).
-    ///     timeout: seconds to wait for the first message (then an empty batch); None waits
-    ///         forever. Default None.
-    ///     columns: a subset of value, key, topic, partition, ledger_id, entry_id,
-    ///         batch_index, publish_time, event_time, properties, producer_name, sequence_id,
-    ///         redelivery_count, message_id, in the order wanted. Default None: all.
-    #[pyo3(signature = (max_messages, timeout=None, *, columns=None))]
-    fn receive_arrow<'py>(
-        &self,
-        py: Python<'py>,
-        max_messages: i64,
-        timeout: Option<f64>,
-        columns: Option<Vec<String>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let names = column_list(columns.as_deref())?; // before anything is taken
-        let got = self.h.receive_many(py, "consumer", max_messages, timeout)?;
-        typed_batch(py, self.h.typed.as_deref(), &got, &names)
-    }
-
     /// Acknowledge a Message, a MessageId, or a list of them.
     ///
     /// Without `txn` the ack is grouped and the call never waits. With `txn` it is sent at
@@ -568,51 +580,6 @@ impl Consumer {
         Ok(())
     }
 
-    /// Redeliver every message received but not acknowledged.
-    fn redeliver_unacknowledged_messages(&self, py: Python<'_>) -> PyResult<()> {
-        let e = self.h.live("consumer")?.clone();
-        self.h.block(py, "redeliver", async move {
-            e.redeliver_unacknowledged().await
-        })
-    }
-
-    /// Move the subscription to a MessageId or to a publish time (int, ms since the epoch).
-    ///
-    /// Args:
-    ///     target: a `MessageId`, a `Message`, or a publish time in milliseconds since the
-    ///         epoch.
-    fn seek(&self, py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.h.seek(py, "consumer", target)
-    }
-
-    /// Delete the subscription and close the consumer.
-    fn unsubscribe(&self, py: Python<'_>) -> PyResult<()> {
-        let e = self.h.live("consumer")?.clone();
-        self.h
-            .block(py, "unsubscribe", async move { e.unsubscribe().await })
-    }
-
-    /// Flush pending acknowledgements and close. Idempotent.
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
-        self.h.close(py)
-    }
-
-    /// The id of the last message of the topic (one partition; else see get_last_message_ids).
-    fn get_last_message_id(&self, py: Python<'_>) -> PyResult<PyMessageId> {
-        self.h.last_id(py, "consumer")
-    }
-
-    /// The id of the last message of every partition / topic.
-    fn get_last_message_ids(&self, py: Python<'_>) -> PyResult<Vec<PyMessageId>> {
-        self.h.last_ids(py, "consumer")
-    }
-
-    /// Whether every partition has reached the end of a terminated topic (messages may
-    /// still be queued for `receive`).
-    fn has_reached_end_of_topic(&self) -> bool {
-        self.h.engine.has_reached_end_of_topic()
-    }
-
     /// Local counters; with `broker=True` also the broker's CONSUMER_STATS per partition.
     ///
     /// Args:
@@ -621,18 +588,6 @@ impl Consumer {
     #[pyo3(signature = (broker=false))]
     fn stats<'py>(&self, py: Python<'py>, broker: bool) -> PyResult<Bound<'py, PyDict>> {
         self.h.stats(py, "consumer", broker)
-    }
-
-    /// This consumer's metrics (all partitions summed); see README "Metrics" for the keys.
-    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.h.metrics(py, "consumer")
-    }
-
-    /// The topic this consumer was subscribed to (its label, for several topics or a
-    /// pattern).
-    #[getter]
-    fn topic(&self) -> &str {
-        self.h.engine.topic()
     }
 
     /// The subscription's name.
@@ -646,45 +601,44 @@ impl Consumer {
     fn consumer_name(&self) -> Option<String> {
         self.h.engine.config().consumer_name.clone()
     }
+}
 
-    /// Whether the consumer is open and every partition is subscribed on a live connection.
-    fn is_connected(&self) -> bool {
-        self.h.engine.is_connected()
-    }
+crate::two_faces! {
+    impl Consumer {
+        /// Redeliver every message received but not acknowledged.
+        fn redeliver_unacknowledged_messages / _aredeliver_unacknowledged_messages (
+            &self,
+            py,
+        ) -> () as none {
+            let e = self.h.live("consumer")?.clone();
+            self.h.op("redeliver", async move { e.redeliver_unacknowledged().await })
+        }
 
-    fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf
-    }
+        /// Move the subscription to a MessageId or to a publish time (int, ms since the epoch).
+        ///
+        /// Args:
+        ///     target: a `MessageId`, a `Message`, or a publish time in milliseconds since the
+        ///         epoch.
+        fn seek / _aseek (&self, py, target: &Bound<'_, PyAny>) -> () as none {
+            self.h.seek("consumer", target)?
+        }
 
-    fn __next__(&self, py: Python<'_>) -> PyResult<Message> {
-        self.h.next(py, "consumer")
-    }
+        /// Delete the subscription and close the consumer.
+        fn unsubscribe / _aunsubscribe (&self, py) -> () as none {
+            let e = self.h.live("consumer")?.clone();
+            self.h.op("unsubscribe", async move { e.unsubscribe().await })
+        }
 
-    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf
-    }
+        /// The id of the last message of the topic (one partition; else see
+        /// get_last_message_ids).
+        fn get_last_message_id / _aget_last_message_id (&self, py) -> PyMessageId {
+            self.h.last_id("consumer")?
+        }
 
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
-    }
-
-    fn __reduce__(&self) -> PyResult<()> {
-        Err(refuse_pickle("Consumer", PICKLE_HINT))
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "<streamwire.Consumer topic={:?} subscription={:?}{}>",
-            self.h.engine.topic(),
-            self.h.engine.subscription(),
-            if self.h.engine.is_closed() {
-                " closed"
-            } else {
-                ""
-            }
-        )
+        /// The id of the last message of every partition / topic.
+        fn get_last_message_ids / _aget_last_message_ids (&self, py) -> Vec<PyMessageId> {
+            self.h.last_ids("consumer")?
+        }
     }
 }
 
@@ -695,131 +649,26 @@ pub struct Reader {
     pub(crate) h: Handle,
 }
 
-#[pymethods]
-impl Reader {
-    /// This reader's metrics (kind "consumer": a reader is a subscription-less consumer).
-    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.h.metrics(py, "reader")
-    }
+crate::two_faces! {
+    impl Reader {
+        /// Whether there are messages after the last one read (asks the broker).
+        fn has_message_available / _ahas_message_available (&self, py) -> bool {
+            let e = self.h.live("reader")?.clone();
+            self.h.op("has_message_available", async move { e.has_message_available().await })
+        }
 
-    /// The next message (see `Consumer.receive`).
-    ///
-    /// Args:
-    ///     timeout: seconds to wait at most, then `OperationTimeoutError`; None waits
-    ///         forever. Default None.
-    #[pyo3(signature = (timeout=None))]
-    fn read_next(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Message> {
-        self.h.receive(py, "reader", timeout)
-    }
+        /// Move to a MessageId (the next message read is that one).
+        ///
+        /// Args:
+        ///     target: a `MessageId`, a `Message`, or a publish time in milliseconds since the
+        ///         epoch.
+        fn seek / _aseek (&self, py, target: &Bound<'_, PyAny>) -> () as none {
+            self.h.seek("reader", target)?
+        }
 
-    /// Up to `max_messages` messages (see `Consumer.receive_many`).
-    ///
-    /// Args:
-    ///     max_messages: the most messages to return (at least 1).
-    ///     timeout: seconds to wait for the first message (then `[]`); None waits forever.
-    ///         Default None.
-    #[pyo3(signature = (max_messages, timeout=None))]
-    fn read_many<'py>(
-        &self,
-        py: Python<'py>,
-        max_messages: i64,
-        timeout: Option<f64>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let got = self.h.receive_many(py, "reader", max_messages, timeout)?;
-        untracked_list(py, got.into_iter().map(|m| self.h.message(m)))
-    }
-
-    /// Up to `max_messages` messages as a `pyarrow.RecordBatch`; `columns` names the columns
-    /// to build (default: all), checked before anything is read.
-    ///
-    /// Args:
-    ///     max_messages: the most messages (rows) to return (at least 1).
-    ///     timeout: seconds to wait for the first message (then an empty batch); None waits
-    ///         forever. Default None.
-    ///     columns: column names as for `Consumer.receive_arrow`. Default None: all.
-    #[pyo3(signature = (max_messages, timeout=None, *, columns=None))]
-    fn read_arrow<'py>(
-        &self,
-        py: Python<'py>,
-        max_messages: i64,
-        timeout: Option<f64>,
-        columns: Option<Vec<String>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let names = column_list(columns.as_deref())?; // before anything is read
-        let got = self.h.receive_many(py, "reader", max_messages, timeout)?;
-        typed_batch(py, self.h.typed.as_deref(), &got, &names)
-    }
-
-    /// Whether there are messages after the last one read (asks the broker).
-    fn has_message_available(&self, py: Python<'_>) -> PyResult<bool> {
-        let e = self.h.live("reader")?.clone();
-        self.h.block(py, "has_message_available", async move {
-            e.has_message_available().await
-        })
-    }
-
-    /// Move to a MessageId (the next message read is that one).
-    ///
-    /// Args:
-    ///     target: a `MessageId`, a `Message`, or a publish time in milliseconds since the
-    ///         epoch.
-    fn seek(&self, py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.h.seek(py, "reader", target)
-    }
-
-    /// The id of the last message of the topic (asks the broker).
-    fn get_last_message_id(&self, py: Python<'_>) -> PyResult<PyMessageId> {
-        self.h.last_id(py, "reader")
-    }
-
-    /// Whether the topic is terminated and the reader has reached its end (messages may
-    /// still be queued for `read_next`).
-    fn has_reached_end_of_topic(&self) -> bool {
-        self.h.engine.has_reached_end_of_topic()
-    }
-
-    /// Close the reader. Idempotent.
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
-        self.h.close(py)
-    }
-
-    /// The topic this reader reads.
-    #[getter]
-    fn topic(&self) -> &str {
-        self.h.engine.topic()
-    }
-
-    fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf
-    }
-
-    fn __next__(&self, py: Python<'_>) -> PyResult<Message> {
-        self.h.next(py, "reader")
-    }
-
-    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf
-    }
-
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
-    }
-
-    fn __reduce__(&self) -> PyResult<()> {
-        Err(refuse_pickle("Reader", PICKLE_HINT))
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "<streamwire.Reader topic={:?}{}>",
-            self.h.engine.topic(),
-            if self.h.engine.is_closed() {
-                " closed"
-            } else {
-                ""
-            }
-        )
+        /// The id of the last message of the topic (asks the broker).
+        fn get_last_message_id / _aget_last_message_id (&self, py) -> PyMessageId {
+            self.h.last_id("reader")?
+        }
     }
 }

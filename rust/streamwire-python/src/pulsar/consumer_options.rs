@@ -1,5 +1,6 @@
-//! Everything `subscribe` and `create_reader` accept, checked once for the blocking and the
-//! asyncio API (`ConsumerPlan` / `ReaderPlan`); opening is the only part that waits.
+//! `Client.subscribe` and `Client.create_reader`: every option checked once, in one
+//! definition serving the blocking call and its awaitable `_a` form (`two_faces!`); opening
+//! (`Plan::open`) is the only part that waits.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +20,7 @@ use streamwire_pulsar::message_id::MessageId;
 use streamwire_pulsar::topic::TopicName;
 
 use crate::common::errors::{to_py, IntoPyResult};
+use crate::common::faces::Op;
 use crate::pulsar::client::Client;
 use crate::pulsar::consumer::{Consumer, Handle, Reader};
 use crate::pulsar::message_id::PyMessageId;
@@ -208,177 +210,266 @@ fn sub_type(s: &str) -> PyResult<SubType> {
     })
 }
 
-/// Check every `subscribe` option (shared by the blocking and the asyncio API).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn consumer_plan(
-    this: &Client,
-    py: Python<'_>,
-    topic: &Bound<'_, PyAny>,
-    subscription_name: &str,
-    subscription_type: &str,
-    initial_position: &str,
-    receiver_queue_size: i64,
-    consumer_name: Option<String>,
-    ack_grouping_time: f64,
-    negative_ack_redelivery_delay: f64,
-    ack_timeout: Option<f64>,
-    batch_index_ack: bool,
-    read_compacted: bool,
-    replicate_subscription_state: bool,
-    pattern_auto_discovery_period: f64,
-    dead_letter_policy: Option<&Bound<'_, PyAny>>,
-    max_pending_chunked_messages: usize,
-    expire_time_of_incomplete_chunked_message: f64,
-    key_shared_policy: Option<&Bound<'_, PyAny>>,
-) -> PyResult<ConsumerPlan> {
-    let client = this.live()?.clone();
-    if subscription_name.is_empty() {
-        return Err(config_err("subscription_name must not be empty".into()));
-    }
-    let initial_position = match initial_position {
-        "latest" => InitialPosition::Latest,
-        "earliest" => InitialPosition::Earliest,
-        other => {
-            return Err(config_err(format!(
-                "initial_position must be \"latest\" or \"earliest\", got {other:?}"
-            )))
-        }
-    };
-    let ack_timeout = match ack_timeout {
-        None => None,
-        Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
-        Some(t) => {
-            return Err(config_err(format!(
-                "ack_timeout must be None or a positive number of seconds, got {t}"
-            )))
-        }
-    };
-    let period = non_negative(
-        "pattern_auto_discovery_period",
-        pattern_auto_discovery_period,
-    )?;
-    let cfg = ConsumerConfig {
-        subscription: subscription_name.to_owned(),
-        sub_type: sub_type(subscription_type)?,
-        initial_position,
-        consumer_name,
-        receiver_queue_size: queue_size(receiver_queue_size)?,
-        ack_group_time: non_negative("ack_grouping_time", ack_grouping_time)?,
-        nack_delay: non_negative(
-            "negative_ack_redelivery_delay",
-            negative_ack_redelivery_delay,
-        )?,
-        ack_timeout,
-        batch_index_ack,
-        read_compacted,
-        replicate_subscription_state,
-        max_pending_chunked_messages,
-        expire_incomplete_chunked: non_negative(
-            "expire_time_of_incomplete_chunked_message",
-            expire_time_of_incomplete_chunked_message,
-        )?,
-        dead_letter: dead_letter_policy.map(dead_letter_arg).transpose()?,
-        key_shared: key_shared_policy
-            .filter(|o| !o.is_none())
-            .map(key_shared_arg)
-            .transpose()?,
-        ..ConsumerConfig::default()
-    };
-    Ok(ConsumerPlan {
-        client,
-        topics: topics_arg(py, topic)?,
-        period,
-        cfg,
-        timeout: this.operation_timeout * 2,
-        op_timeout: this.operation_timeout,
-        schema: None,
-    })
-}
-
-/// Check every `create_reader` option (shared by the blocking and the asyncio API).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn reader_plan(
-    this: &Client,
-    topic: &str,
-    start_message_id: Option<&Bound<'_, PyAny>>,
-    inclusive: bool,
-    receiver_queue_size: i64,
-    reader_name: Option<String>,
-) -> PyResult<ReaderPlan> {
-    let client = this.live()?.clone();
-    let t = TopicName::parse(topic).py_err()?;
-    let start = match start_message_id {
-        None => MessageId::EARLIEST,
-        Some(o) => {
-            if let Ok(id) = o.extract::<PyMessageId>() {
-                id.id
-            } else if let Ok(s) = o.extract::<String>() {
-                match s.as_str() {
-                        "earliest" => MessageId::EARLIEST,
-                        "latest" => MessageId::LATEST,
-                        _ => {
-                            return Err(config_err(format!(
-                                "start_message_id must be \"earliest\", \"latest\" or a MessageId, got {s:?}"
-                            )))
-                        }
-                    }
-            } else {
-                return Err(PyTypeError::new_err(
-                    "start_message_id must be \"earliest\", \"latest\" or a MessageId",
-                ));
+crate::two_faces! {
+    impl Client {
+        /// Subscribe to a topic, a list of topics or a regex pattern.
+        ///
+        /// Args:
+        ///     topic: a topic name, a list of names, or a compiled `re.Pattern` matched against
+        ///         the topics of its namespace (new matches are picked up every
+        ///         `pattern_auto_discovery_period`).
+        ///     subscription_name: the subscription (created if it does not exist).
+        ///     subscription_type: `"exclusive"`, `"shared"`, `"failover"` or `"key_shared"`.
+        ///         Default `"exclusive"`.
+        ///     initial_position: where a new subscription starts: `"latest"` or `"earliest"`.
+        ///         Default `"latest"`.
+        ///     receiver_queue_size: messages fetched ahead per partition (1 to 1,000,000).
+        ///         Default 1000.
+        ///     consumer_name: a name for this consumer. Default None: a random name.
+        ///     ack_grouping_time: seconds acknowledgements are gathered before they are sent
+        ///         (0: sent at once). Default 0.1.
+        ///     negative_ack_redelivery_delay: seconds before a negatively acknowledged message is
+        ///         redelivered. Default 60.0.
+        ///     ack_timeout: seconds after which a message not acknowledged is redelivered.
+        ///         Default None: never.
+        ///     batch_index_ack: acknowledge single messages of a batch (the broker must enable
+        ///         it too). Default False.
+        ///     read_compacted: read the compacted view of the topic. Default False.
+        ///     replicate_subscription_state: replicate the subscription's position to other
+        ///         clusters. Default False.
+        ///     pattern_auto_discovery_period: seconds between checks for new topics matching a
+        ///         pattern. Default 60.0.
+        ///     dead_letter_policy: `{"max_redeliver_count": n, "dead_letter_topic": name}`:
+        ///         after `n` redeliveries a message goes to the dead-letter topic (default name:
+        ///         `<topic>-<subscription>-DLQ`). Default None.
+        ///     max_pending_chunked_messages: chunked messages being assembled at once, at most.
+        ///         Default 10.
+        ///     expire_time_of_incomplete_chunked_message: seconds an incomplete chunked message is
+        ///         kept before it is dropped. Default 60.0.
+        ///     key_shared_policy: for `"key_shared"`: None or `"auto_split"` (the broker splits
+        ///         the hash range), or `{"sticky": [(start, end), ...]}` (inclusive hash ranges
+        ///         this consumer owns). Default None.
+        ///     schema: a `streamwire.schema` object: the broker checks it against the topic's
+        ///         schema, and `Message.value` decodes each message with the schema version it
+        ///         was written with. Default None: raw bytes.
+        ///
+        /// Raises:
+        ///     ConfigError: a bad option.
+        ///     OperationTimeoutError: the broker did not answer within twice the client's
+        ///         `operation_timeout`.
+        #[pyo3(signature = (topic, subscription_name, *, subscription_type="exclusive",
+            initial_position="latest", receiver_queue_size=1000, consumer_name=None,
+            ack_grouping_time=0.1, negative_ack_redelivery_delay=60.0, ack_timeout=None,
+            batch_index_ack=false, read_compacted=false, replicate_subscription_state=false,
+            pattern_auto_discovery_period=60.0, dead_letter_policy=None,
+            max_pending_chunked_messages=10, expire_time_of_incomplete_chunked_message=60.0,
+            key_shared_policy=None, schema=None))]
+        fn subscribe / _asubscribe (
+            &self,
+            py,
+            topic: &Bound<'_, PyAny>,
+            subscription_name: &str,
+            subscription_type: &str,
+            initial_position: &str,
+            receiver_queue_size: i64,
+            consumer_name: Option<String>,
+            ack_grouping_time: f64,
+            negative_ack_redelivery_delay: f64,
+            ack_timeout: Option<f64>,
+            batch_index_ack: bool,
+            read_compacted: bool,
+            replicate_subscription_state: bool,
+            pattern_auto_discovery_period: f64,
+            dead_letter_policy: Option<&Bound<'_, PyAny>>,
+            max_pending_chunked_messages: usize,
+            expire_time_of_incomplete_chunked_message: f64,
+            key_shared_policy: Option<&Bound<'_, PyAny>>,
+            schema: Option<&Bound<'_, PyAny>>,
+        ) -> Consumer {
+            self.live()?; // a closed client raises before any option is checked
+            if subscription_name.is_empty() {
+                return Err(config_err("subscription_name must not be empty".into()));
             }
+            let initial_position = match initial_position {
+                "latest" => InitialPosition::Latest,
+                "earliest" => InitialPosition::Earliest,
+                other => {
+                    return Err(config_err(format!(
+                        "initial_position must be \"latest\" or \"earliest\", got {other:?}"
+                    )))
+                }
+            };
+            let ack_timeout = match ack_timeout {
+                None => None,
+                Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
+                Some(t) => {
+                    return Err(config_err(format!(
+                        "ack_timeout must be None or a positive number of seconds, got {t}"
+                    )))
+                }
+            };
+            let period = non_negative(
+                "pattern_auto_discovery_period",
+                pattern_auto_discovery_period,
+            )?;
+            let cfg = ConsumerConfig {
+                subscription: subscription_name.to_owned(),
+                sub_type: sub_type(subscription_type)?,
+                initial_position,
+                consumer_name,
+                receiver_queue_size: queue_size(receiver_queue_size)?,
+                ack_group_time: non_negative("ack_grouping_time", ack_grouping_time)?,
+                nack_delay: non_negative(
+                    "negative_ack_redelivery_delay",
+                    negative_ack_redelivery_delay,
+                )?,
+                ack_timeout,
+                batch_index_ack,
+                read_compacted,
+                replicate_subscription_state,
+                max_pending_chunked_messages,
+                expire_incomplete_chunked: non_negative(
+                    "expire_time_of_incomplete_chunked_message",
+                    expire_time_of_incomplete_chunked_message,
+                )?,
+                dead_letter: dead_letter_policy.map(dead_letter_arg).transpose()?,
+                key_shared: key_shared_policy
+                    .filter(|o| !o.is_none())
+                    .map(key_shared_arg)
+                    .transpose()?,
+                ..ConsumerConfig::default()
+            };
+            let plan = Plan::new(self, topics_arg(py, topic)?, period, cfg, schema)?;
+            Op::new("subscribe", Some(plan.timeout), async move {
+                let h = plan.open().await?;
+                streamwire_core::log::event(
+                    streamwire_core::log::Level::Info,
+                    "pulsar.consumer",
+                    || {
+                        (
+                            "consumer opened".to_owned(),
+                            vec![
+                                ("topic", h.engine.topic().to_owned()),
+                                ("subscription", h.engine.subscription().to_owned()),
+                            ],
+                        )
+                    },
+                );
+                Ok(Consumer { h })
+            })
         }
-    };
-    let n: u64 = rand_suffix();
-    let cfg = ConsumerConfig {
-        subscription: format!("reader-{n:010x}"),
-        sub_type: SubType::Exclusive,
-        initial_position: if start == MessageId::LATEST {
-            InitialPosition::Latest
-        } else {
-            InitialPosition::Earliest
-        },
-        consumer_name: reader_name,
-        receiver_queue_size: queue_size(receiver_queue_size)?,
-        durable: false,
-        start: Some(StartFilter {
-            id: start,
-            inclusive,
-        }),
-        ..ConsumerConfig::default()
-    };
-    Ok(ReaderPlan {
-        client,
-        topic: t,
-        cfg,
-        timeout: this.operation_timeout * 2,
-        op_timeout: this.operation_timeout,
-        schema: None,
-    })
+
+        /// Read a topic from a position, without a durable subscription.
+        ///
+        /// Args:
+        ///     topic: the topic to read.
+        ///     start_message_id: `"earliest"`, `"latest"` or a `MessageId`. Default None:
+        ///         earliest.
+        ///     inclusive: also deliver the message at `start_message_id`. Default False.
+        ///     receiver_queue_size: messages fetched ahead (1 to 1,000,000). Default 1000.
+        ///     reader_name: a name for the reader's consumer. Default None.
+        ///     schema: a `streamwire.schema` object to decode messages with (see
+        ///         `subscribe`). Default None: raw bytes.
+        #[pyo3(signature = (topic, start_message_id=None, *, inclusive=false,
+            receiver_queue_size=1000, reader_name=None, schema=None))]
+        fn create_reader / _acreate_reader (
+            &self,
+            py,
+            topic: &str,
+            start_message_id: Option<&Bound<'_, PyAny>>,
+            inclusive: bool,
+            receiver_queue_size: i64,
+            reader_name: Option<String>,
+            schema: Option<&Bound<'_, PyAny>>,
+        ) -> Reader {
+            self.live()?; // a closed client raises before any option is checked
+            let t = TopicName::parse(topic).py_err()?;
+            let start = match start_message_id {
+                None => MessageId::EARLIEST,
+                Some(o) => {
+                    if let Ok(id) = o.extract::<PyMessageId>() {
+                        id.id
+                    } else if let Ok(s) = o.extract::<String>() {
+                        match s.as_str() {
+                            "earliest" => MessageId::EARLIEST,
+                            "latest" => MessageId::LATEST,
+                            _ => {
+                                return Err(config_err(format!(
+                                    "start_message_id must be \"earliest\", \"latest\" or a \
+                                     MessageId, got {s:?}"
+                                )))
+                            }
+                        }
+                    } else {
+                        return Err(PyTypeError::new_err(
+                            "start_message_id must be \"earliest\", \"latest\" or a MessageId",
+                        ));
+                    }
+                }
+            };
+            let n: u64 = rand_suffix();
+            let cfg = ConsumerConfig {
+                subscription: format!("reader-{n:010x}"),
+                sub_type: SubType::Exclusive,
+                initial_position: if start == MessageId::LATEST {
+                    InitialPosition::Latest
+                } else {
+                    InitialPosition::Earliest
+                },
+                consumer_name: reader_name,
+                receiver_queue_size: queue_size(receiver_queue_size)?,
+                durable: false,
+                start: Some(StartFilter {
+                    id: start,
+                    inclusive,
+                }),
+                ..ConsumerConfig::default()
+            };
+            let plan = Plan::new(self, Topics::Names(vec![t]), Duration::ZERO, cfg, schema)?;
+            Op::new("create reader", Some(plan.timeout), async move {
+                Ok(Reader { h: plan.open().await? })
+            })
+        }
+    }
 }
 
-/// A consumer's validated settings; subscribing is the only part that waits.
-pub(crate) struct ConsumerPlan {
+/// A consumer's or reader's validated settings; subscribing is the only part that waits.
+struct Plan {
     client: streamwire_pulsar::client::PulsarClient,
     topics: Topics,
     period: Duration,
     cfg: ConsumerConfig,
-    pub(crate) timeout: Duration,
+    timeout: Duration,
     op_timeout: Duration,
     schema: Option<Arc<Codec>>,
 }
 
-impl ConsumerPlan {
-    /// Subscribe with `schema` (a `streamwire.schema` object, or None).
-    pub(crate) fn with_schema(mut self, schema: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        if let Some(c) = codec_of(schema)? {
-            self.cfg.schema = Some(c.info.to_proto());
-            self.schema = Some(c);
+impl Plan {
+    /// The plan of a subscription of `client`, decoding with `schema` (a `streamwire.schema`
+    /// object, or None).
+    fn new(
+        client: &Client,
+        topics: Topics,
+        period: Duration,
+        mut cfg: ConsumerConfig,
+        schema: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Plan> {
+        let schema = codec_of(schema)?;
+        if let Some(c) = &schema {
+            cfg.schema = Some(c.info.to_proto());
         }
-        Ok(self)
+        Ok(Plan {
+            client: client.live()?.clone(),
+            topics,
+            period,
+            cfg,
+            timeout: client.operation_timeout * 2,
+            op_timeout: client.operation_timeout,
+            schema,
+        })
     }
 
-    pub(crate) async fn open(self) -> EResult<Consumer> {
+    async fn open(self) -> EResult<Handle> {
         let client = self.client;
         let cfg = self.cfg;
         let engine = match self.topics {
@@ -392,60 +483,13 @@ impl ConsumerPlan {
                     .await?
             }
         };
-        streamwire_core::log::event(streamwire_core::log::Level::Info, "pulsar.consumer", || {
-            (
-                "consumer opened".to_owned(),
-                vec![
-                    ("topic", engine.topic().to_owned()),
-                    ("subscription", engine.subscription().to_owned()),
-                ],
-            )
-        });
-        Ok(Consumer {
-            h: Handle {
-                typed: self
-                    .schema
-                    .map(|c| Typed::new(c, client.clone(), self.op_timeout * 2)),
-                engine,
-                pid: runtime::current_pid(),
-                op_timeout: self.op_timeout,
-            },
-        })
-    }
-}
-
-/// A reader's validated settings.
-pub(crate) struct ReaderPlan {
-    client: streamwire_pulsar::client::PulsarClient,
-    topic: TopicName,
-    cfg: ConsumerConfig,
-    pub(crate) timeout: Duration,
-    op_timeout: Duration,
-    schema: Option<Arc<Codec>>,
-}
-
-impl ReaderPlan {
-    /// Read with `schema` (a `streamwire.schema` object, or None).
-    pub(crate) fn with_schema(mut self, schema: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        if let Some(c) = codec_of(schema)? {
-            self.cfg.schema = Some(c.info.to_proto());
-            self.schema = Some(c);
-        }
-        Ok(self)
-    }
-
-    pub(crate) async fn open(self) -> EResult<Reader> {
-        let engine = Engine::subscribe(&self.client, &[self.topic], self.cfg).await?;
-        let client = self.client;
-        Ok(Reader {
-            h: Handle {
-                typed: self
-                    .schema
-                    .map(|c| Typed::new(c, client.clone(), self.op_timeout * 2)),
-                engine,
-                pid: runtime::current_pid(),
-                op_timeout: self.op_timeout,
-            },
+        Ok(Handle {
+            typed: self
+                .schema
+                .map(|c| Typed::new(c, client.clone(), self.op_timeout * 2)),
+            engine,
+            pid: runtime::current_pid(),
+            op_timeout: self.op_timeout,
         })
     }
 }

@@ -1,7 +1,6 @@
 //! The Pulsar classes (`streamwire.Client`, `Producer`, `Consumer`, `Reader`, `Message`,
 //! `MessageId`), exported at the top of the `streamwire` package.
 
-pub mod aio_calls;
 pub mod aio_consumer;
 pub mod aio_producer;
 pub mod auth;

@@ -23,6 +23,7 @@ use streamwire_pulsar::topic::TopicName;
 use crate::common::aio::{self, Value};
 use crate::common::blocking::wait;
 use crate::common::errors::IntoPyResult;
+use crate::common::faces::Op;
 use crate::pulsar::client::Client;
 use crate::pulsar::producer::Producer;
 use crate::pulsar::schema::{codec_of, Codec};
@@ -114,12 +115,6 @@ impl Producer {
     }
 }
 
-fn version_bytes(v: Vec<u8>) -> Value {
-    Value::Build(Box::new(move |py: Python<'_>| {
-        Ok(PyBytes::new(py, &v).into_any().unbind())
-    }))
-}
-
 fn schema_arg(schema: &Bound<'_, PyAny>) -> PyResult<Arc<Codec>> {
     codec_of(Some(schema))?.ok_or_else(|| {
         pyo3::exceptions::PyTypeError::new_err(
@@ -197,54 +192,31 @@ impl Producer {
     }
 }
 
-#[pymethods]
-impl Client {
-    /// Register `schema` with `topic` through the binary protocol (GET_OR_CREATE_SCHEMA)
-    /// and give its registry version; a schema the topic already has gives the version it
-    /// has. The topic must exist (a producer or consumer creates it).
-    ///
-    /// Args:
-    ///     topic: a topic name (one partition, or a non-partitioned topic).
-    ///     schema: a `streamwire.schema` object.
-    ///
-    /// Raises:
-    ///     IncompatibleSchemaError: the topic's compatibility policy refuses `schema`.
-    ///     TopicNotFoundError: no such topic is loaded on the cluster.
-    fn get_or_create_schema<'py>(
-        &self,
-        py: Python<'py>,
-        topic: &str,
-        schema: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        let inner = self.live()?.clone();
-        let t = TopicName::parse(topic).py_err()?;
-        let info = schema_arg(schema)?.info.clone();
-        let v = wait(
+crate::two_faces! {
+    impl Client {
+        /// Register `schema` with `topic` through the binary protocol (GET_OR_CREATE_SCHEMA)
+        /// and give its registry version; a schema the topic already has gives the version it
+        /// has. The topic must exist (a producer or consumer creates it).
+        ///
+        /// Args:
+        ///     topic: a topic name (one partition, or a non-partitioned topic).
+        ///     schema: a `streamwire.schema` object.
+        ///
+        /// Raises:
+        ///     IncompatibleSchemaError: the topic's compatibility policy refuses `schema`.
+        ///     TopicNotFoundError: no such topic is loaded on the cluster.
+        fn get_or_create_schema / _aget_or_create_schema (
+            &self,
             py,
-            "get or create schema",
-            Some(self.operation_timeout * 2),
-            async move { inner.get_or_create_schema(&t, &info).await },
-        )?;
-        Ok(PyBytes::new(py, &v))
-    }
-
-    /// `get_or_create_schema` as an awaitable (`streamwire.aio`).
-    fn _aget_or_create_schema<'py>(
-        &self,
-        py: Python<'py>,
-        topic: &str,
-        schema: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let inner = self.live()?.clone();
-        let t = TopicName::parse(topic).py_err()?;
-        let info = schema_arg(schema)?.info.clone();
-        let (fut, _) = aio::spawn(
-            py,
-            "get or create schema",
-            Some(self.operation_timeout * 2),
-            async move { inner.get_or_create_schema(&t, &info).await },
-            version_bytes,
-        )?;
-        Ok(fut)
+            topic: &str,
+            schema: &Bound<'_, PyAny>,
+        ) -> Vec<u8> {
+            let inner = self.live()?.clone();
+            let t = TopicName::parse(topic).py_err()?;
+            let info = schema_arg(schema)?.info.clone();
+            Op::new("get or create schema", Some(self.operation_timeout * 2), async move {
+                inner.get_or_create_schema(&t, &info).await
+            })
+        }
     }
 }

@@ -80,53 +80,29 @@ impl Client {
     }
 }
 
-#[pymethods]
-impl Client {
-    /// Start a transaction (Apache Pulsar with `transactionCoordinatorEnabled=true`).
-    ///
-    /// Args:
-    ///     timeout: seconds the transaction may stay open; after that the broker aborts it
-    ///         and sends, acks and commit raise `TransactionTimeoutError`. Default 60.0.
-    ///
-    /// Raises:
-    ///     InvalidArgumentError: `timeout` is not a positive number.
-    ///     NotSupportedError: the cluster runs no transaction coordinator (pulsar-lite, or
-    ///         transactions disabled).
-    ///     TransactionError: the coordinator did not answer within the operation timeout.
-    #[pyo3(signature = (timeout=60.0))]
-    fn transaction(&self, py: Python<'_>, timeout: f64) -> PyResult<PyTransaction> {
-        let t = timeout_secs(timeout)?;
-        let tc = self.coordinator()?;
-        let inner = wait(py, "new transaction", None, async move {
-            tc.new_transaction(t).await
-        })?;
-        Ok(PyTransaction {
-            inner,
-            pid: runtime::current_pid(),
-        })
-    }
-
-    /// The awaitable form of `transaction` (`streamwire.aio`).
-    #[pyo3(signature = (timeout=60.0))]
-    fn _atransaction<'py>(&self, py: Python<'py>, timeout: f64) -> PyResult<Bound<'py, PyAny>> {
-        let t = timeout_secs(timeout)?;
-        let tc = self.coordinator()?;
-        let (fut, _) = aio::spawn(
-            py,
-            "new transaction",
-            None,
-            async move { tc.new_transaction(t).await },
-            |inner: Transaction| {
-                Value::Build(Box::new(move |py: Python<'_>| {
-                    let t = PyTransaction {
-                        inner,
-                        pid: runtime::current_pid(),
-                    };
-                    Ok(Py::new(py, t)?.into_any())
-                }))
-            },
-        )?;
-        Ok(fut)
+crate::two_faces! {
+    impl Client {
+        /// Start a transaction (Apache Pulsar with `transactionCoordinatorEnabled=true`).
+        ///
+        /// Args:
+        ///     timeout: seconds the transaction may stay open; after that the broker aborts it
+        ///         and sends, acks and commit raise `TransactionTimeoutError`. Default 60.0.
+        ///
+        /// Raises:
+        ///     InvalidArgumentError: `timeout` is not a positive number.
+        ///     NotSupportedError: the cluster runs no transaction coordinator (pulsar-lite, or
+        ///         transactions disabled).
+        ///     TransactionError: the coordinator did not answer within the operation timeout.
+        #[pyo3(signature = (timeout=60.0))]
+        fn transaction / _atransaction (&self, py, timeout: f64) -> PyTransaction {
+            let t = timeout_secs(timeout)?;
+            let tc = self.coordinator()?;
+            let pid = runtime::current_pid();
+            Op::new("new transaction", None, async move {
+                let inner = tc.new_transaction(t).await?;
+                Ok(PyTransaction { inner, pid })
+            })
+        }
     }
 }
 
