@@ -72,7 +72,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pulsar::aio_consumer::Received>()?;
     m.add_class::<pravega::client::PravegaNativeClient>()?;
     m.add_class::<pravega::writer::PravegaWriter>()?;
-    m.add_class::<pravega::writer::PravegaWriteFuture>()?;
+    m.add_class::<pravega::write_future::PravegaWriteFuture>()?;
     m.add_class::<pravega::reader::PravegaReader>()?;
     m.add_class::<pravega::reader::PravegaEventObj>()?;
     m.add_class::<tank::client::TankNativeClient>()?;
@@ -81,7 +81,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tank::consumer::TankConsumer>()?;
     m.add_class::<tank::message::TankMessageObj>()?;
     tank::register_aio(m)?;
-    pravega::register_aio(m)?;
     m.add_function(wrap_pyfunction!(gateway::_gateway_run, m)?)?;
     m.add_function(wrap_pyfunction!(gateway::_gateway_usage, m)?)?;
     m.add_function(wrap_pyfunction!(_shutdown_callbacks, m)?)?;
