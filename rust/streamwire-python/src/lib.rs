@@ -48,9 +48,9 @@ fn _runtime_started() -> bool {
 /// Stop running send callbacks (registered with `atexit`: attaching to a finalizing
 /// interpreter from the callback thread is not safe).
 #[pyfunction]
-fn _shutdown_callbacks() {
+fn _shutdown_callbacks(py: Python<'_>) {
     dispatch::stop();
-    common::aio::stop();
+    common::aio::stop_and_drain(py);
 }
 
 #[pymodule]

@@ -15,7 +15,7 @@ use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use streamwire_core::budget::Reservation;
 use streamwire_core::completion::{Completion, Done};
-use streamwire_core::error::{Error, ErrorKind};
+use streamwire_core::error::Error;
 use streamwire_core::runtime;
 use streamwire_pravega::writer::{one_event, BatchBuilder, EventBatch, EventWriter};
 
@@ -29,6 +29,7 @@ use crate::common::columns::payload_of;
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::faces::Op;
 use crate::common::pickle::refuse_pickle;
+use crate::common::reserve;
 
 const PICKLE_HINT: &str = "create the writer inside the worker process";
 
@@ -94,30 +95,9 @@ impl PravegaWriter {
         .py_err()
     }
 
-    /// Reserve budget now if there is room; `None` when the caller must wait for it. Too
-    /// many bytes for the budget, or a full one with `block_if_queue_full=False`, raise.
+    /// Reserve budget now if there is room; `None` when the caller must wait for it.
     fn try_reserve(&self, bytes: u64) -> PyResult<Option<Reservation>> {
-        let budget = self.inner.budget();
-        if bytes > budget.limit() && budget.limit() > 0 {
-            return Err(to_py(Error::new(
-                ErrorKind::MessageTooBig,
-                format!(
-                    "{bytes} bytes are more than the client's memory_limit ({})",
-                    budget.limit()
-                ),
-            )));
-        }
-        match budget.try_reserve(bytes) {
-            Ok(r) => Ok(Some(r)),
-            Err(full) if !self.block_if_queue_full => Err(to_py(Error::new(
-                ErrorKind::QueueFull,
-                format!(
-                    "the client's memory budget is full ({} of {} bytes used)",
-                    full.used, full.limit
-                ),
-            ))),
-            Err(_) => Ok(None),
-        }
+        reserve::try_reserve(self.inner.budget(), bytes, self.block_if_queue_full).py_err()
     }
 
     /// The blocking face's reservation: waits (interpreter released) for room.
