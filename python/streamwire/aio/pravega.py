@@ -1,12 +1,12 @@
 """asyncio face of the Pravega client: ``Client``, ``Writer``, ``Reader``.
 
-The same options and errors as :mod:`streamwire.pravega` (the checks are shared). Writes and
-reads are ``asyncio.Future``\\ s the engine resolves straight into the running loop; a write
-is handed over when ``write()`` is called, so writes keep their call order per writer (also
-when gathered), and a full memory budget waits without blocking the loop. Cancelling a
-pending read loses no event: the engine read runs to its end and its events are kept for the
-next read (and counted as unread by ``position()``). The controller calls run the blocking
-client's calls in a worker thread.
+The same native objects as :mod:`streamwire.pravega` (one class serves both faces), so the
+same options, checks and errors; every wait is an ``asyncio.Future`` the engine resolves
+straight into the running loop (no thread per call). A write is handed over when
+``write()`` is called, so writes keep their call order per writer (also when gathered), and
+a full memory budget waits without blocking the loop. Cancelling a pending read loses no
+event: the engine read runs to its end and its events are kept for the next read (and
+counted as unread by ``position()``).
 
 >>> from streamwire.aio import pravega
 >>> async def main() -> None:                                    # doctest: +SKIP
@@ -22,12 +22,12 @@ client's calls in a worker thread.
 from __future__ import annotations
 
 import asyncio
-import functools
 from types import TracebackType
-from typing import Any, Optional, Union
+from typing import Any, Optional, TypeVar, Union
 
 from streamwire import _native
 from streamwire._native import PravegaEvent as Event
+from streamwire._native import PravegaWriter as _NativeWriter
 from streamwire.exceptions import AlreadyClosedError
 from streamwire.pravega import (
     UNCHANGED,
@@ -37,70 +37,64 @@ from streamwire.pravega import (
     Start,
     StreamConfig,
     StreamCut,
+    _ClientBase,
+    _cut_text,
+    _new_stream,
+    _ReaderBase,
+    _start_text,
+    _tag_checked,
+    _whole,
+    _Wrapped,
 )
-from streamwire.pravega import Client as _BlockingClient
-from streamwire.pravega.admin import Unchanged
+from streamwire.pravega.admin import Unchanged, config_of, merged
 
 __all__ = ["Client", "Event", "Reader", "Writer"]
 
 _ONE, _MANY, _ARROW = 0, 1, 2
+_FACE = "streamwire.aio.pravega"
+_C = TypeVar("_C", bound="_Closing")
 
 
-class Client:
+class _Closing:
+    """``async with``: closes on exit (every asyncio Pravega object)."""
+
+    async def close(self) -> None:
+        """Close (each class says what that means)."""
+        raise NotImplementedError
+
+    async def __aenter__(self: _C) -> _C:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        await self.close()
+
+
+class Client(_ClientBase, _Closing):
     """A connection to a Pravega controller for coroutines (``tcp://host:port``).
 
     Args:
-        controller_uri: ``tcp://host:port`` of the controller.
-        timeout: seconds a controller or segment-store request may take. Default 30.0.
-        connection_timeout: seconds to open a connection. Default 10.0.
-        memory_limit: bytes of events that may be pending in all of this client's writers
-            together (0: unlimited). Default 64 MiB.
+        controller_uri, timeout, connection_timeout, memory_limit: as for
+            :class:`streamwire.pravega.Client`.
     """
 
-    def __init__(
-        self,
-        controller_uri: str,
-        *,
-        timeout: float = 30.0,
-        connection_timeout: float = 10.0,
-        memory_limit: int = 64 * 1024 * 1024,
-    ) -> None:
-        self._blocking = _BlockingClient(
-            controller_uri,
-            timeout=timeout,
-            connection_timeout=connection_timeout,
-            memory_limit=memory_limit,
-        )
-        self._native = self._blocking._native
-
-    @property
-    def controller_uri(self) -> str:
-        """The controller URI this client was created with."""
-        return self._native.controller_uri
+    _FACE = _FACE
 
     async def create_scope(self, scope: str) -> bool:
-        """Create a scope; False when it existed.
-
-        Args:
-            scope: the scope name.
-        """
-        return await asyncio.to_thread(self._blocking.create_scope, scope)
+        """As :meth:`streamwire.pravega.Client.create_scope` (``scope``), awaited."""
+        return await self._native._acreate_scope(scope)
 
     async def scope_exists(self, scope: str) -> bool:
-        """Whether ``scope`` exists.
-
-        Args:
-            scope: the scope name.
-        """
-        return await asyncio.to_thread(self._blocking.scope_exists, scope)
+        """As :meth:`streamwire.pravega.Client.scope_exists` (``scope``), awaited."""
+        return await self._native._ascope_exists(scope)
 
     async def delete_scope(self, scope: str) -> bool:
-        """Delete an empty scope; False when there was none.
-
-        Args:
-            scope: the scope name.
-        """
-        return await asyncio.to_thread(self._blocking.delete_scope, scope)
+        """As :meth:`streamwire.pravega.Client.delete_scope` (``scope``), awaited."""
+        return await self._native._adelete_scope(scope)
 
     async def create_stream(
         self,
@@ -112,37 +106,15 @@ class Client:
         retention: Optional[Retention] = None,
         tags: Optional[list[str]] = None,
     ) -> bool:
-        """Create a stream; False when it existed (as ``streamwire.pravega.Client``).
-
-        Args:
-            scope: the scope (which must exist).
-            stream: the stream name.
-            segments: the number of segments. Default 1.
-            scaling: an auto-scaling policy. Default None: a fixed number of segments.
-            retention: a :class:`~streamwire.pravega.Retention` policy. Default None.
-            tags: tags to find the stream by. Default None.
-        """
-        return await asyncio.to_thread(
-            functools.partial(
-                self._blocking.create_stream,
-                scope,
-                stream,
-                segments,
-                scaling,
-                retention=retention,
-                tags=tags,
-            )
-        )
+        """As :meth:`streamwire.pravega.Client.create_stream` (``scope``, ``stream``,
+        ``segments``, ``scaling``, ``retention``, ``tags``), awaited."""
+        args = _new_stream(segments, scaling, retention, tags)
+        return await self._native._acreate_stream(scope, stream, *args)
 
     async def stream_config(self, scope: str, stream: str) -> StreamConfig:
-        """The configuration of the ``stream`` of ``scope`` (as
-        ``streamwire.pravega.Client.stream_config``).
-
-        Args:
-            scope: the scope name.
-            stream: the stream name.
-        """
-        return await asyncio.to_thread(self._blocking.stream_config, scope, stream)
+        """As :meth:`streamwire.pravega.Client.stream_config` (``scope``, ``stream``),
+        awaited."""
+        return config_of(await self._native._astream_config(scope, stream))
 
     async def update_stream(
         self,
@@ -154,115 +126,78 @@ class Client:
         retention: Union[Retention, Unchanged, None] = UNCHANGED,
         tags: Union[list[str], Unchanged] = UNCHANGED,
     ) -> StreamConfig:
-        """Change the stream's configuration; what is not given is kept (as
-        ``streamwire.pravega.Client.update_stream``). Returns the new configuration.
-
-        Args:
-            scope: the scope name.
-            stream: the stream name.
-            segments: the number of segments (the minimum with auto-scaling).
-            scaling: an auto-scaling policy, or None for a fixed number of segments.
-            retention: a retention policy, or None to remove it.
-            tags: the stream's tags (replacing the old ones).
-        """
-        return await asyncio.to_thread(
-            functools.partial(
-                self._blocking.update_stream,
-                scope,
-                stream,
-                segments=segments,
-                scaling=scaling,
-                retention=retention,
-                tags=tags,
-            )
-        )
+        """As :meth:`streamwire.pravega.Client.update_stream` (``scope``, ``stream``,
+        ``segments``, ``scaling``, ``retention``, ``tags``), awaited."""
+        current = await self.stream_config(scope, stream)
+        new = merged(current, segments, scaling, retention, tags)
+        await self._native._aupdate_stream(scope, stream, **_whole(new))
+        return new
 
     async def stream_tags(self, scope: str, stream: str) -> list[str]:
-        """The tags of the ``stream`` of ``scope``.
-
-        Args:
-            scope: the scope name.
-            stream: the stream name.
-        """
-        return await asyncio.to_thread(self._blocking.stream_tags, scope, stream)
+        """As :meth:`streamwire.pravega.Client.stream_tags` (``scope``, ``stream``),
+        awaited."""
+        return list((await self.stream_config(scope, stream)).tags)
 
     async def truncate_stream(self, scope: str, stream: str, cut: StreamCut) -> None:
-        """Drop the stream's events before ``cut`` (as
-        ``streamwire.pravega.Client.truncate_stream``).
-
-        Args:
-            scope: the scope name.
-            stream: the stream name.
-            cut: a :class:`~streamwire.pravega.StreamCut` of this stream.
-        """
-        await asyncio.to_thread(self._blocking.truncate_stream, scope, stream, cut)
+        """As :meth:`streamwire.pravega.Client.truncate_stream` (``scope``, ``stream``,
+        ``cut``), awaited."""
+        await self._native._atruncate_stream(scope, stream, _cut_text(cut))
 
     async def scopes(self) -> list[str]:
-        """The names of every scope."""
-        return await asyncio.to_thread(self._blocking.scopes)
+        """As :meth:`streamwire.pravega.Client.scopes`, awaited."""
+        return await self._native._ascopes()
 
     async def stream_exists(self, scope: str, stream: str) -> bool:
-        """Whether ``stream`` exists in ``scope``.
-
-        Args:
-            scope: the scope name.
-            stream: the stream name.
-        """
-        return await asyncio.to_thread(self._blocking.stream_exists, scope, stream)
+        """As :meth:`streamwire.pravega.Client.stream_exists` (``scope``, ``stream``),
+        awaited."""
+        return await self._native._astream_exists(scope, stream)
 
     async def streams(self, scope: str, tag: Optional[str] = None) -> list[str]:
-        """The names of the scope's streams; with ``tag``, only those carrying it.
-
-        Args:
-            scope: the scope name.
-            tag: a tag to select by. Default None: every stream.
-        """
-        return await asyncio.to_thread(self._blocking.streams, scope, tag)
+        """As :meth:`streamwire.pravega.Client.streams` (``scope``, ``tag``), awaited."""
+        if tag is None:
+            return await self._native._astreams(scope)
+        return await self._native._astreams_with_tag(scope, _tag_checked(tag))
 
     async def seal_stream(self, scope: str, stream: str) -> None:
-        """Seal the ``stream`` of ``scope``: no more writes; readers read to its end.
-
-        Args:
-            scope: the scope name.
-            stream: the stream name.
-        """
-        await asyncio.to_thread(self._blocking.seal_stream, scope, stream)
+        """As :meth:`streamwire.pravega.Client.seal_stream` (``scope``, ``stream``),
+        awaited."""
+        await self._native._aseal_stream(scope, stream)
 
     async def delete_stream(self, scope: str, stream: str) -> bool:
-        """Delete the sealed ``stream`` of ``scope``; False when there was none.
-
-        Args:
-            scope: the scope name.
-            stream: the stream name.
-        """
-        return await asyncio.to_thread(self._blocking.delete_stream, scope, stream)
+        """As :meth:`streamwire.pravega.Client.delete_stream` (``scope``, ``stream``),
+        awaited."""
+        return await self._native._adelete_stream(scope, stream)
 
     async def segments(self, scope: str, stream: str) -> list[SegmentInfo]:
-        """The open segments of the ``stream`` of ``scope``, in key order.
+        """As :meth:`streamwire.pravega.Client.segments` (``scope``, ``stream``), awaited."""
+        return [SegmentInfo(*s) for s in await self._native._asegments(scope, stream)]
 
-        Args:
-            scope: the scope name.
-            stream: the stream name.
-        """
-        return await asyncio.to_thread(self._blocking.segments, scope, stream)
+    async def scale_stream(
+        self,
+        scope: str,
+        stream: str,
+        sealed: list[int],
+        new_ranges: list[tuple[float, float]],
+        timeout: Optional[float] = None,
+    ) -> None:
+        """As :meth:`streamwire.pravega.Client.scale_stream` (``scope``, ``stream``,
+        ``sealed``, ``new_ranges``, ``timeout``), awaited."""
+        await self._native._ascale_stream(scope, stream, list(sealed), list(new_ranges), timeout)
 
     async def head(self, scope: str, stream: str) -> StreamCut:
-        """The stream cut at the oldest events the stream holds.
-
-        Args:
-            scope: the scope name.
-            stream: the stream name.
-        """
-        return await asyncio.to_thread(self._blocking.head, scope, stream)
+        """As :meth:`streamwire.pravega.Client.head` (``scope``, ``stream``), awaited."""
+        return StreamCut(await self._native._astream_cut(scope, stream, "head"))
 
     async def tail(self, scope: str, stream: str) -> StreamCut:
-        """The stream cut after the newest event of the stream now.
+        """As :meth:`streamwire.pravega.Client.tail` (``scope``, ``stream``), awaited."""
+        return StreamCut(await self._native._astream_cut(scope, stream, "tail"))
 
-        Args:
-            scope: the scope name.
-            stream: the stream name.
-        """
-        return await asyncio.to_thread(self._blocking.tail, scope, stream)
+    async def segment_ranges(
+        self, scope: str, stream: str, start: StreamCut, end: StreamCut
+    ) -> list[tuple[int, int, int]]:
+        """As :meth:`streamwire.pravega.Client.segment_ranges` (``scope``, ``stream``,
+        ``start``, ``end``), awaited."""
+        return await self._native._asegment_ranges(scope, stream, str(start), str(end))
 
     async def create_writer(
         self,
@@ -274,19 +209,10 @@ class Client:
         window: int = 8 * 1024 * 1024,
         send_timeout: float = 60.0,
     ) -> Writer:
-        """A writer to the ``stream`` of ``scope``; options as for
-        ``streamwire.pravega.Client.create_writer``.
-
-        Args:
-            scope: the stream's scope.
-            stream: the stream name.
-            block_if_queue_full: when the memory budget is full, wait (True) or raise
-                ``ProducerQueueFullError`` (False). Default True.
-            max_block: bytes per append block at most. Default 1 MiB.
-            window: bytes in flight per segment at most. Default 8 MiB.
-            send_timeout: seconds events wait for an unreachable segment store. Default 60.0.
-        """
-        native: _native.PravegaAioWriter = await self._native._acreate_writer(
+        """As :meth:`streamwire.pravega.Client.create_writer` (``scope``, ``stream``,
+        ``block_if_queue_full``, ``max_block``, ``window``, ``send_timeout``), awaited; a
+        full memory budget makes writes wait in the writer's lane, never the loop."""
+        native: _NativeWriter = await self._native._acreate_writer(
             scope,
             stream,
             block_if_queue_full=block_if_queue_full,
@@ -305,25 +231,10 @@ class Client:
         read_ahead: int = 16,
         read_length: int = 1024 * 1024,
     ) -> Reader:
-        """A reader from ``start`` (``"head"``, ``"tail"`` or a :class:`StreamCut`).
-
-        Args:
-            scope: the stream's scope.
-            stream: the stream name.
-            start: where to start. Default ``"head"``.
-            read_ahead: chunks fetched ahead of the caller, at most. Default 16.
-            read_length: bytes per chunk at most. Default 1 MiB.
-        """
-        if isinstance(start, StreamCut):
-            start_text = start.text
-        elif isinstance(start, str):
-            start_text = start
-        else:
-            raise TypeError(
-                f"start must be 'head', 'tail' or a StreamCut, not {type(start).__name__}"
-            )
-        native: _native.PravegaAioReader = await self._native._acreate_reader(
-            scope, stream, start_text, read_ahead=read_ahead, read_length=read_length
+        """As :meth:`streamwire.pravega.Client.create_reader` (``scope``, ``stream``,
+        ``start``, ``read_ahead``, ``read_length``), awaited."""
+        native: _native.PravegaReader = await self._native._acreate_reader(
+            scope, stream, _start_text(start), read_ahead=read_ahead, read_length=read_length
         )
         return Reader(native)
 
@@ -331,33 +242,15 @@ class Client:
         """Close the client; later calls raise ``AlreadyClosedError``. Idempotent."""
         self._native.close()
 
-    async def __aenter__(self) -> Client:
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        await self.close()
-
-    def __reduce__(self) -> Any:
-        return self._native.__reduce__()
-
-    def __repr__(self) -> str:
-        return "<streamwire.aio" + repr(self._native)[len("<streamwire") :]
-
-
-class Writer:
+class Writer(_Wrapped[_NativeWriter], _Closing):
     """A Pravega writer for coroutines; ``write`` hands the event over at once.
 
     Args:
         native: the engine's writer; made by :meth:`Client.create_writer`, not by callers.
     """
 
-    def __init__(self, native: _native.PravegaAioWriter) -> None:
-        self._native = native
+    _FACE = _FACE
 
     @property
     def scope(self) -> str:
@@ -374,62 +267,39 @@ class Writer:
         """Events handed over and not yet written or failed."""
         return self._native.pending
 
-    def write(self, event: Any, routing_key: Optional[str] = None) -> asyncio.Future[None]:
-        """Hand one event over now; the future resolves to None once the segment store holds
-        it. Cancelling the future does not unwrite the event.
-
-        Args:
-            event: the payload (bytes-like, or str sent as UTF-8).
-            routing_key: events with the same key go to the same segment, in order.
-                Default None: any segment.
-        """
-        fut: asyncio.Future[None] = self._native._awrite(event, routing_key)
-        return fut
-
-    def write_many(self, events: Any, routing_keys: Any = None) -> asyncio.Future[int]:
-        """Hand many events over (after every earlier write); resolves to their count once
-        all are written.
-
-        Args:
-            events: the payloads (a list of bytes/str, or a pyarrow binary/string array).
-            routing_keys: one str for every event, or one str/None per event. Default None.
-        """
-        fut: asyncio.Future[int] = self._native._awrite_many(events, routing_keys)
-        return fut
-
-    async def flush(self) -> None:
-        """Wait until every event handed over is written; raises the first failure since
-        the last flush."""
-        await self._native._aflush()
-
-    async def close(self) -> None:
-        """Write what is pending, then close. Idempotent."""
-        await self._native._aclose()
-
     @property
     def closed(self) -> bool:
         """Whether the writer is closed."""
         return self._native.closed
 
-    async def __aenter__(self) -> Writer:
-        return self
+    def metrics(self) -> dict[str, Any]:
+        """This writer's metrics (docs/observability.md)."""
+        return self._native.metrics()
 
-    async def __aexit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        await self.close()
+    def write(self, event: Any, routing_key: Optional[str] = None) -> asyncio.Future[None]:
+        """As :meth:`streamwire.pravega.Writer.write` (``event``, ``routing_key``), awaited:
+        the event is handed over now, in call order; cancelling the future does not unwrite
+        it."""
+        fut: asyncio.Future[None] = self._native._awrite(event, routing_key)
+        return fut
 
-    def __reduce__(self) -> Any:
-        return self._native.__reduce__()
+    def write_many(self, events: Any, routing_keys: Any = None) -> asyncio.Future[int]:
+        """As :meth:`streamwire.pravega.Writer.write_many` (``events``, ``routing_keys``),
+        awaited: handed over after every earlier write; resolves to the count."""
+        fut: asyncio.Future[int] = self._native._awrite_many(events, routing_keys)
+        return fut
 
-    def __repr__(self) -> str:
-        return repr(self._native)
+    async def flush(self) -> None:
+        """As :meth:`streamwire.pravega.Writer.flush`, awaited (after every earlier write is
+        handed over)."""
+        await self._native._aflush()
+
+    async def close(self) -> None:
+        """As :meth:`streamwire.pravega.Writer.close`, awaited. Idempotent."""
+        await self._native._aclose()
 
 
-class Reader:
+class Reader(_ReaderBase, _Closing):
     """A Pravega reader for coroutines; ``async for`` yields events until a sealed stream
     ends.
 
@@ -437,23 +307,7 @@ class Reader:
         native: the engine's reader; made by :meth:`Client.create_reader`, not by callers.
     """
 
-    def __init__(self, native: _native.PravegaAioReader) -> None:
-        self._native = native
-
-    @property
-    def stream(self) -> str:
-        """The stream read, as ``scope/stream``."""
-        return self._native.stream
-
-    @property
-    def at_end(self) -> bool:
-        """True once a sealed stream has been read to its end."""
-        return self._native.at_end
-
-    @property
-    def closed(self) -> bool:
-        """Whether the reader is closed."""
-        return self._native.closed
+    _FACE = _FACE
 
     async def _get(
         self, kind: int, max_events: int, timeout: Optional[float], columns: Optional[list[str]]
@@ -479,23 +333,16 @@ class Reader:
                     return got
 
     async def read(self, timeout: Optional[float] = None) -> Optional[Event]:
-        """The next event, or None when none arrived in time (or a sealed stream ended).
-
-        Args:
-            timeout: seconds to wait at most; None waits forever. Default None.
-        """
+        """As :meth:`streamwire.pravega.Reader.read` (``timeout``), awaited; cancelling it
+        loses no event."""
         event: Optional[Event] = await self._get(_ONE, 1, timeout, None)
         return event
 
     async def read_many(
         self, max_events: int = 1000, timeout: Optional[float] = None
     ) -> list[Event]:
-        """Up to ``max_events`` events once at least one is there (``[]`` after ``timeout``).
-
-        Args:
-            max_events: the most events to return. Default 1000.
-            timeout: seconds to wait for the first event; None waits forever. Default None.
-        """
+        """As :meth:`streamwire.pravega.Reader.read_many` (``max_events``, ``timeout``),
+        awaited; cancelling it loses no event."""
         events: list[Event] = await self._get(_MANY, max_events, timeout, None)
         return events
 
@@ -505,25 +352,18 @@ class Reader:
         timeout: Optional[float] = None,
         columns: Optional[list[str]] = None,
     ) -> Any:
-        """Like :meth:`read_many`, as a ``pyarrow.RecordBatch``.
-
-        Args:
-            max_events: the most events (rows) to return. Default 10,000.
-            timeout: seconds to wait for the first event (then an empty batch); None waits
-                forever. Default None.
-            columns: a subset of ``value``, ``stream``, ``segment``, ``offset``, in the order
-                wanted. Default None: all.
-        """
+        """As :meth:`streamwire.pravega.Reader.read_arrow` (``max_events``, ``timeout``,
+        ``columns``), awaited; cancelling it loses no event."""
         return await self._get(_ARROW, max_events, timeout, columns)
 
     async def position(self) -> StreamCut:
-        """The :class:`StreamCut` after the last event taken (pass it as ``start``); waits
-        for a read in progress to end."""
+        """As :meth:`streamwire.pravega.Reader.position`, awaited (events a cancelled read
+        left are counted as unread)."""
         text: str = await self._native._aposition()
         return StreamCut(text)
 
     async def close(self) -> None:
-        """Close the reader; a pending read raises ``AlreadyClosedError``. Idempotent."""
+        """As :meth:`streamwire.pravega.Reader.close`, awaited. Idempotent."""
         await self._native._aclose()
 
     def __aiter__(self) -> Reader:
@@ -539,20 +379,3 @@ class Reader:
                 return event
             if self._native.at_end:
                 raise StopAsyncIteration
-
-    async def __aenter__(self) -> Reader:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        await self.close()
-
-    def __reduce__(self) -> Any:
-        return self._native.__reduce__()
-
-    def __repr__(self) -> str:
-        return repr(self._native)

@@ -26,7 +26,7 @@ raises ``TopicNotFoundError``, writing to a sealed stream ``ReadOnlyError``, an 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple, Optional, Union
+from typing import Any, Generic, Literal, NamedTuple, Optional, TypeVar, Union
 
 from streamwire._native import PravegaClient as _NativeClient
 from streamwire._native import PravegaEvent as Event
@@ -130,7 +130,54 @@ class StreamCut:
 Start = Union[Literal["head", "tail", "earliest", "latest"], StreamCut, str]
 
 
-class Reader:
+_N = TypeVar("_N")
+
+
+class _Wrapped(Generic[_N]):
+    """What both faces' wrappers of one native object share: pickling refused, the repr.
+
+    Args:
+        native: the engine's object (made by the client, not by callers).
+    """
+
+    #: The module the repr names (the native repr names the blocking one).
+    _FACE = "streamwire.pravega"
+
+    def __init__(self, native: _N) -> None:
+        self._native = native
+
+    def __reduce__(self) -> Any:
+        return self._native.__reduce__()
+
+    def __repr__(self) -> str:
+        return f"<{self._FACE}" + repr(self._native)[len("<streamwire.pravega") :]
+
+
+class _ReaderBase(_Wrapped[_NativeReader]):
+    """What :class:`Reader` and ``streamwire.aio.pravega.Reader`` share (nothing that
+    waits)."""
+
+    @property
+    def stream(self) -> str:
+        """The stream read, as ``scope/stream``."""
+        return self._native.stream
+
+    @property
+    def at_end(self) -> bool:
+        """True once a sealed stream has been read to its end."""
+        return self._native.at_end
+
+    @property
+    def closed(self) -> bool:
+        """Whether the reader is closed."""
+        return self._native.closed
+
+    def metrics(self) -> dict[str, Any]:
+        """This reader's metrics (docs/observability.md)."""
+        return self._native.metrics()
+
+
+class Reader(_ReaderBase):
     """Reads one stream: every segment, and its successors after a scale.
 
     ``read`` returns one :class:`Event` (or None at the timeout), ``read_many`` a list,
@@ -143,16 +190,8 @@ class Reader:
         native: the engine's reader; made by :meth:`Client.create_reader`, not by callers.
     """
 
-    def __init__(self, native: _NativeReader) -> None:
-        self._native = native
-
-    @property
-    def stream(self) -> str:
-        """The stream read, as ``scope/stream``."""
-        return self._native.stream
-
     def read(self, timeout: Optional[float] = None) -> Optional[Event]:
-        """The next event, or None when none arrived in time.
+        """The next event, or None when none arrived in time (or a sealed stream ended).
 
         Args:
             timeout: seconds to wait at most; None waits forever. Default None.
@@ -187,13 +226,9 @@ class Reader:
         return self._native.read_arrow(max_events, timeout, columns)
 
     def position(self) -> StreamCut:
-        """The :class:`StreamCut` after the last event handed out (pass it as ``start``)."""
+        """The :class:`StreamCut` after the last event handed out (pass it as ``start``);
+        waits for a read in progress to end."""
         return StreamCut(self._native.position())
-
-    @property
-    def at_end(self) -> bool:
-        """True once a sealed stream has been read to its end."""
-        return self._native.at_end
 
     def __iter__(self) -> Reader:
         return self
@@ -207,17 +242,9 @@ class Reader:
                 raise StopIteration
 
     def close(self) -> None:
-        """Close the reader's connections. Idempotent."""
+        """Close the reader's connections; a pending read raises ``AlreadyClosedError``.
+        Idempotent."""
         self._native.close()
-
-    def metrics(self) -> dict[str, Any]:
-        """This reader's metrics (docs/observability.md)."""
-        return self._native.metrics()
-
-    @property
-    def closed(self) -> bool:
-        """Whether the reader is closed."""
-        return self._native.closed
 
     def __enter__(self) -> Reader:
         return self
@@ -225,25 +252,66 @@ class Reader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __reduce__(self) -> Any:
-        return self._native.__reduce__()
 
-    def __repr__(self) -> str:
-        return repr(self._native)
+def _start_text(start: Start) -> str:
+    """``create_reader``'s ``start`` as the engine's text."""
+    if isinstance(start, StreamCut):
+        return start.text
+    if isinstance(start, str):
+        return start
+    raise TypeError(f"start must be 'head', 'tail' or a StreamCut, not {type(start).__name__}")
 
 
-class Client:
-    """A connection to a Pravega controller (``tcp://host:port``) and the segment stores it
-    names. Thread-safe; create one per process and share it. Clients do not pickle; pass a
-    :class:`ClientConfig` to other processes instead. After ``os.fork()`` create a new one.
+_NewStream = tuple[
+    int,
+    Optional[tuple[str, int, int]],
+    Optional[tuple[str, int, Optional[int]]],
+    Optional[list[str]],
+]
 
-    Args:
-        controller_uri: ``tcp://host:port`` of the controller.
-        timeout: seconds a controller or segment-store request may take. Default 30.0.
-        connection_timeout: seconds to open a connection. Default 10.0.
-        memory_limit: bytes of events that may be pending in all of this client's writers
-            together (0: unlimited). Default 64 MiB.
-    """
+
+def _new_stream(
+    segments: int,
+    scaling: Optional[Scaling],
+    retention: Optional[Retention],
+    tags: Optional[list[str]],
+) -> _NewStream:
+    """``create_stream``'s settings as the engine's arguments."""
+    return (
+        segments,
+        scaling_arg(scaling),
+        retention_arg(retention),
+        None if tags is None else tags_arg(tags),
+    )
+
+
+def _whole(new: StreamConfig) -> dict[str, Any]:
+    """A whole configuration as ``update_stream``'s engine arguments."""
+    return {
+        "segments": new.segments,
+        "scaling": scaling_arg(new.scaling),
+        "retention": retention_arg(new.retention),
+        "tags": list(new.tags),
+        "timestamp_aggregation_timeout": new.timestamp_aggregation_timeout,
+        "rollover_size_bytes": new.rollover_size_bytes,
+    }
+
+
+def _cut_text(cut: StreamCut) -> str:
+    if not isinstance(cut, StreamCut):
+        raise TypeError(f"cut must be a pravega.StreamCut, not {type(cut).__name__}")
+    return cut.text
+
+
+def _tag_checked(tag: object) -> str:
+    if not isinstance(tag, str):
+        raise TypeError(f"tag must be a str, not {type(tag).__name__}")
+    return tag
+
+
+class _ClientBase(_Wrapped[_NativeClient]):
+    """What :class:`Client` and ``streamwire.aio.pravega.Client`` share (nothing that
+    waits): the connection (the options are :class:`Client`'s) and its state."""
 
     def __init__(
         self,
@@ -269,8 +337,27 @@ class Client:
         """This client's metrics and its writers' and readers' totals (docs/observability.md)."""
         return self._native.metrics()
 
+    @property
+    def closed(self) -> bool:
+        """Whether the client is closed."""
+        return self._native.closed
+
+
+class Client(_ClientBase):
+    """A connection to a Pravega controller (``tcp://host:port``) and the segment stores it
+    names. Thread-safe; create one per process and share it. Clients do not pickle; pass a
+    :class:`ClientConfig` to other processes instead. After ``os.fork()`` create a new one.
+
+    Args:
+        controller_uri: ``tcp://host:port`` of the controller.
+        timeout: seconds a controller or segment-store request may take. Default 30.0.
+        connection_timeout: seconds to open a connection. Default 10.0.
+        memory_limit: bytes of events that may be pending in all of this client's writers
+            together (0: unlimited). Default 64 MiB.
+    """
+
     def create_scope(self, scope: str) -> bool:
-        """Create a scope; False when it existed."""
+        """Create a ``scope``; False when it existed."""
         return self._native.create_scope(scope)
 
     def scope_exists(self, scope: str) -> bool:
@@ -278,7 +365,7 @@ class Client:
         return self._native.scope_exists(scope)
 
     def delete_scope(self, scope: str) -> bool:
-        """Delete an empty scope; False when there was none."""
+        """Delete an empty ``scope``; False when there was none."""
         return self._native.delete_scope(scope)
 
     def create_stream(
@@ -304,12 +391,7 @@ class Client:
                 characters, at most 128. Default None.
         """
         return self._native.create_stream(
-            scope,
-            stream,
-            segments,
-            scaling_arg(scaling),
-            retention_arg(retention),
-            None if tags is None else tags_arg(tags),
+            scope, stream, *_new_stream(segments, scaling, retention, tags)
         )
 
     def stream_config(self, scope: str, stream: str) -> StreamConfig:
@@ -352,16 +434,7 @@ class Client:
             ReadOnlyError: the stream is sealed.
         """
         new = merged(self.stream_config(scope, stream), segments, scaling, retention, tags)
-        self._native.update_stream(
-            scope,
-            stream,
-            new.segments,
-            scaling_arg(new.scaling),
-            retention_arg(new.retention),
-            list(new.tags),
-            new.timestamp_aggregation_timeout,
-            new.rollover_size_bytes,
-        )
+        self._native.update_stream(scope, stream, **_whole(new))
         return new
 
     def stream_tags(self, scope: str, stream: str) -> list[str]:
@@ -378,9 +451,7 @@ class Client:
             ServerError: the controller refused the cut (not a cut of this stream's
                 segments).
         """
-        if not isinstance(cut, StreamCut):
-            raise TypeError(f"cut must be a pravega.StreamCut, not {type(cut).__name__}")
-        self._native.truncate_stream(scope, stream, cut.text)
+        self._native.truncate_stream(scope, stream, _cut_text(cut))
 
     def scopes(self) -> list[str]:
         """The names of every scope (Pravega's own, such as ``_system``, left out)."""
@@ -399,9 +470,7 @@ class Client:
         """
         if tag is None:
             return self._native.streams(scope)
-        if not isinstance(tag, str):
-            raise TypeError(f"tag must be a str, not {type(tag).__name__}")
-        return self._native.streams_with_tag(scope, tag)
+        return self._native.streams_with_tag(scope, _tag_checked(tag))
 
     def seal_stream(self, scope: str, stream: str) -> None:
         """Seal the ``stream`` of ``scope``: no more writes; readers read to its end."""
@@ -487,19 +556,10 @@ class Client:
             read_ahead: chunks fetched ahead of the caller, at most. Default 16.
             read_length: bytes per chunk at most. Default 1 MiB.
         """
-        if isinstance(start, StreamCut):
-            start_text = start.text
-        elif isinstance(start, str):
-            start_text = start
-        else:
-            raise TypeError(
-                f"start must be 'head', 'tail' or a StreamCut, not {type(start).__name__}"
-            )
-        return Reader(
-            self._native.create_reader(
-                scope, stream, start_text, read_ahead=read_ahead, read_length=read_length
-            )
+        native = self._native.create_reader(
+            scope, stream, _start_text(start), read_ahead=read_ahead, read_length=read_length
         )
+        return Reader(native)
 
     def head(self, scope: str, stream: str) -> StreamCut:
         """The stream cut at the oldest events the ``stream`` of ``scope`` holds."""
@@ -527,22 +587,11 @@ class Client:
         """Close the client's connections; later calls raise ``AlreadyClosedError``."""
         self._native.close()
 
-    @property
-    def closed(self) -> bool:
-        """Whether the client is closed."""
-        return self._native.closed
-
     def __enter__(self) -> Client:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def __reduce__(self) -> Any:
-        return self._native.__reduce__()
-
-    def __repr__(self) -> str:
-        return repr(self._native)
 
 
 @dataclass(frozen=True)

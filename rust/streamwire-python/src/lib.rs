@@ -48,9 +48,9 @@ fn _runtime_started() -> bool {
 /// Stop running send callbacks (registered with `atexit`: attaching to a finalizing
 /// interpreter from the callback thread is not safe).
 #[pyfunction]
-fn _shutdown_callbacks() {
+fn _shutdown_callbacks(py: Python<'_>) {
     dispatch::stop();
-    common::aio::stop();
+    common::aio::stop_and_drain(py);
 }
 
 #[pymodule]
@@ -72,7 +72,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pulsar::aio_consumer::Received>()?;
     m.add_class::<pravega::client::PravegaNativeClient>()?;
     m.add_class::<pravega::writer::PravegaWriter>()?;
-    m.add_class::<pravega::writer::PravegaWriteFuture>()?;
+    m.add_class::<pravega::write_future::PravegaWriteFuture>()?;
     m.add_class::<pravega::reader::PravegaReader>()?;
     m.add_class::<pravega::reader::PravegaEventObj>()?;
     m.add_class::<tank::client::TankNativeClient>()?;
@@ -80,7 +80,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tank::producer::TankSendFuture>()?;
     m.add_class::<tank::consumer::TankConsumer>()?;
     m.add_class::<tank::message::TankMessageObj>()?;
-    pravega::register_aio(m)?;
     m.add_function(wrap_pyfunction!(gateway::_gateway_run, m)?)?;
     m.add_function(wrap_pyfunction!(gateway::_gateway_usage, m)?)?;
     m.add_function(wrap_pyfunction!(_shutdown_callbacks, m)?)?;

@@ -81,6 +81,9 @@ static DISPATCHER: Mutex<Option<Dispatcher>> = Mutex::new(None);
 /// Signalled when `Dispatcher::queue` goes from empty to not empty.
 static QUEUED: Condvar = Condvar::new();
 static STOPPED: AtomicBool = AtomicBool::new(false);
+/// Set while the dispatcher is in `deliver` (holding the interpreter, or waiting to take it
+/// back after `call_soon_threadsafe` released it to write to the loop's wake-up socket).
+static DELIVERING: AtomicBool = AtomicBool::new(false);
 static GET_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// A new future on the running loop (a `RuntimeError` outside a coroutine, as asyncio's own).
@@ -255,7 +258,23 @@ pub fn stopped() -> bool {
 
 /// Stop resolving futures (at interpreter exit, when attaching is no longer safe).
 pub fn stop() {
-    STOPPED.store(true, Ordering::Release);
+    STOPPED.store(true, Ordering::SeqCst);
+}
+
+/// At exit, with the interpreter held: stop, then let a delivery in progress end before the
+/// interpreter finalizes. Why: a program whose last await was resolved by the dispatcher can
+/// reach exit while the dispatcher waits to take the interpreter back inside
+/// `call_soon_threadsafe`; taking it during finalization ends the thread with a forced
+/// unwind through Rust frames, which aborts the process. Waiting here (interpreter
+/// released) lets that call return first; bounded, so exit never hangs.
+pub fn stop_and_drain(py: Python<'_>) {
+    stop();
+    py.detach(|| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        while DELIVERING.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
 }
 
 /// The dispatcher of process `pid`: takes every queued outcome at once, hands it over.
@@ -278,11 +297,16 @@ fn run(pid: u32) {
             guard = QUEUED.wait(guard).unwrap_or_else(|p| p.into_inner());
         };
         drop(guard);
-        if STOPPED.load(Ordering::Acquire) {
+        // Set before STOPPED is read (both SeqCst): `stop_and_drain` then either sees this
+        // delivery and waits for it, or this thread sees STOPPED and does not attach.
+        DELIVERING.store(true, Ordering::SeqCst);
+        if STOPPED.load(Ordering::SeqCst) {
+            DELIVERING.store(false, Ordering::SeqCst);
             std::mem::forget(batch);
             continue;
         }
         Python::attach(|py| deliver(py, batch));
+        DELIVERING.store(false, Ordering::SeqCst);
     }
 }
 

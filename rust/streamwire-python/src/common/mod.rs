@@ -14,4 +14,5 @@ pub mod logging;
 pub mod metrics;
 pub mod pickle;
 pub mod repr;
+pub mod reserve;
 pub mod untracked;

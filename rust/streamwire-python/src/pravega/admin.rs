@@ -8,14 +8,15 @@
 //! fixed), retention `(kind, minimum, maximum)` with kind `"time"` (milliseconds) or `"size"`
 //! (bytes) and maximum None for none.
 
-use pyo3::prelude::*;
+use pyo3::PyResult;
 
 use streamwire_core::error::Error;
 use streamwire_pravega::controller::{Retention, ScalingPolicy, StreamSettings, NO_MAX};
 use streamwire_pravega::reader::StreamCut;
 
-use crate::common::blocking::{count_arg, wait};
+use crate::common::blocking::count_arg;
 use crate::common::errors::{to_py, IntoPyResult};
+use crate::common::faces::Op;
 use crate::pravega::client::{name_arg, PravegaNativeClient};
 
 type ScalingArg = Option<(String, i64, i64)>;
@@ -116,115 +117,115 @@ fn config_row(s: StreamSettings) -> ConfigRow {
     )
 }
 
-#[pymethods]
-impl PravegaNativeClient {
-    /// Create a stream (True), or leave an existing one as it is (False).
-    #[allow(clippy::too_many_arguments)] // Python keyword arguments
-    #[pyo3(signature = (scope, stream, segments=1, scaling=None, retention=None, tags=None))]
-    fn create_stream(
-        &self,
-        py: Python<'_>,
-        scope: &str,
-        stream: &str,
-        segments: i64,
-        scaling: ScalingArg,
-        retention: RetentionArg,
-        tags: Option<Vec<String>>,
-    ) -> PyResult<bool> {
-        let st = self.stream(scope, stream)?;
-        let mut settings = StreamSettings::new(scaling_of(segments, scaling)?);
-        settings.retention = retention_of(retention)?;
-        settings.tags = tags.unwrap_or_default();
-        let c = self.live()?;
-        wait(py, "create_stream", None, async move {
-            c.controller().create_stream_with(&st, &settings).await
-        })
-    }
-
-    /// Replace the stream's whole configuration.
-    #[allow(clippy::too_many_arguments)] // Python keyword arguments
-    #[pyo3(signature = (scope, stream, segments, scaling, retention, tags,
-                        timestamp_aggregation_timeout=0, rollover_size_bytes=0))]
-    fn update_stream(
-        &self,
-        py: Python<'_>,
-        scope: &str,
-        stream: &str,
-        segments: i64,
-        scaling: ScalingArg,
-        retention: RetentionArg,
-        tags: Vec<String>,
-        timestamp_aggregation_timeout: i64,
-        rollover_size_bytes: i64,
-    ) -> PyResult<()> {
-        let st = self.stream(scope, stream)?;
-        let settings = StreamSettings {
-            scaling: scaling_of(segments, scaling)?,
-            retention: retention_of(retention)?,
-            tags,
-            timestamp_aggregation_timeout,
-            rollover_size_bytes,
-        };
-        let c = self.live()?;
-        wait(py, "update_stream", None, async move {
-            c.controller().update_stream(&st, &settings).await
-        })
-    }
-
-    /// The stream's configuration: `(segments, scaling, retention, tags,
-    /// timestamp_aggregation_timeout, rollover_size_bytes)`.
-    fn stream_config(&self, py: Python<'_>, scope: &str, stream: &str) -> PyResult<ConfigRow> {
-        let st = self.stream(scope, stream)?;
-        let c = self.live()?;
-        let s = wait(py, "stream_config", None, async move {
-            c.controller().get_stream_config(&st).await
-        })?;
-        Ok(config_row(s))
-    }
-
-    /// Every scope's name.
-    fn scopes(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        let c = self.live()?;
-        wait(py, "scopes", None, async move {
-            c.controller().list_scopes().await
-        })
-    }
-
-    /// The names of the streams of `scope` that carry `tag`.
-    fn streams_with_tag(&self, py: Python<'_>, scope: &str, tag: &str) -> PyResult<Vec<String>> {
-        name_arg("scope", scope)?;
-        if tag.is_empty() {
-            return Err(to_py(Error::invalid("a stream tag is not empty")));
+crate::two_faces! {
+    impl PravegaNativeClient {
+        /// Create a stream (True), or leave an existing one as it is (False).
+        #[pyo3(signature = (scope, stream, segments=1, scaling=None, retention=None, tags=None))]
+        fn create_stream / _acreate_stream (
+            &self,
+            py,
+            scope: &str,
+            stream: &str,
+            segments: i64,
+            scaling: ScalingArg,
+            retention: RetentionArg,
+            tags: Option<Vec<String>>,
+        ) -> bool {
+            let st = self.stream(scope, stream)?;
+            let mut settings = StreamSettings::new(scaling_of(segments, scaling)?);
+            settings.retention = retention_of(retention)?;
+            settings.tags = tags.unwrap_or_default();
+            let c = self.live()?;
+            Op::new("create_stream", None, async move {
+                c.controller().create_stream_with(&st, &settings).await
+            })
         }
-        let c = self.live()?;
-        let (s, t) = (scope.to_string(), tag.to_string());
-        wait(py, "streams_with_tag", None, async move {
-            c.controller().list_streams_with_tag(&s, &t).await
-        })
-    }
 
-    /// Drop the stream's events before the cut (its text form).
-    fn truncate_stream(
-        &self,
-        py: Python<'_>,
-        scope: &str,
-        stream: &str,
-        cut: &str,
-    ) -> PyResult<()> {
-        let st = self.stream(scope, stream)?;
-        let cut = StreamCut::parse(cut).py_err()?;
-        if cut.stream != st {
-            return Err(to_py(Error::invalid(format!(
-                "the cut is of stream {}, not {st}",
-                cut.stream
-            ))));
+        /// Replace the stream's whole configuration.
+        #[pyo3(signature = (scope, stream, segments, scaling, retention, tags,
+                            timestamp_aggregation_timeout=0, rollover_size_bytes=0))]
+        fn update_stream / _aupdate_stream (
+            &self,
+            py,
+            scope: &str,
+            stream: &str,
+            segments: i64,
+            scaling: ScalingArg,
+            retention: RetentionArg,
+            tags: Vec<String>,
+            timestamp_aggregation_timeout: i64,
+            rollover_size_bytes: i64,
+        ) -> () as none {
+            let st = self.stream(scope, stream)?;
+            let settings = StreamSettings {
+                scaling: scaling_of(segments, scaling)?,
+                retention: retention_of(retention)?,
+                tags,
+                timestamp_aggregation_timeout,
+                rollover_size_bytes,
+            };
+            let c = self.live()?;
+            Op::new("update_stream", None, async move {
+                c.controller().update_stream(&st, &settings).await
+            })
         }
-        if cut.positions.is_empty() {
-            return Err(to_py(Error::invalid("the cut names no segment")));
+
+        /// The stream's configuration: `(segments, scaling, retention, tags,
+        /// timestamp_aggregation_timeout, rollover_size_bytes)`.
+        fn stream_config / _astream_config (&self, py, scope: &str, stream: &str) -> ConfigRow {
+            let (st, c) = (self.stream(scope, stream)?, self.live()?);
+            Op::new("stream_config", None, async move {
+                Ok(config_row(c.controller().get_stream_config(&st).await?))
+            })
         }
-        let c = self.live()?;
-        wait(py, "truncate_stream", None, async move {
-            c.controller().truncate_stream(&st, &cut.positions).await
-        })
+
+        /// Every scope's name.
+        fn scopes / _ascopes (&self, py) -> Vec<String> {
+            let c = self.live()?;
+            Op::new("scopes", None, async move { c.controller().list_scopes().await })
+        }
+
+        /// The names of the streams of `scope` that carry `tag`.
+        fn streams_with_tag / _astreams_with_tag (
+            &self,
+            py,
+            scope: &str,
+            tag: &str,
+        ) -> Vec<String> {
+            name_arg("scope", scope)?;
+            if tag.is_empty() {
+                return Err(to_py(Error::invalid("a stream tag is not empty")));
+            }
+            let c = self.live()?;
+            let (s, t) = (scope.to_string(), tag.to_string());
+            Op::new("streams_with_tag", None, async move {
+                c.controller().list_streams_with_tag(&s, &t).await
+            })
+        }
+
+        /// Drop the stream's events before the cut (its text form).
+        fn truncate_stream / _atruncate_stream (
+            &self,
+            py,
+            scope: &str,
+            stream: &str,
+            cut: &str,
+        ) -> () as none {
+            let st = self.stream(scope, stream)?;
+            let cut = StreamCut::parse(cut).py_err()?;
+            if cut.stream != st {
+                return Err(to_py(Error::invalid(format!(
+                    "the cut is of stream {}, not {st}",
+                    cut.stream
+                ))));
+            }
+            if cut.positions.is_empty() {
+                return Err(to_py(Error::invalid("the cut names no segment")));
+            }
+            let c = self.live()?;
+            Op::new("truncate_stream", None, async move {
+                c.controller().truncate_stream(&st, &cut.positions).await
+            })
+        }
     }
 }

@@ -19,6 +19,7 @@ use streamwire_pravega::writer::{EventWriter, WriterConfig};
 
 use crate::common::blocking::{count_arg, positive_secs, timeout_arg, wait};
 use crate::common::errors::{to_py, IntoPyResult};
+use crate::common::faces::Op;
 use crate::common::pickle::refuse_pickle;
 use crate::pravega::reader::PravegaReader;
 use crate::pravega::writer::PravegaWriter;
@@ -120,214 +121,6 @@ impl PravegaNativeClient {
         self.inner.uri()
     }
 
-    /// True when created, False when it existed.
-    fn create_scope(&self, py: Python<'_>, scope: &str) -> PyResult<bool> {
-        name_arg("scope", scope)?;
-        let c = self.live()?;
-        let s = scope.to_string();
-        wait(py, "create_scope", None, async move {
-            c.controller().create_scope(&s).await
-        })
-    }
-
-    fn scope_exists(&self, py: Python<'_>, scope: &str) -> PyResult<bool> {
-        name_arg("scope", scope)?;
-        let c = self.live()?;
-        let s = scope.to_string();
-        wait(py, "scope_exists", None, async move {
-            c.controller().check_scope_exists(&s).await
-        })
-    }
-
-    fn delete_scope(&self, py: Python<'_>, scope: &str) -> PyResult<bool> {
-        name_arg("scope", scope)?;
-        let c = self.live()?;
-        let s = scope.to_string();
-        wait(py, "delete_scope", None, async move {
-            c.controller().delete_scope(&s).await
-        })
-    }
-
-    fn stream_exists(&self, py: Python<'_>, scope: &str, stream: &str) -> PyResult<bool> {
-        let st = self.stream(scope, stream)?;
-        let c = self.live()?;
-        wait(py, "stream_exists", None, async move {
-            c.controller().check_stream_exists(&st).await
-        })
-    }
-
-    fn streams(&self, py: Python<'_>, scope: &str) -> PyResult<Vec<String>> {
-        name_arg("scope", scope)?;
-        let c = self.live()?;
-        let s = scope.to_string();
-        wait(py, "streams", None, async move {
-            c.controller().list_streams(&s).await
-        })
-    }
-
-    fn seal_stream(&self, py: Python<'_>, scope: &str, stream: &str) -> PyResult<()> {
-        let st = self.stream(scope, stream)?;
-        let c = self.live()?;
-        wait(py, "seal_stream", None, async move {
-            c.controller().seal_stream(&st).await
-        })
-    }
-
-    /// Delete a sealed stream; False when there was none.
-    fn delete_stream(&self, py: Python<'_>, scope: &str, stream: &str) -> PyResult<bool> {
-        let st = self.stream(scope, stream)?;
-        let c = self.live()?;
-        wait(py, "delete_stream", None, async move {
-            c.controller().delete_stream(&st).await
-        })
-    }
-
-    /// The open segments in key order: `(segment_id, number, epoch, low, high)`.
-    fn segments(&self, py: Python<'_>, scope: &str, stream: &str) -> PyResult<Vec<SegmentRow>> {
-        let st = self.stream(scope, stream)?;
-        let c = self.live()?;
-        let cur = wait(py, "segments", None, async move {
-            c.controller().get_current_segments(&st).await
-        })?;
-        Ok(cur
-            .segments
-            .iter()
-            .map(|s| (s.id, s.number(), s.epoch(), s.low, s.high))
-            .collect())
-    }
-
-    /// Seal `sealed` (segment ids) and open segments over `new_ranges`; waits until the
-    /// controller reports the scale done.
-    #[pyo3(signature = (scope, stream, sealed, new_ranges, timeout=None))]
-    fn scale_stream(
-        &self,
-        py: Python<'_>,
-        scope: &str,
-        stream: &str,
-        sealed: Vec<i64>,
-        new_ranges: Vec<(f64, f64)>,
-        timeout: Option<f64>,
-    ) -> PyResult<()> {
-        let st = self.stream(scope, stream)?;
-        let timeout = timeout_arg("timeout", timeout)
-            .py_err()?
-            .unwrap_or(self.timeout);
-        let c = self.live()?;
-        wait(py, "scale_stream", Some(timeout), async move {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis() as i64)
-                .unwrap_or(0);
-            let epoch = c.controller().scale(&st, &sealed, &new_ranges, now).await?;
-            let start = Instant::now();
-            loop {
-                if c.controller().check_scale(&st, epoch).await? {
-                    return Ok(());
-                }
-                if start.elapsed() > timeout {
-                    return Err(Error::timeout("scale_stream"));
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        })
-    }
-
-    /// A writer to one stream.
-    #[allow(clippy::too_many_arguments)] // Python keyword arguments
-    #[pyo3(signature = (scope, stream, *, block_if_queue_full=true, max_block=1_048_576,
-                        window=8_388_608, send_timeout=60.0))]
-    fn create_writer(
-        &self,
-        py: Python<'_>,
-        scope: &str,
-        stream: &str,
-        block_if_queue_full: bool,
-        max_block: i64,
-        window: i64,
-        send_timeout: f64,
-    ) -> PyResult<PravegaWriter> {
-        let st = self.stream(scope, stream)?;
-        let config = writer_config(max_block, window, send_timeout)?;
-        let c = self.live()?;
-        let budget = self.budget.clone();
-        let w = wait(py, "create_writer", Some(self.timeout), async move {
-            EventWriter::create(&c, st, config, budget).await
-        })?;
-        Ok(PravegaWriter::new(w, self.pid, block_if_queue_full))
-    }
-
-    /// A reader of one stream from `start`: "head", "tail" or a stream cut's text.
-    #[pyo3(signature = (scope, stream, start="head", *, read_ahead=16, read_length=1_048_576))]
-    fn create_reader(
-        &self,
-        py: Python<'_>,
-        scope: &str,
-        stream: &str,
-        start: &str,
-        read_ahead: i64,
-        read_length: i64,
-    ) -> PyResult<PravegaReader> {
-        let st = self.stream(scope, stream)?;
-        let (start, config) = reader_plan(start, read_ahead, read_length)?;
-        let c = self.live()?;
-        let r = wait(py, "create_reader", Some(self.timeout), async move {
-            StreamReader::create(&c, st, start, config).await
-        })?;
-        Ok(PravegaReader::new(r, self.pid))
-    }
-
-    /// The stream's `"head"` or `"tail"` as a stream cut's text.
-    fn stream_cut(
-        &self,
-        py: Python<'_>,
-        scope: &str,
-        stream: &str,
-        which: &str,
-    ) -> PyResult<String> {
-        let st = self.stream(scope, stream)?;
-        let head = match which {
-            "head" | "earliest" => true,
-            "tail" | "latest" => false,
-            other => {
-                return Err(to_py(Error::invalid(format!(
-                    "which must be 'head' or 'tail', got {other:?}"
-                ))))
-            }
-        };
-        let c = self.live()?;
-        wait(py, "stream_cut", None, async move {
-            let cut = if head {
-                head_cut(&c, &st).await?
-            } else {
-                tail_cut(&c, &st).await?
-            };
-            Ok(cut.to_text())
-        })
-    }
-
-    /// Each segment's byte range between two stream cuts: `(segment_id, from, to)`.
-    fn segment_ranges(
-        &self,
-        py: Python<'_>,
-        scope: &str,
-        stream: &str,
-        start: &str,
-        end: &str,
-    ) -> PyResult<Vec<(i64, i64, i64)>> {
-        let st = self.stream(scope, stream)?;
-        let (a, b) = (
-            StreamCut::parse(start).py_err()?,
-            StreamCut::parse(end).py_err()?,
-        );
-        if a.stream != st || b.stream != st {
-            return Err(to_py(Error::invalid("both cuts must be of this stream")));
-        }
-        let c = self.live()?;
-        wait(py, "segment_ranges", None, async move {
-            segments_between(&c, &st, &a, &b).await
-        })
-    }
-
     fn close(&self) {
         self.closed.store(true, Ordering::Release);
     }
@@ -360,12 +153,214 @@ impl PravegaNativeClient {
     }
 }
 
-/// The checked `WriterConfig` of `create_writer`'s options (shared with the awaitable one).
-pub(crate) fn writer_config(
-    max_block: i64,
-    window: i64,
-    send_timeout: f64,
-) -> PyResult<WriterConfig> {
+crate::two_faces! {
+    impl PravegaNativeClient {
+        /// True when created, False when it existed.
+        fn create_scope / _acreate_scope (&self, py, scope: &str) -> bool {
+            name_arg("scope", scope)?;
+            let (c, s) = (self.live()?, scope.to_string());
+            Op::new("create_scope", None, async move {
+                c.controller().create_scope(&s).await
+            })
+        }
+
+        /// Whether `scope` exists.
+        fn scope_exists / _ascope_exists (&self, py, scope: &str) -> bool {
+            name_arg("scope", scope)?;
+            let (c, s) = (self.live()?, scope.to_string());
+            Op::new("scope_exists", None, async move {
+                c.controller().check_scope_exists(&s).await
+            })
+        }
+
+        /// Delete an empty scope; False when there was none.
+        fn delete_scope / _adelete_scope (&self, py, scope: &str) -> bool {
+            name_arg("scope", scope)?;
+            let (c, s) = (self.live()?, scope.to_string());
+            Op::new("delete_scope", None, async move {
+                c.controller().delete_scope(&s).await
+            })
+        }
+
+        /// Whether the stream exists.
+        fn stream_exists / _astream_exists (&self, py, scope: &str, stream: &str) -> bool {
+            let (st, c) = (self.stream(scope, stream)?, self.live()?);
+            Op::new("stream_exists", None, async move {
+                c.controller().check_stream_exists(&st).await
+            })
+        }
+
+        /// The names of the scope's streams.
+        fn streams / _astreams (&self, py, scope: &str) -> Vec<String> {
+            name_arg("scope", scope)?;
+            let (c, s) = (self.live()?, scope.to_string());
+            Op::new("streams", None, async move { c.controller().list_streams(&s).await })
+        }
+
+        /// Seal the stream: no more writes.
+        fn seal_stream / _aseal_stream (&self, py, scope: &str, stream: &str) -> () as none {
+            let (st, c) = (self.stream(scope, stream)?, self.live()?);
+            Op::new("seal_stream", None, async move {
+                c.controller().seal_stream(&st).await
+            })
+        }
+
+        /// Delete a sealed stream; False when there was none.
+        fn delete_stream / _adelete_stream (&self, py, scope: &str, stream: &str) -> bool {
+            let (st, c) = (self.stream(scope, stream)?, self.live()?);
+            Op::new("delete_stream", None, async move {
+                c.controller().delete_stream(&st).await
+            })
+        }
+
+        /// The open segments in key order: `(segment_id, number, epoch, low, high)`.
+        fn segments / _asegments (&self, py, scope: &str, stream: &str) -> Vec<SegmentRow> {
+            let (st, c) = (self.stream(scope, stream)?, self.live()?);
+            Op::new("segments", None, async move {
+                let cur = c.controller().get_current_segments(&st).await?;
+                Ok(cur
+                    .segments
+                    .iter()
+                    .map(|s| (s.id, s.number(), s.epoch(), s.low, s.high))
+                    .collect())
+            })
+        }
+
+        /// Seal `sealed` (segment ids) and open segments over `new_ranges`; waits until the
+        /// controller reports the scale done.
+        #[pyo3(signature = (scope, stream, sealed, new_ranges, timeout=None))]
+        fn scale_stream / _ascale_stream (
+            &self,
+            py,
+            scope: &str,
+            stream: &str,
+            sealed: Vec<i64>,
+            new_ranges: Vec<(f64, f64)>,
+            timeout: Option<f64>,
+        ) -> () as none {
+            let st = self.stream(scope, stream)?;
+            let timeout = timeout_arg("timeout", timeout)
+                .py_err()?
+                .unwrap_or(self.timeout);
+            let c = self.live()?;
+            Op::new("scale_stream", Some(timeout), async move {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_millis() as i64)
+                    .unwrap_or(0);
+                let epoch = c.controller().scale(&st, &sealed, &new_ranges, now).await?;
+                let start = Instant::now();
+                loop {
+                    if c.controller().check_scale(&st, epoch).await? {
+                        return Ok(());
+                    }
+                    if start.elapsed() > timeout {
+                        return Err(Error::timeout("scale_stream"));
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            })
+        }
+
+        /// A writer to one stream.
+        #[pyo3(signature = (scope, stream, *, block_if_queue_full=true, max_block=1_048_576,
+                            window=8_388_608, send_timeout=60.0))]
+        fn create_writer / _acreate_writer (
+            &self,
+            py,
+            scope: &str,
+            stream: &str,
+            block_if_queue_full: bool,
+            max_block: i64,
+            window: i64,
+            send_timeout: f64,
+        ) -> PravegaWriter {
+            let st = self.stream(scope, stream)?;
+            let config = writer_config(max_block, window, send_timeout)?;
+            let (c, budget, pid) = (self.live()?, self.budget.clone(), self.pid);
+            Op::new("create_writer", Some(self.timeout), async move {
+                let w = EventWriter::create(&c, st, config, budget).await?;
+                Ok(PravegaWriter::new(w, pid, block_if_queue_full))
+            })
+        }
+
+        /// A reader of one stream from `start`: "head", "tail" or a stream cut's text.
+        #[pyo3(signature = (scope, stream, start="head", *, read_ahead=16,
+                            read_length=1_048_576))]
+        fn create_reader / _acreate_reader (
+            &self,
+            py,
+            scope: &str,
+            stream: &str,
+            start: &str,
+            read_ahead: i64,
+            read_length: i64,
+        ) -> PravegaReader {
+            let st = self.stream(scope, stream)?;
+            let (start, config) = reader_plan(start, read_ahead, read_length)?;
+            let (c, pid) = (self.live()?, self.pid);
+            Op::new("create_reader", Some(self.timeout), async move {
+                let r = StreamReader::create(&c, st, start, config).await?;
+                Ok(PravegaReader::new(r, pid))
+            })
+        }
+
+        /// The stream's `"head"` or `"tail"` as a stream cut's text.
+        fn stream_cut / _astream_cut (
+            &self,
+            py,
+            scope: &str,
+            stream: &str,
+            which: &str,
+        ) -> String {
+            let st = self.stream(scope, stream)?;
+            let head = match which {
+                "head" | "earliest" => true,
+                "tail" | "latest" => false,
+                other => {
+                    return Err(to_py(Error::invalid(format!(
+                        "which must be 'head' or 'tail', got {other:?}"
+                    ))))
+                }
+            };
+            let c = self.live()?;
+            Op::new("stream_cut", None, async move {
+                let cut = if head {
+                    head_cut(&c, &st).await?
+                } else {
+                    tail_cut(&c, &st).await?
+                };
+                Ok(cut.to_text())
+            })
+        }
+
+        /// Each segment's byte range between two stream cuts: `(segment_id, from, to)`.
+        fn segment_ranges / _asegment_ranges (
+            &self,
+            py,
+            scope: &str,
+            stream: &str,
+            start: &str,
+            end: &str,
+        ) -> Vec<(i64, i64, i64)> {
+            let st = self.stream(scope, stream)?;
+            let (a, b) = (
+                StreamCut::parse(start).py_err()?,
+                StreamCut::parse(end).py_err()?,
+            );
+            if a.stream != st || b.stream != st {
+                return Err(to_py(Error::invalid("both cuts must be of this stream")));
+            }
+            let c = self.live()?;
+            Op::new("segment_ranges", None, async move {
+                segments_between(&c, &st, &a, &b).await
+            })
+        }
+    }
+}
+
+/// The checked `WriterConfig` of `create_writer`'s options.
+fn writer_config(max_block: i64, window: i64, send_timeout: f64) -> PyResult<WriterConfig> {
     let config = WriterConfig {
         max_block: count_arg("max_block", max_block).py_err()?,
         window: count_arg("window", window).py_err()?,
@@ -380,13 +375,8 @@ pub(crate) fn writer_config(
     Ok(config)
 }
 
-/// The checked start and `ReaderConfig` of `create_reader`'s options (shared with the
-/// awaitable one).
-pub(crate) fn reader_plan(
-    start: &str,
-    read_ahead: i64,
-    read_length: i64,
-) -> PyResult<(Start, ReaderConfig)> {
+/// The checked start and `ReaderConfig` of `create_reader`'s options.
+fn reader_plan(start: &str, read_ahead: i64, read_length: i64) -> PyResult<(Start, ReaderConfig)> {
     let start = match start {
         "head" | "earliest" => Start::Head,
         "tail" | "latest" => Start::Tail,

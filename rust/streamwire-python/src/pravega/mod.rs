@@ -1,21 +1,14 @@
-//! The Pravega classes of `streamwire.pravega` (native halves; `python/streamwire/pravega/`
-//! adds the typed wrappers): client with the controller calls (stream administration in
+//! The Pravega classes of `streamwire.pravega` and `streamwire.aio.pravega` (one native class
+//! each, serving both faces; `python/streamwire/pravega/` and `aio/pravega.py`
+//! add the typed wrappers): client with the controller calls (stream administration in
 //! `admin`), writer with its futures, reader and events.
 
 mod admin;
-pub mod aio_reader;
-pub mod aio_writer;
 pub mod client;
 mod framing;
 mod inline;
+mod lane;
 pub mod reader;
+mod take;
+pub mod write_future;
 pub mod writer;
-
-use pyo3::prelude::*;
-
-/// Add the awaitable Pravega classes to the extension module.
-pub fn register_aio(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<aio_writer::PravegaAioWriter>()?;
-    m.add_class::<aio_reader::PravegaAioReader>()?;
-    Ok(())
-}

@@ -1,22 +1,24 @@
-//! `streamwire.pravega.Reader` and its events: blocking reads one at a time, in lists, or as
-//! an Arrow record batch, and the position as a stream cut's text.
+//! `streamwire.pravega.Reader` and its events, both faces: reads one at a time, in lists, or
+//! as an Arrow record batch (blocking, or awaited in two steps: `_await_events` then
+//! `_take`), and the position as a stream cut's text. The take path is `take::Source`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
-use tokio::sync::Mutex;
+use pyo3::types::{PyBytes, PyTuple};
 
 use streamwire_core::error::Error;
 use streamwire_core::metrics::EntityMetrics;
-use streamwire_core::runtime;
 use streamwire_pravega::reader::{ReadEvent, StreamReader};
 
 use super::inline::wait_here;
+use super::take::Source;
+use crate::common::aio::{self, Value};
 use crate::common::arrow::{column_list, ArrowBuilder};
-use crate::common::blocking::{timeout_arg, wait};
+use crate::common::blocking::timeout_arg;
 use crate::common::errors::{to_py, IntoPyResult};
+use crate::common::faces::Op;
 use crate::common::pickle::refuse_pickle;
 use crate::common::repr::str_repr;
 use crate::common::untracked::{untracked_list, Acyclic};
@@ -86,12 +88,12 @@ impl PravegaEventObj {
     }
 }
 
-type Shared = Arc<Mutex<Option<StreamReader>>>;
-
-/// Reads one stream. Thread-safe (calls are serialised).
+/// Reads one stream. Thread-safe (calls are serialised). Made by
+/// `streamwire.pravega.Client.create_reader`; both `streamwire.pravega.Reader` and
+/// `streamwire.aio.pravega.Reader` wrap it.
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct PravegaReader {
-    inner: Shared,
+    src: Arc<Source>,
     pid: u32,
     stream: Arc<str>,
     metrics: Arc<EntityMetrics>,
@@ -104,6 +106,11 @@ pub struct PravegaReader {
 /// Events one call gathers room for up front (and the spare vector keeps at most).
 const TAKE_CAP: usize = 65_536;
 
+/// What a take returns: one event (or None), a list, or a RecordBatch.
+const ONE: u8 = 0;
+const MANY: u8 = 1;
+const ARROW: u8 = 2;
+
 pub(crate) fn max_arg(max_events: i64) -> PyResult<usize> {
     if max_events < 1 {
         return Err(to_py(Error::invalid(format!(
@@ -113,18 +120,46 @@ pub(crate) fn max_arg(max_events: i64) -> PyResult<usize> {
     Ok(usize::try_from(max_events).unwrap_or(usize::MAX))
 }
 
+/// A read's checked arguments: the most events, the Arrow columns, the wait for the first.
+fn read_args(
+    kind: u8,
+    max_events: i64,
+    timeout: Option<f64>,
+    columns: Option<&[String]>,
+) -> PyResult<(usize, Vec<&str>, Duration)> {
+    let max = if kind == ONE { 1 } else { max_arg(max_events)? };
+    // Checked whenever given (also by `_await_events`); built only when a batch is made.
+    let names = if kind == ARROW || columns.is_some() {
+        column_list(&ARROW_COLUMNS, columns)?
+    } else {
+        Vec::new()
+    };
+    let t = timeout_arg("timeout", timeout)
+        .py_err()?
+        .unwrap_or(Duration::from_secs(365 * 24 * 3600));
+    Ok((max, names, t))
+}
+
 impl PravegaReader {
     pub fn new(r: StreamReader, pid: u32) -> Self {
         let s = r.stream();
         let stream: Arc<str> = Arc::from(format!("{}/{}", s.scope, s.stream));
         let metrics = Arc::clone(r.metrics());
         PravegaReader {
-            inner: Arc::new(Mutex::new(Some(r))),
+            src: Source::new(r),
             pid,
             stream,
             metrics,
             spare: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    fn live(&self, py: Python<'_>) -> PyResult<()> {
+        aio::check_same_process(py, self.pid, "Pravega reader")?;
+        if self.src.is_closing() {
+            return Err(to_py(Error::closed("Pravega reader")));
+        }
+        Ok(())
     }
 
     /// The spare event vector (empty), or a new one.
@@ -143,34 +178,61 @@ impl PravegaReader {
         }
     }
 
-    fn take(
-        &self,
-        py: Python<'_>,
-        max: usize,
-        timeout: Option<f64>,
-        what: &str,
-    ) -> PyResult<Vec<ReadEvent>> {
-        runtime::check_same_process(self.pid, "Pravega reader").py_err()?;
-        let timeout = timeout_arg("timeout", timeout)
-            .py_err()?
-            .unwrap_or(Duration::from_secs(365 * 24 * 3600));
-        let shared = &self.inner;
-        let mut out = self.vector(max);
-        wait_here(py, what, None, async move {
-            let mut guard = shared.lock().await;
-            let r = guard
-                .as_mut()
-                .ok_or_else(|| Error::closed("Pravega reader"))?;
-            r.read(max, timeout, &mut out).await?;
-            Ok(out)
-        })
-    }
-
     fn wrap(&self, e: ReadEvent) -> PravegaEventObj {
         PravegaEventObj {
             e,
             stream: self.stream.clone(),
         }
+    }
+
+    /// `got` as the Python value of a `kind` of take (emptied; both faces).
+    fn deliver(
+        &self,
+        py: Python<'_>,
+        kind: u8,
+        got: &mut Vec<ReadEvent>,
+        names: &[&str],
+    ) -> PyResult<Py<PyAny>> {
+        Ok(match kind {
+            ONE => match got.pop() {
+                Some(e) => Py::new(py, self.wrap(e))?.into_any(),
+                None => py.None(),
+            },
+            // Events hold only Rust data: built untracked by the cyclic collector, which
+            // would otherwise walk the 10,000 live events of a call in collection after
+            // collection (13% of a read_many profile; see common::untracked).
+            MANY => untracked_list(py, got.drain(..).map(|e| self.wrap(e)))?
+                .into_any()
+                .unbind(),
+            _ => {
+                let batch = events_to_batch(py, &self.stream, got, names)?.unbind();
+                got.clear();
+                batch
+            }
+        })
+    }
+
+    /// The blocking take: held events, or one engine read polled on this thread.
+    fn take(
+        &self,
+        py: Python<'_>,
+        kind: u8,
+        max_events: i64,
+        timeout: Option<f64>,
+        columns: Option<Vec<String>>,
+        what: &str,
+    ) -> PyResult<Py<PyAny>> {
+        self.live(py)?;
+        let (max, names, t) = read_args(kind, max_events, timeout, columns.as_deref())?;
+        let src = &self.src;
+        let mut out = self.vector(max);
+        let mut got = wait_here(py, what, None, async move {
+            src.read(max, t, &mut out, false).await?;
+            Ok(out)
+        })?;
+        let value = self.deliver(py, kind, &mut got, &names);
+        self.give_back(got);
+        value
     }
 }
 
@@ -178,13 +240,11 @@ impl PravegaReader {
 impl PravegaReader {
     /// This reader's metrics; see README "Metrics" for the keys.
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
-        runtime::check_same_process(self.pid, "Pravega reader").py_err()?;
-        if self.closed() {
-            return Err(to_py(Error::closed("Pravega reader")));
-        }
+        self.live(py)?;
         crate::common::metrics::snapshot_dict(py, &self.metrics.snapshot())
     }
 
+    /// `scope/stream`.
     #[getter]
     fn stream(&self) -> &str {
         &self.stream
@@ -192,84 +252,45 @@ impl PravegaReader {
 
     /// The next event, or None when none arrived within `timeout` seconds (None: wait).
     #[pyo3(signature = (timeout=None))]
-    fn read(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<PravegaEventObj>> {
-        let mut got = self.take(py, 1, timeout, "read")?;
-        let e = got.pop();
-        self.give_back(got);
-        Ok(e.map(|e| self.wrap(e)))
+    fn read(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
+        self.take(py, ONE, 1, timeout, None, "read")
     }
 
     /// Up to `max_events` events: waits up to `timeout` for the first, then takes what is
     /// already fetched.
     #[pyo3(signature = (max_events=1000, timeout=None))]
-    fn read_many<'py>(
+    fn read_many(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         max_events: i64,
         timeout: Option<f64>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let mut got = self.take(py, max_arg(max_events)?, timeout, "read_many")?;
-        // Events hold only Rust data: built untracked by the cyclic collector, which would
-        // otherwise walk the 10,000 live events of a call in collection after collection
-        // (13% of a read_many profile; see common::untracked).
-        let list = untracked_list(py, got.drain(..).map(|e| self.wrap(e)));
-        self.give_back(got);
-        list
+    ) -> PyResult<Py<PyAny>> {
+        self.take(py, MANY, max_events, timeout, None, "read_many")
     }
 
     /// Like `read_many`, as a pyarrow RecordBatch (columns value, stream, segment, offset).
     #[pyo3(signature = (max_events=10_000, timeout=None, columns=None))]
-    fn read_arrow<'py>(
+    fn read_arrow(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         max_events: i64,
         timeout: Option<f64>,
         columns: Option<Vec<String>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let names = column_list(&ARROW_COLUMNS, columns.as_deref())?;
-        let got = self.take(py, max_arg(max_events)?, timeout, "read_arrow")?;
-        let batch = events_to_batch(py, &self.stream, &got, &names);
-        self.give_back(got);
-        batch
+    ) -> PyResult<Py<PyAny>> {
+        self.take(py, ARROW, max_events, timeout, columns, "read_arrow")
     }
 
-    /// The position after the last event handed out, as a stream cut's text.
-    fn position(&self, py: Python<'_>) -> PyResult<String> {
-        runtime::check_same_process(self.pid, "Pravega reader").py_err()?;
-        let shared = self.inner.clone();
-        wait(py, "position", None, async move {
-            let guard = shared.lock().await;
-            let r = guard
-                .as_ref()
-                .ok_or_else(|| Error::closed("Pravega reader"))?;
-            Ok(r.position().to_text())
-        })
-    }
-
-    /// True once a sealed stream has been read to its end.
+    /// True once a sealed stream has been read to its end (and nothing is held), or once
+    /// the reader is closed.
     #[getter]
-    fn at_end(&self, py: Python<'_>) -> PyResult<bool> {
-        let shared = self.inner.clone();
-        wait(py, "at_end", None, async move {
-            let guard = shared.lock().await;
-            Ok(guard.as_ref().is_none_or(|r| r.at_end()))
-        })
+    fn at_end(&self) -> bool {
+        self.src.at_end()
     }
 
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let shared = self.inner.clone();
-        wait(py, "close", None, async move {
-            shared.lock().await.take();
-            Ok(())
-        })
-    }
-
+    /// Whether the reader is closed.
     #[getter]
     fn closed(&self) -> bool {
-        match self.inner.try_lock() {
-            Ok(g) => g.is_none(),
-            Err(_) => false,
-        }
+        self.src.is_closing()
     }
 
     fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
@@ -291,6 +312,69 @@ impl PravegaReader {
             "<streamwire.pravega.Reader stream={}>",
             str_repr(py, Some(&self.stream))
         )
+    }
+}
+
+/// The awaitable reads: `streamwire.aio.pravega.Reader` awaits `_await_events`, then takes
+/// with `_take` on the loop's thread (see `take` for why in two steps).
+#[pymethods]
+impl PravegaReader {
+    /// Wait until events are held for `_take` (or `timeout` seconds pass, or the stream
+    /// ends): resolves to None. `max_events` and `columns` are checked here, at the call.
+    #[pyo3(signature = (max_events, timeout=None, columns=None))]
+    fn _await_events<'py>(
+        &self,
+        py: Python<'py>,
+        max_events: i64,
+        timeout: Option<f64>,
+        columns: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.live(py)?;
+        let (max, _, t) = read_args(MANY, max_events, timeout, columns.as_deref())?;
+        if self.src.has_held() {
+            return aio::ready(py, py.None().into_bound(py));
+        }
+        let src = self.src.clone();
+        let work = async move {
+            let mut out = Vec::with_capacity(max.min(TAKE_CAP));
+            src.read(max, t, &mut out, true).await
+        };
+        // Not aborted on cancel (see `take`): the read finishes into `held`.
+        let (fut, _) = aio::spawn(py, "read", None, work, |()| Value::None)?;
+        Ok(fut)
+    }
+
+    /// Take held events now: `kind` 0 one event (or None), 1 a list, 2 a RecordBatch.
+    #[pyo3(signature = (kind, max_events, columns=None))]
+    fn _take(
+        &self,
+        py: Python<'_>,
+        kind: u8,
+        max_events: i64,
+        columns: Option<Vec<String>>,
+    ) -> PyResult<Py<PyAny>> {
+        let (max, names, _) = read_args(kind, max_events, None, columns.as_deref())?;
+        let mut got = self.src.take_held(max);
+        self.deliver(py, kind, &mut got, &names)
+    }
+}
+
+crate::two_faces! {
+    impl PravegaReader {
+        /// The position after the last event handed out, as a stream cut's text (it waits
+        /// for a read in progress to end).
+        fn position / _aposition (&self, py) -> String {
+            self.live(py)?;
+            let src = self.src.clone();
+            Op::new("position", None, async move { src.position().await })
+        }
+
+        /// Close the reader: a pending read ends with `AlreadyClosedError`. Idempotent.
+        fn close / _aclose (&self, py) -> () as none {
+            self.src.stop();
+            let src = self.src.clone();
+            Op::new("close", None, async move { src.close().await })
+        }
     }
 }
 

@@ -1,28 +1,35 @@
-//! `streamwire.pravega.Writer`: blocking, future-returning and bulk writes.
+//! `streamwire.pravega.Writer`, both faces: blocking, future-returning and bulk writes, and
+//! their awaitable forms (`_awrite`, `_awrite_many`, `_aflush`, `_aclose`; the lane that
+//! keeps awaitable writes in call order is in `lane`).
 //!
 //! Events are framed on the calling thread straight from the Python objects (one copy into
 //! the buffer that later becomes append blocks); `write_async` futures are completed by the
 //! engine directly (no task per event); `write_many` crosses the interpreter once per call.
+//! The two faces' write shells differ only in how they wait: every check, the framing and
+//! the budget's rules are the shared functions below.
 
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use streamwire_core::budget::Reservation;
 use streamwire_core::completion::{Completion, Done};
-use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::error::Error;
 use streamwire_core::runtime;
 use streamwire_pravega::writer::{one_event, BatchBuilder, EventBatch, EventWriter};
 
 use super::framing::{frame_events, Handover, Pieces, PIECE_BYTES};
 use super::inline::wait_here;
+use super::lane::Lane;
+use super::write_future::{FutureState, PravegaWriteFuture};
 use crate::common::aio;
 use crate::common::blocking::{timeout_arg, wait};
 use crate::common::columns::payload_of;
 use crate::common::errors::{to_py, IntoPyResult};
+use crate::common::faces::Op;
 use crate::common::pickle::refuse_pickle;
+use crate::common::reserve;
 
 const PICKLE_HINT: &str = "create the writer inside the worker process";
 
@@ -30,112 +37,6 @@ const PICKLE_HINT: &str = "create the writer inside the worker process";
 /// completion): counted against the memory budget so the budget bounds the process's memory,
 /// not only the payloads (measured: ~400 bytes per pending 100-byte event).
 const PER_EVENT_OVERHEAD: u64 = 320;
-
-/// A write future's outcome, and whether anyone waits for it.
-#[derive(Default)]
-struct Slot {
-    result: Option<Result<()>>,
-    waiters: usize,
-}
-
-#[derive(Default)]
-struct FutureState {
-    slot: Mutex<Slot>,
-    ready: Condvar,
-}
-
-impl FutureState {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Slot> {
-        self.slot.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-impl Completion for FutureState {
-    /// Why the waiter count: `notify_all` is a system call even with nobody waiting, and
-    /// most `write_async` futures are never waited on (a flush settles them), so settling a
-    /// block of events would cost one call per event.
-    fn complete(&self, result: Result<()>) {
-        let wake = {
-            let mut slot = self.lock();
-            slot.result = Some(result);
-            slot.waiters > 0
-        };
-        if wake {
-            self.ready.notify_all();
-        }
-    }
-}
-
-/// The outcome of `write_async` (or `write_many_async`): `result()` waits until the segment
-/// store holds the event(s). Made by those calls, not constructed directly.
-#[pyclass(frozen, module = "streamwire._native")]
-pub struct PravegaWriteFuture {
-    state: Arc<FutureState>,
-}
-
-#[pymethods]
-impl PravegaWriteFuture {
-    /// Whether the outcome is known (never waits).
-    fn done(&self) -> bool {
-        self.state.lock().result.is_some()
-    }
-
-    /// Wait until the event is written (returns None) or raise its error.
-    ///
-    /// Args:
-    ///     timeout: seconds to wait at most (None: no limit); then `OperationTimeoutError`.
-    ///         Default None.
-    #[pyo3(signature = (timeout=None))]
-    fn result(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
-        let timeout = timeout_arg("timeout", timeout).py_err()?;
-        let deadline = timeout.map(|t| Instant::now() + t);
-        loop {
-            let st = Arc::clone(&self.state);
-            let got = py.detach(move || {
-                let mut slot = st.lock();
-                if slot.result.is_none() {
-                    // Counted under the lock `complete` takes: no wake-up is missed.
-                    slot.waiters += 1;
-                    slot = st
-                        .ready
-                        .wait_timeout_while(slot, Duration::from_millis(200), |s| {
-                            s.result.is_none()
-                        })
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0;
-                    slot.waiters -= 1;
-                }
-                slot.result.clone()
-            });
-            if let Some(r) = got {
-                return r.py_err();
-            }
-            py.check_signals()?;
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(to_py(Error::timeout("waiting for the write result")));
-            }
-        }
-    }
-
-    /// The error the write failed with, or None once it succeeded (waits like `result`).
-    ///
-    /// Args:
-    ///     timeout: seconds to wait at most (None: no limit); then `OperationTimeoutError` is
-    ///         raised. Default None.
-    #[pyo3(signature = (timeout=None))]
-    fn exception(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Py<PyAny>>> {
-        match self.result(py, timeout) {
-            Ok(()) => Ok(None),
-            Err(e) if !self.done() => Err(e),
-            Err(e) => Ok(Some(e.into_value(py).into_any())),
-        }
-    }
-
-    fn __repr__(&self) -> String {
-        let done = if self.done() { "True" } else { "False" };
-        format!("<streamwire.pravega.WriteFuture done={done}>")
-    }
-}
 
 pub(crate) fn key_arg(key: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>> {
     match key {
@@ -151,12 +52,14 @@ pub(crate) fn key_arg(key: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>
     }
 }
 
-/// Writes events to one stream. Thread-safe. Made by `streamwire.pravega.Client.create_writer`.
+/// Writes events to one stream. Thread-safe. Made by `streamwire.pravega.Client.create_writer`
+/// (and wrapped by `streamwire.aio.pravega.Writer`).
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct PravegaWriter {
     inner: EventWriter,
     pid: u32,
     block_if_queue_full: bool,
+    lane: Lane,
 }
 
 impl PravegaWriter {
@@ -165,6 +68,7 @@ impl PravegaWriter {
             inner,
             pid,
             block_if_queue_full,
+            lane: Lane::default(),
         }
     }
 
@@ -177,30 +81,45 @@ impl PravegaWriter {
         Ok(self.inner.clone())
     }
 
+    /// One event framed from `write`'s arguments (bytes taken without a copy to a buffer).
+    fn one(
+        &self,
+        event: &Bound<'_, PyAny>,
+        routing_key: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<EventBatch> {
+        let key = key_arg(routing_key)?;
+        match event.cast::<PyBytes>() {
+            Ok(b) => one_event(b.as_bytes(), key.as_deref()),
+            Err(_) => one_event(&payload_of(event)?, key.as_deref()),
+        }
+        .py_err()
+    }
+
+    /// Reserve budget now if there is room; `None` when the caller must wait for it.
+    fn try_reserve(&self, bytes: u64) -> PyResult<Option<Reservation>> {
+        reserve::try_reserve(self.inner.budget(), bytes, self.block_if_queue_full).py_err()
+    }
+
+    /// The blocking face's reservation: waits (interpreter released) for room.
     fn reserve(&self, py: Python<'_>, bytes: u64) -> PyResult<Reservation> {
+        if let Some(r) = self.try_reserve(bytes)? {
+            return Ok(r);
+        }
         let budget = self.inner.budget().clone();
-        if bytes > budget.limit() && budget.limit() > 0 {
-            return Err(to_py(Error::new(
-                ErrorKind::MessageTooBig,
-                format!(
-                    "{bytes} bytes are more than the client's memory_limit ({})",
-                    budget.limit()
-                ),
-            )));
-        }
-        match budget.try_reserve(bytes) {
-            Ok(r) => Ok(r),
-            Err(full) if !self.block_if_queue_full => Err(to_py(Error::new(
-                ErrorKind::QueueFull,
-                format!(
-                    "the client's memory budget is full ({} of {} bytes used)",
-                    full.used, full.limit
-                ),
-            ))),
-            Err(_) => wait(py, "waiting for writer memory", None, async move {
-                Ok(budget.reserve(bytes).await)
-            }),
-        }
+        wait(py, "waiting for writer memory", None, async move {
+            Ok(budget.reserve(bytes).await)
+        })
+    }
+
+    /// An awaitable write of `batch`: handed over now, or queued in the lane.
+    fn start<'py>(
+        &self,
+        py: Python<'py>,
+        batch: EventBatch,
+        count: Option<usize>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let reservation = self.try_reserve(batch.data.len() as u64)?;
+        self.lane.start(py, &self.inner, batch, reservation, count)
     }
 }
 
@@ -251,9 +170,8 @@ impl PravegaWriter {
         timeout: Option<f64>,
     ) -> PyResult<()> {
         let w = self.live(py)?;
-        let key = key_arg(routing_key)?;
         let timeout = timeout_arg("timeout", timeout).py_err()?;
-        let batch = one_event(&payload_of(event)?, key.as_deref()).py_err()?;
+        let batch = self.one(event, routing_key)?;
         let reservation = self.reserve(py, batch.data.len() as u64)?;
         wait_here(py, "write", timeout, async move {
             w.write(batch, Some(reservation)).await
@@ -273,12 +191,7 @@ impl PravegaWriter {
         routing_key: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PravegaWriteFuture> {
         let w = self.live(py)?;
-        let key = key_arg(routing_key)?;
-        let batch = match event.cast::<PyBytes>() {
-            Ok(b) => one_event(b.as_bytes(), key.as_deref()),
-            Err(_) => one_event(&payload_of(event)?, key.as_deref()),
-        }
-        .py_err()?;
+        let batch = self.one(event, routing_key)?;
         let reservation = self.reserve(py, batch.data.len() as u64 + PER_EVENT_OVERHEAD)?;
         let state = Arc::new(FutureState::default());
         let done = Done::Notify(state.clone());
@@ -374,30 +287,6 @@ impl PravegaWriter {
         Ok(PravegaWriteFuture { state })
     }
 
-    /// Wait until every event handed over is written; raises the first failure since the
-    /// last flush.
-    ///
-    /// Args:
-    ///     timeout: seconds to wait at most (None: no limit); then `OperationTimeoutError`.
-    ///         Default None.
-    #[pyo3(signature = (timeout=None))]
-    fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
-        let w = self.live(py)?;
-        let timeout = timeout_arg("timeout", timeout).py_err()?;
-        wait_here(py, "flush", timeout, async move { w.flush().await })
-    }
-
-    /// Write what is pending, then close the writer's connections.
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
-        if runtime::check_same_process(self.pid, "Pravega writer").is_err()
-            || self.inner.is_closed()
-        {
-            return Ok(());
-        }
-        let w = self.inner.clone();
-        wait(py, "close", None, async move { w.close().await })
-    }
-
     /// Whether the writer is closed.
     #[getter]
     fn closed(&self) -> bool {
@@ -428,8 +317,87 @@ impl PravegaWriter {
     }
 }
 
+/// The awaitable writes: resolved through the asyncio bridge, never blocking the loop (a full
+/// budget queues the write in the lane instead of waiting for room).
+#[pymethods]
+impl PravegaWriter {
+    /// `write` as an awaitable: resolves to None once the segment store holds the event.
+    #[pyo3(signature = (event, routing_key=None))]
+    fn _awrite<'py>(
+        &self,
+        py: Python<'py>,
+        event: &Bound<'py, PyAny>,
+        routing_key: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.live(py)?;
+        let batch = self.one(event, routing_key)?;
+        self.start(py, batch, None)
+    }
+
+    /// `write_many` as an awaitable: resolves to the count once all are written.
+    #[pyo3(signature = (events, routing_keys=None))]
+    fn _awrite_many<'py>(
+        &self,
+        py: Python<'py>,
+        events: &Bound<'py, PyAny>,
+        routing_keys: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.live(py)?;
+        let batch = event_batch(events, routing_keys)?;
+        let n = batch.count;
+        if n == 0 {
+            return aio::ready(py, 0usize.into_pyobject(py)?.into_any());
+        }
+        self.start(py, batch, Some(n))
+    }
+}
+
+crate::two_faces! {
+    impl PravegaWriter {
+        /// Wait until every event handed over is written (awaitable writes still queued for
+        /// room first); raises the first failure since the last flush.
+        ///
+        /// Args:
+        ///     timeout: seconds to wait at most (None: no limit); then
+        ///         `OperationTimeoutError`. Default None.
+        #[pyo3(signature = (timeout=None))]
+        fn flush / _aflush (&self, py, timeout: Option<f64>) -> () as none {
+            let w = self.live(py)?;
+            let timeout = timeout_arg("timeout", timeout).py_err()?;
+            let turn = self.lane.turn(&w).py_err()?;
+            Op::new("flush", timeout, async move {
+                turn.await;
+                w.flush().await
+            })
+        }
+
+        /// Write what is pending, then close the writer's connections. Idempotent.
+        fn close / _aclose (&self, py) -> () as none {
+            // Another process's writer, or a closed one: nothing to do (no runtime needed).
+            let open = self.pid == runtime::current_pid() && !self.inner.is_closed();
+            let task = if open {
+                let w = self.inner.clone();
+                let turn = self.lane.turn(&w).py_err()?;
+                // A task of its own: a cancelled await (or Ctrl-C) leaves the close going.
+                Some(runtime::handle().py_err()?.spawn(async move {
+                    turn.await;
+                    w.close().await
+                }))
+            } else {
+                None
+            };
+            Op::new("close", None, async move {
+                match task {
+                    Some(t) => t.await.unwrap_or_else(|_| Err(Error::closed("Pravega writer"))),
+                    None => Ok(()),
+                }
+            })
+        }
+    }
+}
+
 /// The framed events of `write_many`'s arguments as one batch (the awaitable `write_many`).
-pub(crate) fn event_batch(
+fn event_batch(
     events: &Bound<'_, PyAny>,
     routing_keys: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<EventBatch> {
