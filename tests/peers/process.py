@@ -8,6 +8,7 @@ skipping. Also the life cycle every peer shares (:class:`Closes`, :class:`Peer`,
 
 from __future__ import annotations
 
+import abc
 import shutil
 import signal
 import subprocess
@@ -120,11 +121,12 @@ class ServerProcess:
         return "\n".join(parts) or "(no log output)"
 
 
-class Closes:
+class Closes(abc.ABC):
     """``with thing:`` closes it when the block ends (an exception included)."""
 
+    @abc.abstractmethod
     def close(self) -> None:
-        raise NotImplementedError
+        """Release what this object holds."""
 
     def __enter__(self: C) -> C:
         return self
@@ -150,11 +152,13 @@ class Peer(Closes):
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix=prefix))
         self.workdir.mkdir(parents=True, exist_ok=True)
 
+    @abc.abstractmethod
     def start(self: P) -> P:
-        raise NotImplementedError
+        """Start the peer; returns it, ready to serve."""
 
+    @abc.abstractmethod
     def stop(self) -> object:
-        raise NotImplementedError
+        """Stop the peer (its directory stays)."""
 
     def close(self) -> None:
         self.stop()

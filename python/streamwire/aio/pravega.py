@@ -21,6 +21,7 @@ counted as unread by ``position()``).
 
 from __future__ import annotations
 
+import abc
 import asyncio
 from types import TracebackType
 from typing import Any, Optional, TypeVar, Union
@@ -55,12 +56,12 @@ _FACE = "streamwire.aio.pravega"
 _C = TypeVar("_C", bound="_Closing")
 
 
-class _Closing:
+class _Closing(abc.ABC):
     """``async with``: closes on exit (every asyncio Pravega object)."""
 
+    @abc.abstractmethod
     async def close(self) -> None:
         """Close (each class says what that means)."""
-        raise NotImplementedError
 
     async def __aenter__(self: _C) -> _C:
         return self

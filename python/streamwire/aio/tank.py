@@ -19,6 +19,7 @@ whatever the engine handed out for it is kept for the next one.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 from collections.abc import Mapping
 from types import TracebackType
@@ -37,14 +38,14 @@ _N = TypeVar("_N", _native.TankProducer, _native.TankConsumer)
 _C = TypeVar("_C", bound="_Closing")
 
 
-class _Closing:
+class _Closing(abc.ABC):
     """``async with``: closes on exit (every asyncio TANK object)."""
 
     __slots__ = ()
 
+    @abc.abstractmethod
     async def close(self) -> None:
         """Close (each class says what that means)."""
-        raise NotImplementedError
 
     async def __aenter__(self: _C) -> _C:
         return self

@@ -7,6 +7,7 @@ Each adapter speaks only the public Python API, as a user's script would.
 
 from __future__ import annotations
 
+import abc
 import functools
 import importlib
 import time
@@ -91,7 +92,7 @@ class _Source:
     ended: Callable[[], bool] = bool
 
 
-class Backend:
+class Backend(abc.ABC):
     """What every command runs, whatever the protocol: a subclass says only how its
     client produces, opens a source of records, makes a producer for ``perf``, and which
     features its protocol lacks (the error a user gets for asking)."""
@@ -108,17 +109,19 @@ class Backend:
     def __init__(self, url: str) -> None:
         self.client: Any = importlib.import_module(self.module).Client(url)
 
+    @abc.abstractmethod
     def _produce(self, topic: str, values: Iterable[bytes], key: Optional[str], props: Any) -> int:
-        raise NotImplementedError
+        """Send ``values`` to ``topic``; the number sent."""
 
+    @abc.abstractmethod
     def _source(
         self, topic: str, start: str, subscription: Optional[str], subscription_type: str
     ) -> _Source:
-        raise NotImplementedError
+        """The records of ``topic`` from ``start`` (a subscription where the protocol has one)."""
 
+    @abc.abstractmethod
     def _producer(self, topic: str) -> tuple[Any, Callable[[bytes], Any]]:
         """A producer (flushed and closed by ``perf``) and its ``send_async``."""
-        raise NotImplementedError
 
     def produce(
         self, topic: str, values: Iterable[bytes], key: Optional[str], props: dict[str, str]
@@ -142,11 +145,13 @@ class Backend:
             for m in _polled(lambda: source.take(1000, 0.2), idle, source.ended):
                 yield source.record(m)
 
+    @abc.abstractmethod
     def lookup(self, topic: str) -> list[dict[str, Any]]:
-        raise NotImplementedError
+        """Where ``topic`` (or each of its partitions) is served, as rows."""
 
+    @abc.abstractmethod
     def topics(self, where: Optional[str]) -> list[str]:
-        raise NotImplementedError
+        """The topic names (of the namespace or scope ``where``)."""
 
     def sender(self, topic: str) -> Sender:
         return _Sender(*self._producer(topic))

@@ -11,6 +11,7 @@ so that an option or a fix lands in one place for both.
 
 from __future__ import annotations
 
+import abc
 import os
 import threading
 import time
@@ -161,13 +162,13 @@ class LogBatchReader(DataSourceReader):
         self.starting = get_option(options, "startingOffsets")
         self.ending = get_option(options, "endingOffsets")
 
+    @abc.abstractmethod
     def plan(self) -> list[str]:
         """The ranges from the start to the end, each as the JSON text of an input partition."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def read_planned(self, text: str) -> Iterator[Any]:
         """The Arrow batches of the range ``text`` (from :meth:`plan`), exactly its records."""
-        raise NotImplementedError
 
     def partitions(self) -> Sequence[InputPartition]:
         parts = [InputPartition(text) for text in self.plan()]
@@ -190,17 +191,17 @@ class LogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow, Gener
         self.starting = get_option(options, "startingOffsets")
         self._target: Optional[P] = None
 
+    @abc.abstractmethod
     def tail(self) -> P:
         """The positions after the last record now."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def plan(self, start: Any, end: Any) -> list[str]:
         """The ranges between two of Spark's offsets, each as the JSON of an input partition."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def read_planned(self, text: str) -> Iterator[Any]:
         """The Arrow batches of the range ``text`` (from :meth:`plan`), exactly its records."""
-        raise NotImplementedError
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._target = self.tail()
