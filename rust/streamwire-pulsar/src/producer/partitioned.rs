@@ -47,6 +47,26 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// The topic's partition count, retried as producer creation retries a dead owner (through a
+/// proxy the metadata lookup itself answers `ServiceNotReady` until the takeover): until the
+/// operation timeout, at most a second apart; then the last failure.
+async fn partitions_retried(client: &PulsarClient, topic: &TopicName) -> Result<u32> {
+    let deadline = std::time::Instant::now() + client.config().operation_timeout;
+    let mut backoff = streamwire_core::backoff::Backoff::default();
+    loop {
+        match client.partitions(topic).await {
+            Err(e) if crate::reconnect::owner_unreachable(&e) => {
+                let delay = crate::reconnect::retry_delay(&mut backoff, &e);
+                if std::time::Instant::now() + delay >= deadline {
+                    return Err(e);
+                }
+                tokio::time::sleep(delay).await;
+            }
+            res => return res,
+        }
+    }
+}
+
 impl TopicProducer {
     pub async fn create(
         client: PulsarClient,
@@ -57,7 +77,7 @@ impl TopicProducer {
         let n = if topic.partition_index().is_some() {
             0
         } else {
-            client.partitions(&topic).await?
+            partitions_retried(&client, &topic).await?
         };
         let config = Arc::new(config);
         let mut partitions = Vec::new();
