@@ -114,6 +114,21 @@ def test_write_many_async_pipelines_calls_in_order(pv_client: pravega.Client, sc
     assert all(v == sorted(v) for v in per_key.values())
 
 
+def test_flush_returns_only_once_every_write_many_async_future_is_done(
+    pv_client: pravega.Client, scope: str
+) -> None:
+    """A flush that returns has settled every future made before it, at once: the last
+    acknowledgement settles the call's future on the engine thread, not a task that may run
+    after the flush returned (found by CI: a future seen not done right after flush)."""
+    pv_client.create_stream(scope, "wmaf", segments=2)
+    with pv_client.create_writer(scope, "wmaf") as w:
+        for round_ in range(60):
+            futs = [w.write_many_async([b"%d-%d" % (round_, i) for i in range(50)])]
+            futs += [w.write_async(b"single-%d" % round_)]
+            w.flush()
+            assert all(f.done() for f in futs), f"round {round_}: a future not done after flush"
+
+
 def test_futures_wake_their_waiters_and_read_many_restores_the_collector(
     pv_client: pravega.Client, scope: str
 ) -> None:

@@ -14,7 +14,7 @@ use pyo3::types::{PyBytes, PyList, PyString};
 use tokio::sync::oneshot;
 
 use streamwire_core::budget::Reservation;
-use streamwire_core::completion::{Done, Group};
+use streamwire_core::completion::{Completion, Done, Group};
 use streamwire_core::error::{Error, Result};
 use streamwire_pravega::writer::batch::check_event;
 use streamwire_pravega::writer::{BatchBuilder, EventBatch, EventWriter, Rejected};
@@ -36,7 +36,12 @@ pub(crate) trait Pieces {
 /// A call's pieces on their way to the writer, under one completion and one reservation.
 pub(crate) struct Handover<'a> {
     writer: EventWriter,
-    group: Option<(Arc<Group>, oneshot::Receiver<Result<()>>)>,
+    group: Option<Arc<Group>>,
+    /// The call's completion: a receiver to await (`write_many`), or None when the group
+    /// settles a future directly (`write_many_async`).
+    rx: Option<oneshot::Receiver<Result<()>>>,
+    /// What the group settles, if not a receiver.
+    target: Option<Arc<dyn Completion>>,
     reservation: Option<Reservation>,
     /// Pieces the writer's queue had no room for; every later piece queues behind them, so
     /// the order holds.
@@ -54,11 +59,21 @@ impl<'a> Handover<'a> {
         Handover {
             writer,
             group: None,
+            rx: None,
+            target: None,
             reservation: None,
             later: Vec::new(),
             events: 0,
             reserve,
         }
+    }
+
+    /// Settle `target` once every event is written (or the first fails), on the engine
+    /// thread, instead of a receiver: what a future needs (nothing runs between the last
+    /// acknowledgement and the future being done, so a flush that returns finds it done).
+    pub fn settling(mut self, target: Arc<dyn Completion>) -> Self {
+        self.target = Some(target);
+        self
     }
 
     /// The call's event count.
@@ -67,7 +82,8 @@ impl<'a> Handover<'a> {
     }
 
     /// What is left to do once framing is over: hand over the pieces that waited for room,
-    /// then the completion of every event (None for an empty call).
+    /// then the completion of every event (None for an empty call, or one that settles its
+    /// target directly).
     pub fn finish(
         self,
     ) -> (
@@ -75,7 +91,7 @@ impl<'a> Handover<'a> {
         EventWriter,
         Option<oneshot::Receiver<Result<()>>>,
     ) {
-        (self.later, self.writer, self.group.map(|(_, rx)| rx))
+        (self.later, self.writer, self.rx)
     }
 }
 
@@ -84,13 +100,20 @@ impl Pieces for Handover<'_> {
         self.events = events;
         if events > 0 {
             self.reservation = Some((self.reserve)(bytes as u64)?);
-            self.group = Some(Group::new(events));
+            self.group = Some(match self.target.take() {
+                Some(t) => Group::notifying(events, t),
+                None => {
+                    let (g, rx) = Group::new(events);
+                    self.rx = Some(rx);
+                    g
+                }
+            });
         }
         Ok(())
     }
 
     fn piece(&mut self, batch: EventBatch) -> PyResult<()> {
-        let Some((group, _)) = &self.group else {
+        let Some(group) = &self.group else {
             return Ok(());
         };
         let done = Done::Group(Arc::clone(group));

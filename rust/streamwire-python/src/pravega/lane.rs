@@ -79,16 +79,8 @@ impl Slot {
         match self.count {
             None => Done::Notify(self.clone()),
             Some(n) => {
-                let (group, rx) = Group::new(n);
-                let slot = self.clone();
-                if let Ok(h) = runtime::handle() {
-                    h.spawn(async move {
-                        slot.finish(
-                            rx.await
-                                .unwrap_or_else(|_| Err(Error::closed("Pravega writer"))),
-                        );
-                    });
-                }
+                // Settled on the engine thread: a flush that returns finds the call done.
+                let group = Group::notifying(n, self.clone());
                 Done::Group(group)
             }
         }

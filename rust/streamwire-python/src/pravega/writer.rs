@@ -260,14 +260,15 @@ impl PravegaWriter {
         routing_keys: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PravegaWriteFuture> {
         let w = self.live(py)?;
-        let mut h = Handover::new(w, Box::new(|bytes| self.reserve(py, bytes)));
-        frame_events(events, routing_keys, PIECE_BYTES, &mut h)?;
-        let (later, w, rx) = h.finish();
         let state = Arc::new(FutureState::default());
-        let Some(rx) = rx else {
+        let mut h =
+            Handover::new(w, Box::new(|bytes| self.reserve(py, bytes))).settling(state.clone());
+        frame_events(events, routing_keys, PIECE_BYTES, &mut h)?;
+        if h.events() == 0 {
             state.complete(Ok(()));
             return Ok(PravegaWriteFuture { state });
-        };
+        }
+        let (later, w, _) = h.finish();
         if !later.is_empty() {
             wait_here(py, "write_many_async", None, async move {
                 for r in later {
@@ -276,14 +277,6 @@ impl PravegaWriter {
                 Ok(())
             })?;
         }
-        // One task per call (never per event) turns the group's settlement into the future.
-        let st = state.clone();
-        runtime::handle().py_err()?.spawn(async move {
-            st.complete(
-                rx.await
-                    .unwrap_or_else(|_| Err(Error::closed("Pravega writer"))),
-            );
-        });
         Ok(PravegaWriteFuture { state })
     }
 

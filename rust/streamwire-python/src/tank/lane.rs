@@ -76,16 +76,8 @@ impl Job {
         match self.slot.count {
             None => Dones::Each(vec![Done::Notify(self.slot.clone())]),
             Some(n) => {
-                let (group, rx) = Group::new(n);
-                let slot = self.slot.clone();
-                if let Ok(h) = runtime::handle() {
-                    h.spawn(async move {
-                        slot.finish(
-                            rx.await
-                                .unwrap_or_else(|_| Err(Error::closed("TANK producer"))),
-                        );
-                    });
-                }
+                // Settled on the engine thread: a flush that returns finds the call done.
+                let group = Group::notifying(n, self.slot.clone());
                 Dones::Group(group)
             }
         }
