@@ -403,6 +403,12 @@ CASES: list[Case] = [
     Case("Producer.send_many()", "element not bytes", TYP, lambda c: c.producer.send_many([1])),
     Case(
         "Producer.send_many()",
+        "an Arrow column of integers (a polars Series, via the PyCapsule interface)",
+        TYP,
+        lambda c: c.producer.send_many(__import__("polars").Series([1, 2])),
+    ),
+    Case(
+        "Producer.send_many()",
         "keys longer than values",
         INV,
         lambda c: c.producer.send_many([b"a"], keys=["a", "b"]),
