@@ -25,15 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pulsar
 import streamwire
 
+from tests.cluster.helpers import read_all
 from tests.peers.lite import PulsarLite
-
-
-def _stored(url: str, topic: str) -> list[bytes]:
-    out: list[bytes] = []
-    with streamwire.Client(url) as c, c.create_reader(topic, streamwire.MessageId.earliest) as r:
-        while r.has_message_available():
-            out.extend(m.data() for m in r.read_many(1000, timeout=5))
-    return out
 
 
 def ours(primary: str, standby: str, topic: str, interval: float, threshold: int) -> Any:
@@ -76,7 +69,7 @@ def one_round(side: Any, interval: float, threshold: int) -> float:
                 took = time.monotonic() - t0
             finally:
                 client.close()
-            assert _stored(b.service_url, topic) == [b"after"], "the standby lacks the message"
+            assert read_all(b.service_url, topic) == [b"after"], "the standby lacks the message"
             return took
         finally:
             a.close()

@@ -15,6 +15,7 @@ import pytest
 import streamwire
 from streamwire import AutoClusterFailover, ConfigError, OperationTimeoutError
 
+from tests.cluster.helpers import read_all
 from tests.peers.lite import PulsarLite
 
 
@@ -41,14 +42,6 @@ def _wait_for(cond: object, seconds: float) -> float:
         assert time.monotonic() - t0 < seconds, "condition not reached in time"
         time.sleep(0.05)
     return time.monotonic() - t0
-
-
-def _read(url: str, topic: str) -> list[bytes]:
-    out: list[bytes] = []
-    with streamwire.Client(url) as c, c.create_reader(topic, streamwire.MessageId.earliest) as r:
-        while r.has_message_available():
-            out.extend(m.data() for m in r.read_many(1000, timeout=5))
-    return out
 
 
 def test_producer_and_consumer_follow_the_client_to_the_secondary_and_back(
@@ -81,7 +74,7 @@ def test_producer_and_consumer_follow_the_client_to_the_secondary_and_back(
         got = consumer.receive(timeout=30)
         assert got.data() == b"on-secondary"
         consumer.acknowledge(got)
-        assert _read(secondary.service_url, topic) == [b"on-secondary"]
+        assert read_all(secondary.service_url, topic) == [b"on-secondary"]
 
         primary.restart()
         _wait_for(lambda: client.service_url == primary.service_url, 15)
@@ -94,7 +87,7 @@ def test_producer_and_consumer_follow_the_client_to_the_secondary_and_back(
             seen.append(m.data())
             consumer.acknowledge(m)
         assert set(seen) <= {b"on-primary", b"back-on-primary"}, seen
-        assert _read(primary.service_url, topic) == [b"on-primary", b"back-on-primary"]
+        assert read_all(primary.service_url, topic) == [b"on-primary", b"back-on-primary"]
         producer.close()
         consumer.close()
 
@@ -131,7 +124,7 @@ def test_no_switch_while_the_secondary_is_down_too_and_the_official_client_agree
         ours_p.send(b"ours")
         theirs_p.send(b"theirs")
         # Both sends went to the secondary, the only cluster up.
-        assert sorted(_read(secondary.service_url, topic)) == [b"ours", b"theirs"]
+        assert sorted(read_all(secondary.service_url, topic)) == [b"ours", b"theirs"]
     finally:
         ours.close()
         theirs.close()
