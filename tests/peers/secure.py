@@ -156,7 +156,7 @@ class SecurePulsar:
         self.pki = make_pki(workdir / "pki")
         self.secret = os.urandom(32)
         self.admin_token = hs256_jwt(self.secret, "admin")
-        (self.tls_port,) = free_ports(1)
+        self.tls_port, self.web_tls_port = free_ports(2)
         basic_file = workdir / "basic.htpasswd"
         basic_file.write_text(f"{BASIC_USER}:{_apr1_hash(BASIC_PASSWORD, workdir)}\n")
         providers = ",".join(
@@ -169,6 +169,8 @@ class SecurePulsar:
         )
         extra = {
             "brokerServicePortTls": str(self.tls_port),
+            # HTTPS for the admin API and REST lookups, with the same certificate.
+            "webServicePortTls": str(self.web_tls_port),
             "tlsCertificateFilePath": str(self.pki.server_cert),
             "tlsKeyFilePath": str(self.pki.server_key),
             "tlsTrustCertsFilePath": str(self.pki.ca),
@@ -197,6 +199,15 @@ class SecurePulsar:
     @property
     def tls_url(self) -> str:
         return f"pulsar+ssl://{LOOPBACK}:{self.tls_port}"
+
+    @property
+    def web_url(self) -> str:
+        """The broker's plain HTTP port (REST lookups, admin API)."""
+        return self.broker.admin_url
+
+    @property
+    def web_tls_url(self) -> str:
+        return f"https://{LOOPBACK}:{self.web_tls_port}"
 
     @property
     def plain_url(self) -> str:

@@ -394,3 +394,37 @@ def test_token_refresh_mid_stream_keeps_the_connection(secure: SecurePulsar, top
     assert before == after, "the connection was dropped and re-made instead of refreshed"
     # One call for the connection, then one per challenge (at least 3 expiries passed).
     assert len(calls) >= 3, calls
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTP service URLs: REST lookups carry the credentials, https:// is verified like pulsar+ssl://
+# ---------------------------------------------------------------------------------------------
+def test_http_lookup_sends_the_token_then_round_trips(secure: SecurePulsar, topic: str) -> None:
+    with streamwire.Client(
+        secure.web_url, auth_token=secure.token("writer"), operation_timeout=15
+    ) as client:
+        # http:// asks for the plain broker address; the token goes there too.
+        assert client.lookup().broker_url(topic).startswith("pulsar://")
+        roundtrip(client, topic)
+
+
+def test_http_lookup_without_credentials_is_an_authentication_error(
+    secure: SecurePulsar, topic: str
+) -> None:
+    with streamwire.Client(secure.web_url, operation_timeout=15) as client:
+        with pytest.raises(AuthenticationError):
+            client.create_producer(topic)
+
+
+def test_https_lookup_verifies_the_broker_and_names_the_tls_address(
+    secure: SecurePulsar, topic: str
+) -> None:
+    with tls_client(secure, secure.web_tls_url, auth_token=secure.token("writer")) as client:
+        assert client.lookup().broker_url(topic).startswith("pulsar+ssl://")
+        roundtrip(client, topic)
+    # Without the test CA the REST lookup itself fails to verify the certificate.
+    with streamwire.Client(
+        secure.web_tls_url, auth_token=secure.token("writer"), operation_timeout=10
+    ) as client:
+        with pytest.raises(ConnectError, match="certificate"):
+            client.create_producer(topic)
