@@ -450,7 +450,11 @@ macro_rules! handle_methods {
                 py: Python<'py>,
                 max_messages: usize,
             ) -> PyResult<Bound<'py, PyList>> {
-                let got = self.h.live($what)?.try_receive_many(max_messages).py_err()?;
+                let got = self
+                    .h
+                    .live($what)?
+                    .try_receive_many(max_messages)
+                    .py_err()?;
                 untracked_list(py, got.into_iter().map(|m| self.h.message(m)))
             }
 

@@ -138,9 +138,10 @@ impl ListenerLane {
     /// its resume and close wake this lane from then on.
     fn adopt(&self, handle: &Bound<'_, PyAny>) -> PyResult<()> {
         let h = handle_of(handle)?;
-        let l = h.listening.as_ref().ok_or_else(|| {
-            to_py(Error::invalid("this consumer or reader has no listener"))
-        })?;
+        let l = h
+            .listening
+            .as_ref()
+            .ok_or_else(|| to_py(Error::invalid("this consumer or reader has no listener")))?;
         l.lane
             .set(self.notify.clone())
             .map_err(|_| to_py(Error::invalid("this consumer or reader is already served")))
