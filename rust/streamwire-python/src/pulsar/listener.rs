@@ -251,7 +251,7 @@ where
         if let Some(pool) = self.pool {
             if let Err(e) = pool.bind(py).call_method1("adopt", (b.clone(),)) {
                 // Not served, so not kept open: its messages go back to the broker.
-                let _ = b.call_method0("close");
+                let _ = b.as_any().call_method0("close");
                 return Err(e);
             }
         }
