@@ -11,7 +11,9 @@ the time from subscribe to the N-th distinct message. Rows, alternating within e
   listener should stay close to);
 - official ``receive()`` + ``acknowledge`` loop.
 
-Both listeners do the same work per message (mark the payload's index seen, acknowledge);
+Besides the rate, each row reports the client process's CPU time per message (all its threads,
+``getrusage``; the broker is another process), which a busy shared machine disturbs less than
+wall time. Both listeners do the same work per message (mark the payload's index seen, acknowledge);
 pulsar-lite sometimes dispatches an entry twice to a fast consumer, so a run counts distinct
 messages and prints the duplicates it saw.
 
@@ -21,6 +23,7 @@ Usage: .venv/bin/python benches/listener_bench.py [N] [--rounds R]   (defaults 2
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import sys
 import threading
@@ -55,6 +58,12 @@ class Tally:
             self.distinct += 1
             if self.distinct == self.n:
                 self.done.set()
+
+
+def cpu_seconds() -> float:
+    """This process's CPU time so far, every thread."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def produce(url: str, topic: str, n: int) -> None:
@@ -166,21 +175,39 @@ def main() -> None:
         topic = f"persistent://public/default/listen-{uuid.uuid4().hex}"
         produce(url, topic, n)
         rates: dict[str, list[float]] = {name: [] for name, _ in ROWS}
+        cpus: dict[str, list[float]] = {name: [] for name, _ in ROWS}
         for r in range(rounds):
             for name, run in ROWS:
+                before = cpu_seconds()
                 rate, dups = run(url, topic, n)
+                us = (cpu_seconds() - before) / n * 1e6
                 rates[name].append(rate)
-                print(f"round {r + 1}: {name}: {rate:,.0f} msg/s ({dups} duplicates)", flush=True)
+                cpus[name].append(us)
+                print(
+                    f"round {r + 1}: {name}: {rate:,.0f} msg/s, {us:.2f} us CPU/msg "
+                    f"({dups} duplicates)",
+                    flush=True,
+                )
         med = {name: statistics.median(v) for name, v in rates.items()}
+        cpu = {name: statistics.median(v) for name, v in cpus.items()}
         print(f"\nmedians of {rounds} rounds, {n:,} x {SIZE} B, pulsar-lite:")
-        print("| workload | streamwire | official | ours / theirs |")
-        print("|---|---:|---:|---:|")
+        print("| workload | unit | streamwire | official | ours / theirs |")
+        print("|---|---|---:|---:|---:|")
         for what in ("message_listener", "receive loop"):
             ours, theirs = med[f"ours {what}"], med[f"official {what}"]
-            print(f"| {what} + acknowledge | {ours:,.0f} | {theirs:,.0f} | {ours / theirs:.2f}x |")
+            print(
+                f"| {what} + acknowledge | msg/s | {ours:,.0f} | {theirs:,.0f} | "
+                f"{ours / theirs:.2f}x |"
+            )
+            ours, theirs = cpu[f"ours {what}"], cpu[f"official {what}"]
+            print(
+                f"| {what} + acknowledge | client CPU us/msg (lower is better) | {ours:.2f} | "
+                f"{theirs:.2f} | {ours / theirs:.2f} |"
+            )
         print(
-            f"ours: listener / receive loop = "
-            f"{med['ours message_listener'] / med['ours receive loop']:.2f}"
+            f"ours, listener vs receive loop: rate "
+            f"{med['ours message_listener'] / med['ours receive loop']:.2f}x, CPU/msg "
+            f"{cpu['ours message_listener'] / cpu['ours receive loop']:.2f}x"
         )
     finally:
         broker.close()
