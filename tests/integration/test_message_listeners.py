@@ -28,13 +28,22 @@ def fresh_topic() -> str:
     return f"persistent://public/default/l-{uuid.uuid4().hex}"
 
 
+def firsts(got: list[bytes]) -> list[bytes]:
+    """Each payload once, in the order it first came. pulsar-lite may dispatch an entry a
+    second time (docs/reliability.md, "pulsar-lite and flow permits"); a copy always comes
+    after the original, so this is the order the broker first delivered in."""
+    return list(dict.fromkeys(got))
+
+
 class Collector:
-    """A listener recording (thread, payload) per call; ``acks`` acknowledges each message."""
+    """A listener recording (thread, payload) per call; ``acks`` acknowledges each message.
+    Done when ``expected`` distinct payloads came."""
 
     def __init__(self, expected: int, *, acks: bool = True) -> None:
         self.expected = expected
         self.acks = acks
         self.got: list[bytes] = []
+        self.distinct: set[bytes] = set()
         self.threads: set[int] = set()
         self.done = threading.Event()
         self.lock = threading.Lock()
@@ -42,15 +51,21 @@ class Collector:
     def __call__(self, consumer: Any, msg: streamwire.Message) -> None:
         with self.lock:
             self.got.append(msg.data())
+            self.distinct.add(msg.data())
             self.threads.add(threading.get_ident())
-            if len(self.got) >= self.expected:
+            if len(self.distinct) >= self.expected:
                 self.done.set()
         if self.acks:
             consumer.acknowledge(msg)
 
+    @property
+    def duplicates(self) -> int:
+        return len(self.got) - len(self.distinct)
+
     def wait(self, timeout: float = 30.0) -> list[bytes]:
-        assert self.done.wait(timeout), f"got {len(self.got)} of {self.expected} messages"
-        return self.got
+        """The payloads in the order they first came (see :func:`firsts`)."""
+        assert self.done.wait(timeout), f"got {len(self.distinct)} of {self.expected} messages"
+        return firsts(self.got)
 
 
 def listener_threads() -> list[threading.Thread]:
@@ -65,7 +80,7 @@ def eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
 
 
 def test_order_and_acks_leave_no_backlog(
-    broker: Any, official_pulsar: ModuleType, unique_topic: str
+    broker: Any, broker_kind: str, official_pulsar: ModuleType, unique_topic: str
 ) -> None:
     """Every message reaches the listener once, in order, on a listener thread (not the
     caller's); the listener's acks stick: subscribing again finds nothing."""
@@ -77,6 +92,8 @@ def test_order_and_acks_leave_no_backlog(
             unique_topic, "s", initial_position="earliest", message_listener=seen
         )
         assert seen.wait() == data
+        if broker_kind == "apache":
+            assert seen.got == data, "every message exactly once"
         assert len(seen.threads) == 1
         assert threading.get_ident() not in seen.threads
         assert consumer.metrics()["listener_errors"] == 0
@@ -98,7 +115,7 @@ def test_messages_sent_after_subscribe_reach_the_listener(
             data = payloads(10, f"r{round_}")
             produce(official_pulsar, broker.service_url, unique_topic, data)
             want = 10 * (round_ + 1)
-            eventually(lambda want=want: len(seen.got) == want)  # type: ignore[misc]
+            eventually(lambda want=want: len(seen.distinct) == want)  # type: ignore[misc]
             time.sleep(0.2)  # idle between rounds
         assert seen.wait() == payloads(10, "r0") + payloads(10, "r1") + payloads(10, "r2")
 
@@ -142,6 +159,7 @@ def test_one_thread_serves_many_consumers(lite_broker: Any, official_pulsar: Mod
 
 def test_exception_is_logged_counted_and_not_acked(
     broker: Any,
+    broker_kind: str,
     official_pulsar: ModuleType,
     unique_topic: str,
     caplog: pytest.LogCaptureFixture,
@@ -155,7 +173,7 @@ def test_exception_is_logged_counted_and_not_acked(
 
     def listener(consumer: streamwire.Consumer, msg: streamwire.Message) -> None:
         got.append(msg.data())
-        if len(got) == len(data):
+        if len(set(got)) == len(data):
             done.set()
         if msg.data() == data[2]:
             raise ValueError("boom on the third")
@@ -167,12 +185,15 @@ def test_exception_is_logged_counted_and_not_acked(
             unique_topic, "s", initial_position="earliest", message_listener=listener
         )
         assert done.wait(30)
-        assert got == data
-        assert consumer.metrics()["listener_errors"] == 1
-        assert consumer.stats()["listener_errors"] == 1
+        assert firsts(got) == data
+        if broker_kind == "apache":
+            assert got == data
+        raised = got.count(data[2])  # more than 1 only for a pulsar-lite re-dispatch
+        assert consumer.metrics()["listener_errors"] == raised
+        assert consumer.stats()["listener_errors"] == raised
         consumer.close()
         records = [r for r in caplog.records if r.name == "streamwire" and r.exc_info]
-        assert len(records) == 1
+        assert len(records) == raised
         assert "boom on the third" in caplog.text
         assert "Traceback" in caplog.text
         exc_info = records[0].exc_info
@@ -214,17 +235,19 @@ def test_pause_and_resume(broker: Any, official_pulsar: ModuleType, unique_topic
         queued = consumer.stats()["queued"]
         assert 0 < queued <= 20, queued
         consumer.resume_message_listener()
-        eventually(lambda: len(got) == len(data), timeout=30)
-        assert got == data
+        eventually(lambda: len(set(got)) == len(data), timeout=30)
+        assert firsts(got) == data
         # Pause and resume from another thread while messages flow.
         more = payloads(200, "more")
         consumer.pause_message_listener()
         produce(official_pulsar, broker.service_url, unique_topic, more, batching=True)
         time.sleep(0.5)
-        assert len(got) == len(data)
+        before = len(got)
+        time.sleep(0.5)
+        assert len(got) == before, "no listener call while paused"
         consumer.resume_message_listener()
-        eventually(lambda: len(got) == len(data) + len(more), timeout=30)
-        assert got == data + more
+        eventually(lambda: len(set(got)) == len(data) + len(more), timeout=30)
+        assert firsts(got) == data + more
 
 
 def test_close_during_a_callback(lite_broker: Any, official_pulsar: ModuleType) -> None:
@@ -359,10 +382,10 @@ def test_official_consumer_reads_what_our_listener_left(
     theirs = official_pulsar.Client(lite_broker.service_url)
     try:
         c = theirs.subscribe(topic, "s")
-        left = []
-        for _ in range(10):
+        left: set[bytes] = set()
+        while len(left) < 10:
             m = c.receive(timeout_millis=10_000)
-            left.append(m.data())
+            left.add(m.data())
             c.acknowledge(m)
         assert sorted(left) == data[1::2]
     finally:
