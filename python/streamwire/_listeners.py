@@ -34,6 +34,7 @@ import atexit
 import logging
 import os
 import threading
+import time
 import weakref
 from collections import deque
 from collections.abc import Callable
@@ -116,26 +117,36 @@ class _Lane:
 
     def _run(self) -> None:
         while not self.stopping:
-            with self.lock:
-                members = list(self.members)
-            runnable = []
-            for m in members:
-                state = m.handle._listener_state
-                if state == _CLOSED:
-                    self._drop(m)
-                elif state == _SERVE:
-                    runnable.append(m)
-            # Messages already taken are handed over before waiting for more.
-            ready = [m for m in runnable if m.held]
-            if not ready:
-                picked = self.native.wait([m.handle for m in runnable])
-                ready = [runnable[i] for i in picked]
-            for m in ready:
-                if self.stopping:
-                    break
-                self._serve(m)
+            try:
+                self._turn()
+            except Exception:
+                # Not a listener's exception (those are caught per call): the engine refused a
+                # wait. Logged, and retried after a pause rather than ending the thread.
+                _log.exception("listener thread %s: unexpected error", self.thread.name)
+                time.sleep(0.1)
         with self.lock:
             self.members.clear()
+
+    def _turn(self) -> None:
+        """Wait for this lane's consumers, then serve the ready ones once."""
+        with self.lock:
+            members = list(self.members)
+        runnable = []
+        for m in members:
+            state = m.handle._listener_state
+            if state == _CLOSED:
+                self._drop(m)
+            elif state == _SERVE:
+                runnable.append(m)
+        # Messages already taken are handed over before waiting for more.
+        ready = [m for m in runnable if m.held]
+        if not ready:
+            picked = self.native.wait([m.handle for m in runnable])
+            ready = [runnable[i] for i in picked]
+        for m in ready:
+            if self.stopping:
+                break
+            self._serve(m)
 
     def _serve(self, m: _Member) -> None:
         """Hand up to ``TURN`` of ``m``'s messages to its listener."""
