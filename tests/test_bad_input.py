@@ -88,6 +88,42 @@ CASES: list[Case] = [
     ),
     Case("Client()", "no host (pulsar://)", CFG, lambda c: streamwire.Client("pulsar://")),
     Case(
+        "AutoClusterFailover()",
+        "no secondary ([])",
+        CFG,
+        lambda c: streamwire.AutoClusterFailover(c.url, []),
+    ),
+    Case(
+        "AutoClusterFailover()",
+        "secondary a str, not a list",
+        TYP,
+        lambda c: streamwire.AutoClusterFailover(c.url, c.url),  # type: ignore[arg-type]
+    ),
+    Case(
+        "AutoClusterFailover()",
+        "failover_threshold=0",
+        CFG,
+        lambda c: streamwire.AutoClusterFailover(c.url, [c.url], failover_threshold=0),
+    ),
+    Case(
+        "AutoClusterFailover()",
+        "switch_back_threshold=-1",
+        CFG,
+        lambda c: streamwire.AutoClusterFailover(c.url, [c.url], switch_back_threshold=-1),
+    ),
+    Case(
+        "AutoClusterFailover()",
+        "check_interval=0",
+        CFG,
+        lambda c: streamwire.AutoClusterFailover(c.url, [c.url], check_interval=0),
+    ),
+    Case(
+        "Client()",
+        "AutoClusterFailover with a bad secondary URL (kafka://)",
+        CFG,
+        lambda c: streamwire.Client(streamwire.AutoClusterFailover(c.url, ["kafka://x:1"])),
+    ),
+    Case(
         "Client()",
         "operation_timeout=-1",
         CFG,
@@ -385,6 +421,12 @@ CASES: list[Case] = [
     ),
     Case("Producer.send_many()", "not a sequence (5)", TYP, lambda c: c.producer.send_many(5)),
     Case("Producer.send_many()", "element not bytes", TYP, lambda c: c.producer.send_many([1])),
+    Case(
+        "Producer.send_many()",
+        "an Arrow column of integers (a polars Series, via the PyCapsule interface)",
+        TYP,
+        lambda c: c.producer.send_many(__import__("polars").Series([1, 2])),
+    ),
     Case(
         "Producer.send_many()",
         "keys longer than values",

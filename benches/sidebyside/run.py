@@ -1,7 +1,8 @@
 """Run side-by-side benchmarks: ours (streamwire) vs theirs (official pulsar-client).
 
     python benches/sidebyside/run.py [--rounds N] [--workload NAME ...]
-                                     [--broker lite|apache|pulsar://HOST:PORT] [--rust]
+                                     [--broker lite|apache|proxy|cluster|pulsar://HOST:PORT]
+                                     [--rust]
     python -m benches.sidebyside.run ...            (same thing, from the repository root)
 
 Both implementations run the same workload against the same broker in the same process, in
@@ -74,7 +75,21 @@ def broker_url(spec: str) -> Iterator[str]:
         with ApachePulsar() as apache:
             yield apache.service_url
         return
-    raise SystemExit(f"--broker must be lite, apache or a pulsar:// URL, not {spec!r}")
+    if spec in ("proxy", "cluster"):
+        # The two-broker Apache cluster: through its Pulsar proxy, or directly with both
+        # brokers in the service URL (lookups answered by whichever broker is asked).
+        from tests.peers.apache_cluster import ApacheCluster
+
+        with ApacheCluster() as cluster:
+            if spec == "proxy":
+                yield cluster.proxy_url
+            else:
+                hosts = ",".join(f"127.0.0.1:{b.internal_port}" for b in cluster.brokers)
+                yield f"pulsar://{hosts}"
+        return
+    raise SystemExit(
+        f"--broker must be lite, apache, proxy, cluster or a pulsar:// URL, not {spec!r}"
+    )
 
 
 def run_workload(wl: Workload, url: str, rounds: int, iterations: int | None) -> dict[str, Any]:
@@ -181,7 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--workload", nargs="+", choices=sorted(WORKLOADS), default=None, help="default: all"
     )
-    parser.add_argument("--broker", default="lite", help="lite | apache | pulsar://HOST:PORT")
+    parser.add_argument(
+        "--broker", default="lite", help="lite | apache | proxy | cluster | pulsar://HOST:PORT"
+    )
     parser.add_argument("--rust", action="store_true", help="also run the criterion codec bench")
     parser.add_argument("--rust-timeout", type=float, default=1800.0)
     parser.add_argument("--list", action="store_true", help="list workloads and exit")

@@ -19,6 +19,7 @@ from streamwire import (
     metrics,
 )
 from streamwire._native import (
+    AutoClusterFailover,
     Client,
     Consumer,
     Lookup,
@@ -73,6 +74,7 @@ __all__ = [
     "AuthTls",
     "AuthenticationError",
     "AuthorizationError",
+    "AutoClusterFailover",
     "ChecksumError",
     "Client",
     "ConfigError",

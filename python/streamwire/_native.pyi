@@ -18,10 +18,32 @@ def _metrics_snapshot() -> list[dict[str, Any]]: ...
 def _metrics_prometheus_text() -> str: ...
 
 @final
+class AutoClusterFailover:
+    def __new__(
+        cls,
+        primary: str,
+        secondary: list[str],
+        *,
+        check_interval: float = 5.0,
+        failover_threshold: int = 1,
+        switch_back_threshold: int = 1,
+    ) -> AutoClusterFailover: ...
+    @property
+    def primary(self) -> str: ...
+    @property
+    def secondary(self) -> list[str]: ...
+    @property
+    def check_interval(self) -> float: ...
+    @property
+    def failover_threshold(self) -> int: ...
+    @property
+    def switch_back_threshold(self) -> int: ...
+
+@final
 class Client:
     def __new__(
         cls,
-        service_url: str,
+        service_url: Union[str, AutoClusterFailover],
         *,
         operation_timeout: float = 30.0,
         connection_timeout: float = 10.0,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import streamwire
-from streamwire import InvalidArgumentError, SchemaError
+from streamwire import ConfigError, InvalidArgumentError, SchemaError
 
 from tests.bad_runner import BadCase
 
@@ -99,6 +99,12 @@ def _send(**columns: Any) -> Callable[[SparkCtx], object]:
 
 
 SPARK_SCHEMA_CASES: list[SparkCase] = [
+    SparkCase(
+        "write: pulsar.client.* option",
+        "one the source does not take (statsIntervalSeconds)",
+        ConfigError,
+        _write("value binary", **{"pulsar.client.statsIntervalSeconds": "60"}),
+    ),
     SparkCase("read: valueSchema", "not JSON", SchemaError, _read("topic", valueSchema="{nope")),
     SparkCase(
         "read: valueSchema",

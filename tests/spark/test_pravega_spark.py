@@ -12,7 +12,7 @@ from typing import Any
 
 from streamwire import pravega as pv
 
-from tests.spark.helpers import available_now
+from tests.spark.helpers import available_now, copy_stream
 
 
 def fresh(url: str, segments: int) -> tuple[str, str]:
@@ -208,3 +208,22 @@ def test_streaming_reads_several_streams(spark: Any, pravega: Any, tmp_path: Pat
     df = spark.read.format("streamwire").option("service_url", url)
     df = df.option("streams", options["streams"]).load()
     assert df.count() == 450
+
+
+def test_streaming_write_copies_a_stream_and_resumes(
+    spark: Any, pravega: Any, tmp_path: Path
+) -> None:
+    """``writeStream.format("streamwire")`` to Pravega: a stream read from one Pravega stream
+    is written to another, micro-batch by micro-batch (with a routing key column); a second
+    run resumes from the checkpoint and writes only what was added."""
+    url = pravega.controller_url
+    (scope, source), (sink_scope, sink) = fresh(url, 2), fresh(url, 1)
+    opts = {"service_url": url, "scope": scope, "stream": source, "startingOffsets": "earliest"}
+    to = {"service_url": url, "scope": sink_scope, "stream": sink}
+    cols = ("value", "cast(segment as string) as routing_key")
+    write(url, scope, source, [b"a%d" % i for i in range(300)])
+    copy_stream(spark, opts, to, tmp_path / "ckpt", cols)
+    write(url, scope, source, [b"b%d" % i for i in range(200)])
+    copy_stream(spark, opts, to, tmp_path / "ckpt", cols)
+    got = sorted(bytes(r.value) for r in _reader(spark, url, sink_scope, sink).load().collect())
+    assert got == sorted([b"a%d" % i for i in range(300)] + [b"b%d" % i for i in range(200)])

@@ -12,7 +12,7 @@ from typing import Any
 
 from streamwire import tank
 
-from tests.spark.helpers import available_now
+from tests.spark.helpers import available_now, copy_stream
 
 
 def fresh(url: str, partitions: int) -> str:
@@ -89,3 +89,25 @@ def test_streaming_restarts_from_the_checkpoint(
     for p in (0, 1):
         assert sorted(r.seq for r in rows if r.partition == p) == list(range(1, 251))
     assert {r.v for r in rows} == {f"a{i}" for i in range(300)} | {f"b{i}" for i in range(200)}
+
+
+def test_streaming_write_copies_a_topic_and_resumes(
+    spark: Any, tank_broker: Any, tmp_path: Path
+) -> None:
+    """``writeStream.format("streamwire")`` to TANK: a stream read from one topic is written
+    to another, micro-batch by micro-batch; a second run resumes from the checkpoint and
+    writes only what was added (every event once)."""
+    url = tank_broker.url
+    source, sink = fresh(url, 2), fresh(url, 1)
+    opts = {"service_url": url, "topic": source, "startingOffsets": "earliest"}
+    to = {"service_url": url, "topic": sink}
+    produce(url, source, [b"a%d" % i for i in range(300)], 2)
+    q = copy_stream(
+        spark, {**opts, "maxRecordsPerTrigger": "100"}, to, tmp_path / "ckpt", ("value", "key")
+    )
+    assert sum(p["numInputRows"] for p in q.recentProgress) == 300
+    produce(url, source, [b"b%d" % i for i in range(200)], 2)
+    copy_stream(spark, opts, to, tmp_path / "ckpt", ("value", "key"))
+    back = spark.read.format("streamwire").option("service_url", url).option("topic", sink).load()
+    got = sorted(bytes(r.value) for r in back.collect())
+    assert got == sorted([b"a%d" % i for i in range(300)] + [b"b%d" % i for i in range(200)])

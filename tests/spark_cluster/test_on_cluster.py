@@ -1,6 +1,7 @@
 """``format("streamwire")`` and the executor helpers on a Spark standalone cluster: tasks run in
-two executor JVMs of their own (checked), against pulsar-lite and the suite's TANK broker.
-Every round trip is checked by count and an order-independent checksum computed in Spark."""
+two executor JVMs of their own (checked), against pulsar-lite, the suite's TANK broker and the
+multi-broker Apache cluster through its proxy. Every round trip is checked by count and an
+order-independent checksum computed in Spark."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import streamwire.spark as sws
 from pyspark.sql import functions as F
 from streamwire import tank
 
+from tests.cluster.helpers import all_running, read_all, spread_topic
+from tests.peers.apache_cluster import ApacheCluster
 from tests.peers.spark_cluster import SparkStandaloneCluster
 from tests.peers.util import listening_sockets
 from tests.spark.helpers import available_now, copy_stream
@@ -117,6 +120,32 @@ def test_batch_write_then_read_back(spark: Any, lite_broker: Any) -> None:
     assert back.rdd.getNumPartitions() == 2
     assert _checksum(back) == expected
     assert expected[0] == expected[1] == 20_000
+
+
+def test_executors_write_and_read_a_topic_on_both_brokers_through_the_proxy(
+    spark: Any, apache_cluster: ApacheCluster, tmp_path: Path
+) -> None:
+    """Both clusters together: the executors (two JVMs) write a partitioned topic whose
+    partitions live on both Pulsar brokers, reaching them only through the Pulsar proxy, then
+    read it back as a batch and as a stream; each partition is checked on the brokers."""
+    cluster = all_running(apache_cluster)
+    topic, owners = spread_topic(cluster, 4)
+    url = cluster.proxy_url
+    data = spark.range(8_000).select(
+        F.format_string("%012d", F.col("id")).cast("binary").alias("value"),
+        F.format_string("k%02d", F.col("id") % 16).alias("key"),
+    )
+    expected = _checksum(data.select("value"))
+    data.repartition(2).write.format("streamwire").option("service_url", url).option(
+        "topic", topic
+    ).mode("append").save()
+    per_partition = [len(read_all(cluster.service_url, f"{topic}-partition-{i}")) for i in range(4)]
+    assert all(per_partition) and sum(per_partition) == 8_000, (per_partition, owners)
+    assert _checksum(_read(spark, url, topic).select("value")) == expected
+    opts = {"service_url": url, "topic": topic, "startingOffsets": "earliest"}
+    out = tmp_path / "out"
+    available_now(spark, opts, out, tmp_path / "ckpt", ("value",), timeout=180)
+    assert _checksum(spark.read.parquet(str(out))) == expected
 
 
 def test_streaming_read_to_files(spark: Any, lite_broker: Any, tmp_path: Path) -> None:

@@ -118,17 +118,18 @@ class Client(_Closing):
     """A connection to a Pulsar cluster for coroutines.
 
     Args:
-        service_url: ``pulsar://host:port`` or ``pulsar+ssl://host:port``.
+        service_url: ``pulsar://host:port`` or ``pulsar+ssl://host:port``, or a
+            :class:`streamwire.AutoClusterFailover`.
         options: keyword options as for ``streamwire.Client`` (timeouts in seconds, auth,
             TLS, ``memory_limit``...).
     """
 
-    def __init__(self, service_url: str, **options: Any) -> None:
+    def __init__(self, service_url: str | _native.AutoClusterFailover, **options: Any) -> None:
         self._native: _native.Client = _native.Client(service_url, **options)
 
     @property
     def service_url(self) -> str:
-        """The service URL this client was created with."""
+        """The service URL in use (with ``AutoClusterFailover``: the cluster it is on now)."""
         return self._native.service_url
 
     async def create_producer(self, topic: str, **options: Any) -> Producer:

@@ -12,6 +12,7 @@ so that an option or a fix lands in one place for both.
 from __future__ import annotations
 
 import abc
+import logging
 import os
 import threading
 import time
@@ -22,6 +23,7 @@ from typing import Any, Generic, Optional, TypeVar
 from pyspark.sql.datasource import (
     DataSourceReader,
     DataSourceStreamReader,
+    DataSourceWriter,
     InputPartition,
     WriterCommitMessage,
 )
@@ -36,10 +38,19 @@ except ImportError:  # pragma: no cover - older Spark
         pass
 
 
+try:  # Spark 4.1+: micro-batches reach the writer as Arrow batches
+    from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
+except ImportError:  # pragma: no cover - older Spark
+    from pyspark.sql.datasource import (  # type: ignore[assignment]
+        DataSourceStreamWriter as _StreamWriterBase,
+    )
+
+
 __all__ = [
     "ClientCache",
     "LogBatchReader",
     "LogStreamReader",
+    "LogStreamWriter",
     "LogWriteCommit",
     "Patience",
     "ReadKnobs",
@@ -47,6 +58,8 @@ __all__ = [
     "service_of",
     "write_batches",
 ]
+
+log = logging.getLogger("streamwire.spark")
 
 K = TypeVar("K", bound=Hashable)
 C = TypeVar("C")
@@ -151,6 +164,28 @@ def write_batches(batches: Iterable[Any], who: str, send: Callable[[Any], None])
         send(batch)
         rows += batch.num_rows
     return rows
+
+
+class LogStreamWriter(_StreamWriterBase):
+    """A streaming sink (``writeStream.format("streamwire")``) for TANK and Pravega: each task
+    of a micro-batch writes its rows with the protocol's batch writer, which returns only once
+    the broker acknowledged (TANK) or the segment store holds (Pravega) every one of them, so
+    the micro-batch commits only when all of it is stored. At least once: a task retried by
+    Spark, or a micro-batch run again after a failure, writes its rows again."""
+
+    def __init__(self, batch_writer: DataSourceWriter, who: str) -> None:
+        self.batch_writer = batch_writer
+        self.who = who
+
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+        return self.batch_writer.write(iterator)
+
+    def commit(self, messages: list[Optional[WriterCommitMessage]], batchId: int) -> None:
+        rows = sum(m.rows for m in messages if isinstance(m, LogWriteCommit))
+        log.info("streamwire (%s): micro-batch %d wrote %d events", self.who, batchId, rows)
+
+    def abort(self, messages: list[Optional[WriterCommitMessage]], batchId: int) -> None:
+        log.warning("streamwire (%s): micro-batch %d aborted (at least once)", self.who, batchId)
 
 
 class LogBatchReader(DataSourceReader):

@@ -72,15 +72,25 @@ class ClientConfig:
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ClientConfig:
         """Build from Data Source options (Scala connector names accepted too)."""
-        url = get_option(options, "service_url", "service.url", "serviceUrl")
+        url = get_option(
+            options, "service_url", "service.url", "serviceUrl", "pulsar.client.serviceUrl"
+        )
         if not url:
             raise ValueError(
                 "streamwire: option 'service_url' (or 'service.url') is required, "
                 "e.g. .option('service_url', 'pulsar://127.0.0.1:6650')"
             )
+        _check_client_passthrough(options)
         op_timeout = get_option(options, "operationTimeout", "operation_timeout")
         conn_timeout = get_option(options, "connectionTimeout", "connection_timeout")
-        io_threads = get_option(options, "ioThreads", "io_threads")
+        # The Scala connector's pass-through names are milliseconds, always.
+        op_ms = get_option(options, "pulsar.client.operationTimeoutMs")
+        conn_ms = get_option(options, "pulsar.client.connectionTimeoutMs")
+        if op_timeout is None and op_ms is not None:
+            op_timeout = float(op_ms) / 1000.0
+        if conn_timeout is None and conn_ms is not None:
+            conn_timeout = float(conn_ms) / 1000.0
+        io_threads = get_option(options, "ioThreads", "io_threads", "pulsar.client.numIoThreads")
         token = get_option(options, "authToken", "auth_token")
         oauth2 = get_option(options, "authOauth2", "auth_oauth2")
         # The Scala connector names a plug-in class and its parameters: OAuth2's parameters are
@@ -110,8 +120,10 @@ class ClientConfig:
                 "tls_trust_certs_file",
                 "pulsar.client.tlsTrustCertsFilePath",
             ),
-            tls_cert_file=path("tlsCertFilePath", "tls_cert_file"),
-            tls_key_file=path("tlsKeyFilePath", "tls_key_file"),
+            tls_cert_file=path(
+                "tlsCertFilePath", "tls_cert_file", "pulsar.client.tlsCertificateFilePath"
+            ),
+            tls_key_file=path("tlsKeyFilePath", "tls_key_file", "pulsar.client.tlsKeyFilePath"),
             auth_oauth2=str(oauth2) if oauth2 is not None else None,
             listener_name=path("listenerName", "listener_name", "pulsar.client.listenerName"),
         )
@@ -143,6 +155,45 @@ class ClientConfig:
             if value is not None:
                 kwargs[name] = value
         return cast("ClientLike", streamwire.Client(self.service_url, **kwargs))
+
+
+#: The Scala connector's ``pulsar.client.*`` pass-through options this source maps (to the
+#: option named in the docs' connection table), by lower-cased name.
+CLIENT_PASSTHROUGH = (
+    "serviceUrl",
+    "authPluginClassName",
+    "authParams",
+    "operationTimeoutMs",
+    "connectionTimeoutMs",
+    "numIoThreads",
+    "tlsTrustCertsFilePath",
+    "tlsCertificateFilePath",
+    "tlsKeyFilePath",
+    "listenerName",
+)
+
+
+def _check_client_passthrough(options: Mapping[str, str]) -> None:
+    """A ``pulsar.client.*`` option this source does not map fails the query at once: the
+    Scala connector hands them all to its client, and quietly ignoring one (a TLS or auth
+    setting above all) would run the job with other settings than its author meant."""
+    known = {f"pulsar.client.{n}".lower() for n in CLIENT_PASSTHROUGH}
+    for key in options:
+        k = str(key).lower()
+        if k.startswith("pulsar.client.") and k not in known:
+            from streamwire.exceptions import ConfigError
+
+            raise ConfigError(
+                f"streamwire: option {key!r} is not supported; the pulsar.client.* options "
+                f"taken are {', '.join(CLIENT_PASSTHROUGH)} (see the options reference for "
+                "their streamwire names)"
+            )
+    if get_option(options, "pulsar.client.serviceUrl") is not None:
+        url = get_option(options, "service_url", "service.url", "serviceUrl")
+        if url is not None and url != get_option(options, "pulsar.client.serviceUrl"):
+            from streamwire.exceptions import ConfigError
+
+            raise ConfigError("streamwire: service_url and pulsar.client.serviceUrl differ")
 
 
 def _seconds(value: Any, default: float) -> float:

@@ -329,13 +329,17 @@ class StreamwireDataSource(DataSource):
         options = dict(self.options)
         return StreamwireStreamReader(options, read_options=_pulsar_read_options(options, schema))
 
-    def streamWriter(self, schema: Any, overwrite: bool) -> StreamwireStreamWriter:
-        if _is_tank(self.options) or _is_pravega(self.options):
-            raise ValueError(
-                "streamwire: streaming writes to TANK and Pravega are not offered; write each "
-                "micro-batch with foreachBatch("
-                "lambda df, _: df.write.format('streamwire')...save())"
-            )
+    def streamWriter(self, schema: Any, overwrite: bool) -> _StreamWriterBase:
+        if _is_tank(self.options):
+            from streamwire.spark._log_source import LogStreamWriter
+            from streamwire.spark.tank_source import TankWriter
+
+            return LogStreamWriter(TankWriter(dict(self.options)), "TANK")
+        if _is_pravega(self.options):
+            from streamwire.spark._log_source import LogStreamWriter
+            from streamwire.spark.pravega_source import PravegaWriter
+
+            return LogStreamWriter(PravegaWriter(dict(self.options)), "Pravega")
         return StreamwireStreamWriter(dict(self.options), schema)
 
 

@@ -9,10 +9,17 @@
 //! URL makes lookups, partition counts and namespace listings REST calls ([`http_lookup`]);
 //! producers and consumers still speak the binary protocol to the owner it names.
 //!
+//! With automatic cluster failover ([`PulsarClient::with_failover`]) the service URL in use
+//! can change: a task probes every cluster's URL and, when [`failover`] says so, swaps the
+//! URL and closes every connection, so producers and consumers reconnect (and look their
+//! topics up again) on the other cluster.
+//!
 //! [`http_lookup`]: crate::http_lookup
+//! [`failover`]: crate::failover
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock, Weak};
+use std::time::Duration;
 use streamwire_core::log::{event, Level};
 
 use streamwire_core::error::{Error, ErrorKind, Result};
@@ -20,6 +27,7 @@ use streamwire_core::metrics::{self, EntityMetrics, Kind, Labels, C};
 
 use crate::connection::pool::ConnectionPool;
 use crate::connection::{Connection, ConnectionConfig, TlsConnector, TlsOptions};
+use crate::failover::{FailoverPolicy, FailoverState};
 use crate::http_lookup::{parse_http_service, HttpService};
 use crate::protocol::{commands, pb};
 use crate::server_error::server_error;
@@ -36,10 +44,50 @@ pub struct TopicOwner {
     pub physical: BrokerAddr,
 }
 
-struct Inner {
+/// One service URL, parsed.
+struct Endpoint {
+    url: String,
     service: ServiceUrl,
     /// Set for an `http(s)://` service URL (then `service` has no hosts).
     http: Option<HttpService>,
+}
+
+impl Endpoint {
+    fn parse(url: &str) -> Result<Endpoint> {
+        let http = parse_http_service(url)?;
+        let service = match &http {
+            Some(_) => ServiceUrl { hosts: Vec::new() },
+            None => ServiceUrl::parse(url)?,
+        };
+        Ok(Endpoint {
+            url: url.to_owned(),
+            service,
+            http,
+        })
+    }
+
+    fn wants_tls(&self) -> bool {
+        self.http
+            .as_ref()
+            .is_some_and(|h| h.hosts.iter().any(|h| h.tls))
+            || self.service.hosts.iter().any(|h| h.tls)
+    }
+
+    /// Where a reachability probe dials.
+    fn hosts(&self) -> &[BrokerAddr] {
+        match &self.http {
+            Some(h) => &h.hosts,
+            None => &self.service.hosts,
+        }
+    }
+}
+
+struct Inner {
+    /// The service URL in use (replaced by a cluster failover).
+    endpoint: RwLock<Arc<Endpoint>>,
+    /// Cluster failovers so far: message ids of one cluster mean nothing on another, so a
+    /// consumer that finds this changed forgets the ids it holds.
+    epoch: AtomicU64,
     pool: ConnectionPool,
     /// Round-robin over the service URL's hosts, moving on when one fails.
     next_host: AtomicUsize,
@@ -53,14 +101,35 @@ pub struct PulsarClient {
 }
 
 impl PulsarClient {
-    pub fn new(service_url: &str, mut config: ConnectionConfig) -> Result<PulsarClient> {
-        let http = parse_http_service(service_url)?;
-        let service = match &http {
-            Some(_) => ServiceUrl { hosts: Vec::new() },
-            None => ServiceUrl::parse(service_url)?,
-        };
-        let https = http.as_ref().is_some_and(|h| h.hosts.iter().any(|h| h.tls));
-        if config.tls.is_none() && (https || service.hosts.iter().any(|h| h.tls)) {
+    pub fn new(service_url: &str, config: ConnectionConfig) -> Result<PulsarClient> {
+        PulsarClient::build(vec![Arc::new(Endpoint::parse(service_url)?)], config)
+    }
+
+    /// A client that starts on `urls[0]` (the primary) and moves between the clusters of
+    /// `urls` as `policy` says (see [`crate::failover`]). Every URL is checked now.
+    pub fn with_failover(
+        urls: &[String],
+        policy: FailoverPolicy,
+        config: ConnectionConfig,
+    ) -> Result<PulsarClient> {
+        if urls.len() < 2 {
+            return Err(Error::new(
+                ErrorKind::Config,
+                "cluster failover needs a primary and at least one secondary service URL",
+            ));
+        }
+        let endpoints = urls
+            .iter()
+            .map(|u| Endpoint::parse(u).map(Arc::new))
+            .collect::<Result<Vec<_>>>()?;
+        let client = PulsarClient::build(endpoints.clone(), config)?;
+        let handle = streamwire_core::runtime::handle()?;
+        handle.spawn(monitor(Arc::downgrade(&client.inner), endpoints, policy));
+        Ok(client)
+    }
+
+    fn build(endpoints: Vec<Arc<Endpoint>>, mut config: ConnectionConfig) -> Result<PulsarClient> {
+        if config.tls.is_none() && endpoints.iter().any(|e| e.wants_tls()) {
             // System roots, full verification; built once instead of per connection.
             config.tls = Some(TlsConnector::new(&TlsOptions::default())?);
         }
@@ -73,13 +142,33 @@ impl PulsarClient {
         });
         Ok(PulsarClient {
             inner: Arc::new(Inner {
-                service,
-                http,
+                endpoint: RwLock::new(Arc::clone(&endpoints[0])),
+                epoch: AtomicU64::new(0),
                 pool: ConnectionPool::new(config, Arc::clone(&metrics)),
                 next_host: AtomicUsize::new(0),
                 metrics,
             }),
         })
+    }
+
+    fn endpoint(&self) -> Arc<Endpoint> {
+        Arc::clone(
+            &self
+                .inner
+                .endpoint
+                .read()
+                .unwrap_or_else(|p| p.into_inner()),
+        )
+    }
+
+    /// How many cluster failovers this client has made (see [`crate::failover`]).
+    pub fn cluster_epoch(&self) -> u64 {
+        self.inner.epoch.load(Ordering::Acquire)
+    }
+
+    /// The service URL in use (it changes after a cluster failover).
+    pub fn service_url(&self) -> String {
+        self.endpoint().url.clone()
     }
 
     pub fn config(&self) -> &ConnectionConfig {
@@ -107,20 +196,22 @@ impl PulsarClient {
     }
 
     /// The REST side of an `http(s)://` service URL (None for `pulsar://`).
-    pub fn http_service(&self) -> Option<&HttpService> {
-        self.inner.http.as_ref()
+    pub fn http_service(&self) -> Option<HttpRef> {
+        let e = self.endpoint();
+        e.http.is_some().then_some(HttpRef(e))
     }
 
     /// A connection to one of the service URL's hosts, trying each once.
     pub async fn service_connection(&self) -> Result<Connection> {
-        if self.inner.http.is_some() {
+        let endpoint = self.endpoint();
+        if endpoint.http.is_some() {
             return Err(Error::new(
                 ErrorKind::NotSupported,
                 "this needs a pulsar:// or pulsar+ssl:// service URL (an http(s):// service \
                  URL only answers lookups)",
             ));
         }
-        let hosts = &self.inner.service.hosts;
+        let hosts = &endpoint.service.hosts;
         let start = self.inner.next_host.load(Ordering::Relaxed);
         let mut last_err = None;
         for i in 0..hosts.len() {
@@ -142,7 +233,7 @@ impl PulsarClient {
         let topic_str = topic.to_string();
         self.inner.metrics.add(C::Lookups, 1);
         let listener = self.config().listener_name.as_deref();
-        if let Some(http) = &self.inner.http {
+        if let Some(http) = self.http_service() {
             let owner = http
                 .lookup(self.config(), topic)
                 .await
@@ -206,7 +297,7 @@ impl PulsarClient {
     }
 
     fn pick_url(&self, resp: &pb::CommandLookupTopicResponse) -> Result<String> {
-        let want_tls = self.inner.service.hosts.first().is_some_and(|h| h.tls);
+        let want_tls = self.endpoint().service.hosts.first().is_some_and(|h| h.tls);
         let url = if want_tls {
             resp.broker_service_url_tls.clone()
         } else {
@@ -229,7 +320,7 @@ impl PulsarClient {
 
     /// Number of partitions of `topic` (0 for a non-partitioned topic).
     pub async fn partitions(&self, topic: &TopicName) -> Result<u32> {
-        if let Some(http) = &self.inner.http {
+        if let Some(http) = self.http_service() {
             return http.partitions(self.config(), topic).await;
         }
         let topic_str = topic.to_string();
@@ -260,6 +351,85 @@ impl PulsarClient {
 
     pub fn close(&self) {
         self.inner.pool.close_all();
+    }
+}
+
+/// The REST side of the service URL in use, held while a call uses it (a failover may
+/// replace the URL meanwhile).
+pub struct HttpRef(Arc<Endpoint>);
+
+impl std::ops::Deref for HttpRef {
+    type Target = HttpService;
+    fn deref(&self) -> &HttpService {
+        match &self.0.http {
+            Some(h) => h,
+            None => unreachable!("HttpRef is only made for an http(s) endpoint"),
+        }
+    }
+}
+
+impl Inner {
+    /// Move the client to `to`: new lookups go there, and every connection is closed so
+    /// producers and consumers reconnect through it.
+    fn switch_to(&self, to: Arc<Endpoint>) {
+        let from = {
+            let mut e = self.endpoint.write().unwrap_or_else(|p| p.into_inner());
+            let from = std::mem::replace(&mut *e, to.clone());
+            self.epoch.fetch_add(1, Ordering::AcqRel);
+            from
+        };
+        self.next_host.store(0, Ordering::Relaxed);
+        event(Level::Warning, "pulsar.failover", || {
+            (
+                format!("cluster failover: {} -> {}", from.url, to.url),
+                vec![("from", from.url.clone()), ("to", to.url.clone())],
+            )
+        });
+        self.pool.close_connections();
+    }
+}
+
+/// Whether one of `endpoint`'s hosts accepts a TCP connection within `timeout` (what the
+/// Java client's failover probes too: reachability, not health).
+async fn reachable(endpoint: &Endpoint, timeout: Duration) -> bool {
+    for h in endpoint.hosts() {
+        let dial = tokio::net::TcpStream::connect((h.host.as_str(), h.port));
+        if let Ok(Ok(_)) = tokio::time::timeout(timeout, dial).await {
+            return true;
+        }
+    }
+    false
+}
+
+/// The failover task of one client: probes every URL each `check_interval` and switches
+/// when the policy says so. Ends when the client is closed or dropped.
+async fn monitor(client: Weak<Inner>, endpoints: Vec<Arc<Endpoint>>, policy: FailoverPolicy) {
+    let mut state = FailoverState::new();
+    let mut tick = tokio::time::interval(policy.check_interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // A probe never takes longer than a round (a dead host that drops packets).
+    let timeout = policy.check_interval.max(Duration::from_millis(100));
+    loop {
+        tick.tick().await;
+        match client.upgrade() {
+            Some(c) if !c.pool.is_closed() => {}
+            _ => return,
+        }
+        let mut probes = tokio::task::JoinSet::new();
+        for (i, e) in endpoints.iter().enumerate() {
+            let e = Arc::clone(e);
+            probes.spawn(async move { (i, reachable(&e, timeout).await) });
+        }
+        let mut up = vec![false; endpoints.len()];
+        while let Some(Ok((i, ok))) = probes.join_next().await {
+            up[i] = ok;
+        }
+        if let Some(t) = state.observe(&up, &policy) {
+            match client.upgrade() {
+                Some(c) if !c.pool.is_closed() => c.switch_to(Arc::clone(&endpoints[t])),
+                _ => return,
+            }
+        }
     }
 }
 

@@ -17,6 +17,7 @@ pub mod client;
 pub mod connection;
 pub mod consumer;
 pub mod engine;
+pub mod failover;
 pub mod http_lookup;
 pub mod message_id;
 pub mod namespace;

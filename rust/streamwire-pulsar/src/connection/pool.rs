@@ -95,9 +95,15 @@ impl ConnectionPool {
             .count()
     }
 
-    /// Close every connection.
+    /// Close every connection; none is made afterwards.
     pub fn close_all(&self) {
         self.closed.store(true, Ordering::Release);
+        self.close_connections();
+    }
+
+    /// Close every open connection but stay usable: what a cluster failover does, so every
+    /// producer and consumer reconnects (through a fresh lookup) on the new cluster.
+    pub fn close_connections(&self) {
         let slots: Vec<_> = self
             .slots
             .lock()

@@ -60,6 +60,8 @@ pub(crate) struct Actor {
     /// cursor, so re-subscribe without a start message id (until something is delivered).
     pub resume_cursor: bool,
     pub consumer_name: String,
+    /// The client's cluster epoch this consumer's message ids belong to.
+    pub cluster_epoch: u64,
     /// Chunked messages being reassembled.
     pub chunks: ChunkAssembler,
 }
@@ -200,6 +202,23 @@ impl Actor {
         self.slot.app_notify.notify_waiters();
     }
 
+    /// The client moved to another cluster: the message ids held here are the old cluster's
+    /// and may name other messages there (both clusters' ledgers can start at the same ids),
+    /// so pending acknowledgements are dropped, nothing is skipped as "already acknowledged",
+    /// and a non-durable subscription starts again where it was configured to start (its
+    /// last position is a position on the old cluster). Durable subscriptions resume from
+    /// their cursor on the new cluster.
+    fn forget_cluster_ids(&mut self) {
+        self.slot.acks().reset_after_seek();
+        self.slot.recheck_acks.store(0, Ordering::Relaxed);
+        let partition = self.ctx.partition;
+        self.start = self.cfg.start.map(|mut f| {
+            f.id.partition = partition;
+            f
+        });
+        self.resume_cursor = false;
+    }
+
     /// Drop what the app has not taken yet; the broker sends it again after resubscribing.
     fn discard_queue(&mut self) {
         self.slot.queue.clear();
@@ -215,6 +234,11 @@ impl Actor {
     }
 
     async fn connect(&mut self) -> Result<Live> {
+        let epoch = self.client.cluster_epoch();
+        if epoch != self.cluster_epoch {
+            self.forget_cluster_ids();
+            self.cluster_epoch = epoch;
+        }
         let (conn, _) = self.client.connection_for(&self.slot.topic).await?;
         let id = conn.new_handler_id();
         let (tx, events) = mpsc::channel(EVENT_QUEUE);

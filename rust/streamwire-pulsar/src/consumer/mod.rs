@@ -350,6 +350,7 @@ impl Consumer {
                 start,
                 resume_cursor: false,
                 consumer_name: self.inner.consumer_name.clone(),
+                cluster_epoch: self.inner.client.cluster_epoch(),
                 chunks: chunks::ChunkAssembler::new(
                     cfg.max_pending_chunked_messages,
                     cfg.expire_incomplete_chunked,

@@ -1,9 +1,15 @@
 //! Column-shaped inputs for bulk sends: Python sequences or pyarrow arrays, read with one
 //! copy of the payload bytes for the whole call (never one allocation per message).
+//!
+//! Any other Arrow library's column (polars, nanoarrow, DuckDB...) is taken through the Arrow
+//! PyCapsule interface (`__arrow_c_array__` / `__arrow_c_stream__`): pyarrow imports it
+//! without copying, then it is read as a pyarrow column. View layouts (`binary_view`,
+//! `string_view`: what polars exports) are cast to the offsets layout first, one copy inside
+//! Arrow.
 
 use bytes::{Bytes, BytesMut};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use streamwire_core::error::Error;
 
@@ -22,8 +28,39 @@ fn bad(msg: String) -> PyErr {
     to_py(Error::invalid(msg))
 }
 
-/// Payloads and their null flags from a sequence of bytes-likes or a pyarrow array.
+/// An Arrow column of another library as a pyarrow array or chunked array, through the
+/// PyCapsule interface (None: not an Arrow exporter, or already pyarrow).
+fn from_capsule<'py>(values: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    // Lists and tuples first (the common input): no attribute probing for them.
+    if values.is_instance_of::<PyList>()
+        || values.is_instance_of::<PyTuple>()
+        || is_arrow(values)
+        || values.hasattr("chunks").unwrap_or(false)
+    {
+        return Ok(None);
+    }
+    let (make, what) = if values.hasattr("__arrow_c_stream__").unwrap_or(false) {
+        ("chunked_array", "__arrow_c_stream__")
+    } else if values.hasattr("__arrow_c_array__").unwrap_or(false) {
+        ("array", "__arrow_c_array__")
+    } else {
+        return Ok(None);
+    };
+    let pa = values.py().import("pyarrow").map_err(|_| {
+        to_py(Error::invalid(format!(
+            "this column is an Arrow column ({what}); reading it needs pyarrow \
+             (pip install pyarrow)"
+        )))
+    })?;
+    pa.call_method1(make, (values,)).map(Some)
+}
+
+/// Payloads and their null flags from a sequence of bytes-likes, a pyarrow array, or any
+/// Arrow column (the PyCapsule interface).
 pub fn payloads(values: &Bound<'_, PyAny>) -> PyResult<Vec<(Bytes, bool)>> {
+    if let Some(arrow) = from_capsule(values)? {
+        return payloads(&arrow);
+    }
     if values.hasattr("chunks").unwrap_or(false) && !is_arrow(values) {
         // pyarrow.ChunkedArray: concatenate the chunks' payloads.
         let mut out = Vec::new();
@@ -84,6 +121,14 @@ pub fn payloads(values: &Bound<'_, PyAny>) -> PyResult<Vec<(Bytes, bool)>> {
 
 fn arrow_payloads(arr: &Bound<'_, PyAny>) -> PyResult<Vec<(Bytes, bool)>> {
     let ty = arrow_type(arr)?;
+    if ty == "binary_view" || ty == "string_view" {
+        let to = if ty == "binary_view" {
+            "large_binary"
+        } else {
+            "large_string"
+        };
+        return arrow_payloads(&arr.call_method1("cast", (to,))?);
+    }
     let wide = match ty.as_str() {
         "binary" | "string" => false,
         "large_binary" | "large_string" => true,
@@ -145,6 +190,9 @@ fn arrow_payloads(arr: &Bound<'_, PyAny>) -> PyResult<Vec<(Bytes, bool)>> {
 }
 
 fn to_list<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(arrow) = from_capsule(obj)? {
+        return arrow.call_method0("to_pylist");
+    }
     if obj.hasattr("to_pylist")? {
         obj.call_method0("to_pylist")
     } else {
@@ -178,6 +226,8 @@ pub fn opt_u64s(
     name: &str,
 ) -> PyResult<Option<Vec<Option<u64>>>> {
     let Some(obj) = obj else { return Ok(None) };
+    let converted = from_capsule(obj)?;
+    let obj = converted.as_ref().unwrap_or(obj);
     // Arrow timestamps convert to milliseconds since the epoch, whatever their unit.
     let divisor: i64 = if obj.hasattr("type")? {
         let ty = arrow_type(obj)?;

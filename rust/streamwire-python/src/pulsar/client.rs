@@ -23,6 +23,7 @@ use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::faces::Op;
 use crate::common::pickle::refuse_pickle;
 use crate::pulsar::auth::{CallableToken, Plugin};
+use crate::pulsar::failover::AutoClusterFailover;
 
 const PICKLE_HINT: &str = "pass the service URL and options instead (for Spark, a \
     streamwire.spark.ClientConfig) and create the client inside the worker";
@@ -37,7 +38,8 @@ const PICKLE_HINT: &str = "pass the service URL and options instead (for Spark, 
 ///         listed, comma-separated); or a broker's or proxy's web address,
 ///         `http://host:port` / `https://host:port`: lookups and partition counts are then
 ///         REST calls (the auth and TLS options apply), producers and consumers still connect
-///         to the owning broker's binary port.
+///         to the owning broker's binary port. Or a `streamwire.AutoClusterFailover`: a
+///         primary cluster and its secondaries, moved between automatically.
 ///     operation_timeout: seconds a broker request (lookup, create producer, subscribe,
 ///         seek...) may take; calls that include a lookup wait up to twice this. Default 30.0.
 ///     connection_timeout: seconds to open a TCP (and TLS) connection. Default 10.0.
@@ -81,7 +83,8 @@ pub struct Client {
     pub(crate) operation_timeout: Duration,
     /// Bounds the payload bytes of all messages pending in this client's producers.
     pub(crate) budget: MemoryBudget,
-    service_url: String,
+    /// For the repr
+    failover: bool,
     /// For the repr: the auth method name and whether TLS is on (never any secret).
     auth_method: Option<String>,
     /// The transaction coordinator client, made on the first `transaction()`.
@@ -171,7 +174,7 @@ impl Client {
     #[allow(clippy::too_many_arguments, non_snake_case)]
     fn new(
         py: Python<'_>,
-        service_url: &str,
+        service_url: &Bound<'_, PyAny>,
         operation_timeout: f64,
         connection_timeout: f64,
         auth_token: Option<&Bound<'_, PyAny>>,
@@ -188,6 +191,17 @@ impl Client {
         listener_name: Option<String>,
         message_listener_threads: i64,
     ) -> PyResult<Self> {
+        let (urls, failover) = match service_url.cast::<AutoClusterFailover>() {
+            Ok(f) => (f.get().urls.clone(), Some(f.get().policy)),
+            Err(_) => match service_url.extract::<String>() {
+                Ok(url) => (vec![url], None),
+                Err(_) => {
+                    return Err(pyo3::exceptions::PyTypeError::new_err(
+                        "service_url must be a str or a streamwire.AutoClusterFailover",
+                    ))
+                }
+            },
+        };
         if message_listener_threads < 1 {
             return Err(config_err(&format!(
                 "message_listener_threads must be at least 1, got {message_listener_threads}"
@@ -244,14 +258,13 @@ impl Client {
             allow_insecure_connection: tls_allow_insecure_connection_DANGEROUS,
         };
         // https:// (REST lookups) needs the TLS settings as much as pulsar+ssl:// does.
-        let wants_tls = match parse_http_service(service_url).py_err()? {
-            Some(http) => http.hosts.iter().any(|h| h.tls),
-            None => ServiceUrl::parse(service_url)
-                .py_err()?
-                .hosts
-                .iter()
-                .any(|h| h.tls),
-        };
+        let mut wants_tls = false;
+        for url in &urls {
+            wants_tls |= match parse_http_service(url).py_err()? {
+                Some(http) => http.hosts.iter().any(|h| h.tls),
+                None => ServiceUrl::parse(url).py_err()?.hosts.iter().any(|h| h.tls),
+            };
+        }
         let config = ConnectionConfig {
             // Built now so a bad CA bundle or key file fails here, not on first use.
             tls: if wants_tls || tls_options != TlsOptions::default() {
@@ -262,7 +275,11 @@ impl Client {
             ..config
         };
         let auth_method = config.auth.as_ref().map(|a| a.method_name().to_owned());
-        let inner = PulsarClient::new(service_url, config).py_err()?;
+        let inner = match failover {
+            Some(policy) => PulsarClient::with_failover(&urls, policy, config),
+            None => PulsarClient::new(&urls[0], config),
+        }
+        .py_err()?;
         let budget = MemoryBudget::new(memory_limit);
         crate::common::metrics::sample_budget(inner.metrics(), &budget);
         Ok(Client {
@@ -271,7 +288,7 @@ impl Client {
             closed: AtomicBool::new(false),
             operation_timeout,
             budget,
-            service_url: service_url.to_owned(),
+            failover: failover.is_some(),
             auth_method,
             txn_coordinator: std::sync::OnceLock::new(),
             listener_threads,
@@ -279,10 +296,11 @@ impl Client {
         })
     }
 
-    /// The service URL this client was created with.
+    /// The service URL in use: the one the client was created with, or with
+    /// `AutoClusterFailover` the cluster it is on now.
     #[getter]
-    fn service_url(&self) -> &str {
-        &self.service_url
+    fn service_url(&self) -> String {
+        self.inner.service_url()
     }
 
     /// Topic metadata lookups (owner broker, partition count).
@@ -341,12 +359,11 @@ impl Client {
         } else {
             "open"
         };
+        let url = self.inner.service_url();
+        let failover = if self.failover { " failover" } else { "" };
         match &self.auth_method {
-            Some(m) => format!(
-                "<streamwire.Client {:?} {state} auth={m:?}>",
-                self.service_url
-            ),
-            None => format!("<streamwire.Client {:?} {state}>", self.service_url),
+            Some(m) => format!("<streamwire.Client {url:?}{failover} {state} auth={m:?}>"),
+            None => format!("<streamwire.Client {url:?}{failover} {state}>"),
         }
     }
 }
