@@ -61,12 +61,14 @@ class Ctx:
     closed_producer: streamwire.Producer
     closed_consumer: streamwire.Consumer
     closed_reader: streamwire.Reader
+    listener_consumer: streamwire.Consumer
+    listener_reader: streamwire.Reader
 
 
 Case = BadCase[Ctx, object]
 
 
-def _fresh(c: Ctx) -> str:
+def _fresh(c: object) -> str:
     return f"persistent://public/default/bad-{uuid.uuid4().hex}"
 
 
@@ -163,6 +165,24 @@ CASES: list[Case] = [
         "auth_token not str/callable (5)",
         TYP,
         lambda c: streamwire.Client(c.url, auth_token=5),  # type: ignore[arg-type]
+    ),
+    Case(
+        "Client()",
+        "message_listener_threads=0",
+        CFG,
+        lambda c: streamwire.Client(c.url, message_listener_threads=0),
+    ),
+    Case(
+        "Client()",
+        "message_listener_threads=-1",
+        CFG,
+        lambda c: streamwire.Client(c.url, message_listener_threads=-1),
+    ),
+    Case(
+        "Client()",
+        "message_listener_threads not an int (1.5)",
+        TYP,
+        lambda c: streamwire.Client(c.url, message_listener_threads=1.5),  # type: ignore[arg-type]
     ),
     # -- AuthOauth2 (streamwire.auth) ------------------------------------------------------------
     Case(
@@ -471,6 +491,42 @@ CASES: list[Case] = [
         lambda c: c.client.subscribe(
             _fresh(c), "s", dead_letter_policy={"max_redeliver_count": -1}
         ),
+    ),
+    Case(
+        "Client.subscribe()",
+        "message_listener not callable (5)",
+        TYP,
+        lambda c: c.client.subscribe(_fresh(c), "s", message_listener=5),  # type: ignore[arg-type]
+    ),
+    Case(
+        "Client.create_reader()",
+        "reader_listener not callable ('x')",
+        TYP,
+        lambda c: c.client.create_reader(c.topic, reader_listener="x"),  # type: ignore[arg-type]
+    ),
+    Case(
+        "Consumer.receive()",
+        "consumer with a message_listener",
+        CFG,
+        lambda c: c.listener_consumer.receive(timeout=0.1),
+    ),
+    Case(
+        "Consumer.receive_many()",
+        "consumer with a message_listener",
+        CFG,
+        lambda c: c.listener_consumer.receive_many(10, timeout=0.1),
+    ),
+    Case(
+        "Reader.read_next()",
+        "reader with a reader_listener",
+        CFG,
+        lambda c: c.listener_reader.read_next(timeout=0.1),
+    ),
+    Case(
+        "Consumer.pause_message_listener()",
+        "consumer without a message_listener",
+        CFG,
+        lambda c: c.consumer.pause_message_listener(),
     ),
     Case("Consumer.receive()", "timeout=-1", INV, lambda c: c.consumer.receive(timeout=-1)),
     Case(
@@ -861,6 +917,10 @@ def ctx(lite_broker: PulsarLite) -> Iterator[Ctx]:
             closed_producer=closed_producer,
             closed_consumer=closed_consumer,
             closed_reader=closed_reader,
+            listener_consumer=client.subscribe(
+                _fresh(None), "l", message_listener=lambda cons, m: cons.acknowledge(m)
+            ),
+            listener_reader=client.create_reader(topic, reader_listener=lambda r, m: None),
         )
 
 

@@ -108,6 +108,18 @@ AIO_CASES: list[AioCase] = [
     ),
     AioCase(
         "aio.Client.subscribe",
+        "message_listener= (asyncio: iterate in a task)",
+        NotSupportedError,
+        lambda c: c.client.subscribe(c.topic, "s", message_listener=lambda cons, m: None),
+    ),
+    AioCase(
+        "aio.Client.create_reader",
+        "reader_listener= (asyncio: iterate in a task)",
+        NotSupportedError,
+        lambda c: c.client.create_reader(c.topic, reader_listener=lambda r, m: None),
+    ),
+    AioCase(
+        "aio.Client.subscribe",
         "unknown subscription_type",
         CFG,
         lambda c: c.client.subscribe(c.topic, "s", subscription_type="bogus"),

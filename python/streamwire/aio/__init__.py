@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional, TypeVar, Union
 
 from streamwire import _native
 from streamwire._native import AioSendFuture, Message, MessageId, Received
-from streamwire.exceptions import StreamwireError
+from streamwire.exceptions import NotSupportedError, StreamwireError
 from streamwire.schema import Schema
 
 __all__ = [
@@ -101,6 +101,19 @@ class _Endpoint(_Closing):
         return self._native.is_connected()
 
 
+def _no_listener(options: dict[str, Any], name: str) -> None:
+    """Refuse a listener on the asyncio face. A listener called on the event loop would be
+    ``async for message in consumer: await listener(consumer, message)`` in a task, which
+    the caller writes in two lines with their own error handling and cancellation; a
+    blocking listener on the loop's thread would stall every other coroutine; and one on the
+    client's listener threads is what the blocking ``streamwire.Client`` already offers."""
+    if options.get(name) is not None:
+        raise NotSupportedError(
+            f"streamwire.aio takes no {name}: iterate the consumer in a task "
+            "(`async for message in consumer: ...`), or use streamwire.Client's listeners"
+        )
+
+
 class Client(_Closing):
     """A connection to a Pulsar cluster for coroutines.
 
@@ -135,8 +148,13 @@ class Client(_Closing):
         Args:
             topic: a topic name, a list of names, or a compiled ``re.Pattern``.
             subscription_name: the subscription (created if it does not exist).
-            options: keyword options as for ``streamwire.Client.subscribe``.
+            options: keyword options as for ``streamwire.Client.subscribe``, except
+                ``message_listener``: iterate the consumer in a task instead.
+
+        Raises:
+            NotSupportedError: ``message_listener`` was given.
         """
+        _no_listener(options, "message_listener")
         native: _native.Consumer = await self._native._asubscribe(
             topic, subscription_name, **options
         )
@@ -151,8 +169,13 @@ class Client(_Closing):
             topic: the topic to read.
             start_message_id: ``"earliest"``, ``"latest"`` or a ``MessageId``. Default None:
                 earliest.
-            options: keyword options as for ``streamwire.Client.create_reader``.
+            options: keyword options as for ``streamwire.Client.create_reader``, except
+                ``reader_listener``: iterate the reader in a task instead.
+
+        Raises:
+            NotSupportedError: ``reader_listener`` was given.
         """
+        _no_listener(options, "reader_listener")
         native: _native.Reader = await self._native._acreate_reader(
             topic, start_message_id, **options
         )

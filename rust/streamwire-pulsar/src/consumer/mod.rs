@@ -560,6 +560,36 @@ impl Consumer {
         }
     }
 
+    /// Whether a receive would not wait: messages are queued, the consumer is closed, or a
+    /// partition failed for good (the receive then raises). The end of a terminated topic
+    /// with an empty queue is not "ready": nothing will come, so a listener thread must not
+    /// be woken for it again and again.
+    pub fn is_ready(&self) -> bool {
+        self.is_closed()
+            || self.queued() > 0
+            || self
+                .slots()
+                .iter()
+                .any(|s| !s.removed.load(Ordering::Acquire) && s.fatal().is_some())
+    }
+
+    /// Wait until [`is_ready`](Self::is_ready), taking nothing: a listener thread waits on
+    /// several consumers at once with this and then takes from the ready ones.
+    ///
+    /// Cancel safety: it only waits on the consumer's notification, so it may be dropped.
+    pub async fn wait_ready(&self) {
+        loop {
+            let notified = self.inner.app_notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_ready() {
+                return;
+            }
+            let _waiting = queue::WaitingGuard::new(&self.inner.waiting);
+            notified.await;
+        }
+    }
+
     fn slot_for(&self, slot: Option<u32>, id: &MessageId) -> Result<Arc<Slot>> {
         let slots = self.slots();
         Ok(slots[slot_index(&slots, slot, id)?].clone())

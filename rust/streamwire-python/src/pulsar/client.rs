@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::PyTuple;
 
 use streamwire_core::budget::MemoryBudget;
@@ -66,6 +67,10 @@ const PICKLE_HINT: &str = "pass the service URL and options instead (for Spark, 
 ///         `advertisedListeners`) to ask for in every lookup, for clients in another network
 ///         than the brokers' internal one. Default None: the listener the lookup arrives on.
 ///         A name the brokers do not have raises `ConfigError` at the first lookup.
+///     message_listener_threads: threads that call the message and reader listeners of this
+///         client's consumers and readers (`subscribe(message_listener=...)`); each consumer
+///         is served by one of them, so its messages reach its listener one at a time, in
+///         order. Started on the first listener, stopped (and joined) by `close`. Default 1.
 ///
 /// Raises:
 ///     ConfigError: a bad option, or a TLS file that cannot be read (checked here, not on
@@ -85,6 +90,10 @@ pub struct Client {
     /// The transaction coordinator client, made on the first `transaction()`.
     pub(crate) txn_coordinator:
         std::sync::OnceLock<std::sync::Arc<streamwire_pulsar::transaction::Coordinator>>,
+    /// `message_listener_threads`.
+    listener_threads: usize,
+    /// The listener pool (`streamwire._listeners.Pool`), made by the first listener.
+    listener_pool: PyOnceLock<Py<PyAny>>,
 }
 
 fn config_err(msg: &str) -> PyErr {
@@ -138,6 +147,18 @@ impl Client {
         }
         Ok(&self.inner)
     }
+
+    /// The listener pool, made on first use: a client without listeners starts no thread
+    /// and imports nothing for them.
+    pub(crate) fn listener_pool(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let pool = self.listener_pool.get_or_try_init(py, || {
+            py.import("streamwire._listeners")?
+                .getattr("Pool")?
+                .call1((self.listener_threads,))
+                .map(Bound::unbind)
+        })?;
+        Ok(pool.clone_ref(py))
+    }
 }
 
 #[pymethods]
@@ -148,7 +169,8 @@ impl Client {
                         memory_limit=67_108_864, auth_token_file=None, auth=None,
                         tls_trust_certs_file=None, tls_cert_file=None, tls_key_file=None,
                         tls_disable_hostname_verification_DANGEROUS=false,
-                        tls_allow_insecure_connection_DANGEROUS=false, listener_name=None))]
+                        tls_allow_insecure_connection_DANGEROUS=false, listener_name=None,
+                        message_listener_threads=1))]
     #[allow(clippy::too_many_arguments, non_snake_case)]
     fn new(
         py: Python<'_>,
@@ -167,6 +189,7 @@ impl Client {
         tls_disable_hostname_verification_DANGEROUS: bool,
         tls_allow_insecure_connection_DANGEROUS: bool,
         listener_name: Option<String>,
+        message_listener_threads: i64,
     ) -> PyResult<Self> {
         let (urls, failover) = match service_url.cast::<AutoClusterFailover>() {
             Ok(f) => (f.get().urls.clone(), Some(f.get().policy)),
@@ -179,6 +202,12 @@ impl Client {
                 }
             },
         };
+        if message_listener_threads < 1 {
+            return Err(config_err(&format!(
+                "message_listener_threads must be at least 1, got {message_listener_threads}"
+            )));
+        }
+        let listener_threads = usize::try_from(message_listener_threads).unwrap_or(usize::MAX);
         let memory_limit: u64 =
             crate::common::blocking::count_arg("memory_limit", memory_limit).py_err()?;
         let io_threads: Option<usize> = io_threads
@@ -262,6 +291,8 @@ impl Client {
             failover: failover.is_some(),
             auth_method,
             txn_coordinator: std::sync::OnceLock::new(),
+            listener_threads,
+            listener_pool: PyOnceLock::new(),
         })
     }
 
@@ -281,9 +312,17 @@ impl Client {
     }
 
     /// Close every connection. Further use raises `AlreadyClosedError`. Idempotent.
-    fn close(&self) -> PyResult<()> {
+    ///
+    /// The listener threads are stopped first and joined: a listener call running now
+    /// finishes (a listener closing its own client is not waited for).
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
         if !self.closed.swap(true, Ordering::AcqRel) && self.pid == runtime::current_pid() {
+            let stopped = match self.listener_pool.get(py) {
+                Some(pool) => pool.call_method0(py, "close").map(drop),
+                None => Ok(()),
+            };
             self.inner.close();
+            stopped?;
         }
         Ok(())
     }
@@ -305,8 +344,8 @@ impl Client {
     }
 
     #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        self.close()?;
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
         Ok(false)
     }
 

@@ -27,6 +27,7 @@ use crate::common::faces::Op;
 use crate::common::pickle::refuse_pickle;
 use crate::common::untracked::untracked_list;
 use crate::pulsar::aio_consumer::{Held, Want};
+use crate::pulsar::listener::{has_listener, Listening};
 use crate::pulsar::message::{column_list, Message};
 use crate::pulsar::message_id::PyMessageId;
 use crate::pulsar::schema::Typed;
@@ -42,6 +43,9 @@ pub(crate) struct Handle {
     pub(crate) op_timeout: Duration,
     /// The schema messages are decoded with (`schema=`), or None.
     pub(crate) typed: Option<Arc<Typed>>,
+    /// Its listener (`message_listener=` / `reader_listener=`), if any: its messages then go
+    /// to the listener, and the receive calls raise.
+    pub(crate) listening: Option<Listening>,
 }
 
 enum Target {
@@ -57,7 +61,26 @@ impl Handle {
         Ok(&self.engine)
     }
 
+    /// Refuse a receive on a consumer or reader whose messages go to a listener.
+    pub(crate) fn no_listener(&self, what: &str) -> PyResult<()> {
+        match self.listening {
+            Some(_) => Err(has_listener(what)),
+            None => Ok(()),
+        }
+    }
+
+    /// Its listener state, or a `ConfigError` naming `call` when it has none.
+    fn listening_for(&self, what: &str, call: &str) -> PyResult<&Listening> {
+        self.listening.as_ref().ok_or_else(|| {
+            to_py(Error::new(
+                streamwire_core::error::ErrorKind::Config,
+                format!("{call} needs a {what} made with a message listener"),
+            ))
+        })
+    }
+
     fn receive(&self, py: Python<'_>, what: &str, timeout: Option<f64>) -> PyResult<Message> {
+        self.no_listener(what)?;
         let t = timeout_arg("timeout", timeout).py_err()?;
         let engine = self.live(what)?;
         if let Some(m) = engine.try_receive_many(1).py_err()?.pop() {
@@ -87,6 +110,7 @@ impl Handle {
                 "max_messages must be at least 1, got {max}"
             ))));
         }
+        self.no_listener(what)?;
         let max = max as usize;
         let t = timeout_arg("timeout", timeout).py_err()?;
         let engine = self.live(what)?;
@@ -201,7 +225,11 @@ impl Handle {
             .live(what)?
             .metrics()
             .ok_or_else(|| to_py(Error::closed(what)))?;
-        crate::common::metrics::snapshot_dict(py, &s)
+        let d = crate::common::metrics::snapshot_dict(py, &s)?;
+        if let Some(l) = &self.listening {
+            d.set_item("listener_errors", l.errors())?;
+        }
+        Ok(d)
     }
 
     fn stats<'py>(
@@ -225,6 +253,9 @@ impl Handle {
         d.set_item("dead_lettered", s.dead_lettered)?;
         d.set_item("queued", s.queued)?;
         d.set_item("partitions", s.partitions)?;
+        if let Some(l) = &self.listening {
+            d.set_item("listener_errors", l.errors())?;
+        }
         if broker {
             let list = self.block(
                 py,
@@ -258,7 +289,12 @@ impl Handle {
             return Ok(());
         }
         let e = self.engine.clone();
-        self.block(py, "close", async move { e.close().await })
+        let res = self.block(py, "close", async move { e.close().await });
+        // The listener thread drops a closed consumer when it looks at it next.
+        if let Some(l) = &self.listening {
+            l.wake();
+        }
+        res
     }
 
     fn next(&self, py: Python<'_>, what: &str) -> PyResult<Message> {
@@ -403,7 +439,48 @@ macro_rules! handle_methods {
                 columns: Option<Vec<String>>,
             ) -> PyResult<Bound<'py, PyAny>> {
                 let want = Want::parse(kind, max_messages, columns)?;
+                self.h.no_listener($what)?;
                 self.h.areceive(py, $what, held, want, timeout, orphan)
+            }
+
+            /// Up to `max_messages` queued messages, without waiting, for its listener thread
+            /// (`streamwire._listeners`); the public receives raise when there is a listener.
+            fn _listener_take<'py>(
+                &self,
+                py: Python<'py>,
+                max_messages: usize,
+            ) -> PyResult<Bound<'py, PyList>> {
+                let got = self
+                    .h
+                    .live($what)?
+                    .try_receive_many(max_messages)
+                    .py_err()?;
+                untracked_list(py, got.into_iter().map(|m| self.h.message(m)))
+            }
+
+            /// For its listener thread: 0 serve it, 1 paused, 2 closed (or no listener).
+            #[getter]
+            fn _listener_state(&self) -> u8 {
+                match &self.h.listening {
+                    Some(_) if self.h.engine.is_closed() => 2,
+                    Some(_) if self.h.pid != runtime::current_pid() => 2,
+                    Some(l) if l.is_paused() => 1,
+                    Some(_) => 0,
+                    None => 2,
+                }
+            }
+
+            /// Its listener (None without one).
+            #[getter]
+            fn _listener(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+                self.h.listening.as_ref().map(|l| l.callback.clone_ref(py))
+            }
+
+            /// Count one call of its listener that raised (`metrics()["listener_errors"]`).
+            fn _listener_failed(&self) {
+                if let Some(l) = &self.h.listening {
+                    l.failed();
+                }
             }
 
             /// Its metrics (all partitions summed; a reader is a subscription-less consumer,
@@ -588,6 +665,30 @@ impl Consumer {
     #[pyo3(signature = (broker=false))]
     fn stats<'py>(&self, py: Python<'py>, broker: bool) -> PyResult<Bound<'py, PyDict>> {
         self.h.stats(py, "consumer", broker)
+    }
+
+    /// Stop calling the message listener: messages stay queued (once the receiver queue is
+    /// full the broker stops sending) until `resume_message_listener`. A call running now
+    /// finishes.
+    ///
+    /// Raises:
+    ///     ConfigError: the consumer has no `message_listener`.
+    fn pause_message_listener(&self) -> PyResult<()> {
+        self.h
+            .listening_for("consumer", "pause_message_listener")?
+            .pause(true);
+        Ok(())
+    }
+
+    /// Call the message listener again, from the first message not yet handed to it.
+    ///
+    /// Raises:
+    ///     ConfigError: the consumer has no `message_listener`.
+    fn resume_message_listener(&self) -> PyResult<()> {
+        self.h
+            .listening_for("consumer", "resume_message_listener")?
+            .pause(false);
+        Ok(())
     }
 
     /// The subscription's name.

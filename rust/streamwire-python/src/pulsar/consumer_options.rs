@@ -23,6 +23,7 @@ use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::faces::Op;
 use crate::pulsar::client::Client;
 use crate::pulsar::consumer::{Consumer, Handle, Reader};
+use crate::pulsar::listener::{Adopt, Listening};
 use crate::pulsar::message_id::PyMessageId;
 use crate::pulsar::schema::{codec_of, Codec, Typed};
 
@@ -252,6 +253,12 @@ crate::two_faces! {
         ///     schema: a `streamwire.schema` object: the broker checks it against the topic's
         ///         schema, and `Message.value` decodes each message with the schema version it
         ///         was written with. Default None: raw bytes.
+        ///     message_listener: a callable `listener(consumer, message)`: every message is
+        ///         handed to it, one at a time in receive order, on one of the client's
+        ///         `message_listener_threads`; the receive calls then raise `ConfigError`. It
+        ///         acknowledges what it wants acknowledged; what it raises is logged (logger
+        ///         `streamwire`) and counted (`metrics()["listener_errors"]`), and the next
+        ///         message still comes. Default None.
         ///
         /// Raises:
         ///     ConfigError: a bad option.
@@ -263,7 +270,7 @@ crate::two_faces! {
             batch_index_ack=false, read_compacted=false, replicate_subscription_state=false,
             pattern_auto_discovery_period=60.0, dead_letter_policy=None,
             max_pending_chunked_messages=10, expire_time_of_incomplete_chunked_message=60.0,
-            key_shared_policy=None, schema=None))]
+            key_shared_policy=None, schema=None, message_listener=None))]
         fn subscribe / _asubscribe (
             &self,
             py,
@@ -285,7 +292,8 @@ crate::two_faces! {
             expire_time_of_incomplete_chunked_message: f64,
             key_shared_policy: Option<&Bound<'_, PyAny>>,
             schema: Option<&Bound<'_, PyAny>>,
-        ) -> Consumer {
+            message_listener: Option<&Bound<'_, PyAny>>,
+        ) -> Adopt<Consumer> {
             self.live()?; // a closed client raises before any option is checked
             if subscription_name.is_empty() {
                 return Err(config_err("subscription_name must not be empty".into()));
@@ -339,9 +347,11 @@ crate::two_faces! {
                     .transpose()?,
                 ..ConsumerConfig::default()
             };
-            let plan = Plan::new(self, topics_arg(py, topic)?, period, cfg, schema)?;
+            let listener = Listening::from_arg("message_listener", message_listener)?;
+            let topics = topics_arg(py, topic)?;
+            let plan = Plan::new(py, self, topics, period, cfg, schema, listener)?;
             Op::new("subscribe", Some(plan.timeout), async move {
-                let h = plan.open().await?;
+                let (h, pool) = plan.open().await?;
                 streamwire_core::log::event(
                     streamwire_core::log::Level::Info,
                     "pulsar.consumer",
@@ -355,7 +365,7 @@ crate::two_faces! {
                         )
                     },
                 );
-                Ok(Consumer { h })
+                Ok(Adopt { obj: Consumer { h }, pool })
             })
         }
 
@@ -370,8 +380,10 @@ crate::two_faces! {
         ///     reader_name: a name for the reader's consumer. Default None.
         ///     schema: a `streamwire.schema` object to decode messages with (see
         ///         `subscribe`). Default None: raw bytes.
+        ///     reader_listener: a callable `listener(reader, message)` every message is handed
+        ///         to, as `subscribe`'s `message_listener`. Default None.
         #[pyo3(signature = (topic, start_message_id=None, *, inclusive=false,
-            receiver_queue_size=1000, reader_name=None, schema=None))]
+            receiver_queue_size=1000, reader_name=None, schema=None, reader_listener=None))]
         fn create_reader / _acreate_reader (
             &self,
             py,
@@ -381,7 +393,8 @@ crate::two_faces! {
             receiver_queue_size: i64,
             reader_name: Option<String>,
             schema: Option<&Bound<'_, PyAny>>,
-        ) -> Reader {
+            reader_listener: Option<&Bound<'_, PyAny>>,
+        ) -> Adopt<Reader> {
             self.live()?; // a closed client raises before any option is checked
             let t = TopicName::parse(topic).py_err()?;
             let start = match start_message_id {
@@ -425,9 +438,12 @@ crate::two_faces! {
                 }),
                 ..ConsumerConfig::default()
             };
-            let plan = Plan::new(self, Topics::Names(vec![t]), Duration::ZERO, cfg, schema)?;
+            let listener = Listening::from_arg("reader_listener", reader_listener)?;
+            let topics = Topics::Names(vec![t]);
+            let plan = Plan::new(py, self, topics, Duration::ZERO, cfg, schema, listener)?;
             Op::new("create reader", Some(plan.timeout), async move {
-                Ok(Reader { h: plan.open().await? })
+                let (h, pool) = plan.open().await?;
+                Ok(Adopt { obj: Reader { h }, pool })
             })
         }
     }
@@ -442,17 +458,22 @@ struct Plan {
     timeout: Duration,
     op_timeout: Duration,
     schema: Option<Arc<Codec>>,
+    listener: Option<Listening>,
+    /// The client's listener pool, when there is a listener.
+    pool: Option<Py<PyAny>>,
 }
 
 impl Plan {
     /// The plan of a subscription of `client`, decoding with `schema` (a `streamwire.schema`
     /// object, or None).
     fn new(
+        py: Python<'_>,
         client: &Client,
         topics: Topics,
         period: Duration,
         mut cfg: ConsumerConfig,
         schema: Option<&Bound<'_, PyAny>>,
+        listener: Option<Listening>,
     ) -> PyResult<Plan> {
         let schema = codec_of(schema)?;
         if let Some(c) = &schema {
@@ -466,10 +487,15 @@ impl Plan {
             timeout: client.operation_timeout * 2,
             op_timeout: client.operation_timeout,
             schema,
+            pool: match &listener {
+                Some(_) => Some(client.listener_pool(py)?),
+                None => None,
+            },
+            listener,
         })
     }
 
-    async fn open(self) -> EResult<Handle> {
+    async fn open(self) -> EResult<(Handle, Option<Py<PyAny>>)> {
         let client = self.client;
         let cfg = self.cfg;
         let engine = match self.topics {
@@ -483,14 +509,16 @@ impl Plan {
                     .await?
             }
         };
-        Ok(Handle {
+        let h = Handle {
             typed: self
                 .schema
                 .map(|c| Typed::new(c, client.clone(), self.op_timeout * 2)),
             engine,
             pid: runtime::current_pid(),
             op_timeout: self.op_timeout,
-        })
+            listening: self.listener,
+        };
+        Ok((h, self.pool))
     }
 }
 

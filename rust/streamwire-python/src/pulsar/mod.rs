@@ -9,6 +9,7 @@ pub mod consumer;
 pub mod consumer_options;
 pub mod dispatch;
 pub mod failover;
+pub mod listener;
 pub mod lookup_ext;
 pub mod lookup_schema;
 pub mod many;
