@@ -411,8 +411,7 @@ macro_rules! handle_methods {
 
             /// A receive as an awaitable (`streamwire.aio`): `kind` 0 one Message, 1 a list,
             /// 2 a RecordBatch; `held` and `orphan` keep what a cancelled one took.
-            #[pyo3(signature = (held, orphan, kind, max_messages, timeout=None, columns=None,
-                        max_bytes=None))]
+            #[pyo3(signature = (held, orphan, kind, max_messages, timeout=None, columns=None, max_bytes=None))]
             #[allow(clippy::too_many_arguments)]
             fn $areceive<'py>(
                 &self,
