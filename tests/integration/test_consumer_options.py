@@ -137,14 +137,20 @@ def test_key_shared_out_of_order_agrees_with_the_official_client(
 
 
 @pytest.mark.parametrize(
-    ("mode", "want"),
-    [("persistent", {"p"}), ("non_persistent", {"n"}), ("all", {"p", "n"})],
+    ("mode", "want", "lookup"),
+    [
+        ("persistent", {"p"}, "binary"),
+        ("non_persistent", {"n"}, "binary"),
+        ("all", {"p", "n"}, "binary"),
+        ("non_persistent", {"n"}, "http"),
+    ],
 )
 def test_regex_subscription_mode(
-    apache_broker: Any, unique_topic: str, mode: str, want: set[str]
+    apache_broker: Any, unique_topic: str, mode: str, want: set[str], lookup: str
 ) -> None:
     """A pattern matching a persistent and a non-persistent topic subscribes to the kinds the
-    mode names, at subscribe time and in the re-discovery rounds after it."""
+    mode names, at subscribe time and in the re-discovery rounds after it; through an HTTP
+    service URL the admin API's listing takes the same mode."""
     name = unique_topic.removeprefix("persistent://public/default/")
     topics = {
         "p": f"persistent://public/default/{name}-p",
@@ -154,7 +160,8 @@ def test_regex_subscription_mode(
         "p": f"persistent://public/default/{name}-p2",
         "n": f"non-persistent://public/default/{name}-n2",
     }
-    with streamwire.Client(apache_broker.service_url) as client:
+    url = apache_broker.service_url if lookup == "binary" else apache_broker.admin_url
+    with streamwire.Client(url) as client:
         # A non-persistent topic exists (and is listed) while something uses it.
         producers = {k: client.create_producer(t, batching=False) for k, t in topics.items()}
         c = client.subscribe(
