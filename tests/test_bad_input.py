@@ -11,6 +11,7 @@ Negative counts and sizes are a ``ConfigError`` naming the option (not Python's 
 
 from __future__ import annotations
 
+import datetime
 import pickle
 import uuid
 from collections.abc import Iterator, Sequence
@@ -403,6 +404,24 @@ CASES: list[Case] = [
     ),
     Case(
         "Producer.send()",
+        "deliver_after=timedelta(seconds=-1)",
+        INV,
+        lambda c: c.producer.send(b"x", deliver_after=datetime.timedelta(seconds=-1)),
+    ),
+    Case(
+        "Producer.send()",
+        "deliver_after not a number or timedelta ('soon')",
+        TYP,
+        lambda c: c.producer.send(b"x", deliver_after="soon"),  # type: ignore[arg-type]
+    ),
+    Case(
+        "Producer.send()",
+        "deliver_at a naive datetime",
+        INV,
+        lambda c: c.producer.send(b"x", deliver_at=datetime.datetime(2030, 1, 1)),
+    ),
+    Case(
+        "Producer.send()",
         "6 MiB value (limit 5 MiB, no chunking)",
         MessageTooBigError,
         lambda c: c.producer.send(MB6),
@@ -527,6 +546,46 @@ CASES: list[Case] = [
         "consumer without a message_listener",
         CFG,
         lambda c: c.consumer.pause_message_listener(),
+        "dead_letter_policy initial_subscription_name=''",
+        CFG,
+        lambda c: c.client.subscribe(
+            _fresh(c),
+            "s",
+            dead_letter_policy={"max_redeliver_count": 1, "initial_subscription_name": ""},
+        ),
+    ),
+    Case(
+        "Client.subscribe()",
+        "regex_subscription_mode='bogus'",
+        CFG,
+        lambda c: c.client.subscribe(_fresh(c), "s", regex_subscription_mode="bogus"),
+    ),
+    Case(
+        "Client.subscribe()",
+        "key_shared_policy allow_out_of_order_delivery not a bool (1)",
+        CFG,
+        lambda c: c.client.subscribe(
+            _fresh(c),
+            "s",
+            subscription_type="key_shared",
+            key_shared_policy={"allow_out_of_order_delivery": 1},
+        ),
+    ),
+    Case(
+        "Client.subscribe()",
+        "key_shared_policy unknown key",
+        CFG,
+        lambda c: c.client.subscribe(
+            _fresh(c), "s", subscription_type="key_shared", key_shared_policy={"ordered": True}
+        ),
+    ),
+    Case(
+        "Client.subscribe()",
+        "allow_out_of_order_delivery on an exclusive subscription",
+        CFG,
+        lambda c: c.client.subscribe(
+            _fresh(c), "s", key_shared_policy={"allow_out_of_order_delivery": True}
+        ),
     ),
     Case("Consumer.receive()", "timeout=-1", INV, lambda c: c.consumer.receive(timeout=-1)),
     Case(
@@ -546,6 +605,24 @@ CASES: list[Case] = [
         "max_messages=-1",
         INV,
         lambda c: c.consumer.receive_many(-1, timeout=0.1),
+    ),
+    Case(
+        "Consumer.receive_many()",
+        "max_bytes=0",
+        INV,
+        lambda c: c.consumer.receive_many(10, timeout=0.1, max_bytes=0),
+    ),
+    Case(
+        "Consumer.receive_arrow()",
+        "max_bytes=-1",
+        INV,
+        lambda c: c.consumer.receive_arrow(10, timeout=0.1, max_bytes=-1),
+    ),
+    Case(
+        "Reader.read_many()",
+        "max_bytes=0",
+        INV,
+        lambda c: c.reader.read_many(10, timeout=0.1, max_bytes=0),
     ),
     Case(
         "Consumer.acknowledge()",

@@ -1,5 +1,6 @@
 import asyncio
 import contextvars
+import datetime
 import os
 import re
 from collections.abc import Callable, Generator, Mapping, Sequence
@@ -83,10 +84,13 @@ class Client:
         read_compacted: bool = False,
         replicate_subscription_state: bool = False,
         pattern_auto_discovery_period: float = 60.0,
+        regex_subscription_mode: str = "persistent",
         dead_letter_policy: Optional[Mapping[str, Union[int, str, None]]] = None,
         max_pending_chunked_messages: int = 10,
         expire_time_of_incomplete_chunked_message: float = 60.0,
-        key_shared_policy: Union[str, Mapping[str, Sequence[tuple[int, int]]], None] = None,
+        key_shared_policy: Union[
+            str, Mapping[str, Union[bool, Sequence[tuple[int, int]]]], None
+        ] = None,
         schema: Optional[Schema] = None,
         message_listener: Optional[Callable[[Consumer, Message], object]] = None,
     ) -> Consumer: ...
@@ -158,10 +162,13 @@ class Client:
         read_compacted: bool = False,
         replicate_subscription_state: bool = False,
         pattern_auto_discovery_period: float = 60.0,
+        regex_subscription_mode: str = "persistent",
         dead_letter_policy: Optional[Mapping[str, Union[int, str, None]]] = None,
         max_pending_chunked_messages: int = 10,
         expire_time_of_incomplete_chunked_message: float = 60.0,
-        key_shared_policy: Union[str, Mapping[str, Sequence[tuple[int, int]]], None] = None,
+        key_shared_policy: Union[
+            str, Mapping[str, Union[bool, Sequence[tuple[int, int]]]], None
+        ] = None,
         schema: Optional[Schema] = None,
         message_listener: Optional[Callable[[Consumer, Message], object]] = None,
     ) -> Any: ...
@@ -289,6 +296,7 @@ class Message:
     def publish_timestamp(self) -> int: ...
     def event_timestamp(self) -> int: ...
     def topic_name(self) -> str: ...
+    def has_null_value(self) -> bool: ...
     @property
     def value(self) -> Any: ...
     @property
@@ -330,13 +338,16 @@ class _ListenerLane:
 @final
 class Consumer:
     def receive(self, timeout: Optional[float] = None) -> Message: ...
-    def receive_many(self, max_messages: int, timeout: Optional[float] = None) -> list[Message]: ...
+    def receive_many(
+        self, max_messages: int, timeout: Optional[float] = None, *, max_bytes: Optional[int] = None
+    ) -> list[Message]: ...
     def receive_arrow(
         self,
         max_messages: int,
         timeout: Optional[float] = None,
         *,
         columns: Optional[Sequence[str]] = None,
+        max_bytes: Optional[int] = None,
     ) -> Any: ...
     def acknowledge(
         self,
@@ -388,6 +399,7 @@ class Consumer:
         max_messages: int,
         timeout: Optional[float] = None,
         columns: Optional[list[str]] = None,
+        max_bytes: Optional[int] = None,
     ) -> Any: ...
     def _aclose(self) -> Any: ...
     def _aunsubscribe(self) -> Any: ...
@@ -411,13 +423,16 @@ class Reader:
     def _listener(self) -> Optional[Callable[[Reader, Message], object]]: ...
     def _listener_failed(self) -> None: ...
     def read_next(self, timeout: Optional[float] = None) -> Message: ...
-    def read_many(self, max_messages: int, timeout: Optional[float] = None) -> list[Message]: ...
+    def read_many(
+        self, max_messages: int, timeout: Optional[float] = None, *, max_bytes: Optional[int] = None
+    ) -> list[Message]: ...
     def read_arrow(
         self,
         max_messages: int,
         timeout: Optional[float] = None,
         *,
         columns: Optional[Sequence[str]] = None,
+        max_bytes: Optional[int] = None,
     ) -> Any: ...
     def has_message_available(self) -> bool: ...
     def seek(self, target: Union[MessageId, Message, int]) -> None: ...
@@ -435,6 +450,7 @@ class Reader:
         max_messages: int,
         timeout: Optional[float] = None,
         columns: Optional[list[str]] = None,
+        max_bytes: Optional[int] = None,
     ) -> Any: ...
     def _aclose(self) -> Any: ...
     def _ahas_message_available(self) -> Any: ...
@@ -468,8 +484,8 @@ class Producer:
         properties: Optional[Mapping[str, str]] = None,
         event_time: Optional[int] = None,
         sequence_id: Optional[int] = None,
-        deliver_after: Optional[float] = None,
-        deliver_at: Optional[int] = None,
+        deliver_after: Union[float, datetime.timedelta, None] = None,
+        deliver_at: Union[int, datetime.datetime, None] = None,
         replication_clusters: Optional[list[str]] = None,
         disable_replication: bool = False,
         txn: Optional[Transaction] = None,
@@ -485,8 +501,8 @@ class Producer:
         properties: Optional[Mapping[str, str]] = None,
         event_time: Optional[int] = None,
         sequence_id: Optional[int] = None,
-        deliver_after: Optional[float] = None,
-        deliver_at: Optional[int] = None,
+        deliver_after: Union[float, datetime.timedelta, None] = None,
+        deliver_at: Union[int, datetime.datetime, None] = None,
         replication_clusters: Optional[list[str]] = None,
         disable_replication: bool = False,
         txn: Optional[Transaction] = None,
@@ -531,8 +547,8 @@ class Producer:
         properties: Optional[Mapping[str, str]] = None,
         event_time: Optional[int] = None,
         sequence_id: Optional[int] = None,
-        deliver_after: Optional[float] = None,
-        deliver_at: Optional[int] = None,
+        deliver_after: Union[float, datetime.timedelta, None] = None,
+        deliver_at: Union[int, datetime.datetime, None] = None,
         replication_clusters: Optional[list[str]] = None,
         disable_replication: bool = False,
         txn: Optional[Transaction] = None,
@@ -1050,7 +1066,13 @@ class Held:
     def __new__(cls) -> Held: ...
     def __len__(self) -> int: ...
     def clear(self) -> None: ...
-    def take_as(self, kind: int, max_messages: int, columns: Optional[list[str]] = None) -> Any: ...
+    def take_as(
+        self,
+        kind: int,
+        max_messages: int,
+        columns: Optional[list[str]] = None,
+        max_bytes: Optional[int] = None,
+    ) -> Any: ...
 
 @final
 class Received:

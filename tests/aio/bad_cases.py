@@ -244,6 +244,12 @@ AIO_CASES: list[AioCase] = [
     ),
     AioCase("aio.Reader.read_many", "max_messages=0", INV, lambda c: c.reader.read_many(0)),
     AioCase(
+        "aio.Consumer.receive_many",
+        "max_bytes=0",
+        INV,
+        lambda c: c.consumer.receive_many(10, timeout=0.1, max_bytes=0),
+    ),
+    AioCase(
         "aio.Consumer.seek",
         "not a MessageId/int ('x')",
         TYP,

@@ -7,6 +7,7 @@ delayed delivery).
 
 from __future__ import annotations
 
+import datetime
 import pickle
 import sys
 import threading
@@ -867,17 +868,26 @@ def test_access_modes(apache_broker: Any, unique_topic: str) -> None:
         f1.close()
 
 
+@pytest.mark.parametrize("given_as", ["numbers", "datetime"])
 def test_delayed_delivery(
-    apache_broker: Any, official_pulsar: ModuleType, unique_topic: str
+    apache_broker: Any, official_pulsar: ModuleType, unique_topic: str, given_as: str
 ) -> None:
+    """deliver_after / deliver_at as seconds and epoch milliseconds, or as a
+    `datetime.timedelta` and an aware `datetime.datetime`; the official client's consumer
+    sees the delay."""
     oc = official_client(official_pulsar, apache_broker.service_url)
     try:
         consumer = official_subscribe(official_pulsar, oc, unique_topic, "delayed", shared=True)
         with streamwire.Client(apache_broker.service_url) as c:
             p = c.create_producer(unique_topic, batching=False)
             t0 = time.monotonic()
-            p.send(b"later", deliver_after=2.0)
-            p.send(b"at", deliver_at=int(time.time() * 1000) + 1500)
+            if given_as == "numbers":
+                p.send(b"later", deliver_after=2.0)
+                p.send(b"at", deliver_at=int(time.time() * 1000) + 1500)
+            else:
+                p.send(b"later", deliver_after=datetime.timedelta(seconds=2))
+                at = datetime.datetime.now(datetime.timezone.utc)
+                p.send(b"at", deliver_at=at + datetime.timedelta(milliseconds=1500))
             p.send(b"now")
             first = drain(consumer, 1, timeout=10, extra_wait=0)
             assert [g.data for g in first] == [b"now"]

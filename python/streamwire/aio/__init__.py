@@ -394,16 +394,28 @@ class _Receiving(_Endpoint):
         self._waiters: list[asyncio.Future[Any]] = []
 
     def _start(
-        self, kind: int, max_messages: int, timeout: Optional[float], columns: Optional[list[str]]
+        self,
+        kind: int,
+        max_messages: int,
+        timeout: Optional[float],
+        columns: Optional[list[str]],
+        max_bytes: Optional[int],
     ) -> asyncio.Future[Any]:
         """Ask the engine for messages (the held ones first)."""
-        return self._areceive(self._held, self._orphaned, kind, max_messages, timeout, columns)
+        return self._areceive(
+            self._held, self._orphaned, kind, max_messages, timeout, columns, max_bytes
+        )
 
     async def _get(
-        self, kind: int, max_messages: int, timeout: Optional[float], columns: Optional[list[str]]
+        self,
+        kind: int,
+        max_messages: int,
+        timeout: Optional[float],
+        columns: Optional[list[str]],
+        max_bytes: Optional[int] = None,
     ) -> Any:
         while True:
-            fut = self._start(kind, max_messages, timeout, columns)
+            fut = self._start(kind, max_messages, timeout, columns, max_bytes)
             if fut.done():
                 return fut.result()  # taken at once: no await, nothing to cancel
             self._waiters.append(fut)
@@ -436,10 +448,17 @@ class _Receiving(_Endpoint):
         msg: Message = await self._get(_ONE, 1, timeout, None)
         return msg
 
-    async def _many(self, max_messages: int, timeout: Optional[float] = None) -> list[Message]:
-        """Up to ``max_messages`` once at least one is there (``[]`` after ``timeout``
-        seconds; None: wait forever). As :meth:`streamwire.Consumer.receive_many`, awaited."""
-        msgs: list[Message] = await self._get(_MANY, max_messages, timeout, None)
+    async def _many(
+        self,
+        max_messages: int,
+        timeout: Optional[float] = None,
+        *,
+        max_bytes: Optional[int] = None,
+    ) -> list[Message]:
+        """Up to ``max_messages`` (and ``max_bytes`` of payload, at least one message) once
+        at least one is there (``[]`` after ``timeout`` seconds; None: wait forever). As
+        :meth:`streamwire.Consumer.receive_many`, awaited."""
+        msgs: list[Message] = await self._get(_MANY, max_messages, timeout, None, max_bytes)
         return msgs
 
     async def _arrow(
@@ -448,11 +467,12 @@ class _Receiving(_Endpoint):
         timeout: Optional[float] = None,
         *,
         columns: Optional[list[str]] = None,
+        max_bytes: Optional[int] = None,
     ) -> Any:
-        """Up to ``max_messages`` as a ``pyarrow.RecordBatch`` (an empty one after
-        ``timeout`` seconds; None: wait forever), the ``columns`` named (None: all). As
-        :meth:`streamwire.Consumer.receive_arrow`, awaited."""
-        return await self._get(_ARROW, max_messages, timeout, columns)
+        """Up to ``max_messages`` (and ``max_bytes`` of payload) as a ``pyarrow.RecordBatch``
+        (an empty one after ``timeout`` seconds; None: wait forever), the ``columns`` named
+        (None: all). As :meth:`streamwire.Consumer.receive_arrow`, awaited."""
+        return await self._get(_ARROW, max_messages, timeout, columns, max_bytes)
 
     def has_reached_end_of_topic(self) -> bool:
         """As :meth:`streamwire.Consumer.has_reached_end_of_topic` (never waits)."""

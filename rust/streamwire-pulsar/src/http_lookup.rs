@@ -27,6 +27,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
 use crate::connection::ConnectionConfig;
+use crate::namespace::TopicsMode;
 use crate::service_url::BrokerAddr;
 use crate::topic::TopicName;
 
@@ -134,8 +135,14 @@ pub fn partitions_path(topic: &TopicName) -> String {
     )
 }
 
-pub fn namespace_topics_path(namespace: &str) -> String {
-    format!("/admin/v2/namespaces/{namespace}/topics?mode=PERSISTENT")
+pub fn namespace_topics_path(namespace: &str, mode: TopicsMode) -> String {
+    // The admin API's `mode` names the same choice as the binary command's enum.
+    let mode = match mode {
+        TopicsMode::Persistent => "PERSISTENT",
+        TopicsMode::NonPersistent => "NON_PERSISTENT",
+        TopicsMode::All => "ALL",
+    };
+    format!("/admin/v2/namespaces/{namespace}/topics?mode={mode}")
 }
 
 /// Where a redirect points: the host, and the path with its query.
@@ -273,11 +280,12 @@ impl HttpService {
         &self,
         config: &ConnectionConfig,
         namespace: &str,
+        mode: TopicsMode,
     ) -> Result<Vec<String>> {
         let body = self
             .get(
                 config,
-                &namespace_topics_path(namespace),
+                &namespace_topics_path(namespace, mode),
                 "topics of namespace",
             )
             .await?;
@@ -505,8 +513,16 @@ mod tests {
             "/admin/v2/non-persistent/t/n/x-partition-3/partitions?checkAllowAutoCreation=true"
         );
         assert_eq!(
-            namespace_topics_path("t/n"),
+            namespace_topics_path("t/n", TopicsMode::Persistent),
             "/admin/v2/namespaces/t/n/topics?mode=PERSISTENT"
+        );
+        assert_eq!(
+            namespace_topics_path("t/n", TopicsMode::NonPersistent),
+            "/admin/v2/namespaces/t/n/topics?mode=NON_PERSISTENT"
+        );
+        assert_eq!(
+            namespace_topics_path("t/n", TopicsMode::All),
+            "/admin/v2/namespaces/t/n/topics?mode=ALL"
         );
     }
 

@@ -270,7 +270,7 @@ impl Actor {
             read_compacted: self.cfg.read_compacted,
             initial_position: self.cfg.initial_position,
             replicate_subscription_state: self.cfg.replicate_subscription_state,
-            key_shared_meta: self.cfg.key_shared.as_ref().map(|p| p.to_proto()),
+            key_shared_meta: self.cfg.key_shared_meta(),
             schema: self.cfg.schema.clone(),
             ..SubscribeParams::default()
         };

@@ -39,6 +39,14 @@ pub struct ConsumerConfig {
     pub dead_letter: Option<dlq::DeadLetterPolicy>,
     /// How a Key_Shared subscription spreads keys (`None`: the broker's default, auto split).
     pub key_shared: Option<KeySharedPolicy>,
+    /// Key_Shared: let the broker deliver a key's new messages to a consumer that just took
+    /// the key over while an earlier owner still holds unacknowledged ones of it (Java's
+    /// `KeySharedPolicy.setAllowOutOfOrderDelivery`). The broker keeps one setting per
+    /// subscription and refuses a consumer whose setting differs from the connected ones'.
+    pub allow_out_of_order_delivery: bool,
+    /// Pattern subscriptions: which topics of the namespace are listed (persistent ones, as
+    /// Java's default `RegexSubscriptionMode.PersistentOnly`, non-persistent ones, or both).
+    pub regex_mode: pb::command_get_topics_of_namespace::Mode,
     /// The schema the consumer reads with, checked by the broker against the topic's.
     pub schema: Option<pb::Schema>,
 }
@@ -89,10 +97,13 @@ impl KeySharedPolicy {
         Ok(())
     }
 
-    pub(crate) fn to_proto(&self) -> pb::KeySharedMeta {
+    pub(crate) fn to_proto(&self, allow_out_of_order_delivery: bool) -> pb::KeySharedMeta {
+        // Sent only when set: a broker older than the field reads an absent one as false.
+        let allow = allow_out_of_order_delivery.then_some(true);
         match self {
             KeySharedPolicy::AutoSplit => pb::KeySharedMeta {
                 key_shared_mode: pb::KeySharedMode::AutoSplit as i32,
+                allow_out_of_order_delivery: allow,
                 ..Default::default()
             },
             KeySharedPolicy::Sticky(r) => pb::KeySharedMeta {
@@ -101,7 +112,7 @@ impl KeySharedPolicy {
                     .iter()
                     .map(|&(start, end)| pb::IntRange { start, end })
                     .collect(),
-                ..Default::default()
+                allow_out_of_order_delivery: allow,
             },
         }
     }
@@ -128,6 +139,8 @@ impl Default for ConsumerConfig {
             expire_incomplete_chunked: Duration::from_secs(60),
             dead_letter: None,
             key_shared: None,
+            allow_out_of_order_delivery: false,
+            regex_mode: pb::command_get_topics_of_namespace::Mode::Persistent,
             schema: None,
         }
     }
@@ -138,6 +151,16 @@ impl ConsumerConfig {
         match self.initial_position {
             InitialPosition::Earliest => MessageId::EARLIEST,
             InitialPosition::Latest => MessageId::LATEST,
+        }
+    }
+
+    /// The KEY_SHARED metadata of the SUBSCRIBE command: the policy's, or auto split when
+    /// only out-of-order delivery was asked for; `None` leaves the broker's default.
+    pub(crate) fn key_shared_meta(&self) -> Option<pb::KeySharedMeta> {
+        match (&self.key_shared, self.allow_out_of_order_delivery) {
+            (Some(p), allow) => Some(p.to_proto(allow)),
+            (None, true) => Some(KeySharedPolicy::AutoSplit.to_proto(true)),
+            (None, false) => None,
         }
     }
 
@@ -159,6 +182,12 @@ impl ConsumerConfig {
                 ));
             }
             p.validate()?;
+        }
+        if self.allow_out_of_order_delivery && self.sub_type != SubType::KeyShared {
+            return Err(Error::new(
+                ErrorKind::Config,
+                "allow_out_of_order_delivery needs subscription_type=\"key_shared\"",
+            ));
         }
         Ok(())
     }

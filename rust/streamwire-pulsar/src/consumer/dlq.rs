@@ -7,7 +7,9 @@
 //! application. The dead-letter copy carries the payload, key, ordering key, event time and
 //! properties, plus `REAL_TOPIC` and `ORIGIN_MESSAGE_ID` (and the legacy
 //! `ORIGIN_MESSAGE_IDY_TIME`). The default topic is `<topic>-<subscription>-DLQ`, where
-//! `<topic>` is the (partition) topic the message came from, as in Java's `ConsumerImpl`.
+//! `<topic>` is the (partition) topic the message came from, as in Java's `ConsumerImpl`. With
+//! `initial_subscription_name` the dead-letter producer asks the broker to create that
+//! subscription on the dead-letter topic, so the dead letters are kept for it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -32,6 +34,10 @@ pub struct DeadLetterPolicy {
     pub max_redeliver_count: u32,
     /// None: `<topic>-<subscription>-DLQ`.
     pub dead_letter_topic: Option<String>,
+    /// A subscription the broker creates on the dead-letter topic together with the
+    /// dead-letter producer (Java's `initialSubscriptionName`): without a subscription, a
+    /// topic without retention keeps nothing for a subscriber that comes later.
+    pub initial_subscription_name: Option<String>,
 }
 
 pub const REAL_TOPIC: &str = "REAL_TOPIC";
@@ -43,6 +49,7 @@ pub const LEGACY_ORIGIN_MESSAGE_ID: &str = "ORIGIN_MESSAGE_IDY_TIME";
 pub(crate) struct DeadLetter {
     pub max_redeliver_count: u32,
     pub topic: String,
+    initial_subscription_name: Option<String>,
     producer: OnceCell<TopicProducer>,
     /// Delivered at the maximum count and not acknowledged: entry id -> its messages.
     possible: Mutex<HashMap<MessageId, Vec<ReceivedMessage>>>,
@@ -56,6 +63,7 @@ impl DeadLetter {
                 .dead_letter_topic
                 .clone()
                 .unwrap_or_else(|| default_topic(topic, subscription)),
+            initial_subscription_name: policy.initial_subscription_name.clone(),
             producer: OnceCell::new(),
             possible: Mutex::new(HashMap::new()),
         }
@@ -164,6 +172,7 @@ async fn producer<'a>(client: &PulsarClient, dl: &'a DeadLetter) -> Result<&'a T
                 batching: false,
                 chunking: true,
                 block_if_queue_full: false,
+                initial_subscription_name: dl.initial_subscription_name.clone(),
                 ..ProducerConfig::default()
             };
             let topic = TopicName::parse(&dl.topic)?;
@@ -283,6 +292,7 @@ mod tests {
             &DeadLetterPolicy {
                 max_redeliver_count: 3,
                 dead_letter_topic: None,
+                initial_subscription_name: None,
             },
             "persistent://public/default/t",
             "s",

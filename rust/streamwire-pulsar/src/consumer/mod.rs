@@ -465,13 +465,25 @@ impl Consumer {
     /// Take up to `max` queued messages without waiting. Errors when closed, when a partition
     /// failed for good, or (queue empty) when the end of the topic was reached.
     pub fn try_receive_many(&self, max: usize) -> Result<Vec<ReceivedMessage>> {
+        self.try_receive_up_to(max, None)
+    }
+
+    /// [`Self::try_receive_many`] that also stops at `max_bytes` of payload (at least one
+    /// message is taken; see [`queue::ByteBudget`]). None: no byte limit.
+    pub fn try_receive_up_to(
+        &self,
+        max: usize,
+        max_bytes: Option<usize>,
+    ) -> Result<Vec<ReceivedMessage>> {
         self.check_open()?;
         let mut out = Vec::with_capacity(max.min(1024));
         let slots = self.slots();
         loop {
             let took = {
                 let mut next = self.inner.next.lock().unwrap_or_else(|p| p.into_inner());
-                queue::drain_fair(&slots, &mut next, max, &mut out)
+                // Fresh each round: a round only repeats when all it took was dropped.
+                let mut budget = queue::ByteBudget::new(max_bytes);
+                queue::drain_fair(&slots, &mut next, max, &mut budget, &mut out)
             };
             if took == 0 {
                 break;
@@ -545,11 +557,22 @@ impl Consumer {
     ///
     /// Cancel safety: nothing is taken unless the future completes.
     pub async fn receive_many(&self, max: usize) -> Result<Vec<ReceivedMessage>> {
+        self.receive_up_to(max, None).await
+    }
+
+    /// [`Self::receive_many`] within `max_bytes` of payload (see [`Self::try_receive_up_to`]).
+    ///
+    /// Cancel safety: nothing is taken unless the future completes.
+    pub async fn receive_up_to(
+        &self,
+        max: usize,
+        max_bytes: Option<usize>,
+    ) -> Result<Vec<ReceivedMessage>> {
         loop {
             let notified = self.inner.app_notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let got = self.try_receive_many(max)?;
+            let got = self.try_receive_up_to(max, max_bytes)?;
             if !got.is_empty() {
                 return Ok(got);
             }
@@ -923,9 +946,10 @@ mod tests {
     fn key_shared_policy_ranges() {
         let ok = KeySharedPolicy::Sticky(vec![(32768, 65535), (0, 10)]);
         assert!(ok.validate().is_ok());
-        let meta = ok.to_proto();
+        let meta = ok.to_proto(false);
         assert_eq!(meta.key_shared_mode(), pb::KeySharedMode::Sticky);
         assert_eq!(meta.hash_ranges.len(), 2);
+        assert_eq!(meta.allow_out_of_order_delivery, None);
         for bad in [
             vec![],
             vec![(0, 10), (10, 20)],
@@ -939,6 +963,32 @@ mod tests {
             key_shared: Some(KeySharedPolicy::AutoSplit),
             ..ConsumerConfig::default()
         };
+        assert!(cfg.validate().is_err(), "needs a key_shared subscription");
+    }
+
+    #[test]
+    fn out_of_order_delivery_rides_on_the_key_shared_meta() {
+        let mut cfg = ConsumerConfig {
+            subscription: "s".into(),
+            sub_type: SubType::KeyShared,
+            ..ConsumerConfig::default()
+        };
+        assert_eq!(
+            cfg.key_shared_meta(),
+            None,
+            "the broker's default: no metadata"
+        );
+        cfg.allow_out_of_order_delivery = true;
+        let meta = cfg.key_shared_meta().unwrap();
+        assert_eq!(meta.key_shared_mode(), pb::KeySharedMode::AutoSplit);
+        assert_eq!(meta.allow_out_of_order_delivery, Some(true));
+        cfg.key_shared = Some(KeySharedPolicy::Sticky(vec![(0, 99)]));
+        let meta = cfg.key_shared_meta().unwrap();
+        assert_eq!(meta.key_shared_mode(), pb::KeySharedMode::Sticky);
+        assert_eq!(meta.allow_out_of_order_delivery, Some(true));
+        assert!(cfg.validate().is_ok());
+        cfg.key_shared = None;
+        cfg.sub_type = SubType::Shared;
         assert!(cfg.validate().is_err(), "needs a key_shared subscription");
     }
 }

@@ -1,5 +1,6 @@
 //! Pattern (regex) subscriptions, as Java's `PatternMultiTopicsConsumerImpl`: the topics of one
-//! namespace whose names match, listed again every `period`. New matching topics (all their
+//! namespace whose names match (persistent ones, non-persistent ones or both, as
+//! `ConsumerConfig::regex_mode` says), listed again every `period`. New matching topics (all their
 //! partitions) get partition consumers; topics no longer listed lose theirs; partitions a
 //! partitioned topic gained are added.
 //!
@@ -136,7 +137,9 @@ impl Consumer {
         cfg: ConsumerConfig,
     ) -> Result<Consumer> {
         cfg.validate()?;
-        let listed = client.topics_of_namespace(namespace).await?;
+        let listed = client
+            .topics_of_namespace_in(namespace, cfg.regex_mode)
+            .await?;
         let d = diff_off_runtime(listed, filter.clone(), BTreeMap::new())
             .await
             .ok_or_else(|| Error::invalid("the topic pattern could not be evaluated"))?;
@@ -175,7 +178,10 @@ impl Consumer {
     /// One round of discovery: list, compare, add and remove partition consumers.
     pub async fn rediscover(&self, namespace: &str, filter: &TopicFilter) -> Result<()> {
         let client = self.inner.client.clone();
-        let listed = client.topics_of_namespace(namespace).await?;
+        // The same kinds of topics as the first listing, every round.
+        let listed = client
+            .topics_of_namespace_in(namespace, self.inner.cfg.regex_mode)
+            .await?;
         let current = self.consumed();
         let Some(d) = diff_off_runtime(listed, filter.clone(), current.clone()).await else {
             return Ok(());

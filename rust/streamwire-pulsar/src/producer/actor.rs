@@ -173,6 +173,7 @@ impl Actor {
                 })
                 .collect(),
             schema: self.config.schema.clone(),
+            initial_subscription_name: self.config.initial_subscription_name.clone(),
             ..ProducerParams::default()
         };
         let res = conn

@@ -58,6 +58,10 @@ pub struct ProducerConfig {
     pub chunking: bool,
     /// The schema registered for (and checked against) the topic; `None`: BYTES.
     pub schema: Option<pb::Schema>,
+    /// A subscription the broker creates (at the earliest position) if the topic does not
+    /// have it, so what this producer writes is kept for a later reader of it even where
+    /// retention is off (the dead-letter producer's `initialSubscriptionName`).
+    pub initial_subscription_name: Option<String>,
 }
 
 impl Default for ProducerConfig {
@@ -76,6 +80,7 @@ impl Default for ProducerConfig {
             routing: Routing::RoundRobin,
             chunking: false,
             schema: None,
+            initial_subscription_name: None,
         }
     }
 }

@@ -17,43 +17,55 @@ use std::time::Duration;
 use pyo3::prelude::*;
 
 use streamwire_core::error::{Error, Result as EResult};
+use streamwire_pulsar::consumer::queue::ByteBudget;
 use streamwire_pulsar::consumer::ReceivedMessage;
 
 use crate::common::aio::{self, Value};
 use crate::common::blocking::timeout_arg;
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::untracked::untracked_list;
-use crate::pulsar::consumer::Handle;
+use crate::pulsar::consumer::{receive_limits, Handle};
 use crate::pulsar::message::{column_list, Message};
 use crate::pulsar::schema::Typed;
 use crate::pulsar::schema_arrow::typed_batch;
 
-/// What a receive call asked for.
+/// What a receive call asked for (lists and batches: at most so many messages and, if
+/// given, so many payload bytes).
 #[derive(Clone)]
 pub(crate) enum Want {
     One,
-    Many(usize),
-    Arrow(usize, Vec<&'static str>),
+    Many(usize, Option<usize>),
+    Arrow(usize, Option<usize>, Vec<&'static str>),
 }
 
 impl Want {
-    pub(crate) fn parse(kind: u8, max: i64, columns: Option<Vec<String>>) -> PyResult<Want> {
-        if kind != 0 && max < 1 {
-            return Err(to_py(Error::invalid(format!(
-                "max_messages must be at least 1, got {max}"
-            ))));
+    pub(crate) fn parse(
+        kind: u8,
+        max: i64,
+        columns: Option<Vec<String>>,
+        max_bytes: Option<i64>,
+    ) -> PyResult<Want> {
+        if kind == 0 {
+            return Ok(Want::One);
         }
+        let (max, bytes) = receive_limits(max, max_bytes)?;
         Ok(match kind {
-            0 => Want::One,
-            1 => Want::Many(max as usize),
-            _ => Want::Arrow(max as usize, column_list(columns.as_deref())?),
+            1 => Want::Many(max, bytes),
+            _ => Want::Arrow(max, bytes, column_list(columns.as_deref())?),
         })
     }
 
     fn max(&self) -> usize {
         match self {
             Want::One => 1,
-            Want::Many(n) | Want::Arrow(n, _) => *n,
+            Want::Many(n, _) | Want::Arrow(n, _, _) => *n,
+        }
+    }
+
+    fn max_bytes(&self) -> Option<usize> {
+        match self {
+            Want::One => None,
+            Want::Many(_, b) | Want::Arrow(_, b, _) => *b,
         }
     }
 
@@ -72,13 +84,13 @@ impl Want {
                     .ok_or_else(|| to_py(Error::timeout("receive")))?;
                 Ok(Py::new(py, Message::typed(m, typed.cloned()))?.into_any())
             }
-            Want::Many(_) => Ok(untracked_list(
+            Want::Many(..) => Ok(untracked_list(
                 py,
                 msgs.into_iter().map(|m| Message::typed(m, typed.cloned())),
             )?
             .into_any()
             .unbind()),
-            Want::Arrow(_, names) => {
+            Want::Arrow(_, _, names) => {
                 Ok(typed_batch(py, typed.map(|t| &**t), &msgs, names)?.unbind())
             }
         }
@@ -93,9 +105,11 @@ pub struct Held {
 }
 
 impl Held {
-    fn take(&self, max: usize) -> Vec<ReceivedMessage> {
+    /// What `want` may take of the held messages, oldest first (the same byte rule as the
+    /// engine's receive).
+    fn take(&self, want: &Want) -> Vec<ReceivedMessage> {
         let mut q = self.q.lock().unwrap_or_else(|p| p.into_inner());
-        let n = max.min(q.len());
+        let n = ByteBudget::new(want.max_bytes()).fit(q.iter(), want.max());
         q.drain(..n).collect()
     }
 }
@@ -117,16 +131,17 @@ impl Held {
     }
 
     /// Take held messages as `kind` (0 one, 1 list, 2 RecordBatch) wants; None if empty.
-    #[pyo3(signature = (kind, max_messages, columns=None))]
+    #[pyo3(signature = (kind, max_messages, columns=None, max_bytes=None))]
     fn take_as(
         &self,
         py: Python<'_>,
         kind: u8,
         max_messages: i64,
         columns: Option<Vec<String>>,
+        max_bytes: Option<i64>,
     ) -> PyResult<Option<Py<PyAny>>> {
-        let want = Want::parse(kind, max_messages, columns)?;
-        let got = self.take(want.max());
+        let want = Want::parse(kind, max_messages, columns, max_bytes)?;
+        let got = self.take(&want);
         if got.is_empty() {
             return Ok(None);
         }
@@ -191,10 +206,10 @@ impl Handle {
     ) -> PyResult<Bound<'py, PyAny>> {
         let t = timeout_arg("timeout", timeout).py_err()?;
         let engine = self.live(what)?;
-        let max = want.max();
-        let mut got = held.take(max);
+        let (max, max_bytes) = (want.max(), want.max_bytes());
+        let mut got = held.take(&want);
         if got.is_empty() {
-            got = engine.try_receive_many(max).py_err()?;
+            got = engine.try_receive_up_to(max, max_bytes).py_err()?;
         }
         let one = matches!(want, Want::One);
         if !got.is_empty() || (t == Some(Duration::ZERO) && !one) {
@@ -204,8 +219,8 @@ impl Handle {
         let typed = self.typed.clone();
         let fut = async move {
             match t {
-                None => e.receive_many(max).await,
-                Some(t) => match tokio::time::timeout(t, e.receive_many(max)).await {
+                None => e.receive_up_to(max, max_bytes).await,
+                Some(t) => match tokio::time::timeout(t, e.receive_up_to(max, max_bytes)).await {
                     Ok(r) => r,
                     Err(_) if one => Err(Error::timeout("receive")),
                     Err(_) => Ok(Vec::new()),

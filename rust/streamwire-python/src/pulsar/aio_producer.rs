@@ -25,6 +25,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
 use crate::common::aio::{self, Target, Value};
 use crate::common::errors::{to_py, IntoPyResult};
+use crate::pulsar::deliver_time::{DeliverAfter, DeliverAt};
 use crate::pulsar::producer::{all_sent, Producer};
 use crate::pulsar::transaction::{txn_arg, PyTransaction};
 
@@ -205,8 +206,8 @@ impl Producer {
         properties: Option<&Bound<'py, PyAny>>,
         event_time: Option<i64>,
         sequence_id: Option<i64>,
-        deliver_after: Option<f64>,
-        deliver_at: Option<i64>,
+        deliver_after: Option<DeliverAfter>,
+        deliver_at: Option<DeliverAt>,
         replication_clusters: Option<Vec<String>>,
         disable_replication: bool,
         txn: Option<&Bound<'py, PyAny>>,

@@ -104,25 +104,21 @@ impl Handle {
         what: &str,
         max: i64,
         timeout: Option<f64>,
+        max_bytes: Option<i64>,
     ) -> PyResult<Vec<ReceivedMessage>> {
-        if max < 1 {
-            return Err(to_py(Error::invalid(format!(
-                "max_messages must be at least 1, got {max}"
-            ))));
-        }
+        let (max, max_bytes) = receive_limits(max, max_bytes)?;
         self.no_listener(what)?;
-        let max = max as usize;
         let t = timeout_arg("timeout", timeout).py_err()?;
         let engine = self.live(what)?;
-        let got = engine.try_receive_many(max).py_err()?;
+        let got = engine.try_receive_up_to(max, max_bytes).py_err()?;
         if !got.is_empty() || t == Some(Duration::ZERO) {
             return Ok(got);
         }
         let e = engine.clone();
         wait(py, "receive_many", None, async move {
             match t {
-                None => e.receive_many(max).await,
-                Some(t) => match tokio::time::timeout(t, e.receive_many(max)).await {
+                None => e.receive_up_to(max, max_bytes).await,
+                Some(t) => match tokio::time::timeout(t, e.receive_up_to(max, max_bytes)).await {
                     Ok(r) => r,
                     Err(_) => Ok(Vec::new()),
                 },
@@ -137,9 +133,10 @@ impl Handle {
         max: i64,
         timeout: Option<f64>,
         columns: Option<Vec<String>>,
+        max_bytes: Option<i64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let names = column_list(columns.as_deref())?; // before anything is taken
-        let got = self.receive_many(py, what, max, timeout)?;
+        let got = self.receive_many(py, what, max, timeout, max_bytes)?;
         typed_batch(py, self.typed.as_deref(), &got, &names)
     }
 
@@ -328,6 +325,21 @@ impl Handle {
     }
 }
 
+/// A receive's `max_messages` and `max_bytes`, checked (each at least 1).
+pub(crate) fn receive_limits(max: i64, max_bytes: Option<i64>) -> PyResult<(usize, Option<usize>)> {
+    if max < 1 {
+        return Err(to_py(Error::invalid(format!(
+            "max_messages must be at least 1, got {max}"
+        ))));
+    }
+    match max_bytes {
+        Some(b) if b < 1 => Err(to_py(Error::invalid(format!(
+            "max_bytes must be at least 1, got {b}"
+        )))),
+        b => Ok((max as usize, b.map(|b| b as usize))),
+    }
+}
+
 /// The one last id of a single-partition consumer.
 fn single_last_id<T>(mut ids: Vec<T>) -> EResult<T> {
     if ids.len() != 1 {
@@ -389,14 +401,20 @@ macro_rules! handle_methods {
             ///     max_messages: the most messages to return (at least 1).
             ///     timeout: seconds to wait for the first message; None waits forever, 0
             ///         returns what is queued now. Default None.
-            #[pyo3(signature = (max_messages, timeout=None))]
+            ///     max_bytes: the most payload bytes to return (at least 1): the first
+            ///         message always comes, a later one only if it fits; the first that does
+            ///         not fit is the first of the next call. Default None: no byte limit.
+            #[pyo3(signature = (max_messages, timeout=None, *, max_bytes=None))]
             fn $many<'py>(
                 &self,
                 py: Python<'py>,
                 max_messages: i64,
                 timeout: Option<f64>,
+                max_bytes: Option<i64>,
             ) -> PyResult<Bound<'py, PyList>> {
-                let got = self.h.receive_many(py, $what, max_messages, timeout)?;
+                let got = self
+                    .h
+                    .receive_many(py, $what, max_messages, timeout, max_bytes)?;
                 untracked_list(py, got.into_iter().map(|m| self.h.message(m)))
             }
 
@@ -413,20 +431,23 @@ macro_rules! handle_methods {
             ///         batch_index, publish_time, event_time, properties, producer_name,
             ///         sequence_id, redelivery_count, message_id, in the order wanted. Default
             ///         None: all.
-            #[pyo3(signature = (max_messages, timeout=None, *, columns=None))]
+            ///     max_bytes: the most payload bytes (as the list receive's). Default None.
+            #[pyo3(signature = (max_messages, timeout=None, *, columns=None, max_bytes=None))]
             fn $arrow<'py>(
                 &self,
                 py: Python<'py>,
                 max_messages: i64,
                 timeout: Option<f64>,
                 columns: Option<Vec<String>>,
+                max_bytes: Option<i64>,
             ) -> PyResult<Bound<'py, PyAny>> {
-                self.h.arrow(py, $what, max_messages, timeout, columns)
+                self.h
+                    .arrow(py, $what, max_messages, timeout, columns, max_bytes)
             }
 
             /// A receive as an awaitable (`streamwire.aio`): `kind` 0 one Message, 1 a list,
             /// 2 a RecordBatch; `held` and `orphan` keep what a cancelled one took.
-            #[pyo3(signature = (held, orphan, kind, max_messages, timeout=None, columns=None))]
+            #[pyo3(signature = (held, orphan, kind, max_messages, timeout=None, columns=None, max_bytes=None))]
             #[allow(clippy::too_many_arguments)]
             fn $areceive<'py>(
                 &self,
@@ -437,8 +458,9 @@ macro_rules! handle_methods {
                 max_messages: i64,
                 timeout: Option<f64>,
                 columns: Option<Vec<String>>,
+                max_bytes: Option<i64>,
             ) -> PyResult<Bound<'py, PyAny>> {
-                let want = Want::parse(kind, max_messages, columns)?;
+                let want = Want::parse(kind, max_messages, columns, max_bytes)?;
                 self.h.no_listener($what)?;
                 self.h.areceive(py, $what, held, want, timeout, orphan)
             }

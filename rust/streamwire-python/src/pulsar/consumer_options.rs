@@ -17,6 +17,7 @@ use streamwire_pulsar::consumer::{
     Consumer as Engine, ConsumerConfig, InitialPosition, KeySharedPolicy, StartFilter, SubType,
 };
 use streamwire_pulsar::message_id::MessageId;
+use streamwire_pulsar::namespace::TopicsMode;
 use streamwire_pulsar::topic::TopicName;
 
 use crate::common::errors::{to_py, IntoPyResult};
@@ -125,7 +126,7 @@ fn topics_arg(py: Python<'_>, topic: &Bound<'_, PyAny>) -> PyResult<Topics> {
 }
 
 /// `dead_letter_policy`: a mapping with `max_redeliver_count` (required, >= 1) and
-/// optionally `dead_letter_topic`.
+/// optionally `dead_letter_topic` and `initial_subscription_name`.
 fn dead_letter_arg(obj: &Bound<'_, PyAny>) -> PyResult<DeadLetterPolicy> {
     let items = obj.call_method0("items").map_err(|_| {
         PyTypeError::new_err("dead_letter_policy must be a mapping with max_redeliver_count")
@@ -133,6 +134,7 @@ fn dead_letter_arg(obj: &Bound<'_, PyAny>) -> PyResult<DeadLetterPolicy> {
     let mut policy = DeadLetterPolicy {
         max_redeliver_count: 0,
         dead_letter_topic: None,
+        initial_subscription_name: None,
     };
     let mut have_max = false;
     for item in items.try_iter()? {
@@ -155,10 +157,19 @@ fn dead_letter_arg(obj: &Bound<'_, PyAny>) -> PyResult<DeadLetterPolicy> {
                 }
                 policy.dead_letter_topic = t;
             }
+            "initial_subscription_name" => {
+                let n: Option<String> = v.extract()?;
+                if n.as_deref() == Some("") {
+                    return Err(config_err(
+                        "dead_letter_policy initial_subscription_name must not be empty".into(),
+                    ));
+                }
+                policy.initial_subscription_name = n;
+            }
             other => {
                 return Err(config_err(format!(
-                    "unknown dead_letter_policy key {other:?}; use max_redeliver_count and \
-                     dead_letter_topic"
+                    "unknown dead_letter_policy key {other:?}; use max_redeliver_count, \
+                     dead_letter_topic and initial_subscription_name"
                 )))
             }
         }
@@ -171,30 +182,71 @@ fn dead_letter_arg(obj: &Bound<'_, PyAny>) -> PyResult<DeadLetterPolicy> {
     Ok(policy)
 }
 
-/// `None`, `"auto_split"` or `{"sticky": [(start, end), ...]}` (inclusive hash ranges).
-fn key_shared_arg(obj: &Bound<'_, PyAny>) -> PyResult<KeySharedPolicy> {
-    const HINT: &str =
-        "key_shared_policy must be None, \"auto_split\" or {\"sticky\": [(start, end), ...]}";
+/// `"auto_split"`, or a dict with `"sticky"` (inclusive hash ranges; without it: auto split)
+/// and/or `"allow_out_of_order_delivery"` (a bool): the policy and the out-of-order flag.
+fn key_shared_arg(obj: &Bound<'_, PyAny>) -> PyResult<(KeySharedPolicy, bool)> {
+    const HINT: &str = "key_shared_policy must be None, \"auto_split\" or a dict with \"sticky\": \
+                        [(start, end), ...] and/or \"allow_out_of_order_delivery\": bool";
     if let Ok(s) = obj.extract::<String>() {
         return match s.as_str() {
-            "auto_split" => Ok(KeySharedPolicy::AutoSplit),
+            "auto_split" => Ok((KeySharedPolicy::AutoSplit, false)),
             _ => Err(config_err(format!("{HINT}, got {s:?}"))),
         };
     }
     let d = obj
         .cast::<PyDict>()
         .map_err(|_| config_err(HINT.to_owned()))?;
-    if d.len() != 1 {
-        return Err(config_err(HINT.to_owned()));
+    if d.is_empty() {
+        return Err(config_err(format!("{HINT}, got an empty dict")));
     }
-    let ranges = d
-        .get_item("sticky")?
-        .ok_or_else(|| config_err(HINT.to_owned()))?
-        .extract::<Vec<(i32, i32)>>()
-        .map_err(|_| config_err(HINT.to_owned()))?;
-    let p = KeySharedPolicy::Sticky(ranges);
-    p.validate().py_err()?;
-    Ok(p)
+    let mut policy = KeySharedPolicy::AutoSplit;
+    let mut allow = false;
+    for (k, v) in d.iter() {
+        let k: String = k.extract().map_err(|_| config_err(HINT.to_owned()))?;
+        match k.as_str() {
+            "sticky" => {
+                let ranges = v
+                    .extract::<Vec<(i32, i32)>>()
+                    .map_err(|_| config_err(HINT.to_owned()))?;
+                policy = KeySharedPolicy::Sticky(ranges);
+            }
+            "allow_out_of_order_delivery" => {
+                // A bool only: 0/1 or a string would more likely be a mistake than a choice.
+                allow =
+                    v.cast::<pyo3::types::PyBool>()
+                        .map_err(|_| {
+                            config_err(format!(
+                            "key_shared_policy allow_out_of_order_delivery must be a bool, got {}",
+                            v.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                        ))
+                        })?
+                        .is_true();
+            }
+            other => {
+                return Err(config_err(format!(
+                    "unknown key_shared_policy key {other:?}; use \"sticky\" and \
+                     \"allow_out_of_order_delivery\""
+                )))
+            }
+        }
+    }
+    policy.validate().py_err()?;
+    Ok((policy, allow))
+}
+
+/// `regex_subscription_mode`: the kinds of topics a pattern subscription lists.
+fn regex_mode(s: &str) -> PyResult<TopicsMode> {
+    Ok(match s {
+        "persistent" => TopicsMode::Persistent,
+        "non_persistent" => TopicsMode::NonPersistent,
+        "all" => TopicsMode::All,
+        _ => {
+            return Err(config_err(format!(
+                "regex_subscription_mode must be \"persistent\", \"non_persistent\" or \"all\"; \
+                 got {s:?}"
+            )))
+        }
+    })
 }
 
 fn sub_type(s: &str) -> PyResult<SubType> {
@@ -240,16 +292,24 @@ crate::two_faces! {
         ///         clusters. Default False.
         ///     pattern_auto_discovery_period: seconds between checks for new topics matching a
         ///         pattern. Default 60.0.
-        ///     dead_letter_policy: `{"max_redeliver_count": n, "dead_letter_topic": name}`:
-        ///         after `n` redeliveries a message goes to the dead-letter topic (default name:
-        ///         `<topic>-<subscription>-DLQ`). Default None.
+        ///     regex_subscription_mode: which topics a pattern is matched against:
+        ///         `"persistent"`, `"non_persistent"` or `"all"` (both). Default `"persistent"`.
+        ///     dead_letter_policy: `{"max_redeliver_count": n, "dead_letter_topic": name,
+        ///         "initial_subscription_name": sub}`: after `n` redeliveries a message goes to
+        ///         the dead-letter topic (default name: `<topic>-<subscription>-DLQ`); with
+        ///         `initial_subscription_name` the broker creates that subscription on the
+        ///         dead-letter topic when the first dead letter is written, so the dead letters
+        ///         are kept for it even without retention. Default None.
         ///     max_pending_chunked_messages: chunked messages being assembled at once, at most.
         ///         Default 10.
         ///     expire_time_of_incomplete_chunked_message: seconds an incomplete chunked message is
         ///         kept before it is dropped. Default 60.0.
         ///     key_shared_policy: for `"key_shared"`: None or `"auto_split"` (the broker splits
-        ///         the hash range), or `{"sticky": [(start, end), ...]}` (inclusive hash ranges
-        ///         this consumer owns). Default None.
+        ///         the hash range), or a dict with `"sticky": [(start, end), ...]` (inclusive
+        ///         hash ranges this consumer owns; without it the broker splits) and/or
+        ///         `"allow_out_of_order_delivery": True` (a consumer taking over a key gets its
+        ///         new messages while an earlier owner still has older ones unacknowledged;
+        ///         every consumer of the subscription must agree). Default None.
         ///     schema: a `streamwire.schema` object: the broker checks it against the topic's
         ///         schema, and `Message.value` decodes each message with the schema version it
         ///         was written with. Default None: raw bytes.
@@ -268,7 +328,8 @@ crate::two_faces! {
             initial_position="latest", receiver_queue_size=1000, consumer_name=None,
             ack_grouping_time=0.1, negative_ack_redelivery_delay=60.0, ack_timeout=None,
             batch_index_ack=false, read_compacted=false, replicate_subscription_state=false,
-            pattern_auto_discovery_period=60.0, dead_letter_policy=None,
+            pattern_auto_discovery_period=60.0, regex_subscription_mode="persistent",
+            dead_letter_policy=None,
             max_pending_chunked_messages=10, expire_time_of_incomplete_chunked_message=60.0,
             key_shared_policy=None, schema=None, message_listener=None))]
         fn subscribe / _asubscribe (
@@ -287,6 +348,7 @@ crate::two_faces! {
             read_compacted: bool,
             replicate_subscription_state: bool,
             pattern_auto_discovery_period: f64,
+            regex_subscription_mode: &str,
             dead_letter_policy: Option<&Bound<'_, PyAny>>,
             max_pending_chunked_messages: usize,
             expire_time_of_incomplete_chunked_message: f64,
@@ -320,6 +382,14 @@ crate::two_faces! {
                 "pattern_auto_discovery_period",
                 pattern_auto_discovery_period,
             )?;
+            let (key_shared, allow_out_of_order_delivery) = match key_shared_policy
+                .filter(|o| !o.is_none())
+                .map(key_shared_arg)
+                .transpose()?
+            {
+                Some((p, allow)) => (Some(p), allow),
+                None => (None, false),
+            };
             let cfg = ConsumerConfig {
                 subscription: subscription_name.to_owned(),
                 sub_type: sub_type(subscription_type)?,
@@ -341,10 +411,9 @@ crate::two_faces! {
                     expire_time_of_incomplete_chunked_message,
                 )?,
                 dead_letter: dead_letter_policy.map(dead_letter_arg).transpose()?,
-                key_shared: key_shared_policy
-                    .filter(|o| !o.is_none())
-                    .map(key_shared_arg)
-                    .transpose()?,
+                key_shared,
+                allow_out_of_order_delivery,
+                regex_mode: regex_mode(regex_subscription_mode)?,
                 ..ConsumerConfig::default()
             };
             let listener = Listening::from_arg("message_listener", message_listener)?;

@@ -67,6 +67,12 @@ impl Message {
         self.m.topic()
     }
 
+    /// Whether the producer sent a null value (the official client's `send(None)`, a
+    /// compaction tombstone): the payload is then empty, but not an empty value.
+    fn has_null_value(&self) -> bool {
+        self.m.null_value()
+    }
+
     /// The value: with a consumer `schema`, the payload decoded with the schema version it
     /// was written with (a `SchemaError` if it does not decode); otherwise the payload as
     /// `bytes` (copied once from the network buffer). `data()` is always the raw payload.

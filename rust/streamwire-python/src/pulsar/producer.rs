@@ -28,6 +28,7 @@ use crate::common::faces::Op;
 use crate::common::pickle::refuse_pickle;
 use crate::common::untracked::untracked_list;
 use crate::pulsar::client::Client;
+use crate::pulsar::deliver_time::{DeliverAfter, DeliverAt};
 use crate::pulsar::dispatch::{self, ErrorSlot, Job};
 use crate::pulsar::many::ManyOptions;
 use crate::pulsar::message_id::PyMessageId;
@@ -430,8 +431,8 @@ impl Producer {
         properties: Option<&Bound<'_, PyAny>>,
         event_time: Option<i64>,
         sequence_id: Option<i64>,
-        deliver_after: Option<f64>,
-        deliver_at: Option<i64>,
+        deliver_after: Option<DeliverAfter>,
+        deliver_at: Option<DeliverAt>,
         replication_clusters: Option<Vec<String>>,
         disable_replication: bool,
         schema: Option<&Bound<'_, PyAny>>,
@@ -445,8 +446,8 @@ impl Producer {
             properties,
             event_time,
             sequence_id,
-            deliver_after,
-            deliver_at,
+            deliver_after.map(|d| d.0),
+            deliver_at.map(|d| d.0),
             replication_clusters,
             disable_replication,
         )?;
@@ -504,11 +505,11 @@ impl Producer {
     ///     event_time: application event time in milliseconds since the epoch. Default None.
     ///     sequence_id: this message's sequence id instead of the producer's numbering
     ///         (non-negative; for broker deduplication). Default None.
-    ///     deliver_after: seconds from now before it is delivered (delayed delivery applies
-    ///         to shared and key-shared subscriptions).
-    ///         Default None.
-    ///     deliver_at: the same as an absolute time, in milliseconds since the epoch (not with
-    ///         `deliver_after`). Default None.
+    ///     deliver_after: how long from now before it is delivered, in seconds or as a
+    ///         `datetime.timedelta` (delayed delivery applies to shared and key-shared
+    ///         subscriptions). Default None.
+    ///     deliver_at: the same as an absolute time: milliseconds since the epoch, or a
+    ///         timezone-aware `datetime.datetime` (not with `deliver_after`). Default None.
     ///     replication_clusters: replicate only to these clusters. Default None: the
     ///         namespace's.
     ///     disable_replication: do not geo-replicate this message. Default False.
@@ -538,8 +539,8 @@ impl Producer {
         properties: Option<&Bound<'_, PyAny>>,
         event_time: Option<i64>,
         sequence_id: Option<i64>,
-        deliver_after: Option<f64>,
-        deliver_at: Option<i64>,
+        deliver_after: Option<DeliverAfter>,
+        deliver_at: Option<DeliverAt>,
         replication_clusters: Option<Vec<String>>,
         disable_replication: bool,
         txn: Option<&Bound<'_, PyAny>>,
@@ -604,8 +605,8 @@ impl Producer {
         properties: Option<&Bound<'_, PyAny>>,
         event_time: Option<i64>,
         sequence_id: Option<i64>,
-        deliver_after: Option<f64>,
-        deliver_at: Option<i64>,
+        deliver_after: Option<DeliverAfter>,
+        deliver_at: Option<DeliverAt>,
         replication_clusters: Option<Vec<String>>,
         disable_replication: bool,
         txn: Option<&Bound<'_, PyAny>>,
