@@ -272,6 +272,18 @@ CASES: list[Case] = [
     ),
     Case(
         "Client.create_producer()",
+        "batching_type='by_key' (not 'default' or 'key_based')",
+        CFG,
+        lambda c: c.client.create_producer(_fresh(c), batching_type="by_key"),
+    ),
+    Case(
+        "Client.create_producer()",
+        "batching_type='key_based' with batching=False",
+        CFG,
+        lambda c: c.client.create_producer(_fresh(c), batching=False, batching_type="key_based"),
+    ),
+    Case(
+        "Client.create_producer()",
         "max_pending_messages=0",
         CFG,
         lambda c: c.client.create_producer(_fresh(c), max_pending_messages=0),

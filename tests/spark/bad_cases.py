@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import streamwire
-from streamwire import InvalidArgumentError, SchemaError
+from streamwire import ConfigError, InvalidArgumentError, SchemaError
 
 from tests.bad_runner import BadCase
 
@@ -158,6 +158,13 @@ SPARK_SCHEMA_CASES: list[SparkCase] = [
         "typed columns for a topic with a STRING schema",
         SchemaError,
         _write("name string", "string_topic"),
+    ),
+    SparkCase(
+        "write: batchingType",
+        "by_key (not default or key_based)",
+        ConfigError,
+        _write("name string, count int", batchingType="by_key"),
+        note="on the driver, nothing sent",
     ),
     SparkCase(
         "write: valueSchemaType",

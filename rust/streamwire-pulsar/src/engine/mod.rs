@@ -9,6 +9,8 @@
 pub mod batch_format;
 /// Accumulates a producer's messages into batches by count, bytes and delay.
 pub mod batcher;
+/// Key-based batching: messages grouped by key, one key per batch entry.
+pub mod key_batches;
 /// Payload compression codecs with Pulsar's wire formats.
 pub mod compression;
 /// The message a producer sends, before batching.

@@ -33,6 +33,7 @@ pub use stats::StatsSnapshot;
 use crate::client::PulsarClient;
 use crate::engine::batcher::BatchConfig;
 use crate::engine::compression::Codec;
+pub use crate::engine::key_batches::BatchingType;
 use crate::engine::message::OutgoingMessage;
 use crate::protocol::pb;
 use crate::topic::TopicName;
@@ -43,6 +44,8 @@ pub struct ProducerConfig {
     pub producer_name: Option<String>,
     pub batching: bool,
     pub batch: BatchConfig,
+    /// How batches are formed: in send order, or one key per batch (for Key_Shared).
+    pub batching_type: BatchingType,
     pub compression: Codec,
     /// Messages in flight per partition before a send waits or fails.
     pub max_pending_messages: usize,
@@ -66,6 +69,7 @@ impl Default for ProducerConfig {
             producer_name: None,
             batching: true,
             batch: BatchConfig::default(),
+            batching_type: BatchingType::Default,
             compression: Codec::None,
             max_pending_messages: 10_000,
             block_if_queue_full: true,

@@ -17,7 +17,7 @@ use streamwire_pulsar::engine::compression::Codec;
 use streamwire_pulsar::engine::message::OutgoingMessage;
 use streamwire_pulsar::message_id::MessageId;
 use streamwire_pulsar::producer::{
-    Completion, EntryOptions, Group, ProducerConfig, Rejected, Routing, TopicProducer,
+    BatchingType, Completion, EntryOptions, Group, ProducerConfig, Rejected, Routing, TopicProducer,
 };
 use streamwire_pulsar::protocol::pb;
 use streamwire_pulsar::topic::TopicName;
@@ -53,6 +53,11 @@ crate::two_faces! {
         ///     batching_max_bytes: payload bytes per batch at most. Default 128 KiB.
         ///     batching_max_delay: seconds a batch waits for more messages after its first
         ///         (0: no waiting). Default 0.001.
+        ///     batching_type: `"default"` (a batch holds messages in the order sent, whatever
+        ///         their keys) or `"key_based"` (a batch holds the messages of ONE key: ordering
+        ///         key if set, else partition key; for Key_Shared subscriptions, which dispatch
+        ///         a whole batch by one key). The limits apply to all keys together. Default
+        ///         `"default"`.
         ///     compression: None, `"lz4"`, `"zlib"`, `"zstd"` or `"snappy"`. Default None.
         ///     max_pending_messages: messages sent and not yet acknowledged, at most (per
         ///         partition). Default 10,000.
@@ -82,7 +87,7 @@ crate::two_faces! {
         ///         `operation_timeout`.
         #[pyo3(signature = (topic, *, producer_name=None, batching=true,
             batching_max_messages=1000, batching_max_bytes=131_072, batching_max_delay=0.001,
-            compression=None, max_pending_messages=10_000, block_if_queue_full=true,
+            batching_type="default", compression=None, max_pending_messages=10_000, block_if_queue_full=true,
             send_timeout=30.0, initial_sequence_id=None, access_mode="shared",
             routing="round_robin", chunking=false, properties=None, schema=None))]
         fn create_producer / _acreate_producer (
@@ -94,6 +99,7 @@ crate::two_faces! {
             batching_max_messages: i64,
             batching_max_bytes: i64,
             batching_max_delay: f64,
+            batching_type: &str,
             compression: Option<&str>,
             max_pending_messages: i64,
             block_if_queue_full: bool,
@@ -147,6 +153,20 @@ crate::two_faces! {
                     )))
                 }
             };
+            let batching_type = match batching_type {
+                "default" => BatchingType::Default,
+                "key_based" => BatchingType::KeyBased,
+                other => {
+                    return Err(config_err(format!(
+                        "unknown batching_type {other:?}; use 'default' or 'key_based'"
+                    )))
+                }
+            };
+            if batching_type == BatchingType::KeyBased && !batching {
+                return Err(config_err(
+                    "batching_type='key_based' needs batching=True".into(),
+                ));
+            }
             let routing = match routing {
                 "round_robin" => Routing::RoundRobin,
                 "single" => Routing::Single,
@@ -175,6 +195,7 @@ crate::two_faces! {
                     max_bytes: batching_max_bytes,
                     max_delay,
                 },
+                batching_type,
                 compression,
                 max_pending_messages,
                 block_if_queue_full,
