@@ -284,6 +284,12 @@ CASES: list[Case] = [
     ),
     Case(
         "Client.create_producer()",
+        "message_router not callable (5)",
+        CFG,
+        lambda c: c.client.create_producer(_fresh(c), message_router=5),  # type: ignore[arg-type]
+    ),
+    Case(
+        "Client.create_producer()",
         "max_pending_messages=0",
         CFG,
         lambda c: c.client.create_producer(_fresh(c), max_pending_messages=0),

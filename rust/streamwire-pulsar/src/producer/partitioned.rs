@@ -171,6 +171,15 @@ impl TopicProducer {
         &self.partitions[self.route(key)]
     }
 
+    /// The producer of the partition `msg` goes to: the one its caller's router chose, if
+    /// any (checked against the partition count where it ran), else by its key.
+    pub fn producer_for_msg(&self, msg: &OutgoingMessage) -> &Producer {
+        match msg.partition {
+            Some(p) if (p as usize) < self.partitions.len() => &self.partitions[p as usize],
+            _ => self.producer_for(msg.key.as_deref()),
+        }
+    }
+
     pub async fn send(
         &self,
         msg: OutgoingMessage,
@@ -178,7 +187,7 @@ impl TopicProducer {
         entry: EntryOptions,
         completion: Completion,
     ) -> Result<()> {
-        let p = self.producer_for(msg.key.as_deref());
+        let p = self.producer_for_msg(&msg);
         p.send(msg, user_sequence_id, entry, completion).await
     }
 
@@ -191,7 +200,7 @@ impl TopicProducer {
         entry: EntryOptions,
         completion: Completion,
     ) -> Result<()> {
-        let p = self.producer_for(msg.key.as_deref());
+        let p = self.producer_for_msg(&msg);
         p.send(msg, user_sequence_id, entry, completion).await?;
         p.trigger_flush();
         Ok(())
@@ -241,7 +250,9 @@ impl TopicProducer {
         let mut per: Vec<(Vec<OutgoingMessage>, Vec<usize>)> =
             (0..n).map(|_| (Vec::new(), Vec::new())).collect();
         for (i, m) in msgs.into_iter().enumerate() {
-            let p = if user_sequence_ids && m.key.is_none() {
+            let p = if let Some(p) = m.partition.filter(|&p| (p as usize) < n) {
+                p as usize
+            } else if user_sequence_ids && m.key.is_none() {
                 (m.sequence_id % n as u64) as usize
             } else {
                 self.route(m.key.as_deref())
