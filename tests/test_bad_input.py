@@ -284,6 +284,14 @@ CASES: list[Case] = [
     ),
     Case(
         "Client.create_producer()",
+        "lazy_start_partitioned_producers=True with access_mode='exclusive'",
+        CFG,
+        lambda c: c.client.create_producer(
+            _fresh(c), lazy_start_partitioned_producers=True, access_mode="exclusive"
+        ),
+    ),
+    Case(
+        "Client.create_producer()",
         "message_router not callable (5)",
         CFG,
         lambda c: c.client.create_producer(_fresh(c), message_router=5),  # type: ignore[arg-type]

@@ -118,9 +118,7 @@ def test_router_on_lite(partitioned_lite: PulsarLite, unique_topic: str) -> None
     _check(partitioned_lite.service_url, unique_topic)
 
 
-def test_router_on_apache(
-    apache_broker: Any, apache_admin: PulsarAdmin, unique_topic: str
-) -> None:
+def test_router_on_apache(apache_broker: Any, apache_admin: PulsarAdmin, unique_topic: str) -> None:
     apache_admin.create_partitioned_topic(unique_topic, PARTITIONS)
     _check(apache_broker.service_url, unique_topic)
 

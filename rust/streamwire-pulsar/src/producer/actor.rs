@@ -31,10 +31,13 @@ use crate::server_error::{code, server_error};
 mod batch;
 #[path = "actor_keyed.rs"]
 mod keyed;
+#[path = "actor_lazy.rs"]
+mod lazy;
 #[path = "actor_send.rs"]
 mod send;
 
 use batch::Joined;
+pub(super) use lazy::start_lazily;
 
 /// The broker-side producer on a live connection.
 struct Live {
@@ -101,6 +104,19 @@ impl Actor {
         shared: Arc<Shared>,
         rx: mpsc::Receiver<Command>,
     ) -> Result<Actor> {
+        Self::connect_or_back(client, config, shared, rx)
+            .await
+            .map_err(|(e, _)| e)
+    }
+
+    /// [`connect`](Self::connect), handing the command channel back on failure (a lazily
+    /// started producer then fails what is queued in it, see `actor_lazy`).
+    async fn connect_or_back(
+        client: PulsarClient,
+        config: Arc<ProducerConfig>,
+        shared: Arc<Shared>,
+        rx: mpsc::Receiver<Command>,
+    ) -> std::result::Result<Actor, (Error, mpsc::Receiver<Command>)> {
         let batcher = config
             .batching
             .then(|| BatchBuilder::new(config.batch.clone()));
@@ -146,7 +162,7 @@ impl Actor {
                 Err(e) if crate::reconnect::owner_unreachable(&e) => {
                     let delay = crate::reconnect::retry_delay(&mut actor.backoff, &e);
                     if Instant::now() + delay >= deadline {
-                        return Err(e);
+                        return Err((e, actor.rx));
                     }
                     event(Level::Debug, "pulsar.producer", || {
                         (
@@ -156,7 +172,7 @@ impl Actor {
                     });
                     tokio::time::sleep(delay).await;
                 }
-                Err(e) => return Err(e),
+                Err(e) => return Err((e, actor.rx)),
             }
         }
     }

@@ -78,6 +78,11 @@ crate::two_faces! {
         ///         message is queued; a router that raises, returns a non-int or an index
         ///         outside `0..num_partitions` fails that send with `InvalidArgumentError`
         ///         (nothing is sent). Not called for a topic without partitions. Default None.
+        ///     lazy_start_partitioned_producers: for partitioned topics, create a partition's
+        ///         producer on the broker only when a message is first sent to it (the
+        ///         partition the routing picks first is created at once); useful with
+        ///         `routing="single"` or a `message_router` that uses few partitions. Needs
+        ///         `access_mode="shared"`. Default False: every partition at creation.
         ///     chunking: split messages larger than the broker's limit into chunks instead of
         ///         failing them with `MessageTooBigError`. Default False.
         ///     properties: producer metadata (str to str) sent to the broker. Default None.
@@ -94,8 +99,8 @@ crate::two_faces! {
             batching_max_messages=1000, batching_max_bytes=131_072, batching_max_delay=0.001,
             batching_type="default", compression=None, max_pending_messages=10_000, block_if_queue_full=true,
             send_timeout=30.0, initial_sequence_id=None, access_mode="shared",
-            routing="round_robin", message_router=None, chunking=false, properties=None,
-            schema=None))]
+            routing="round_robin", message_router=None, lazy_start_partitioned_producers=false,
+            chunking=false, properties=None, schema=None))]
         fn create_producer / _acreate_producer (
             &self,
             py,
@@ -114,6 +119,7 @@ crate::two_faces! {
             access_mode: &str,
             routing: &str,
             message_router: Option<Py<PyAny>>,
+            lazy_start_partitioned_producers: bool,
             chunking: bool,
             properties: Option<&Bound<'_, PyAny>>,
             schema: Option<&Bound<'_, PyAny>>,
@@ -184,6 +190,13 @@ crate::two_faces! {
                     )))
                 }
             };
+            if lazy_start_partitioned_producers && access_mode != pb::ProducerAccessMode::Shared {
+                // A partition created at its first send could be refused for exclusivity
+                // long after creation said yes (Java starts lazily only in Shared mode).
+                return Err(config_err(
+                    "lazy_start_partitioned_producers needs access_mode='shared'".into(),
+                ));
+            }
             if let Some(r) = &message_router {
                 if !r.bind(py).is_callable() {
                     return Err(config_err(
@@ -222,6 +235,7 @@ crate::two_faces! {
                 },
                 routing,
                 chunking,
+                lazy_start: lazy_start_partitioned_producers,
                 ..ProducerConfig::default()
             };
             let plan = ProducerPlan {
