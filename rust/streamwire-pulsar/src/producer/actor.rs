@@ -14,7 +14,7 @@ use streamwire_core::budget::Reservation;
 use streamwire_core::error::{Error, ErrorKind, Result};
 
 use super::completion::Completion;
-use super::frames::{encode_entry, lone_message, to_pb_codec};
+use super::frames::encode_entry;
 use super::pending::{InFlight, PendingQueue, Receipt};
 use super::placement::{place, OpenBatch, Placement};
 use super::{Command, ProducerConfig, Queued, Shared};

@@ -109,9 +109,9 @@ impl Actor {
             // (its id has no batch index).
             if let Some(msg) = lone_message(&batch) {
                 let (c, r, p) = items.pop().expect("one item");
-                let entry = super::EntryOptions {
+                let entry = super::super::EntryOptions {
                     schema_version: version,
-                    ..super::EntryOptions::default()
+                    ..super::super::EntryOptions::default()
                 };
                 self.send_single(msg, entry, c, r, p, enqueued_at).await;
                 return;
