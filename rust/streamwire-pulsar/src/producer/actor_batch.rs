@@ -192,4 +192,3 @@ pub(super) enum Joined {
     /// Not the common case: for `enqueue`.
     Declined(Queued),
 }
-

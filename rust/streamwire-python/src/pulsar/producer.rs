@@ -30,9 +30,9 @@ use crate::common::untracked::untracked_list;
 use crate::pulsar::client::Client;
 use crate::pulsar::dispatch::{self, ErrorSlot, Job};
 use crate::pulsar::message_id::PyMessageId;
+use crate::pulsar::producer_build::{all_sent, build_message, many_messages};
 use crate::pulsar::schema::{codec_of, Codec as SchemaCodec};
 use crate::pulsar::schema_multi::SchemaVersions;
-use crate::pulsar::producer_build::{all_sent, build_message, many_messages};
 use crate::pulsar::transaction::txn_arg;
 
 fn config_err(msg: String) -> PyErr {
@@ -395,7 +395,11 @@ impl Producer {
         let index = match out.extract::<i64>() {
             Ok(i) if !out.is_instance_of::<pyo3::types::PyBool>() => i,
             _ => {
-                let kind = out.get_type().name().map(|t| t.to_string()).unwrap_or_default();
+                let kind = out
+                    .get_type()
+                    .name()
+                    .map(|t| t.to_string())
+                    .unwrap_or_default();
                 return Err(bad(format!("must return an int, got {kind}")));
             }
         };
