@@ -15,10 +15,10 @@
 //!
 //! One difference on purpose: the Java client numbers messages as they arrive and sends the
 //! groups sorted by their first sequence id, so with interleaved keys a later entry may
-//! start below an earlier entry's highest id — which a broker with deduplication on drops
-//! (or refuses as "unknown") although it is new. Here the container holds messages *without*
-//! sequence ids; the producer numbers them as it drains the groups, one group after the
-//! other, so the ids rise across the entries it sends and deduplication keeps working.
+//! start below an earlier entry's highest id. Our entries carry their highest id (as default
+//! batches do), which broker deduplication compares the next entry's first id with, so here
+//! the container holds messages *without* sequence ids; the producer numbers them as it
+//! drains the groups, one group after the other, and the ids rise across the entries sent.
 //! (A message with a caller-given sequence id cannot be renumbered: the producer drains the
 //! container before it and batches it only with neighbours of the same key.)
 //!
