@@ -329,6 +329,32 @@ CASES: list[Case] = [
     ),
     Case(
         "Client.create_producer()",
+        "batching_type='by_key' (not 'default' or 'key_based')",
+        CFG,
+        lambda c: c.client.create_producer(_fresh(c), batching_type="by_key"),
+    ),
+    Case(
+        "Client.create_producer()",
+        "batching_type='key_based' with batching=False",
+        CFG,
+        lambda c: c.client.create_producer(_fresh(c), batching=False, batching_type="key_based"),
+    ),
+    Case(
+        "Client.create_producer()",
+        "lazy_start_partitioned_producers=True with access_mode='exclusive'",
+        CFG,
+        lambda c: c.client.create_producer(
+            _fresh(c), lazy_start_partitioned_producers=True, access_mode="exclusive"
+        ),
+    ),
+    Case(
+        "Client.create_producer()",
+        "message_router not callable (5)",
+        CFG,
+        lambda c: c.client.create_producer(_fresh(c), message_router=5),  # type: ignore[arg-type]
+    ),
+    Case(
+        "Client.create_producer()",
         "max_pending_messages=0",
         CFG,
         lambda c: c.client.create_producer(_fresh(c), max_pending_messages=0),

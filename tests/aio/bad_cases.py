@@ -102,6 +102,18 @@ AIO_CASES: list[AioCase] = [
     ),
     AioCase(
         "aio.Client.create_producer",
+        "unknown batching_type",
+        CFG,
+        lambda c: c.client.create_producer(c.topic, batching_type="bogus"),
+    ),
+    AioCase(
+        "aio.Client.create_producer",
+        "message_router not callable",
+        CFG,
+        lambda c: c.client.create_producer(c.topic, message_router="round_robin"),
+    ),
+    AioCase(
+        "aio.Client.create_producer",
         "topic not a str (5)",
         TYP,
         lambda c: c.client.create_producer(5),  # type: ignore[arg-type]

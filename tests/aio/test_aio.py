@@ -99,6 +99,38 @@ def test_send_many_does_not_wait_for_the_batching_delay(
     run(main)
 
 
+def test_key_based_batching(lite_broker: PulsarLite, unique_topic: str) -> None:
+    # The asyncio face takes the same option: every batch holds one key, keys keep order.
+    async def main() -> None:
+        async with aio.Client(lite_broker.service_url) as client:
+            consumer = await client.subscribe(unique_topic, "s")
+            producer = await client.create_producer(
+                unique_topic, batching_type="key_based", batching_max_delay=0.05
+            )
+            sends = [producer.send(b"%04d" % i, key=f"k{i % 5}") for i in range(500)]
+            ids = await asyncio.gather(*sends)
+            await producer.close()
+            # pulsar-lite may deliver an entry twice (PEERS.md): the same id, counted once.
+            by_id: dict[Any, Any] = {}
+            while len(by_id) < len(ids):
+                batch = await consumer.receive_many(500, timeout=10)
+                assert batch, f"received {len(by_id)} of {len(ids)}"
+                by_id.update((m.message_id, m) for m in batch)
+            await consumer.close()
+        got = sorted(by_id.values(), key=lambda m: m.message_id)
+        keys_of_entry: dict[tuple[int, int], set[Any]] = {}
+        for m in got:
+            mid = m.message_id
+            keys_of_entry.setdefault((mid.ledger_id, mid.entry_id), set()).add(m.key)
+        assert all(len(ks) == 1 for ks in keys_of_entry.values())
+        assert len(keys_of_entry) < 100, "batched"
+        for k in range(5):
+            mine = [m.data() for m in got if m.key == f"k{k}"]
+            assert mine == sorted(mine) and len(mine) == 100
+
+    run(main)
+
+
 def test_async_for_and_reader(lite_broker: PulsarLite, unique_topic: str) -> None:
     async def main() -> None:
         async with aio.Client(lite_broker.service_url) as client:

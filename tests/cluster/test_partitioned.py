@@ -3,8 +3,9 @@ through the proxy, two Key_Shared consumers of ours through the proxy, and the o
 reading every partition directly.
 
 Each key's messages reach one consumer, in order, and the keys land on partitions of both
-brokers. The producer does not batch: Key_Shared dispatches an entry by a single key, and our
-batches mix keys (the Java client's key-based batcher has no counterpart here yet).
+brokers. The producer batches by key (``batching_type="key_based"``): Key_Shared dispatches an
+entry by a single key, so a default batch, which mixes keys, would scatter a key's messages over
+both consumers.
 """
 
 from __future__ import annotations
@@ -46,10 +47,12 @@ def test_key_routed_partitions_on_both_brokers(
             )
             for i in range(2)
         ]
-        # Unbatched: the broker's Key_Shared dispatch routes a whole entry by one key, and our
-        # batches mix keys (there is no key-based batcher yet), which scatters a key's
-        # messages over both consumers.
-        with client.create_producer(topic, routing="key_hash", batching=False) as producer:
+        # Key-based batching: the broker's Key_Shared dispatch routes a whole entry by one key,
+        # so each batch holds one key (default batches mix keys, which scatters a key's
+        # messages over both consumers).
+        with client.create_producer(
+            topic, routing="key_hash", batching_type="key_based"
+        ) as producer:
             futures = [producer.send_async(v, key=k) for k, v in messages]
             producer.flush()
             for f in futures:
@@ -58,6 +61,7 @@ def test_key_routed_partitions_on_both_brokers(
         key_owner: dict[str, int] = {}
         partition_of_key: dict[str, str] = {}
         total = 0
+        max_batch_index = -1
         deadline = time.monotonic() + 60
         while total < len(messages) and time.monotonic() < deadline:
             for ci, c in enumerate(consumers):
@@ -72,12 +76,14 @@ def test_key_routed_partitions_on_both_brokers(
                     # Key_Shared: one consumer per key; key_hash: one partition per key.
                     assert key_owner.setdefault(k, ci) == ci, f"key {k} went to two consumers"
                     assert partition_of_key.setdefault(k, m.topic) == m.topic
+                    max_batch_index = max(max_batch_index, m.message_id.batch_index)
                 total += len(batch)
                 c.acknowledge(batch)
         assert set(dialled(cluster)) == {"proxy"}, dialled(cluster)
         for c in consumers:
             c.close()
     assert total == len(messages)
+    assert max_batch_index > 0, "the producer batched"
     for k in range(KEYS):
         key = f"k{k:02d}"
         assert per_key[key] == [f"{key}-{i:04d}".encode() for i in range(PER_KEY)], key

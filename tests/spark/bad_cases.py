@@ -166,6 +166,13 @@ SPARK_SCHEMA_CASES: list[SparkCase] = [
         _write("name string", "string_topic"),
     ),
     SparkCase(
+        "write: batchingType",
+        "by_key (not default or key_based)",
+        ConfigError,
+        _write("name string, count int", batchingType="by_key"),
+        note="on the driver, nothing sent",
+    ),
+    SparkCase(
         "write: valueSchemaType",
         "xml",
         SchemaError,

@@ -190,6 +190,22 @@ def test_producer_names_are_deterministic_per_partition(
     assert {r.producer_name for r in rows} == {f"{prefix}-0", f"{prefix}-1"}
 
 
+def test_key_based_batching_write(spark: Any, apache_broker: Any, unique_topic: str) -> None:
+    # batchingType=key_based: each entry the sink writes holds one key (rows' keys interleave).
+    n = 2_000
+    _write_df(spark, n).repartition(2).write.format("streamwire").option(
+        "service_url", apache_broker.service_url
+    ).option("topic", unique_topic).option("batchingType", "key_based").mode("append").save()
+    rows = _load(spark, apache_broker.service_url, topic=unique_topic).collect()
+    assert len(rows) == n
+    keys_of_entry: dict[tuple[int, int], set[str]] = {}
+    for r in rows:
+        mid = streamwire.MessageId.deserialize(bytes(r.message_id))
+        keys_of_entry.setdefault((mid.ledger_id, mid.entry_id), set()).add(r.key)
+    assert all(len(ks) == 1 for ks in keys_of_entry.values()), "one key per entry"
+    assert len(keys_of_entry) < n // 10, "batched"
+
+
 def test_partitioned_topic(
     spark: Any, apache_broker: Any, apache_admin: Any, unique_topic: str
 ) -> None:

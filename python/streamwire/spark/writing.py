@@ -31,6 +31,7 @@ class ProduceOptions:
     batching_max_messages: int = 1000
     batching_max_bytes: int = 131072
     batching_max_delay: float = 0.001
+    batching_type: str = "default"  # or "key_based": one key per batch (Key_Shared readers)
     compression: Optional[str] = None
     send_timeout: float = 30.0
     chunk_rows: int = 10_000
@@ -47,6 +48,7 @@ class ProduceOptions:
             "batching_max_messages": self.batching_max_messages,
             "batching_max_bytes": self.batching_max_bytes,
             "batching_max_delay": self.batching_max_delay,
+            "batching_type": self.batching_type,
             "send_timeout": self.send_timeout,
         }
         if self.compression:
@@ -74,10 +76,24 @@ class ProduceOptions:
             batching_max_bytes=int(get_option(options, "batchingMaxBytes", default="131072")),
             batching_max_delay=float(get_option(options, "batchingMaxPublishDelayMs", default="1"))
             / 1000.0,
+            batching_type=_batching_type(get_option(options, "batchingType", "batching_type")),
             compression=get_option(options, "compression", "compressionType"),
             send_timeout=float(get_option(options, "sendTimeoutMs", default="30000")) / 1000.0,
             sequence_base=sequence_base if prefix else None,
         )
+
+
+def _batching_type(value: Optional[str]) -> str:
+    """The ``batchingType`` option: ``default`` or ``key_based`` (the Java names ``DEFAULT`` /
+    ``KEY_BASED`` and the Python client's ``KeyBased`` are accepted too)."""
+    from streamwire.exceptions import ConfigError
+
+    text = (value or "default").strip().lower().replace("_", "")
+    if text == "default":
+        return "default"
+    if text == "keybased":
+        return "key_based"
+    raise ConfigError(f"unknown batchingType {value!r}; use 'default' or 'key_based'")
 
 
 @dataclass

@@ -555,6 +555,7 @@ mod tests {
                 event_time: et,
                 sequence_id: seq,
                 null_value: null,
+                partition: None,
             })
     }
 

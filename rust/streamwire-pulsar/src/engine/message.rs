@@ -25,6 +25,9 @@ pub struct OutgoingMessage {
     pub sequence_id: u64,
     /// The message is a tombstone (null value) rather than an empty payload.
     pub null_value: bool,
+    /// The partition the caller's own router chose (a partitioned topic's `message_router`,
+    /// run in the binding on the caller's thread); None: the producer's routing decides.
+    pub partition: Option<u32>,
 }
 
 impl OutgoingMessage {

@@ -11,6 +11,8 @@ pub mod batch_format;
 pub mod batcher;
 /// Payload compression codecs with Pulsar's wire formats.
 pub mod compression;
+/// Key-based batching: messages grouped by key, one key per batch entry.
+pub mod key_batches;
 /// The message a producer sends, before batching.
 pub mod message;
 /// Consumer flow-control permits (refill at half the receiver queue).

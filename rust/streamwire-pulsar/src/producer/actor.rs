@@ -14,7 +14,7 @@ use streamwire_core::budget::Reservation;
 use streamwire_core::error::{Error, ErrorKind, Result};
 
 use super::completion::Completion;
-use super::frames::{encode_entry, lone_message, to_pb_codec};
+use super::frames::encode_entry;
 use super::pending::{InFlight, PendingQueue, Receipt};
 use super::placement::{place, OpenBatch, Placement};
 use super::{Command, ProducerConfig, Queued, Shared};
@@ -22,12 +22,22 @@ use crate::client::PulsarClient;
 use crate::connection::{Connection, Event};
 use crate::engine::batcher::{AddOutcome, BatchBuilder};
 use crate::engine::compression::{compress, Codec};
+use crate::engine::key_batches::{BatchingType, GroupKey, KeyedContainer};
 use crate::message_id::MessageId;
 use crate::protocol::{commands, pb, ProducerParams};
 use crate::server_error::{code, server_error};
 
+#[path = "actor_batch.rs"]
+mod batch;
+#[path = "actor_keyed.rs"]
+mod keyed;
+#[path = "actor_lazy.rs"]
+mod lazy;
 #[path = "actor_send.rs"]
 mod send;
+
+use batch::Joined;
+pub(super) use lazy::start_lazily;
 
 /// The broker-side producer on a live connection.
 struct Live {
@@ -74,6 +84,10 @@ pub(super) struct Actor {
     /// The schema version of the batch being built when it is not the producer's own (a
     /// batch carries one version; see `placement`).
     batch_schema_version: Option<Bytes>,
+    /// Key-based batching: the messages waiting, grouped by key (see `actor_keyed`).
+    keyed: Option<KeyedContainer<Queued>>,
+    /// Key-based batching: the key of the batch being built (a batch holds one key).
+    batch_key: Option<GroupKey>,
 }
 
 fn now_ms() -> u64 {
@@ -90,9 +104,24 @@ impl Actor {
         shared: Arc<Shared>,
         rx: mpsc::Receiver<Command>,
     ) -> Result<Actor> {
+        Self::connect_or_back(client, config, shared, rx)
+            .await
+            .map_err(|(e, _)| e)
+    }
+
+    /// [`connect`](Self::connect), handing the command channel back on failure (a lazily
+    /// started producer then fails what is queued in it, see `actor_lazy`).
+    async fn connect_or_back(
+        client: PulsarClient,
+        config: Arc<ProducerConfig>,
+        shared: Arc<Shared>,
+        rx: mpsc::Receiver<Command>,
+    ) -> std::result::Result<Actor, (Error, mpsc::Receiver<Command>)> {
         let batcher = config
             .batching
             .then(|| BatchBuilder::new(config.batch.clone()));
+        let keyed = (config.batching && config.batching_type == BatchingType::KeyBased)
+            .then(|| KeyedContainer::new(config.batch.clone()));
         let mut actor = Actor {
             client,
             name: config.producer_name.clone(),
@@ -121,6 +150,8 @@ impl Actor {
             chunk_first: None,
             schema_version: None,
             batch_schema_version: None,
+            keyed,
+            batch_key: None,
         };
         // The owner may be gone (a failover in progress): retried until the operation timeout,
         // at most a second apart (see `reconnect`); the last failure is what the caller sees.
@@ -131,7 +162,7 @@ impl Actor {
                 Err(e) if crate::reconnect::owner_unreachable(&e) => {
                     let delay = crate::reconnect::retry_delay(&mut actor.backoff, &e);
                     if Instant::now() + delay >= deadline {
-                        return Err(e);
+                        return Err((e, actor.rx));
                     }
                     event(Level::Debug, "pulsar.producer", || {
                         (
@@ -141,7 +172,7 @@ impl Actor {
                     });
                     tokio::time::sleep(delay).await;
                 }
-                Err(e) => return Err(e),
+                Err(e) => return Err((e, actor.rx)),
             }
         }
     }
@@ -247,7 +278,7 @@ impl Actor {
         let mut expiry_tick = tokio::time::interval(Duration::from_millis(100));
         expiry_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            let batch_deadline = self.batcher.as_ref().and_then(|b| b.deadline());
+            let batch_deadline = self.batch_deadline();
             let reconnect_at = self.reconnect_at;
             tokio::select! {
                 biased;
@@ -255,7 +286,7 @@ impl Actor {
                 cmd = self.rx.recv() => match cmd {
                     Some(Command::Send(items)) => self.on_send(items).await,
                     Some(Command::Flush(tx)) => self.on_flush(tx).await,
-                    Some(Command::Trigger) => self.flush_batch().await,
+                    Some(Command::Trigger) => self.flush_all().await,
                     Some(Command::Close(tx)) => {
                         let res = self.close().await;
                         let _ = tx.send(res);
@@ -267,7 +298,7 @@ impl Actor {
                         return;
                     }
                 },
-                _ = sleep_until(batch_deadline) => self.flush_batch().await,
+                _ = sleep_until(batch_deadline) => self.flush_all().await,
                 _ = sleep_until(reconnect_at) => self.try_reconnect().await,
                 _ = expiry_tick.tick() => self.expire(),
             }
@@ -278,6 +309,10 @@ impl Actor {
         // One clock read for the hand-over, not one per message (a bulk send hands over
         // a thousand at once; reading the clock cost more than batching each of them).
         let now = Instant::now();
+        if self.keyed.is_some() {
+            self.on_send_keyed(items, now).await;
+            return;
+        }
         for q in items {
             match self.join_open_batch(q, now) {
                 Joined::Added => {}
@@ -331,9 +366,17 @@ impl Actor {
                 return;
             }
         }
+        // Key-based batching: a batch holds one key.
+        let key = self.keyed.is_some().then(|| GroupKey::of(&msg));
+        if let Some(k) = &key {
+            if !self.batch_items.is_empty() && self.batch_key.as_ref() != Some(k) {
+                self.flush_batch().await;
+            }
+        }
         if self.batch_items.is_empty() {
-            // The batch opens with this message: its version is the batch's.
+            // The batch opens with this message: its version (and key) are the batch's.
             self.batch_schema_version = entry.schema_version.clone();
+            self.batch_key = key.clone();
         }
         let len = msg.payload.len();
         let batcher = self.batcher.as_mut().expect("batchable implies a batcher");
@@ -349,6 +392,7 @@ impl Actor {
             AddOutcome::DoesNotFit(msg) => {
                 self.flush_batch().await;
                 self.batch_schema_version = entry.schema_version;
+                self.batch_key = key;
                 let batcher = self.batcher.as_mut().expect("batcher");
                 let full = matches!(batcher.add(msg, now), AddOutcome::AddedBatchFull);
                 self.note_batch_item(completion, reservation, permits, enqueued_at, len);
@@ -363,81 +407,6 @@ impl Actor {
                     .await;
             }
         }
-    }
-
-    /// [`enqueue`](Self::enqueue)'s common case, done without an await: a message with an
-    /// engine-assigned sequence id that joins the open batch (or opens one) and fits. Being
-    /// synchronous, it does not move the 328-byte item into a future and out again (callgrind:
-    /// the actor copied each item four times). Anything else comes back, untouched apart from
-    /// its sequence id (which `enqueue` assigns again), for `enqueue` to place.
-    fn join_open_batch(&mut self, q: Queued, now: Instant) -> Joined {
-        if self.terminal.is_some()
-            || q.user_sequence_id
-            || self.last_potential_duplicate
-            || self.batcher.is_none()
-        {
-            return Joined::Declined(q);
-        }
-        let open = OpenBatch {
-            len: self.batch_items.len(),
-            schema_version: self.batch_schema_version.as_deref(),
-        };
-        if place(true, open, &q.entry, false) != Placement::Join {
-            return Joined::Declined(q);
-        }
-        let Queued {
-            mut msg,
-            user_sequence_id,
-            entry,
-            completion,
-            reservation,
-            permits,
-            enqueued_at,
-        } = q;
-        msg.sequence_id = self.next_sequence_id;
-        let len = msg.payload.len();
-        let batcher = self.batcher.as_mut().expect("checked above");
-        let full = match batcher.add(msg, now) {
-            AddOutcome::Added => false,
-            AddOutcome::AddedBatchFull => true,
-            AddOutcome::DoesNotFit(msg) | AddOutcome::TooLargeForBatch(msg) => {
-                return Joined::Declined(Queued {
-                    msg,
-                    user_sequence_id,
-                    entry,
-                    completion,
-                    reservation,
-                    permits,
-                    enqueued_at,
-                });
-            }
-        };
-        self.next_sequence_id += 1;
-        if self.batch_items.is_empty() {
-            // The batch opens with this message: its version is the batch's.
-            self.batch_schema_version = entry.schema_version;
-        }
-        self.note_batch_item(completion, reservation, permits, enqueued_at, len);
-        if full {
-            Joined::Full
-        } else {
-            Joined::Added
-        }
-    }
-
-    fn note_batch_item(
-        &mut self,
-        c: Completion,
-        r: Option<Reservation>,
-        p: Option<tokio::sync::OwnedSemaphorePermit>,
-        enqueued_at: Instant,
-        payload_len: usize,
-    ) {
-        if self.batch_items.is_empty() {
-            self.batch_opened_at = Some(enqueued_at);
-        }
-        self.batch_payload_bytes += payload_len;
-        self.batch_items.push((c, r, p));
     }
 
     fn fail_queued(&mut self, q: Queued, err: Error) {
@@ -486,90 +455,6 @@ impl Actor {
             schema_version: self.schema_version.clone(),
             ..Default::default()
         }
-    }
-
-    async fn flush_batch(&mut self) {
-        let version = self.batch_schema_version.take();
-        let Some(batch) = self.batcher.as_mut().and_then(|b| b.take()) else {
-            return;
-        };
-        // The next batch starts with room for as many items as this one had: grown from
-        // empty, a 1,000-message batch reallocated its item list ten times (callgrind:
-        // about 90 instructions per message of `send_many`, mostly copying items over).
-        let room = self.batch_items.len();
-        let mut items = std::mem::replace(&mut self.batch_items, Vec::with_capacity(room));
-        let payload_bytes = std::mem::take(&mut self.batch_payload_bytes);
-        let enqueued_at = self.batch_opened_at.take().unwrap_or_else(Instant::now);
-        if batch.num_messages == 1 && items.len() == 1 {
-            // As Java's BatchMessageContainerImpl: a batch of one goes as a plain message
-            // (its id has no batch index).
-            if let Some(msg) = lone_message(&batch) {
-                let (c, r, p) = items.pop().expect("one item");
-                let entry = super::EntryOptions {
-                    schema_version: version,
-                    ..super::EntryOptions::default()
-                };
-                self.send_single(msg, entry, c, r, p, enqueued_at).await;
-                return;
-            }
-        }
-        let mut md = self.base_metadata(batch.first_sequence_id);
-        if version.is_some() {
-            md.schema_version = version;
-        }
-        md.num_messages_in_batch = Some(batch.num_messages as i32);
-        md.highest_sequence_id = Some(batch.last_sequence_id);
-        let payload = match self.compress_payload(&batch.payload) {
-            Ok(Some(c)) => {
-                md.set_compression(to_pb_codec(self.config.compression));
-                md.uncompressed_size = Some(batch.uncompressed_size as u32);
-                c
-            }
-            Ok(None) => batch.payload,
-            Err(e) => {
-                self.fail_items(items, &e);
-                return;
-            }
-        };
-        let mut completions = Vec::with_capacity(items.len());
-        let mut reservation: Option<Reservation> = None;
-        let mut permits: Option<tokio::sync::OwnedSemaphorePermit> = None;
-        for (c, r, p) in items {
-            completions.push(c);
-            if let Some(r) = r {
-                match reservation.as_mut() {
-                    Some(acc) => {
-                        if let Err(back) = acc.merge(r) {
-                            drop(back);
-                        }
-                    }
-                    None => reservation = Some(r),
-                }
-            }
-            if let Some(p) = p {
-                match permits.as_mut() {
-                    Some(acc) => acc.merge(p),
-                    None => permits = Some(p),
-                }
-            }
-        }
-        let entry = InFlight {
-            sequence_id: batch.first_sequence_id,
-            highest_sequence_id: batch.last_sequence_id,
-            num_messages: batch.num_messages,
-            batched: true,
-            metadata: md,
-            payload,
-            frame: None,
-            completions,
-            deadline: self.deadline_from(enqueued_at),
-            enqueued_at,
-            bytes: payload_bytes,
-            reservation,
-            permits,
-            chunk: None,
-        };
-        self.dispatch(entry).await;
     }
 
     fn fail_items(
@@ -839,6 +724,7 @@ impl Actor {
     }
 
     fn fail_all(&mut self, err: &Error) {
+        self.fail_keyed(err);
         let items = std::mem::take(&mut self.batch_items);
         self.batch_payload_bytes = 0;
         if let Some(b) = self.batcher.as_mut() {
@@ -855,7 +741,7 @@ impl Actor {
     }
 
     async fn on_flush(&mut self, tx: oneshot::Sender<()>) {
-        self.flush_batch().await;
+        self.flush_all().await;
         let upto = self.next_sequence_id;
         self.flush_waiters.push((upto, tx));
         self.check_flush_waiters();
@@ -878,7 +764,7 @@ impl Actor {
     }
 
     async fn close(&mut self) -> Result<()> {
-        self.flush_batch().await;
+        self.flush_all().await;
         // Wait for outstanding receipts, bounded by the send timeout (expiry keeps running).
         let limit = if self.config.send_timeout.is_zero() {
             self.client.config().operation_timeout
@@ -943,19 +829,6 @@ async fn sleep_until(at: Option<Instant>) {
         Some(t) => tokio::time::sleep_until(t.into()).await,
         None => std::future::pending().await,
     }
-}
-
-/// What [`Actor::join_open_batch`] did with a message. A return value consumed at once, never
-/// stored: boxing the declined item would cost an allocation per message wherever the common
-/// case does not apply (every message of an unbatched producer).
-#[allow(clippy::large_enum_variant)]
-enum Joined {
-    /// In the open batch, which has room for more.
-    Added,
-    /// In the open batch, which is now full: send it.
-    Full,
-    /// Not the common case: for `enqueue`.
-    Declined(Queued),
 }
 
 /// After a full batch went to the connection: let its writer run now. The writer, woken from

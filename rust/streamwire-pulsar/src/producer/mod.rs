@@ -33,6 +33,7 @@ pub use stats::StatsSnapshot;
 use crate::client::PulsarClient;
 use crate::engine::batcher::BatchConfig;
 use crate::engine::compression::Codec;
+pub use crate::engine::key_batches::BatchingType;
 use crate::engine::message::OutgoingMessage;
 use crate::protocol::pb;
 use crate::topic::TopicName;
@@ -43,6 +44,8 @@ pub struct ProducerConfig {
     pub producer_name: Option<String>,
     pub batching: bool,
     pub batch: BatchConfig,
+    /// How batches are formed: in send order, or one key per batch (for Key_Shared).
+    pub batching_type: BatchingType,
     pub compression: Codec,
     /// Messages in flight per partition before a send waits or fails.
     pub max_pending_messages: usize,
@@ -56,6 +59,9 @@ pub struct ProducerConfig {
     /// Split messages above the broker's maximum size into chunks (Java's
     /// `enableChunking`); such messages always go unbatched.
     pub chunking: bool,
+    /// Partitioned topics: create each partition's producer on the broker at its first send
+    /// (Java's `lazyStartPartitionedProducers`), but for the one the routing picks first.
+    pub lazy_start: bool,
     /// The schema registered for (and checked against) the topic; `None`: BYTES.
     pub schema: Option<pb::Schema>,
     /// A subscription the broker creates (at the earliest position) if the topic does not
@@ -70,6 +76,7 @@ impl Default for ProducerConfig {
             producer_name: None,
             batching: true,
             batch: BatchConfig::default(),
+            batching_type: BatchingType::Default,
             compression: Codec::None,
             max_pending_messages: 10_000,
             block_if_queue_full: true,
@@ -79,6 +86,7 @@ impl Default for ProducerConfig {
             properties: Vec::new(),
             routing: Routing::RoundRobin,
             chunking: false,
+            lazy_start: false,
             schema: None,
             initial_subscription_name: None,
         }
@@ -150,6 +158,8 @@ pub(crate) struct Shared {
     pub closed: AtomicBool,
     /// Registered on a live connection (false while the actor reconnects).
     pub connected: AtomicBool,
+    /// A lazily started producer that has not been asked to send yet (so not on the broker).
+    pub idle: AtomicBool,
     pub stats: stats::Stats,
     pub max_message_size: AtomicUsize,
     /// The registry's version of the producer's schema (from ProducerSuccess).
@@ -184,6 +194,62 @@ impl Producer {
         config: Arc<ProducerConfig>,
         budget: MemoryBudget,
     ) -> Result<Producer> {
+        let (shared, rx) = Self::shared_for(&client, &topic, &config);
+        let actor =
+            actor::Actor::connect(client, Arc::clone(&config), Arc::clone(&shared), rx.1).await?;
+        tokio::spawn(actor.run());
+        Ok(Self::handle(shared, rx.0, config, budget))
+    }
+
+    /// A producer that creates itself on the broker at its first send (a lazily started
+    /// partition, `ProducerConfig::lazy_start`): until then it holds no connection and the
+    /// broker shows no producer on its topic. Creation failing then fails the messages that
+    /// started it and closes the producer.
+    pub fn create_lazy(
+        client: PulsarClient,
+        topic: TopicName,
+        config: Arc<ProducerConfig>,
+        budget: MemoryBudget,
+    ) -> Producer {
+        let (shared, rx) = Self::shared_for(&client, &topic, &config);
+        shared.idle.store(true, Ordering::Release);
+        tokio::spawn(actor::start_lazily(
+            client,
+            Arc::clone(&config),
+            Arc::clone(&shared),
+            rx.1,
+        ));
+        Self::handle(shared, rx.0, config, budget)
+    }
+
+    fn handle(
+        shared: Arc<Shared>,
+        tx: mpsc::Sender<Command>,
+        config: Arc<ProducerConfig>,
+        budget: MemoryBudget,
+    ) -> Producer {
+        let slots = Arc::new(Semaphore::new(
+            config.max_pending_messages.clamp(1, Semaphore::MAX_PERMITS),
+        ));
+        Producer {
+            tx,
+            shared,
+            slots,
+            budget,
+            config,
+        }
+    }
+
+    /// The state a producer's handle and actor share, and the command channel between them.
+    #[allow(clippy::type_complexity)]
+    fn shared_for(
+        client: &PulsarClient,
+        topic: &TopicName,
+        config: &ProducerConfig,
+    ) -> (
+        Arc<Shared>,
+        (mpsc::Sender<Command>, mpsc::Receiver<Command>),
+    ) {
         let partition = topic.partition_index().map(|p| p as i32).unwrap_or(-1);
         let metrics = EntityMetrics::register(client.entity_labels(
             Kind::Producer,
@@ -198,6 +264,7 @@ impl Producer {
             pending_messages: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             connected: AtomicBool::new(false),
+            idle: AtomicBool::new(false),
             stats: stats::Stats::new(metrics),
             max_message_size: AtomicUsize::new(crate::protocol::DEFAULT_MAX_FRAME_SIZE),
             schema_version: Mutex::new(None),
@@ -210,20 +277,7 @@ impl Producer {
                     Some(s.pending_messages.load(Ordering::Relaxed) as i64);
             }
         }));
-        let (tx, rx) = mpsc::channel(COMMAND_QUEUE);
-        let actor =
-            actor::Actor::connect(client, Arc::clone(&config), Arc::clone(&shared), rx).await?;
-        tokio::spawn(actor.run());
-        let slots = Arc::new(Semaphore::new(
-            config.max_pending_messages.clamp(1, Semaphore::MAX_PERMITS),
-        ));
-        Ok(Producer {
-            tx,
-            shared,
-            slots,
-            budget,
-            config,
-        })
+        (shared, mpsc::channel(COMMAND_QUEUE))
     }
 
     pub fn topic(&self) -> &TopicName {
@@ -263,6 +317,11 @@ impl Producer {
     /// Open, and registered with the broker on a live connection (the Java `isConnected`).
     pub fn is_connected(&self) -> bool {
         !self.is_closed() && self.shared.connected.load(Ordering::Acquire)
+    }
+
+    /// A lazily started producer that has not sent yet: not on the broker, by design.
+    pub fn is_idle(&self) -> bool {
+        self.shared.idle.load(Ordering::Acquire)
     }
 
     pub fn stats(&self) -> StatsSnapshot {

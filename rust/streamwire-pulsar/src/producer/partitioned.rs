@@ -67,6 +67,76 @@ async fn partitions_retried(client: &PulsarClient, topic: &TopicName) -> Result<
     }
 }
 
+/// The router of a producer's `routing` over `n_parts` partitions.
+fn new_router(config: &ProducerConfig, scheme: HashingScheme, n_parts: u32) -> Router {
+    let mut rng = rand::rng();
+    match config.routing {
+        Routing::RoundRobin => Router::RoundRobin(RoundRobinRouter::for_batching(
+            scheme,
+            crate::engine::routing::random_start_index(n_parts, &mut rng),
+            config.batching,
+            config.batch.max_delay,
+            DEFAULT_PARTITION_SWITCH_FREQUENCY_BY_PUBLISH_DELAY,
+        )),
+        Routing::Single => Router::Single(SinglePartitionRouter::random(scheme, n_parts, &mut rng)),
+        Routing::KeyHash => Router::KeyHash(KeyHashRouter::new(scheme)),
+    }
+}
+
+/// The partition `r` picks for a message with `key` among `n`.
+fn pick(r: &mut Router, key: Option<&str>, n: u32) -> u32 {
+    match r {
+        Router::RoundRobin(rr) => rr.choose(key, n, now_ms()),
+        Router::Single(s) => s.choose(key, n),
+        Router::KeyHash(k) => k
+            .choose(key, n)
+            .unwrap_or_else(|| (now_ms() % n as u64) as u32),
+    }
+}
+
+/// Lazily started partitions (as Java's `lazyStartPartitionedProducers`): the partition the
+/// routing picks first for an unkeyed message is created now (so a bad topic, a refused
+/// authorization or schema fails the creation, and it names the others), every other one at
+/// its first send.
+async fn lazy_partitions(
+    client: &PulsarClient,
+    topic: &TopicName,
+    config: &Arc<ProducerConfig>,
+    budget: &MemoryBudget,
+    router: &mut Router,
+    n: u32,
+) -> Result<Vec<Producer>> {
+    let first = pick(router, None, n);
+    let eager = Producer::create(
+        client.clone(),
+        topic.partition(first),
+        Arc::clone(config),
+        budget.clone(),
+    )
+    .await?;
+    let config = match config.producer_name {
+        Some(_) => Arc::clone(config),
+        None => Arc::new(ProducerConfig {
+            producer_name: Some(eager.name()),
+            ..(**config).clone()
+        }),
+    };
+    Ok((0..n)
+        .map(|i| {
+            if i == first {
+                eager.clone()
+            } else {
+                Producer::create_lazy(
+                    client.clone(),
+                    topic.partition(i),
+                    Arc::clone(&config),
+                    budget.clone(),
+                )
+            }
+        })
+        .collect())
+}
+
 impl TopicProducer {
     pub async fn create(
         client: PulsarClient,
@@ -80,8 +150,12 @@ impl TopicProducer {
             partitions_retried(&client, &topic).await?
         };
         let config = Arc::new(config);
+        let scheme = HashingScheme::JavaStringHash;
+        let mut router = new_router(&config, scheme, n.max(1));
         let mut partitions = Vec::new();
-        if n == 0 {
+        if config.lazy_start && n > 1 {
+            partitions = lazy_partitions(&client, &topic, &config, &budget, &mut router, n).await?;
+        } else if n == 0 {
             partitions
                 .push(Producer::create(client, topic.clone(), Arc::clone(&config), budget).await?);
         } else {
@@ -115,22 +189,6 @@ impl TopicProducer {
                 }
             }
         }
-        let scheme = HashingScheme::JavaStringHash;
-        let n_parts = partitions.len() as u32;
-        let mut rng = rand::rng();
-        let router = match config.routing {
-            Routing::RoundRobin => Router::RoundRobin(RoundRobinRouter::for_batching(
-                scheme,
-                crate::engine::routing::random_start_index(n_parts, &mut rng),
-                config.batching,
-                config.batch.max_delay,
-                DEFAULT_PARTITION_SWITCH_FREQUENCY_BY_PUBLISH_DELAY,
-            )),
-            Routing::Single => {
-                Router::Single(SinglePartitionRouter::random(scheme, n_parts, &mut rng))
-            }
-            Routing::KeyHash => Router::KeyHash(KeyHashRouter::new(scheme)),
-        };
         Ok(TopicProducer {
             topic,
             partitions,
@@ -157,18 +215,20 @@ impl TopicProducer {
             return 0;
         }
         let mut r = self.router.lock().unwrap_or_else(|p| p.into_inner());
-        let p = match &mut *r {
-            Router::RoundRobin(rr) => rr.choose(key, n, now_ms()),
-            Router::Single(s) => s.choose(key, n),
-            Router::KeyHash(k) => k
-                .choose(key, n)
-                .unwrap_or_else(|| (now_ms() % n as u64) as u32),
-        };
-        p as usize
+        pick(&mut r, key, n) as usize
     }
 
     pub fn producer_for(&self, key: Option<&str>) -> &Producer {
         &self.partitions[self.route(key)]
+    }
+
+    /// The producer of the partition `msg` goes to: the one its caller's router chose, if
+    /// any (checked against the partition count where it ran), else by its key.
+    pub fn producer_for_msg(&self, msg: &OutgoingMessage) -> &Producer {
+        match msg.partition {
+            Some(p) if (p as usize) < self.partitions.len() => &self.partitions[p as usize],
+            _ => self.producer_for(msg.key.as_deref()),
+        }
     }
 
     pub async fn send(
@@ -178,7 +238,7 @@ impl TopicProducer {
         entry: EntryOptions,
         completion: Completion,
     ) -> Result<()> {
-        let p = self.producer_for(msg.key.as_deref());
+        let p = self.producer_for_msg(&msg);
         p.send(msg, user_sequence_id, entry, completion).await
     }
 
@@ -191,7 +251,7 @@ impl TopicProducer {
         entry: EntryOptions,
         completion: Completion,
     ) -> Result<()> {
-        let p = self.producer_for(msg.key.as_deref());
+        let p = self.producer_for_msg(&msg);
         p.send(msg, user_sequence_id, entry, completion).await?;
         p.trigger_flush();
         Ok(())
@@ -241,7 +301,9 @@ impl TopicProducer {
         let mut per: Vec<(Vec<OutgoingMessage>, Vec<usize>)> =
             (0..n).map(|_| (Vec::new(), Vec::new())).collect();
         for (i, m) in msgs.into_iter().enumerate() {
-            let p = if user_sequence_ids && m.key.is_none() {
+            let p = if let Some(p) = m.partition.filter(|&p| (p as usize) < n) {
+                p as usize
+            } else if user_sequence_ids && m.key.is_none() {
                 (m.sequence_id % n as u64) as usize
             } else {
                 self.route(m.key.as_deref())
@@ -293,9 +355,12 @@ impl TopicProducer {
         self.partitions.iter().all(|p| p.is_closed())
     }
 
-    /// Every partition's producer open and on a live connection.
+    /// Every partition's producer open and on a live connection (a lazily started one that
+    /// has not sent yet is not on the broker by design, and does not count).
     pub fn is_connected(&self) -> bool {
-        self.partitions.iter().all(|p| p.is_connected())
+        self.partitions
+            .iter()
+            .all(|p| p.is_connected() || (p.is_idle() && !p.is_closed()))
     }
 
     pub fn name(&self) -> String {
@@ -304,7 +369,8 @@ impl TopicProducer {
 
     /// The registry's version of the producer's schema (None: no schema).
     pub fn schema_version(&self) -> Option<Vec<u8>> {
-        self.partitions[0].schema_version()
+        // The first partition producer created on the broker (with lazy start, maybe not 0).
+        self.partitions.iter().find_map(|p| p.schema_version())
     }
 
     pub fn last_sequence_id(&self) -> i64 {

@@ -86,7 +86,7 @@ impl TopicProducer {
         txn: &Transaction,
     ) -> Result<()> {
         let guard = txn.begin_op("send")?;
-        let p = self.producer_for(msg.key.as_deref()).clone();
+        let p = self.producer_for_msg(&msg).clone();
         txn.register_partition(&p.topic().to_string()).await?;
         entry.txn = Some(txn.id());
         p.send(

@@ -26,7 +26,8 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use crate::common::aio::{self, Target, Value};
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::pulsar::deliver_time::{DeliverAfter, DeliverAt};
-use crate::pulsar::producer::{all_sent, Producer};
+use crate::pulsar::producer::Producer;
+use crate::pulsar::producer_build::all_sent;
 use crate::pulsar::transaction::{txn_arg, PyTransaction};
 
 /// Work that must wait its turn behind earlier sends.
@@ -250,7 +251,7 @@ impl Producer {
             });
             return Ok(fut);
         }
-        let p = tp.producer_for(msg.key.as_deref()).clone();
+        let p = tp.producer_for_msg(&msg).clone();
         if self.room.is_busy() {
             self.room
                 .push(Waiting::One {

@@ -17,6 +17,7 @@ pub mod many;
 pub mod message;
 pub mod message_id;
 pub mod producer;
+pub mod producer_build;
 pub mod schema;
 pub mod schema_arrow;
 pub mod schema_arrow_kv;

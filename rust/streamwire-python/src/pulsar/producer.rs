@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use pyo3::prelude::*;
@@ -17,7 +17,7 @@ use streamwire_pulsar::engine::compression::Codec;
 use streamwire_pulsar::engine::message::OutgoingMessage;
 use streamwire_pulsar::message_id::MessageId;
 use streamwire_pulsar::producer::{
-    Completion, EntryOptions, Group, ProducerConfig, Rejected, Routing, TopicProducer,
+    BatchingType, Completion, EntryOptions, Group, ProducerConfig, Rejected, Routing, TopicProducer,
 };
 use streamwire_pulsar::protocol::pb;
 use streamwire_pulsar::topic::TopicName;
@@ -30,11 +30,10 @@ use crate::common::untracked::untracked_list;
 use crate::pulsar::client::Client;
 use crate::pulsar::deliver_time::{DeliverAfter, DeliverAt};
 use crate::pulsar::dispatch::{self, ErrorSlot, Job};
-use crate::pulsar::many::ManyOptions;
 use crate::pulsar::message_id::PyMessageId;
+use crate::pulsar::producer_build::{all_sent, build_message, many_messages};
 use crate::pulsar::schema::{codec_of, Codec as SchemaCodec};
 use crate::pulsar::schema_multi::SchemaVersions;
-pub(crate) use crate::pulsar::schema_send::{typed_many, typed_message};
 use crate::pulsar::transaction::txn_arg;
 
 fn config_err(msg: String) -> PyErr {
@@ -54,6 +53,11 @@ crate::two_faces! {
         ///     batching_max_bytes: payload bytes per batch at most. Default 128 KiB.
         ///     batching_max_delay: seconds a batch waits for more messages after its first
         ///         (0: no waiting). Default 0.001.
+        ///     batching_type: `"default"` (a batch holds messages in the order sent, whatever
+        ///         their keys) or `"key_based"` (a batch holds the messages of ONE key: ordering
+        ///         key if set, else partition key; for Key_Shared subscriptions, which dispatch
+        ///         a whole batch by one key). The limits apply to all keys together. Default
+        ///         `"default"`.
         ///     compression: None, `"lz4"`, `"zlib"`, `"zstd"` or `"snappy"`. Default None.
         ///     max_pending_messages: messages sent and not yet acknowledged, at most (per
         ///         partition). Default 10,000.
@@ -69,6 +73,17 @@ crate::two_faces! {
         ///         `"round_robin"` (as the Java client), `"single"` (one random partition)
         ///         or `"key_hash"` (a time-based one); keyed messages always go by the hash of
         ///         their key. Default `"round_robin"`.
+        ///     message_router: for partitioned topics, a callable `(key, num_partitions) -> int`
+        ///         that picks every message's partition (`key`: its partition key, a str, or
+        ///         None), instead of `routing`. It runs on the sending thread, before the
+        ///         message is queued; a router that raises, returns a non-int or an index
+        ///         outside `0..num_partitions` fails that send with `InvalidArgumentError`
+        ///         (nothing is sent). Not called for a topic without partitions. Default None.
+        ///     lazy_start_partitioned_producers: for partitioned topics, create a partition's
+        ///         producer on the broker only when a message is first sent to it (the
+        ///         partition the routing picks first is created at once); useful with
+        ///         `routing="single"` or a `message_router` that uses few partitions. Needs
+        ///         `access_mode="shared"`. Default False: every partition at creation.
         ///     chunking: split messages larger than the broker's limit into chunks instead of
         ///         failing them with `MessageTooBigError`. Default False.
         ///     properties: producer metadata (str to str) sent to the broker. Default None.
@@ -83,9 +98,10 @@ crate::two_faces! {
         ///         `operation_timeout`.
         #[pyo3(signature = (topic, *, producer_name=None, batching=true,
             batching_max_messages=1000, batching_max_bytes=131_072, batching_max_delay=0.001,
-            compression=None, max_pending_messages=10_000, block_if_queue_full=true,
+            batching_type="default", compression=None, max_pending_messages=10_000, block_if_queue_full=true,
             send_timeout=30.0, initial_sequence_id=None, access_mode="shared",
-            routing="round_robin", chunking=false, properties=None, schema=None))]
+            routing="round_robin", message_router=None, lazy_start_partitioned_producers=false,
+            chunking=false, properties=None, schema=None))]
         fn create_producer / _acreate_producer (
             &self,
             py,
@@ -95,6 +111,7 @@ crate::two_faces! {
             batching_max_messages: i64,
             batching_max_bytes: i64,
             batching_max_delay: f64,
+            batching_type: &str,
             compression: Option<&str>,
             max_pending_messages: i64,
             block_if_queue_full: bool,
@@ -102,6 +119,8 @@ crate::two_faces! {
             initial_sequence_id: Option<i64>,
             access_mode: &str,
             routing: &str,
+            message_router: Option<Py<PyAny>>,
+            lazy_start_partitioned_producers: bool,
             chunking: bool,
             properties: Option<&Bound<'_, PyAny>>,
             schema: Option<&Bound<'_, PyAny>>,
@@ -148,6 +167,20 @@ crate::two_faces! {
                     )))
                 }
             };
+            let batching_type = match batching_type {
+                "default" => BatchingType::Default,
+                "key_based" => BatchingType::KeyBased,
+                other => {
+                    return Err(config_err(format!(
+                        "unknown batching_type {other:?}; use 'default' or 'key_based'"
+                    )))
+                }
+            };
+            if batching_type == BatchingType::KeyBased && !batching {
+                return Err(config_err(
+                    "batching_type='key_based' needs batching=True".into(),
+                ));
+            }
             let routing = match routing {
                 "round_robin" => Routing::RoundRobin,
                 "single" => Routing::Single,
@@ -158,6 +191,20 @@ crate::two_faces! {
                     )))
                 }
             };
+            if lazy_start_partitioned_producers && access_mode != pb::ProducerAccessMode::Shared {
+                // A partition created at its first send could be refused for exclusivity
+                // long after creation said yes (Java starts lazily only in Shared mode).
+                return Err(config_err(
+                    "lazy_start_partitioned_producers needs access_mode='shared'".into(),
+                ));
+            }
+            if let Some(r) = &message_router {
+                if !r.bind(py).is_callable() {
+                    return Err(config_err(
+                        "message_router must be a callable (key, num_partitions) -> int".into(),
+                    ));
+                }
+            }
             let send_timeout = if send_timeout == 0.0 {
                 Duration::ZERO
             } else {
@@ -176,6 +223,7 @@ crate::two_faces! {
                     max_bytes: batching_max_bytes,
                     max_delay,
                 },
+                batching_type,
                 compression,
                 max_pending_messages,
                 block_if_queue_full,
@@ -188,6 +236,7 @@ crate::two_faces! {
                 },
                 routing,
                 chunking,
+                lazy_start: lazy_start_partitioned_producers,
                 ..ProducerConfig::default()
             };
             let plan = ProducerPlan {
@@ -197,6 +246,7 @@ crate::two_faces! {
                 budget: self.budget.clone(),
                 timeout: self.operation_timeout * 2,
                 codec: None,
+                router: message_router,
             }
             .with_schema(schema)?;
             Op::new("create producer", Some(plan.timeout), plan.open())
@@ -212,6 +262,7 @@ pub(crate) struct ProducerPlan {
     budget: streamwire_core::budget::MemoryBudget,
     pub(crate) timeout: Duration,
     codec: Option<Arc<SchemaCodec>>,
+    router: Option<Py<PyAny>>,
 }
 
 impl ProducerPlan {
@@ -247,144 +298,8 @@ impl ProducerPlan {
             room: Default::default(),
             codec: self.codec,
             schemas: SchemaVersions::new(client, self.timeout, schema_topic),
+            router: self.router,
         })
-    }
-}
-
-fn secs_to_ms(name: &str, v: f64) -> PyResult<i64> {
-    if !v.is_finite() || v < 0.0 {
-        return Err(to_py(Error::invalid(format!(
-            "{name} must be a non-negative number"
-        ))));
-    }
-    Ok((v * 1000.0) as i64)
-}
-
-fn unix_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
-/// Everything `send`/`send_async` accept besides the value.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn build_message(
-    codec: Option<&SchemaCodec>,
-    value: &Bound<'_, PyAny>,
-    key: Option<String>,
-    ordering_key: Option<Vec<u8>>,
-    properties: Option<&Bound<'_, PyAny>>,
-    event_time: Option<i64>,
-    sequence_id: Option<i64>,
-    deliver_after: Option<f64>,
-    deliver_at: Option<i64>,
-    replication_clusters: Option<Vec<String>>,
-    disable_replication: bool,
-) -> PyResult<(OutgoingMessage, bool, EntryOptions)> {
-    let mut msg = match codec {
-        Some(c) => typed_message(c, value, key)?,
-        None => {
-            let mut m = OutgoingMessage::new(crate::common::columns::payload_of(value)?, 0);
-            m.key = key;
-            m
-        }
-    };
-    msg.ordering_key = ordering_key.map(Bytes::from);
-    msg.properties = match properties {
-        Some(p) => crate::common::columns::one_props(p)?,
-        None => Vec::new(),
-    };
-    msg.event_time = match event_time {
-        Some(t) if t < 0 => {
-            return Err(to_py(Error::invalid(format!(
-                "event_time must be milliseconds since the epoch (>= 0), got {t}"
-            ))))
-        }
-        t => t.map(|t| t as u64),
-    };
-    let user_seq = match sequence_id {
-        Some(s) if s < 0 => {
-            return Err(to_py(Error::invalid("sequence_id must be non-negative")));
-        }
-        Some(s) => {
-            msg.sequence_id = s as u64;
-            true
-        }
-        None => false,
-    };
-    let deliver_at = match (deliver_after, deliver_at) {
-        (Some(_), Some(_)) => {
-            return Err(to_py(Error::invalid(
-                "give deliver_after or deliver_at, not both",
-            )));
-        }
-        (Some(after), None) => Some(unix_ms() + secs_to_ms("deliver_after", after)?),
-        (None, at) => at,
-    };
-    let entry = EntryOptions {
-        deliver_at,
-        replicate_to: replication_clusters.unwrap_or_default(),
-        disable_replication,
-        txn: None,
-        schema_version: None,
-    };
-    Ok((msg, user_seq, entry))
-}
-
-/// The messages of a `send_many` call, and whether they carry caller-given sequence ids.
-pub(crate) fn many_messages(
-    codec: Option<&SchemaCodec>,
-    values: &Bound<'_, PyAny>,
-    keys: Option<&Bound<'_, PyAny>>,
-    properties: Option<&Bound<'_, PyAny>>,
-    event_times: Option<&Bound<'_, PyAny>>,
-    sequence_ids: Option<&Bound<'_, PyAny>>,
-) -> PyResult<(Vec<OutgoingMessage>, bool)> {
-    if let Some(c) = codec {
-        return typed_many(c, values, keys, properties, event_times, sequence_ids);
-    }
-    let payloads = crate::common::columns::payloads(values)?;
-    let opts = ManyOptions::parse(payloads.len(), keys, properties, event_times, sequence_ids)?;
-    let plain = opts.is_empty(); // the common bulk call: values only
-    let mut msgs = Vec::with_capacity(payloads.len());
-    // Built by `extend` from a mapping closure, so each 144-byte message is written straight
-    // into the vector rather than built on the stack and copied in (callgrind: two copies a
-    // message with a push loop).
-    msgs.extend(
-        payloads
-            .into_iter()
-            .enumerate()
-            .map(|(i, (payload, null))| {
-                let mut m = OutgoingMessage::new(payload, 0);
-                m.null_value = null;
-                if !plain {
-                    opts.apply(i, &mut m);
-                }
-                m
-            }),
-    );
-    Ok((msgs, opts.user_seq()))
-}
-
-/// The ids of a `send_many` in input order, or its first error noting how many of the `n`
-/// messages were not sent (the blocking and the awaitable call).
-pub(crate) fn all_sent(results: Vec<Result<MessageId>>, n: usize) -> Result<Vec<MessageId>> {
-    let mut ids = Vec::with_capacity(n);
-    let mut failed = 0usize;
-    let mut first_err: Option<Error> = None;
-    for r in results {
-        match r {
-            Ok(id) => ids.push(id),
-            Err(e) => {
-                failed += 1;
-                first_err.get_or_insert(e);
-            }
-        }
-    }
-    match first_err {
-        Some(e) => Err(e.context(format!("{failed} of {n} messages were not sent"))),
-        None => Ok(ids),
     }
 }
 
@@ -403,6 +318,8 @@ pub struct Producer {
     pub(crate) codec: Option<Arc<SchemaCodec>>,
     /// Versions of other schemas its messages were sent with (`send(..., schema=)`).
     pub(crate) schemas: SchemaVersions,
+    /// The caller's `message_router`, run by `route` on the sending thread.
+    router: Option<Py<PyAny>>,
 }
 
 impl Producer {
@@ -438,7 +355,7 @@ impl Producer {
         schema: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(OutgoingMessage, bool, EntryOptions)> {
         let codec = self.message_codec(schema)?;
-        let (msg, user_seq, mut entry) = build_message(
+        let (mut msg, user_seq, mut entry) = build_message(
             codec.as_deref().or(self.codec.as_deref()),
             value,
             key,
@@ -452,7 +369,47 @@ impl Producer {
             disable_replication,
         )?;
         entry.schema_version = self.message_schema_version(py, codec.as_ref())?;
+        if self.router.is_some() {
+            msg.partition = self.route(py, msg.key.as_deref())?;
+        }
         Ok((msg, user_seq, entry))
+    }
+
+    /// The partition the caller's `message_router` picks for a message with `key`; None for a
+    /// topic without partitions. It runs here, on the calling thread, which holds the GIL:
+    /// routing it in the engine would make an engine thread wait for the interpreter.
+    fn route(&self, py: Python<'_>, key: Option<&str>) -> PyResult<Option<u32>> {
+        let Some(router) = &self.router else {
+            return Ok(None);
+        };
+        let n = self.inner.num_partitions();
+        if n <= 1 {
+            return Ok(None);
+        }
+        let bad = |what: String| to_py(Error::invalid(format!("message_router {what}")));
+        let out = router.bind(py).call1((key, n)).map_err(|e| {
+            let err = bad(format!("raised {e}"));
+            err.set_cause(py, Some(e));
+            err
+        })?;
+        // A bool is an int to Python, but no partition index: refused as a non-int.
+        let index = match out.extract::<i64>() {
+            Ok(i) if !out.is_instance_of::<pyo3::types::PyBool>() => i,
+            _ => {
+                let kind = out
+                    .get_type()
+                    .name()
+                    .map(|t| t.to_string())
+                    .unwrap_or_default();
+                return Err(bad(format!("must return an int, got {kind}")));
+            }
+        };
+        if index < 0 || index >= n as i64 {
+            return Err(bad(format!(
+                "returned {index}, not a partition of the topic's 0..{n}"
+            )));
+        }
+        Ok(Some(index as u32))
     }
 
     /// The messages of one `send_many` / `_asend_many`, whether they carry caller-given
@@ -470,7 +427,7 @@ impl Producer {
         schema: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(Vec<OutgoingMessage>, bool, Option<Bytes>)> {
         let codec = self.message_codec(schema)?;
-        let (msgs, user_seq) = many_messages(
+        let (mut msgs, user_seq) = many_messages(
             codec.as_deref().or(self.codec.as_deref()),
             values,
             keys,
@@ -480,6 +437,12 @@ impl Producer {
         )?;
         // After every value is encoded: a value that does not fit registers nothing.
         let version = self.message_schema_version(py, codec.as_ref())?;
+        if self.router.is_some() {
+            // Every message routed before any is queued: a router that fails sends none.
+            for m in &mut msgs {
+                m.partition = self.route(py, m.key.as_deref())?;
+            }
+        }
         Ok((msgs, user_seq, version))
     }
 
@@ -657,7 +620,7 @@ impl Producer {
             })?;
             return Ok(SendFuture { state });
         }
-        let p = tp.producer_for(msg.key.as_deref()).clone();
+        let p = tp.producer_for_msg(&msg).clone();
         match p.try_send(msg, user_seq, entry.clone(), completion) {
             Ok(()) => {}
             Err(rejected) => {

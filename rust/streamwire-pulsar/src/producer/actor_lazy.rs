@@ -1,0 +1,85 @@
+//! A lazily started producer: a partition of a partitioned topic opened with
+//! `ProducerConfig::lazy_start` (Java's `lazyStartPartitionedProducers`). Its handle exists at
+//! once, but it is created on the broker only when the first message is sent to it, so a
+//! producer that routes to few partitions (single-partition routing, a router of one's own)
+//! holds no broker producer and no connection for the others. Until then flushes and closes
+//! answer at once; the first send connects, and then the producer runs as any other. If
+//! creating it fails, the messages that started it (and any sent meanwhile) fail with that
+//! error and the producer is closed. A child module of `actor` (it drives the actor).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use streamwire_core::error::Error;
+use tokio::sync::mpsc;
+
+use super::super::{Command, ProducerConfig, Queued, Shared};
+use super::Actor;
+use crate::client::PulsarClient;
+
+/// Wait for the first send, then create the producer on the broker and run it.
+pub(in crate::producer) async fn start_lazily(
+    client: PulsarClient,
+    config: Arc<ProducerConfig>,
+    shared: Arc<Shared>,
+    mut rx: mpsc::Receiver<Command>,
+) {
+    let items = loop {
+        match rx.recv().await {
+            None => return,
+            Some(Command::Send(items)) => break items,
+            // Nothing was sent: nothing to flush or to wait for.
+            Some(Command::Flush(tx)) => {
+                let _ = tx.send(());
+            }
+            Some(Command::Trigger) => {}
+            Some(Command::Close(tx)) => {
+                shared.closed.store(true, Ordering::Release);
+                let _ = tx.send(Ok(()));
+                return;
+            }
+        }
+    };
+    shared.idle.store(false, Ordering::Release);
+    match Actor::connect_or_back(client, config, Arc::clone(&shared), rx).await {
+        Ok(mut actor) => {
+            actor.on_send(items).await;
+            actor.run().await;
+        }
+        Err((err, mut rx)) => {
+            // Nothing can be sent: refuse what comes next, fail what is queued.
+            shared.closed.store(true, Ordering::Release);
+            fail(&shared, items, &err);
+            rx.close();
+            while let Some(cmd) = rx.recv().await {
+                match cmd {
+                    Command::Send(items) => fail(&shared, items, &err),
+                    Command::Flush(tx) => {
+                        let _ = tx.send(());
+                    }
+                    Command::Trigger => {}
+                    Command::Close(tx) => {
+                        let _ = tx.send(Ok(()));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Fail queued messages with `err`, freeing what they hold first (as the actor does).
+fn fail(shared: &Shared, items: Vec<Queued>, err: &Error) {
+    let n = items.len();
+    shared.pending_messages.fetch_sub(n, Ordering::AcqRel);
+    shared.stats.on_failed(n as u64);
+    for q in items {
+        let Queued {
+            completion,
+            reservation,
+            permits,
+            ..
+        } = q;
+        drop((reservation, permits));
+        completion.complete(Err(err.clone()));
+    }
+}
