@@ -572,6 +572,9 @@ CASES: list[Case] = [
         "consumer without a message_listener",
         CFG,
         lambda c: c.consumer.pause_message_listener(),
+    ),
+    Case(
+        "Client.subscribe()",
         "dead_letter_policy initial_subscription_name=''",
         CFG,
         lambda c: c.client.subscribe(
