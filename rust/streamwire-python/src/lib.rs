@@ -74,7 +74,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pulsar::aio_consumer::Received>()?;
     m.add_class::<pravega::client::PravegaNativeClient>()?;
     m.add_class::<pravega::writer::PravegaWriter>()?;
-    m.add_class::<pravega::write_future::PravegaWriteFuture>()?;
+    m.add_class::<pravega::writer::PravegaWriteFuture>()?;
     m.add_class::<pravega::reader::PravegaReader>()?;
     m.add_class::<pravega::reader::PravegaEventObj>()?;
     m.add_class::<tank::client::TankNativeClient>()?;

@@ -7,8 +7,6 @@ mod admin;
 pub mod client;
 mod framing;
 mod inline;
-mod lane;
 pub mod reader;
 mod take;
-pub mod write_future;
 pub mod writer;

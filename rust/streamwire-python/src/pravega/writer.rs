@@ -1,6 +1,13 @@
 //! `streamwire.pravega.Writer`, both faces: blocking, future-returning and bulk writes, and
 //! their awaitable forms (`_awrite`, `_awrite_many`, `_aflush`, `_aclose`; the lane that
-//! keeps awaitable writes in call order is in `lane`).
+//! keeps awaitable writes in call order is `common::lane`, and `impl Sink for EventWriter`
+//! here says how a Pravega writer takes a payload).
+//!
+//! An awaited `write_many` is followed by the writer's hurry command once its events are
+//! handed over (as the blocking `write_many` does): its caller waits for all of them, so its
+//! last partial block must not wait for an acknowledgement to free a block slot. A single
+//! awaited `write` sends no hurry: single writes made while blocks are in flight are still
+//! gathered into the next block.
 //!
 //! Events are framed on the calling thread straight from the Python objects (one copy into
 //! the buffer that later becomes append blocks); `write_async` futures are completed by the
@@ -8,28 +15,29 @@
 //! The two faces' write shells differ only in how they wait: every check, the framing and
 //! the budget's rules are the shared functions below.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
 
-use streamwire_core::budget::Reservation;
+use streamwire_core::budget::{MemoryBudget, Reservation};
 use streamwire_core::completion::{Completion, Done};
-use streamwire_core::error::Error;
+use streamwire_core::error::{Error, Result};
 use streamwire_core::runtime;
-use streamwire_pravega::writer::{one_event, BatchBuilder, EventBatch, EventWriter};
+use streamwire_pravega::writer::{one_event, BatchBuilder, EventBatch, EventWriter, Rejected};
 
 use super::framing::{frame_events, Handover, Pieces, PIECE_BYTES};
 use super::inline::wait_here;
-use super::lane::Lane;
-use super::write_future::{FutureState, PravegaWriteFuture};
 use crate::common::aio;
 use crate::common::blocking::{timeout_arg, wait};
 use crate::common::columns::payload_of;
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::faces::Op;
+use crate::common::lane::{Lane, Sink};
 use crate::common::pickle::refuse_pickle;
 use crate::common::reserve;
+use crate::common::write_future::FutureState;
 
 const PICKLE_HINT: &str = "create the writer inside the worker process";
 
@@ -52,6 +60,49 @@ pub(crate) fn key_arg(key: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>
     }
 }
 
+crate::write_future! {
+    /// The outcome of `write_async` (or `write_many_async`): `result()` waits until the segment
+    /// store holds the event(s). Made by those calls, not constructed directly.
+    PravegaWriteFuture,
+    "streamwire.pravega.WriteFuture",
+    "write",
+    "Wait until the event is written (returns None) or raise its error.",
+    "The error the write failed with, or None once it succeeded (waits like `result`)."
+}
+
+/// The lane's view of a Pravega writer: a payload is one call's framed events; a bulk call
+/// is followed by the hurry command.
+impl Sink for EventWriter {
+    type Payload = EventBatch;
+    type Rejected = Rejected;
+    const NAME: &'static str = "Pravega writer";
+
+    fn memory(&self) -> &MemoryBudget {
+        self.budget()
+    }
+
+    fn try_hand_over(
+        &self,
+        batch: EventBatch,
+        done: Done,
+        reservation: Reservation,
+    ) -> Result<Option<Rejected>> {
+        self.try_write(batch, done, Some(reservation))
+    }
+
+    fn hand_over(&self, rejected: Rejected) -> impl Future<Output = Result<()>> + Send {
+        self.submit(rejected)
+    }
+
+    fn try_hurry(&self) -> bool {
+        EventWriter::try_hurry(self)
+    }
+
+    fn hurry(&self) -> impl Future<Output = ()> + Send {
+        EventWriter::hurry(self)
+    }
+}
+
 /// Writes events to one stream. Thread-safe. Made by `streamwire.pravega.Client.create_writer`
 /// (and wrapped by `streamwire.aio.pravega.Writer`).
 #[pyclass(frozen, module = "streamwire._native")]
@@ -59,7 +110,7 @@ pub struct PravegaWriter {
     inner: EventWriter,
     pid: u32,
     block_if_queue_full: bool,
-    lane: Lane,
+    lane: Lane<EventWriter>,
 }
 
 impl PravegaWriter {
@@ -118,8 +169,9 @@ impl PravegaWriter {
         batch: EventBatch,
         count: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let reservation = self.try_reserve(batch.data.len() as u64)?;
-        self.lane.start(py, &self.inner, batch, reservation, count)
+        let bytes = batch.data.len() as u64;
+        let block = self.block_if_queue_full;
+        self.lane.start(py, &self.inner, batch, bytes, block, count)
     }
 }
 
@@ -193,7 +245,7 @@ impl PravegaWriter {
         let w = self.live(py)?;
         let batch = self.one(event, routing_key)?;
         let reservation = self.reserve(py, batch.data.len() as u64 + PER_EVENT_OVERHEAD)?;
-        let state = Arc::new(FutureState::default());
+        let state = Arc::<FutureState>::default();
         let done = Done::Notify(state.clone());
         if let Some(rejected) = w.try_write(batch, done, Some(reservation)).py_err()? {
             wait(
@@ -260,7 +312,7 @@ impl PravegaWriter {
         routing_keys: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PravegaWriteFuture> {
         let w = self.live(py)?;
-        let state = Arc::new(FutureState::default());
+        let state = Arc::<FutureState>::default();
         let mut h =
             Handover::new(w, Box::new(|bytes| self.reserve(py, bytes))).settling(state.clone());
         frame_events(events, routing_keys, PIECE_BYTES, &mut h)?;
@@ -338,9 +390,6 @@ impl PravegaWriter {
         self.live(py)?;
         let batch = event_batch(events, routing_keys)?;
         let n = batch.count;
-        if n == 0 {
-            return aio::ready(py, 0usize.into_pyobject(py)?.into_any());
-        }
         self.start(py, batch, Some(n))
     }
 }

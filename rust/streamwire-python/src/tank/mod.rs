@@ -4,7 +4,6 @@
 
 pub mod client;
 pub mod consumer;
-mod lane;
 pub mod message;
 mod outgoing;
 pub mod producer;

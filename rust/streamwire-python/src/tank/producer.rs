@@ -4,106 +4,69 @@
 //! `send_async` futures are completed by the engine directly (a mutex and condvar per
 //! future, no task per message); `send_many` takes a list or a pyarrow array and crosses the
 //! interpreter once for the whole call. Awaited sends (`_asend`, `_asend_many`) share every
-//! check with them and go through the in-order `lane`.
+//! check with them and go through the in-order lane of `common::lane` (this file says how a
+//! TANK producer takes a payload: `impl Sink for Producer`).
 
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use streamwire_core::budget::Reservation;
-use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::budget::{MemoryBudget, Reservation};
+use streamwire_core::error::{Error, Result};
 use streamwire_core::runtime;
-use streamwire_tank::producer::{Completion, Done, Dones, Group, Producer};
+use streamwire_tank::producer::{Done, Dones, Group, Outgoing, Prepared, Producer};
 
 use crate::common::aio;
 use crate::common::blocking::{timeout_arg, wait};
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::faces::Op;
+use crate::common::lane::{Lane, Sink};
 use crate::common::pickle::refuse_pickle;
-use crate::tank::lane::Lane;
+use crate::common::reserve::try_reserve;
+use crate::common::write_future::FutureState;
 use crate::tank::outgoing::{many_outgoing, outgoing};
 
 const PICKLE_HINT: &str = "create the producer inside the worker process";
 
-/// Filled once by the engine; waited on by Python.
-#[derive(Default)]
-struct FutureState {
-    result: Mutex<Option<Result<()>>>,
-    ready: Condvar,
+crate::write_future! {
+    /// The outcome of `send_async`: `result()` waits for the broker's acknowledgement.
+    TankSendFuture,
+    "streamwire.tank.SendFuture",
+    "send",
+    "Wait until the message is acknowledged (returns None) or raise its error.",
+    "The error the send failed with, or None once it succeeded (waits like `result`)."
 }
 
-impl Completion for FutureState {
-    fn complete(&self, result: Result<()>) {
-        *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
-        self.ready.notify_all();
-    }
-}
+/// The lane's view of a TANK producer: a payload is the checked messages of one call,
+/// routed and handed to the producer's task.
+impl Sink for Producer {
+    type Payload = Vec<Outgoing>;
+    type Rejected = Prepared;
+    const NAME: &'static str = "TANK producer";
 
-/// The outcome of `send_async`: `result()` waits for the broker's acknowledgement.
-#[pyclass(frozen, module = "streamwire._native")]
-pub struct TankSendFuture {
-    state: Arc<FutureState>,
-}
-
-#[pymethods]
-impl TankSendFuture {
-    /// Whether the outcome is known (never waits).
-    fn done(&self) -> bool {
-        self.state
-            .result
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some()
+    fn memory(&self) -> &MemoryBudget {
+        self.budget()
     }
 
-    /// Wait until the message is acknowledged (returns None) or raise its error.
-    ///
-    /// Args:
-    ///     timeout: seconds to wait at most (None: no limit); then `OperationTimeoutError`.
-    ///         Default None.
-    #[pyo3(signature = (timeout=None))]
-    fn result(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
-        let timeout = timeout_arg("timeout", timeout).py_err()?;
-        let deadline = timeout.map(|t| Instant::now() + t);
-        loop {
-            let st = Arc::clone(&self.state);
-            let got = py.detach(move || {
-                let guard = st.result.lock().unwrap_or_else(|p| p.into_inner());
-                let (guard, _) = st
-                    .ready
-                    .wait_timeout_while(guard, Duration::from_millis(200), |r| r.is_none())
-                    .unwrap_or_else(|p| p.into_inner());
-                guard.clone()
-            });
-            if let Some(r) = got {
-                return r.py_err();
-            }
-            py.check_signals()?;
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(to_py(Error::timeout("waiting for the send result")));
-            }
-        }
+    fn try_hand_over(
+        &self,
+        msgs: Vec<Outgoing>,
+        done: Done,
+        reservation: Reservation,
+    ) -> Result<Option<Prepared>> {
+        let dones = match done {
+            Done::Group(g) => Dones::Group(g),
+            one => Dones::Each(vec![one]),
+        };
+        self.prepare(msgs, dones, Some(reservation))
+            .and_then(|prepared| self.try_submit(prepared))
     }
 
-    /// The error the send failed with, or None once it succeeded (waits like `result`).
-    ///
-    /// Args:
-    ///     timeout: seconds to wait at most (None: no limit); then `OperationTimeoutError` is
-    ///         raised. Default None.
-    #[pyo3(signature = (timeout=None))]
-    fn exception(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Py<PyAny>>> {
-        match self.result(py, timeout) {
-            Ok(()) => Ok(None),
-            Err(e) if !self.done() => Err(e),
-            Err(e) => Ok(Some(e.into_value(py).into_any())),
-        }
-    }
-
-    fn __repr__(&self) -> String {
-        let done = if self.done() { "True" } else { "False" };
-        format!("<streamwire.tank.SendFuture done={done}>")
+    fn hand_over(&self, prepared: Prepared) -> impl Future<Output = Result<()>> + Send {
+        self.submit(prepared)
     }
 }
 
@@ -115,8 +78,8 @@ pub struct TankProducer {
     pid: u32,
     block_if_queue_full: bool,
     timeout: Duration,
-    /// Awaited sends waiting for budget or queue room, in call order (see `lane`).
-    lane: Lane,
+    /// Awaited sends waiting for budget or queue room, in call order (see `common::lane`).
+    lane: Lane<Producer>,
 }
 
 impl TankProducer {
@@ -149,35 +112,11 @@ impl TankProducer {
         self.check_open()
     }
 
-    /// Reserve `bytes` of the client's budget now if there is room; None when it is full
-    /// and the producer waits for room (`block_if_queue_full`), else the typed error.
-    fn try_reserve(&self, bytes: u64) -> PyResult<Option<Reservation>> {
-        let budget = self.inner.budget();
-        if bytes > budget.limit() && budget.limit() > 0 {
-            return Err(to_py(Error::new(
-                ErrorKind::MessageTooBig,
-                format!(
-                    "{bytes} bytes are more than the client's memory_limit ({})",
-                    budget.limit()
-                ),
-            )));
-        }
-        match budget.try_reserve(bytes) {
-            Ok(r) => Ok(Some(r)),
-            Err(full) if !self.block_if_queue_full => Err(to_py(Error::new(
-                ErrorKind::QueueFull,
-                format!(
-                    "the client's memory budget is full ({} of {} bytes used)",
-                    full.used, full.limit
-                ),
-            ))),
-            Err(_) => Ok(None),
-        }
-    }
-
     /// Reserve `bytes` for a blocking send: waiting for room with the interpreter released.
     fn reserve(&self, py: Python<'_>, bytes: u64) -> PyResult<Reservation> {
-        if let Some(r) = self.try_reserve(bytes)? {
+        if let Some(r) =
+            try_reserve(self.inner.budget(), bytes, self.block_if_queue_full).py_err()?
+        {
             return Ok(r);
         }
         let budget = self.inner.budget().clone();
@@ -277,7 +216,7 @@ impl TankProducer {
         let p = self.live()?;
         let msg = outgoing(value, key, partition, timestamp)?;
         let reservation = self.reserve(py, msg.msg.size() as u64)?;
-        let state = Arc::new(FutureState::default());
+        let state = Arc::<FutureState>::default();
         let dones = Dones::Each(vec![Done::Notify(state.clone())]);
         let prepared = p.prepare(vec![msg], dones, Some(reservation)).py_err()?;
         // The common case hands the message over without waiting; a full queue waits with
@@ -353,8 +292,9 @@ impl TankProducer {
 }
 
 // The awaitable face's hot paths: the same checks and message building as the blocking
-// `send` / `send_many` (`outgoing`, `many_outgoing`, `try_reserve`), handed over through the
-// lane, which keeps awaited sends in call order and never blocks the loop.
+// `send` / `send_many` (`outgoing`, `many_outgoing`, the budget rule of `common::reserve`),
+// handed over through the lane, which keeps awaited sends in call order and never blocks
+// the loop.
 #[pymethods]
 impl TankProducer {
     /// `send` awaited: resolves to None once the broker acknowledged the message.
@@ -370,9 +310,9 @@ impl TankProducer {
         self.live_aio(py)?;
         let msg = outgoing(value, key, partition, timestamp)?;
         let bytes = msg.msg.size() as u64;
-        let reservation = self.try_reserve(bytes)?;
+        let block = self.block_if_queue_full;
         self.lane
-            .start(py, &self.inner, vec![msg], bytes, reservation, None)
+            .start(py, &self.inner, vec![msg], bytes, block, None)
     }
 
     /// `send_many` awaited: resolves to the count once all are acknowledged.
@@ -388,12 +328,9 @@ impl TankProducer {
         self.live_aio(py)?;
         let (msgs, bytes) = many_outgoing(values, keys, timestamps, partition)?;
         let n = msgs.len();
-        if n == 0 {
-            return aio::ready(py, 0usize.into_pyobject(py)?.into_any());
-        }
-        let reservation = self.try_reserve(bytes)?;
+        let block = self.block_if_queue_full;
         self.lane
-            .start(py, &self.inner, msgs, bytes, reservation, Some(n))
+            .start(py, &self.inner, msgs, bytes, block, Some(n))
     }
 }
 
@@ -412,9 +349,7 @@ crate::two_faces! {
             let timeout = timeout_arg("timeout", timeout).py_err()?;
             let turn = self.lane.turn(&p).py_err()?;
             Op::new("flush", timeout, async move {
-                if let Some(turn) = turn {
-                    let _ = turn.await;
-                }
+                turn.await;
                 p.flush().await
             })
         }
@@ -425,14 +360,12 @@ crate::two_faces! {
             let skip = runtime::check_same_process(self.pid, "TANK producer").is_err()
                 || self.inner.is_closed();
             let p = self.inner.clone();
-            let turn = if skip { None } else { self.lane.turn(&p).py_err()? };
+            let turn = if skip { None } else { Some(self.lane.turn(&p).py_err()?) };
             Op::new("close", None, async move {
-                if skip {
+                let Some(turn) = turn else {
                     return Ok(());
-                }
-                if let Some(turn) = turn {
-                    let _ = turn.await;
-                }
+                };
+                turn.await;
                 p.close().await
             })
         }
