@@ -21,227 +21,21 @@ counted as unread by ``position()``).
 
 from __future__ import annotations
 
-import abc
 import asyncio
-from types import TracebackType
-from typing import Any, Optional, TypeVar, Union
+from typing import Any, Optional
 
 from streamwire import _native
+from streamwire._faces import Awaiting
 from streamwire._native import PravegaEvent as Event
 from streamwire._native import PravegaWriter as _NativeWriter
+from streamwire.aio import _Closing
 from streamwire.exceptions import AlreadyClosedError
-from streamwire.pravega import (
-    UNCHANGED,
-    Retention,
-    Scaling,
-    SegmentInfo,
-    Start,
-    StreamConfig,
-    StreamCut,
-    _ClientBase,
-    _cut_text,
-    _new_stream,
-    _ReaderBase,
-    _start_text,
-    _tag_checked,
-    _whole,
-    _Wrapped,
-)
-from streamwire.pravega.admin import Unchanged, config_of, merged
+from streamwire.pravega import _ClientBase, _ReaderBase, _Wrapped
 
 __all__ = ["Client", "Event", "Reader", "Writer"]
 
 _ONE, _MANY, _ARROW = 0, 1, 2
 _FACE = "streamwire.aio.pravega"
-_C = TypeVar("_C", bound="_Closing")
-
-
-class _Closing(abc.ABC):
-    """``async with``: closes on exit (every asyncio Pravega object)."""
-
-    @abc.abstractmethod
-    async def close(self) -> None:
-        """Close (each class says what that means)."""
-
-    async def __aenter__(self: _C) -> _C:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        await self.close()
-
-
-class Client(_ClientBase, _Closing):
-    """A connection to a Pravega controller for coroutines (``tcp://host:port``).
-
-    Args:
-        controller_uri, timeout, connection_timeout, memory_limit: as for
-            :class:`streamwire.pravega.Client`.
-    """
-
-    _FACE = _FACE
-
-    async def create_scope(self, scope: str) -> bool:
-        """As :meth:`streamwire.pravega.Client.create_scope` (``scope``), awaited."""
-        return await self._native._acreate_scope(scope)
-
-    async def scope_exists(self, scope: str) -> bool:
-        """As :meth:`streamwire.pravega.Client.scope_exists` (``scope``), awaited."""
-        return await self._native._ascope_exists(scope)
-
-    async def delete_scope(self, scope: str) -> bool:
-        """As :meth:`streamwire.pravega.Client.delete_scope` (``scope``), awaited."""
-        return await self._native._adelete_scope(scope)
-
-    async def create_stream(
-        self,
-        scope: str,
-        stream: str,
-        segments: int = 1,
-        scaling: Optional[Scaling] = None,
-        *,
-        retention: Optional[Retention] = None,
-        tags: Optional[list[str]] = None,
-    ) -> bool:
-        """As :meth:`streamwire.pravega.Client.create_stream` (``scope``, ``stream``,
-        ``segments``, ``scaling``, ``retention``, ``tags``), awaited."""
-        args = _new_stream(segments, scaling, retention, tags)
-        return await self._native._acreate_stream(scope, stream, *args)
-
-    async def stream_config(self, scope: str, stream: str) -> StreamConfig:
-        """As :meth:`streamwire.pravega.Client.stream_config` (``scope``, ``stream``),
-        awaited."""
-        return config_of(await self._native._astream_config(scope, stream))
-
-    async def update_stream(
-        self,
-        scope: str,
-        stream: str,
-        *,
-        segments: Union[int, Unchanged] = UNCHANGED,
-        scaling: Union[Scaling, Unchanged, None] = UNCHANGED,
-        retention: Union[Retention, Unchanged, None] = UNCHANGED,
-        tags: Union[list[str], Unchanged] = UNCHANGED,
-    ) -> StreamConfig:
-        """As :meth:`streamwire.pravega.Client.update_stream` (``scope``, ``stream``,
-        ``segments``, ``scaling``, ``retention``, ``tags``), awaited."""
-        current = await self.stream_config(scope, stream)
-        new = merged(current, segments, scaling, retention, tags)
-        await self._native._aupdate_stream(scope, stream, **_whole(new))
-        return new
-
-    async def stream_tags(self, scope: str, stream: str) -> list[str]:
-        """As :meth:`streamwire.pravega.Client.stream_tags` (``scope``, ``stream``),
-        awaited."""
-        return list((await self.stream_config(scope, stream)).tags)
-
-    async def truncate_stream(self, scope: str, stream: str, cut: StreamCut) -> None:
-        """As :meth:`streamwire.pravega.Client.truncate_stream` (``scope``, ``stream``,
-        ``cut``), awaited."""
-        await self._native._atruncate_stream(scope, stream, _cut_text(cut))
-
-    async def scopes(self) -> list[str]:
-        """As :meth:`streamwire.pravega.Client.scopes`, awaited."""
-        return await self._native._ascopes()
-
-    async def stream_exists(self, scope: str, stream: str) -> bool:
-        """As :meth:`streamwire.pravega.Client.stream_exists` (``scope``, ``stream``),
-        awaited."""
-        return await self._native._astream_exists(scope, stream)
-
-    async def streams(self, scope: str, tag: Optional[str] = None) -> list[str]:
-        """As :meth:`streamwire.pravega.Client.streams` (``scope``, ``tag``), awaited."""
-        if tag is None:
-            return await self._native._astreams(scope)
-        return await self._native._astreams_with_tag(scope, _tag_checked(tag))
-
-    async def seal_stream(self, scope: str, stream: str) -> None:
-        """As :meth:`streamwire.pravega.Client.seal_stream` (``scope``, ``stream``),
-        awaited."""
-        await self._native._aseal_stream(scope, stream)
-
-    async def delete_stream(self, scope: str, stream: str) -> bool:
-        """As :meth:`streamwire.pravega.Client.delete_stream` (``scope``, ``stream``),
-        awaited."""
-        return await self._native._adelete_stream(scope, stream)
-
-    async def segments(self, scope: str, stream: str) -> list[SegmentInfo]:
-        """As :meth:`streamwire.pravega.Client.segments` (``scope``, ``stream``), awaited."""
-        return [SegmentInfo(*s) for s in await self._native._asegments(scope, stream)]
-
-    async def scale_stream(
-        self,
-        scope: str,
-        stream: str,
-        sealed: list[int],
-        new_ranges: list[tuple[float, float]],
-        timeout: Optional[float] = None,
-    ) -> None:
-        """As :meth:`streamwire.pravega.Client.scale_stream` (``scope``, ``stream``,
-        ``sealed``, ``new_ranges``, ``timeout``), awaited."""
-        await self._native._ascale_stream(scope, stream, list(sealed), list(new_ranges), timeout)
-
-    async def head(self, scope: str, stream: str) -> StreamCut:
-        """As :meth:`streamwire.pravega.Client.head` (``scope``, ``stream``), awaited."""
-        return StreamCut(await self._native._astream_cut(scope, stream, "head"))
-
-    async def tail(self, scope: str, stream: str) -> StreamCut:
-        """As :meth:`streamwire.pravega.Client.tail` (``scope``, ``stream``), awaited."""
-        return StreamCut(await self._native._astream_cut(scope, stream, "tail"))
-
-    async def segment_ranges(
-        self, scope: str, stream: str, start: StreamCut, end: StreamCut
-    ) -> list[tuple[int, int, int]]:
-        """As :meth:`streamwire.pravega.Client.segment_ranges` (``scope``, ``stream``,
-        ``start``, ``end``), awaited."""
-        return await self._native._asegment_ranges(scope, stream, str(start), str(end))
-
-    async def create_writer(
-        self,
-        scope: str,
-        stream: str,
-        *,
-        block_if_queue_full: bool = True,
-        max_block: int = 1024 * 1024,
-        window: int = 8 * 1024 * 1024,
-        send_timeout: float = 60.0,
-    ) -> Writer:
-        """As :meth:`streamwire.pravega.Client.create_writer` (``scope``, ``stream``,
-        ``block_if_queue_full``, ``max_block``, ``window``, ``send_timeout``), awaited; a
-        full memory budget makes writes wait in the writer's lane, never the loop."""
-        native: _NativeWriter = await self._native._acreate_writer(
-            scope,
-            stream,
-            block_if_queue_full=block_if_queue_full,
-            max_block=max_block,
-            window=window,
-            send_timeout=send_timeout,
-        )
-        return Writer(native)
-
-    async def create_reader(
-        self,
-        scope: str,
-        stream: str,
-        start: Start = "head",
-        *,
-        read_ahead: int = 16,
-        read_length: int = 1024 * 1024,
-    ) -> Reader:
-        """As :meth:`streamwire.pravega.Client.create_reader` (``scope``, ``stream``,
-        ``start``, ``read_ahead``, ``read_length``), awaited."""
-        native: _native.PravegaReader = await self._native._acreate_reader(
-            scope, stream, _start_text(start), read_ahead=read_ahead, read_length=read_length
-        )
-        return Reader(native)
-
-    async def close(self) -> None:
-        """Close the client; later calls raise ``AlreadyClosedError``. Idempotent."""
-        self._native.close()
 
 
 class Writer(_Wrapped[_NativeWriter], _Closing):
@@ -300,7 +94,7 @@ class Writer(_Wrapped[_NativeWriter], _Closing):
         await self._native._aclose()
 
 
-class Reader(_ReaderBase, _Closing):
+class Reader(_ReaderBase, Awaiting, _Closing):
     """A Pravega reader for coroutines; ``async for`` yields events until a sealed stream
     ends.
 
@@ -357,16 +151,6 @@ class Reader(_ReaderBase, _Closing):
         ``columns``), awaited; cancelling it loses no event."""
         return await self._get(_ARROW, max_events, timeout, columns)
 
-    async def position(self) -> StreamCut:
-        """As :meth:`streamwire.pravega.Reader.position`, awaited (events a cancelled read
-        left are counted as unread)."""
-        text: str = await self._native._aposition()
-        return StreamCut(text)
-
-    async def close(self) -> None:
-        """As :meth:`streamwire.pravega.Reader.close`, awaited. Idempotent."""
-        await self._native._aclose()
-
     def __aiter__(self) -> Reader:
         return self
 
@@ -380,3 +164,26 @@ class Reader(_ReaderBase, _Closing):
                 return event
             if self._native.at_end:
                 raise StopAsyncIteration
+
+
+class Client(_ClientBase[Writer, Reader], Awaiting, _Closing):
+    """A connection to a Pravega controller for coroutines (``tcp://host:port``): the calls
+    of :class:`streamwire.pravega.Client`, each a coroutine here (the same definitions,
+    awaited).
+
+    Args:
+        controller_uri, timeout, connection_timeout, memory_limit: as for
+            :class:`streamwire.pravega.Client`.
+    """
+
+    _FACE = _FACE
+
+    def _writer(self, native: _NativeWriter) -> Writer:
+        return Writer(native)
+
+    def _reader(self, native: _native.PravegaReader) -> Reader:
+        return Reader(native)
+
+    async def close(self) -> None:
+        """Close the client; later calls raise ``AlreadyClosedError``. Idempotent."""
+        self._native.close()

@@ -19,145 +19,26 @@ whatever the engine handed out for it is kept for the next one.
 
 from __future__ import annotations
 
-import abc
 import asyncio
-from collections.abc import Mapping
-from types import TracebackType
-from typing import Any, Generic, Literal, Optional, TypeVar, Union
+from typing import Any, Generic, Optional, TypeVar, Union
 
 from streamwire import _native
+from streamwire._faces import Awaiting
 from streamwire._native import TankMessage as Message
+from streamwire.aio import _Closing
 from streamwire.exceptions import AlreadyClosedError, OperationTimeoutError
-from streamwire.tank import PartitionInfo, Start, TopicInfo, _ClientBase, _config_text, _start
+from streamwire.tank import _ClientBase
 
 __all__ = ["Client", "Consumer", "Message", "Producer"]
 
 _ONE, _MANY, _ARROW = 0, 1, 2
 
 _N = TypeVar("_N", _native.TankProducer, _native.TankConsumer)
-_C = TypeVar("_C", bound="_Closing")
-
-
-class _Closing(abc.ABC):
-    """``async with``: closes on exit (every asyncio TANK object)."""
-
-    __slots__ = ()
-
-    @abc.abstractmethod
-    async def close(self) -> None:
-        """Close (each class says what that means)."""
-
-    async def __aenter__(self: _C) -> _C:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        await self.close()
-
-
-class Client(_ClientBase, _Closing):
-    """A connection to one TANK broker for coroutines (``tank://host[:port]``).
-
-    Args:
-        service_url, operation_timeout, connection_timeout, memory_limit: as for
-            :class:`streamwire.tank.Client`.
-
-    Raises:
-        ConfigError: a bad option or URL.
-    """
-
-    __slots__ = ()
-    _FACE = "streamwire.aio.tank"
-
-    async def create_topic(
-        self,
-        topic: str,
-        partitions: int = 1,
-        config: Union[str, Mapping[str, Any], None] = None,
-    ) -> None:
-        """As :meth:`streamwire.tank.Client.create_topic`, awaited."""
-        await self._native._acreate_topic(topic, partitions, _config_text(config))
-
-    async def partitions(self, topic: str) -> list[PartitionInfo]:
-        """As :meth:`streamwire.tank.Client.partitions`, awaited."""
-        return [PartitionInfo(*p) for p in await self._native._apartitions(topic)]
-
-    async def topics(self) -> list[TopicInfo]:
-        """As :meth:`streamwire.tank.Client.topics`, awaited."""
-        return [TopicInfo(*t) for t in await self._native._atopics()]
-
-    async def status(self) -> dict[str, int]:
-        """As :meth:`streamwire.tank.Client.status`, awaited."""
-        return await self._native._astatus()
-
-    async def reload_config(self, topic: str, partition: int) -> None:
-        """As :meth:`streamwire.tank.Client.reload_config`, awaited."""
-        await self._native._areload_config(topic, partition)
-
-    async def create_producer(
-        self,
-        topic: str,
-        *,
-        batch_max_messages: int = 1000,
-        batch_max_bytes: int = 128 * 1024,
-        batch_delay: float = 0.001,
-        compression: Optional[Literal["snappy", "auto"]] = None,
-        max_in_flight: int = 32,
-        send_timeout: float = 30.0,
-        block_if_queue_full: bool = True,
-    ) -> Producer:
-        """As :meth:`streamwire.tank.Client.create_producer`, awaited."""
-        native = await self._native._acreate_producer(
-            topic,
-            batch_max_messages=batch_max_messages,
-            batch_max_bytes=batch_max_bytes,
-            batch_delay=batch_delay,
-            compression=compression,
-            max_in_flight=max_in_flight,
-            send_timeout=send_timeout,
-            block_if_queue_full=block_if_queue_full,
-        )
-        return Producer(native)
-
-    async def create_consumer(
-        self,
-        topic: str,
-        *,
-        partitions: Optional[list[int]] = None,
-        start: Start = "earliest",
-        max_wait: float = 1.0,
-        min_bytes: int = 0,
-        fetch_size: int = 1024 * 1024,
-        max_fetch_size: int = 64 * 1024 * 1024,
-        queue_bytes: int = 32 * 1024 * 1024,
-        on_out_of_range: Literal["error", "earliest", "latest"] = "error",
-    ) -> Consumer:
-        """As :meth:`streamwire.tank.Client.create_consumer`, awaited."""
-        native = await self._native._acreate_consumer(
-            topic,
-            partitions=partitions,
-            start=_start(start),
-            max_wait=max_wait,
-            min_bytes=min_bytes,
-            fetch_size=fetch_size,
-            max_fetch_size=max_fetch_size,
-            queue_bytes=queue_bytes,
-            on_out_of_range=on_out_of_range,
-        )
-        return Consumer(native)
-
-    async def close(self) -> None:
-        """As :meth:`streamwire.tank.Client.close`, awaited. Idempotent."""
-        await self._native._aclose()
 
 
 class _Wrapper(_Closing, Generic[_N]):
     """The asyncio face of a native producer or consumer: the same object the blocking face
-    uses, its pickling refusal and its repr."""
+    uses and its pickling refusal (the repr is ``streamwire.aio``'s)."""
 
     __slots__ = ("_native",)
 
@@ -175,9 +56,6 @@ class _Wrapper(_Closing, Generic[_N]):
 
     def __reduce__(self) -> Any:
         return self._native.__reduce__()
-
-    def __repr__(self) -> str:
-        return "<streamwire.aio" + repr(self._native)[len("<streamwire") :]
 
 
 class Producer(_Wrapper[_native.TankProducer]):
@@ -312,3 +190,25 @@ class Consumer(_Wrapper[_native.TankConsumer]):
             return await self.receive()
         except AlreadyClosedError:
             raise StopAsyncIteration from None
+
+
+class Client(_ClientBase[Producer, Consumer], Awaiting, _Closing):
+    """A connection to one TANK broker for coroutines (``tank://host[:port]``): the calls of
+    :class:`streamwire.tank.Client`, each a coroutine here (the same definitions, awaited).
+
+    Args:
+        service_url, operation_timeout, connection_timeout, memory_limit: as for
+            :class:`streamwire.tank.Client`.
+
+    Raises:
+        ConfigError: a bad option or URL.
+    """
+
+    __slots__ = ()
+    _FACE = "streamwire.aio.tank"
+
+    def _producer(self, native: _native.TankProducer) -> Producer:
+        return Producer(native)
+
+    def _consumer(self, native: _native.TankConsumer) -> Consumer:
+        return Consumer(native)

@@ -25,9 +25,11 @@ raises ``TopicNotFoundError``, writing to a sealed stream ``ReadOnlyError``, an 
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, NamedTuple, Optional, TypeVar, Union
 
+from streamwire._faces import Blocking, Steps, call, two_faces
 from streamwire._native import PravegaClient as _NativeClient
 from streamwire._native import PravegaEvent as Event
 from streamwire._native import PravegaReader as _NativeReader
@@ -176,8 +178,22 @@ class _ReaderBase(_Wrapped[_NativeReader]):
         """This reader's metrics (docs/observability.md)."""
         return self._native.metrics()
 
+    @two_faces
+    def position(self) -> Steps[StreamCut]:
+        """The :class:`StreamCut` after the last event handed out (pass it as ``start``);
+        waits for a read in progress to end (on the asyncio face, events a cancelled read
+        left are counted as unread)."""
+        text: str = yield call("position")
+        return StreamCut(text)
 
-class Reader(_ReaderBase):
+    @two_faces
+    def close(self) -> Steps[None]:
+        """Close the reader's connections; a pending read raises ``AlreadyClosedError``.
+        Idempotent."""
+        yield call("close")
+
+
+class Reader(_ReaderBase, Blocking):
     """Reads one stream: every segment, and its successors after a scale.
 
     ``read`` returns one :class:`Event` (or None at the timeout), ``read_many`` a list,
@@ -225,11 +241,6 @@ class Reader(_ReaderBase):
         """
         return self._native.read_arrow(max_events, timeout, columns)
 
-    def position(self) -> StreamCut:
-        """The :class:`StreamCut` after the last event handed out (pass it as ``start``);
-        waits for a read in progress to end."""
-        return StreamCut(self._native.position())
-
     def __iter__(self) -> Reader:
         return self
 
@@ -240,11 +251,6 @@ class Reader(_ReaderBase):
                 return e
             if self._native.at_end:
                 raise StopIteration
-
-    def close(self) -> None:
-        """Close the reader's connections; a pending read raises ``AlreadyClosedError``.
-        Idempotent."""
-        self._native.close()
 
     def __enter__(self) -> Reader:
         return self
@@ -309,9 +315,15 @@ def _tag_checked(tag: object) -> str:
     return tag
 
 
-class _ClientBase(_Wrapped[_NativeClient]):
-    """What :class:`Client` and ``streamwire.aio.pravega.Client`` share (nothing that
-    waits): the connection (the options are :class:`Client`'s) and its state."""
+_W = TypeVar("_W")
+_R = TypeVar("_R")
+
+
+class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R]):
+    """What :class:`Client` and ``streamwire.aio.pravega.Client`` share: the connection (the
+    options are :class:`Client`'s), its state, and every call that waits, written once
+    (``@two_faces``: returning on the blocking face, awaited on the asyncio face). ``_W`` and
+    ``_R`` are the face's writer and reader classes."""
 
     def __init__(
         self,
@@ -328,6 +340,14 @@ class _ClientBase(_Wrapped[_NativeClient]):
             memory_limit=memory_limit,
         )
 
+    @abc.abstractmethod
+    def _writer(self, native: Writer) -> _W:
+        """The face's writer over ``native``."""
+
+    @abc.abstractmethod
+    def _reader(self, native: _NativeReader) -> _R:
+        """The face's reader over ``native``."""
+
     @property
     def controller_uri(self) -> str:
         """The controller URI this client was created with."""
@@ -342,32 +362,25 @@ class _ClientBase(_Wrapped[_NativeClient]):
         """Whether the client is closed."""
         return self._native.closed
 
-
-class Client(_ClientBase):
-    """A connection to a Pravega controller (``tcp://host:port``) and the segment stores it
-    names. Thread-safe; create one per process and share it. Clients do not pickle; pass a
-    :class:`ClientConfig` to other processes instead. After ``os.fork()`` create a new one.
-
-    Args:
-        controller_uri: ``tcp://host:port`` of the controller.
-        timeout: seconds a controller or segment-store request may take. Default 30.0.
-        connection_timeout: seconds to open a connection. Default 10.0.
-        memory_limit: bytes of events that may be pending in all of this client's writers
-            together (0: unlimited). Default 64 MiB.
-    """
-
-    def create_scope(self, scope: str) -> bool:
+    @two_faces
+    def create_scope(self, scope: str) -> Steps[bool]:
         """Create a ``scope``; False when it existed."""
-        return self._native.create_scope(scope)
+        created: bool = yield call("create_scope", scope)
+        return created
 
-    def scope_exists(self, scope: str) -> bool:
+    @two_faces
+    def scope_exists(self, scope: str) -> Steps[bool]:
         """Whether ``scope`` exists."""
-        return self._native.scope_exists(scope)
+        exists: bool = yield call("scope_exists", scope)
+        return exists
 
-    def delete_scope(self, scope: str) -> bool:
+    @two_faces
+    def delete_scope(self, scope: str) -> Steps[bool]:
         """Delete an empty ``scope``; False when there was none."""
-        return self._native.delete_scope(scope)
+        deleted: bool = yield call("delete_scope", scope)
+        return deleted
 
+    @two_faces
     def create_stream(
         self,
         scope: str,
@@ -377,7 +390,7 @@ class Client(_ClientBase):
         *,
         retention: Optional[Retention] = None,
         tags: Optional[list[str]] = None,
-    ) -> bool:
+    ) -> Steps[bool]:
         """Create a stream of ``segments`` segments (the minimum when ``scaling`` is given);
         False when it existed (its configuration is then left as it was).
 
@@ -390,19 +403,22 @@ class Client(_ClientBase):
             tags: tags to find the stream by (``streams(scope, tag=...)``); each 1 to 256
                 characters, at most 128. Default None.
         """
-        return self._native.create_stream(
-            scope, stream, *_new_stream(segments, scaling, retention, tags)
-        )
+        args = _new_stream(segments, scaling, retention, tags)
+        created: bool = yield call("create_stream", scope, stream, *args)
+        return created
 
-    def stream_config(self, scope: str, stream: str) -> StreamConfig:
+    @two_faces
+    def stream_config(self, scope: str, stream: str) -> Steps[StreamConfig]:
         """The configuration of the ``stream`` of ``scope``: segments, scaling, retention
         and tags.
 
         Raises:
             TopicNotFoundError: there is no such stream.
         """
-        return config_of(self._native.stream_config(scope, stream))
+        raw: Any = yield call("stream_config", scope, stream)
+        return config_of(raw)
 
+    @two_faces
     def update_stream(
         self,
         scope: str,
@@ -412,7 +428,7 @@ class Client(_ClientBase):
         scaling: Union[Scaling, Unchanged, None] = UNCHANGED,
         retention: Union[Retention, Unchanged, None] = UNCHANGED,
         tags: Union[list[str], Unchanged] = UNCHANGED,
-    ) -> StreamConfig:
+    ) -> Steps[StreamConfig]:
         """Change the configuration of the ``stream`` of ``scope``; what is not given is
         kept. Returns the new configuration.
 
@@ -433,15 +449,19 @@ class Client(_ClientBase):
             TopicNotFoundError: there is no such stream.
             ReadOnlyError: the stream is sealed.
         """
-        new = merged(self.stream_config(scope, stream), segments, scaling, retention, tags)
-        self._native.update_stream(scope, stream, **_whole(new))
+        raw: Any = yield call("stream_config", scope, stream)
+        new = merged(config_of(raw), segments, scaling, retention, tags)
+        yield call("update_stream", scope, stream, **_whole(new))
         return new
 
-    def stream_tags(self, scope: str, stream: str) -> list[str]:
+    @two_faces
+    def stream_tags(self, scope: str, stream: str) -> Steps[list[str]]:
         """The tags of the ``stream`` of ``scope``."""
-        return list(self.stream_config(scope, stream).tags)
+        raw: Any = yield call("stream_config", scope, stream)
+        return list(config_of(raw).tags)
 
-    def truncate_stream(self, scope: str, stream: str, cut: StreamCut) -> None:
+    @two_faces
+    def truncate_stream(self, scope: str, stream: str, cut: StreamCut) -> Steps[None]:
         """Drop the events of the ``stream`` of ``scope`` before ``cut`` (a
         :class:`StreamCut`, e.g. a reader's ``position()``): readers from ``"head"`` start
         there.
@@ -451,17 +471,22 @@ class Client(_ClientBase):
             ServerError: the controller refused the cut (not a cut of this stream's
                 segments).
         """
-        self._native.truncate_stream(scope, stream, _cut_text(cut))
+        yield call("truncate_stream", scope, stream, _cut_text(cut))
 
-    def scopes(self) -> list[str]:
+    @two_faces
+    def scopes(self) -> Steps[list[str]]:
         """The names of every scope (Pravega's own, such as ``_system``, left out)."""
-        return self._native.scopes()
+        names: list[str] = yield call("scopes")
+        return names
 
-    def stream_exists(self, scope: str, stream: str) -> bool:
+    @two_faces
+    def stream_exists(self, scope: str, stream: str) -> Steps[bool]:
         """Whether ``stream`` exists in ``scope``."""
-        return self._native.stream_exists(scope, stream)
+        exists: bool = yield call("stream_exists", scope, stream)
+        return exists
 
-    def streams(self, scope: str, tag: Optional[str] = None) -> list[str]:
+    @two_faces
+    def streams(self, scope: str, tag: Optional[str] = None) -> Steps[list[str]]:
         """The names of the scope's streams; with ``tag``, only those carrying it.
 
         Args:
@@ -469,21 +494,29 @@ class Client(_ClientBase):
             tag: a tag to select by. Default None: every stream.
         """
         if tag is None:
-            return self._native.streams(scope)
-        return self._native.streams_with_tag(scope, _tag_checked(tag))
+            names: list[str] = yield call("streams", scope)
+        else:
+            names = yield call("streams_with_tag", scope, _tag_checked(tag))
+        return names
 
-    def seal_stream(self, scope: str, stream: str) -> None:
+    @two_faces
+    def seal_stream(self, scope: str, stream: str) -> Steps[None]:
         """Seal the ``stream`` of ``scope``: no more writes; readers read to its end."""
-        self._native.seal_stream(scope, stream)
+        yield call("seal_stream", scope, stream)
 
-    def delete_stream(self, scope: str, stream: str) -> bool:
+    @two_faces
+    def delete_stream(self, scope: str, stream: str) -> Steps[bool]:
         """Delete the sealed ``stream`` of ``scope``; False when there was none."""
-        return self._native.delete_stream(scope, stream)
+        deleted: bool = yield call("delete_stream", scope, stream)
+        return deleted
 
-    def segments(self, scope: str, stream: str) -> list[SegmentInfo]:
+    @two_faces
+    def segments(self, scope: str, stream: str) -> Steps[list[SegmentInfo]]:
         """The open segments of the ``stream`` of ``scope``, in key order."""
-        return [SegmentInfo(*s) for s in self._native.segments(scope, stream)]
+        got: list[tuple[int, int, int, float, float]] = yield call("segments", scope, stream)
+        return [SegmentInfo(*s) for s in got]
 
+    @two_faces
     def scale_stream(
         self,
         scope: str,
@@ -491,7 +524,7 @@ class Client(_ClientBase):
         sealed: list[int],
         new_ranges: list[tuple[float, float]],
         timeout: Optional[float] = None,
-    ) -> None:
+    ) -> Steps[None]:
         """Replace the ``sealed`` segments (ids) by segments over ``new_ranges`` (which must
         cover exactly the sealed segments' key ranges) and wait until the scale is done.
 
@@ -503,8 +536,9 @@ class Client(_ClientBase):
             timeout: seconds to wait for the scale at most. Default None: the client's
                 ``timeout``.
         """
-        self._native.scale_stream(scope, stream, list(sealed), list(new_ranges), timeout)
+        yield call("scale_stream", scope, stream, list(sealed), list(new_ranges), timeout)
 
+    @two_faces
     def create_writer(
         self,
         scope: str,
@@ -514,20 +548,22 @@ class Client(_ClientBase):
         max_block: int = 1024 * 1024,
         window: int = 8 * 1024 * 1024,
         send_timeout: float = 60.0,
-    ) -> Writer:
+    ) -> Steps[_W]:
         """A writer to the ``stream`` of ``scope``.
 
         Args:
             scope: the stream's scope.
             stream: the stream name.
             block_if_queue_full: when the client's ``memory_limit`` is full, wait (True) or
-                raise ``ProducerQueueFullError`` (False). Default True.
+                raise ``ProducerQueueFullError`` (False); on the asyncio face, a full budget
+                makes writes wait in the writer's lane, never the loop. Default True.
             max_block: bytes per append block at most. Default 1 MiB.
             window: bytes in flight per segment at most. Default 8 MiB.
             send_timeout: seconds events wait for an unreachable segment store before they
                 fail. Default 60.0.
         """
-        return self._native.create_writer(
+        native: Writer = yield call(
+            "create_writer",
             scope,
             stream,
             block_if_queue_full=block_if_queue_full,
@@ -535,7 +571,9 @@ class Client(_ClientBase):
             window=window,
             send_timeout=send_timeout,
         )
+        return self._writer(native)
 
+    @two_faces
     def create_reader(
         self,
         scope: str,
@@ -544,7 +582,7 @@ class Client(_ClientBase):
         *,
         read_ahead: int = 16,
         read_length: int = 1024 * 1024,
-    ) -> Reader:
+    ) -> Steps[_R]:
         """A reader from ``start``: ``"head"`` (the oldest events), ``"tail"`` (new events
         only) or a :class:`StreamCut` from ``Reader.position()``. ``read_ahead`` chunks of up
         to ``read_length`` bytes are fetched ahead of the caller.
@@ -556,22 +594,32 @@ class Client(_ClientBase):
             read_ahead: chunks fetched ahead of the caller, at most. Default 16.
             read_length: bytes per chunk at most. Default 1 MiB.
         """
-        native = self._native.create_reader(
-            scope, stream, _start_text(start), read_ahead=read_ahead, read_length=read_length
+        native: _NativeReader = yield call(
+            "create_reader",
+            scope,
+            stream,
+            _start_text(start),
+            read_ahead=read_ahead,
+            read_length=read_length,
         )
-        return Reader(native)
+        return self._reader(native)
 
-    def head(self, scope: str, stream: str) -> StreamCut:
+    @two_faces
+    def head(self, scope: str, stream: str) -> Steps[StreamCut]:
         """The stream cut at the oldest events the ``stream`` of ``scope`` holds."""
-        return StreamCut(self._native.stream_cut(scope, stream, "head"))
+        text: str = yield call("stream_cut", scope, stream, "head")
+        return StreamCut(text)
 
-    def tail(self, scope: str, stream: str) -> StreamCut:
+    @two_faces
+    def tail(self, scope: str, stream: str) -> Steps[StreamCut]:
         """The stream cut after the newest event of the ``stream`` of ``scope`` now."""
-        return StreamCut(self._native.stream_cut(scope, stream, "tail"))
+        text: str = yield call("stream_cut", scope, stream, "tail")
+        return StreamCut(text)
 
+    @two_faces
     def segment_ranges(
         self, scope: str, stream: str, start: StreamCut, end: StreamCut
-    ) -> list[tuple[int, int, int]]:
+    ) -> Steps[list[tuple[int, int, int]]]:
         """Each segment's byte range between two cuts: ``(segment_id, from, to)``, ``to``
         exclusive, following successors of segments sealed in between.
 
@@ -581,7 +629,30 @@ class Client(_ClientBase):
             start: the earlier cut.
             end: the later cut.
         """
-        return self._native.segment_ranges(scope, stream, str(start), str(end))
+        got: list[tuple[int, int, int]] = yield call(
+            "segment_ranges", scope, stream, str(start), str(end)
+        )
+        return got
+
+
+class Client(_ClientBase[Writer, Reader], Blocking):
+    """A connection to a Pravega controller (``tcp://host:port``) and the segment stores it
+    names. Thread-safe; create one per process and share it. Clients do not pickle; pass a
+    :class:`ClientConfig` to other processes instead. After ``os.fork()`` create a new one.
+
+    Args:
+        controller_uri: ``tcp://host:port`` of the controller.
+        timeout: seconds a controller or segment-store request may take. Default 30.0.
+        connection_timeout: seconds to open a connection. Default 10.0.
+        memory_limit: bytes of events that may be pending in all of this client's writers
+            together (0: unlimited). Default 64 MiB.
+    """
+
+    def _writer(self, native: Writer) -> Writer:
+        return native
+
+    def _reader(self, native: _NativeReader) -> Reader:
+        return Reader(native)
 
     def close(self) -> None:
         """Close the client's connections; later calls raise ``AlreadyClosedError``."""

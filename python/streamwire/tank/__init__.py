@@ -24,10 +24,12 @@ read-only broker ``ReadOnlyError``, and timeouts ``OperationTimeoutError``.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple, Optional, Union
+from typing import Any, Generic, Literal, NamedTuple, Optional, TypeVar, Union
 
+from streamwire._faces import Blocking, Steps, call, two_faces
 from streamwire._native import TankClient as _NativeClient
 from streamwire._native import TankConsumer as Consumer
 from streamwire._native import TankMessage as Message
@@ -92,10 +94,16 @@ def _start(start: Optional[Start]) -> Union[str, dict[int, int], None]:
     return start if isinstance(start, str) or start is None else dict(start)
 
 
-class _ClientBase:
+_P = TypeVar("_P")
+_C = TypeVar("_C")
+
+
+class _ClientBase(abc.ABC, Generic[_P, _C]):
     """What the blocking and the asyncio ``Client`` share: the native client (one class
-    serving both faces), the options, ``service_url``, ``metrics``, repr and the pickling
-    refusal."""
+    serving both faces), the options, ``service_url``, ``metrics``, repr, the pickling
+    refusal, and every call that waits, written once (``@two_faces``: returning on the
+    blocking face, awaited on the asyncio face). ``_P`` and ``_C`` are the face's producer
+    and consumer classes."""
 
     __slots__ = ("_native",)
     #: The module named in ``repr``.
@@ -116,6 +124,14 @@ class _ClientBase:
             memory_limit=memory_limit,
         )
 
+    @abc.abstractmethod
+    def _producer(self, native: Producer) -> _P:
+        """The face's producer over ``native``."""
+
+    @abc.abstractmethod
+    def _consumer(self, native: Consumer) -> _C:
+        """The face's consumer over ``native``."""
+
     @property
     def service_url(self) -> str:
         """The service URL this client was created with."""
@@ -126,43 +142,13 @@ class _ClientBase:
         docs/observability.md)."""
         return self._native.metrics()
 
-    def __reduce__(self) -> Any:
-        raise TypeError(
-            "a live streamwire TANK Client cannot be pickled or sent to another process; "
-            "pass a streamwire.tank.ClientConfig and call .create() inside the worker"
-        )
-
-    def __repr__(self) -> str:
-        return f"<{self._FACE}" + repr(self._native)[len("<streamwire.tank") :]
-
-
-class Client(_ClientBase):
-    """A connection to one TANK broker (``tank://host[:port]``, port 11011 by default).
-
-    Nothing is dialled until the first call. Thread-safe: share one per process. Live
-    clients do not pickle; pass a :class:`ClientConfig` to other processes instead. After
-    ``fork()``, a client made in the parent raises ``ForkedProcessError`` in the child.
-
-    Args:
-        service_url: ``tank://host[:port]``.
-        operation_timeout: seconds a broker request (topic admin, producer or consumer
-            creation) may take. Default 30.0.
-        connection_timeout: seconds to open a connection. Default 10.0.
-        memory_limit: bytes of payload that may be pending in all of this client's producers
-            together (0: unlimited). Default 64 MiB.
-
-    Raises:
-        ConfigError: a bad option or URL.
-    """
-
-    __slots__ = ()
-
+    @two_faces
     def create_topic(
         self,
         topic: str,
         partitions: int = 1,
         config: Union[str, Mapping[str, Any], None] = None,
-    ) -> None:
+    ) -> Steps[None]:
         """Create ``topic`` with ``partitions`` partitions.
 
         Args:
@@ -174,32 +160,40 @@ class Client(_ClientBase):
         Raises:
             InvalidArgumentError: with ``details["already_exists"]`` when it exists.
         """
-        self._native.create_topic(topic, partitions, _config_text(config))
+        yield call("create_topic", topic, partitions, _config_text(config))
 
-    def partitions(self, topic: str) -> list[PartitionInfo]:
+    @two_faces
+    def partitions(self, topic: str) -> Steps[list[PartitionInfo]]:
         """First available and high-water sequence numbers of each partition of ``topic``.
 
         Raises ``TopicNotFoundError`` for an unknown topic.
         """
-        return [PartitionInfo(*p) for p in self._native.partitions(topic)]
+        got: list[tuple[int, int, int]] = yield call("partitions", topic)
+        return [PartitionInfo(*p) for p in got]
 
-    def topics(self) -> list[TopicInfo]:
+    @two_faces
+    def topics(self) -> Steps[list[TopicInfo]]:
         """Every topic the broker has."""
-        return [TopicInfo(*t) for t in self._native.topics()]
+        got: list[tuple[str, int, bool]] = yield call("topics")
+        return [TopicInfo(*t) for t in got]
 
-    def status(self) -> dict[str, int]:
+    @two_faces
+    def status(self) -> Steps[dict[str, int]]:
         """The broker's status: topics, partitions, open partitions, start time, version."""
-        return self._native.status()
+        got: dict[str, int] = yield call("status")
+        return got
 
-    def reload_config(self, topic: str, partition: int) -> None:
+    @two_faces
+    def reload_config(self, topic: str, partition: int) -> Steps[None]:
         """Ask the broker to re-read ``<data>/<topic>/<partition>/config``.
 
         Args:
             topic: the topic name.
             partition: the partition whose configuration to reload.
         """
-        self._native.reload_config(topic, partition)
+        yield call("reload_config", topic, partition)
 
+    @two_faces
     def create_producer(
         self,
         topic: str,
@@ -211,7 +205,7 @@ class Client(_ClientBase):
         max_in_flight: int = 32,
         send_timeout: float = 30.0,
         block_if_queue_full: bool = True,
-    ) -> Producer:
+    ) -> Steps[_P]:
         """A producer for ``topic`` (which must exist).
 
         Messages gather per partition into bundles of up to ``batch_max_messages`` /
@@ -220,7 +214,8 @@ class Client(_ClientBase):
         messages or 1 KiB (the C++ client's rule). Without a key or partition, messages go
         round-robin one batch at a time; with a key, to ``fnv1a_32(key) % partitions``.
         Pending bytes count against the client's ``memory_limit``: a full budget blocks, or
-        raises ``ProducerQueueFullError`` with ``block_if_queue_full=False``.
+        raises ``ProducerQueueFullError`` with ``block_if_queue_full=False`` (on the asyncio
+        face a full budget makes sends wait in the producer's lane, never the loop).
 
         Args:
             topic: the topic to produce to.
@@ -235,7 +230,8 @@ class Client(_ClientBase):
             block_if_queue_full: wait (True) or raise (False) when the budget is full.
                 Default True.
         """
-        return self._native.create_producer(
+        native: Producer = yield call(
+            "create_producer",
             topic,
             batch_max_messages=batch_max_messages,
             batch_max_bytes=batch_max_bytes,
@@ -245,7 +241,9 @@ class Client(_ClientBase):
             send_timeout=send_timeout,
             block_if_queue_full=block_if_queue_full,
         )
+        return self._producer(native)
 
+    @two_faces
     def create_consumer(
         self,
         topic: str,
@@ -258,7 +256,7 @@ class Client(_ClientBase):
         max_fetch_size: int = 64 * 1024 * 1024,
         queue_bytes: int = 32 * 1024 * 1024,
         on_out_of_range: Literal["error", "earliest", "latest"] = "error",
-    ) -> Consumer:
+    ) -> Steps[_C]:
         """A consumer of ``topic`` (all partitions, or the listed ones).
 
         ``start`` is ``"earliest"``, ``"latest"`` or ``{partition: seq}`` (as returned by
@@ -280,7 +278,8 @@ class Client(_ClientBase):
             queue_bytes: bytes read ahead at most. Default 32 MiB.
             on_out_of_range: ``"error"``, ``"earliest"`` or ``"latest"``. Default ``"error"``.
         """
-        return self._native.create_consumer(
+        native: Consumer = yield call(
+            "create_consumer",
             topic,
             partitions=partitions,
             start=_start(start),
@@ -291,10 +290,49 @@ class Client(_ClientBase):
             queue_bytes=queue_bytes,
             on_out_of_range=on_out_of_range,
         )
+        return self._consumer(native)
 
-    def close(self) -> None:
-        """Close the connection; later calls raise ``AlreadyClosedError``."""
-        self._native.close()
+    @two_faces
+    def close(self) -> Steps[None]:
+        """Close the connection; later calls raise ``AlreadyClosedError``. Idempotent."""
+        yield call("close")
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "a live streamwire TANK Client cannot be pickled or sent to another process; "
+            "pass a streamwire.tank.ClientConfig and call .create() inside the worker"
+        )
+
+    def __repr__(self) -> str:
+        return f"<{self._FACE}" + repr(self._native)[len("<streamwire.tank") :]
+
+
+class Client(_ClientBase[Producer, Consumer], Blocking):
+    """A connection to one TANK broker (``tank://host[:port]``, port 11011 by default).
+
+    Nothing is dialled until the first call. Thread-safe: share one per process. Live
+    clients do not pickle; pass a :class:`ClientConfig` to other processes instead. After
+    ``fork()``, a client made in the parent raises ``ForkedProcessError`` in the child.
+
+    Args:
+        service_url: ``tank://host[:port]``.
+        operation_timeout: seconds a broker request (topic admin, producer or consumer
+            creation) may take. Default 30.0.
+        connection_timeout: seconds to open a connection. Default 10.0.
+        memory_limit: bytes of payload that may be pending in all of this client's producers
+            together (0: unlimited). Default 64 MiB.
+
+    Raises:
+        ConfigError: a bad option or URL.
+    """
+
+    __slots__ = ()
+
+    def _producer(self, native: Producer) -> Producer:
+        return native
+
+    def _consumer(self, native: Consumer) -> Consumer:
+        return native
 
     def __enter__(self) -> Client:
         return self
