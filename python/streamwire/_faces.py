@@ -80,28 +80,30 @@ class Awaiting:
     _native: Any
 
 
+def _step(steps: Steps[Any], got: Any) -> tuple[Optional[NativeCall], Any]:
+    """Send ``got`` into ``steps``: its next native call, or None and the call's result."""
+    try:
+        return steps.send(got), None
+    except StopIteration as done:
+        return None, done.value
+
+
 def _run(native: Any, steps: Steps[_T]) -> _T:
     """Drive ``steps`` with the blocking native calls."""
-    got: Any = None
-    while True:
-        try:
-            c = steps.send(got)
-        except StopIteration as done:
-            result: _T = done.value
-            return result
-        got = getattr(native, c.name)(*c.args, **c.kwargs)
+    c, result = _step(steps, None)
+    while c is not None:
+        c, result = _step(steps, getattr(native, c.name)(*c.args, **c.kwargs))
+    done: _T = result
+    return done
 
 
 async def _arun(native: Any, steps: Steps[_T]) -> _T:
     """Drive ``steps`` with the awaitable native calls (``_a`` + name)."""
-    got: Any = None
-    while True:
-        try:
-            c = steps.send(got)
-        except StopIteration as done:
-            result: _T = done.value
-            return result
-        got = await getattr(native, "_a" + c.name)(*c.args, **c.kwargs)
+    c, result = _step(steps, None)
+    while c is not None:
+        c, result = _step(steps, await getattr(native, "_a" + c.name)(*c.args, **c.kwargs))
+    done: _T = result
+    return done
 
 
 class two_faces(Generic[_P, _T]):
