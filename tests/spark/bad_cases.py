@@ -105,6 +105,24 @@ SPARK_SCHEMA_CASES: list[SparkCase] = [
         ConfigError,
         _write("value binary", **{"pulsar.client.statsIntervalSeconds": "60"}),
     ),
+    SparkCase(
+        "write: pulsar.producer.* option",
+        "one the source does not take (hashingScheme)",
+        ConfigError,
+        _write("value binary", **{"pulsar.producer.hashingScheme": "Murmur3_32Hash"}),
+    ),
+    SparkCase(
+        "write: pulsar.producer.* option",
+        "contradicts the source's own spelling (sendTimeoutMs)",
+        ConfigError,
+        _write("value binary", sendTimeoutMs="1000", **{"pulsar.producer.sendTimeoutMs": "2"}),
+    ),
+    SparkCase(
+        "read: pulsar.reader.* option",
+        "one the source does not take (readCompacted)",
+        ConfigError,
+        _read("topic", **{"pulsar.reader.readCompacted": "true"}),
+    ),
     SparkCase("read: valueSchema", "not JSON", SchemaError, _read("topic", valueSchema="{nope")),
     SparkCase(
         "read: valueSchema",

@@ -40,7 +40,13 @@ from pyspark.sql.datasource import (
 # never touch the engine. The Pulsar, TANK and Pravega paths import what they need when called.
 from streamwire.spark import _timing
 from streamwire.spark._columns import spark_schema_ddl
-from streamwire.spark.config import ClientConfig, get_option, has_scheme, parse_bool
+from streamwire.spark.config import (
+    ClientConfig,
+    expand_passthrough,
+    get_option,
+    has_scheme,
+    parse_bool,
+)
 
 if TYPE_CHECKING:
     from streamwire.spark.offsets import Position
@@ -148,6 +154,7 @@ def _read_options(
 ) -> ReadOptions:
     from streamwire.spark.reading import ReadOptions
 
+    options = expand_passthrough(options, "reader")
     # startingTime / endingTime are resolved to positions on the driver (a seek by publish
     # time, see _time_option), not filtered here: the read covers the positions between.
     _time_option(options, "startingTime")
@@ -158,6 +165,7 @@ def _read_options(
         max_batch=int(get_option(options, "maxBatchRows", default="10000")),
         poll_timeout=float(get_option(options, "pollTimeoutMs", default="1000")) / 1000.0,
         receiver_queue_size=int(get_option(options, "receiverQueueSize", default="1000")),
+        reader_name=get_option(options, "readerName"),
         columns=columns,
     )
 
@@ -284,6 +292,8 @@ class StreamwireDataSource(DataSource):
             from streamwire.spark.pravega_source import SCHEMA as PRAVEGA_SCHEMA
 
             return PRAVEGA_SCHEMA
+        # A pass-through reader option this source refuses fails at planning, not in a task.
+        expand_passthrough(self.options, "reader")
         scala = parse_bool(get_option(self.options, "scalaNames"), False)
         typed = _typed_schema(self.options)
         if typed is not None:
