@@ -191,6 +191,17 @@ class Client(_Closing):
         native: _native.Transaction = await self._native._atransaction(timeout)
         return Transaction(native)
 
+    async def resume_transaction(self, id: tuple[int, int], timeout: float = 60.0) -> Transaction:
+        """A handle on a transaction started by another client or process, by its id
+        (``Transaction.id``), to send in it or to commit or abort it from here.
+
+        Args:
+            id: ``(most_significant_bits, least_significant_bits)``.
+            timeout: seconds this handle accepts sends and acks for. Default 60.0.
+        """
+        native: _native.Transaction = await self._native._aresume_transaction(id, timeout)
+        return Transaction(native)
+
     async def get_or_create_schema(self, topic: str, schema: Schema) -> bytes:
         """Register ``schema`` with ``topic`` (GET_OR_CREATE_SCHEMA); its registry version.
 

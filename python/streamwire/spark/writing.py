@@ -175,6 +175,7 @@ def _send_batch(
     batch: Any,
     first_sequence_id: Optional[int] = None,
     typed: Optional[TypedSchema] = None,
+    txn: Any = None,
 ) -> int:
     """Send one batch (all rows to one producer) with one ``send_many``; returns payload bytes.
 
@@ -210,6 +211,8 @@ def _send_batch(
         kwargs["sequence_ids"] = pa.array(
             range(first_sequence_id, first_sequence_id + n), pa.int64()
         )
+    if txn is not None:
+        kwargs["txn"] = txn
     ids = producer.send_many(values, **kwargs)
     if len(ids) != n:
         raise RuntimeError(f"streamwire: {n - len(ids)} of {n} messages were not delivered")
@@ -241,11 +244,12 @@ def _payload_bytes(values: Any) -> int:
 
 
 def produce_batches(
-    config: ClientConfig, batches: Iterable[Any], options: ProduceOptions
+    config: ClientConfig, batches: Iterable[Any], options: ProduceOptions, txn: Any = None
 ) -> WriteStats:
     """Send every row of ``batches``; flush; raise if anything was not delivered.
 
-    A per-row ``topic`` column routes rows; otherwise ``options.topic`` is used.
+    A per-row ``topic`` column routes rows; otherwise ``options.topic`` is used. With ``txn``
+    (a ``streamwire.Transaction``) every row is sent in it.
     """
     stats = WriteStats()
     producers: dict[str, Any] = {}
@@ -266,7 +270,7 @@ def produce_batches(
             offsets[topic] = done + piece.num_rows
         producer = producer_for(topic)
         with _timing.phase("write.task: send_many"):
-            return _send_batch(producer, piece, first, options.typed)
+            return _send_batch(producer, piece, first, options.typed, txn)
 
     def producer_for(topic: str) -> Any:
         p = producers.get(topic)
