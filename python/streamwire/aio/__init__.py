@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import datetime
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Callable, Optional, TypeVar, Union
 
@@ -578,6 +580,15 @@ class Consumer(_Receiving):
     async def unsubscribe(self) -> None:
         """As :meth:`streamwire.Consumer.unsubscribe`, awaited."""
         await self._native._aunsubscribe()
+
+    async def reconsume_later(
+        self,
+        message: Message,
+        delay: Union[float, datetime.timedelta] = 0.0,
+        properties: Optional[Mapping[str, str]] = None,
+    ) -> None:
+        """As :meth:`streamwire.Consumer.reconsume_later`, awaited."""
+        await self._native._areconsume_later(message, delay, properties)
 
     async def redeliver_unacknowledged_messages(self) -> None:
         """As :meth:`streamwire.Consumer.redeliver_unacknowledged_messages`, awaited."""
