@@ -383,7 +383,7 @@ class Consumer:
     def reconsume_later(
         self,
         message: Message,
-        delay: Union[float, datetime.timedelta] = 0.0,
+        delay: Union[float, datetime.timedelta] = ...,
         properties: Optional[Mapping[str, str]] = None,
     ) -> None: ...
     def close(self) -> None: ...
@@ -422,7 +422,7 @@ class Consumer:
     def _areconsume_later(
         self,
         message: Message,
-        delay: Union[float, datetime.timedelta] = 0.0,
+        delay: Union[float, datetime.timedelta] = ...,
         properties: Optional[Mapping[str, str]] = None,
     ) -> Any: ...
     def _aseek(self, target: Union[MessageId, Message, int]) -> Any: ...
