@@ -1,0 +1,1077 @@
+"""``Client``, ``Producer``, ``Consumer``, ``Reader``, ``Message`` and ``MessageId`` with the
+official client's signatures, units and callback shapes, each a thin layer over the
+streamwire object of the same name (no second client: every call goes to the engine).
+
+The translation is mechanical and kept in one place per call: milliseconds become seconds,
+enums become streamwire's option strings, the official option objects
+(``ConsumerDeadLetterPolicy``, ``ConsumerKeySharedPolicy``, ...) become streamwire's
+mappings, messages and ids are wrapped in objects with the official method spellings, and a
+streamwire error becomes the official exception class (``compat.exceptions.translate``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import re
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, ClassVar, NoReturn, Optional, Union
+
+import streamwire
+from streamwire import _native
+from streamwire.compat import _enums
+from streamwire.compat._auth import Authentication
+from streamwire.compat._enums import (
+    BatchingType,
+    CompressionType,
+    ConsumerCryptoFailureAction,
+    ConsumerType,
+    InitialPosition,
+    KeySharedMode,
+    LoggerLevel,
+    PartitionsRoutingMode,
+    ProducerAccessMode,
+    RegexSubscriptionMode,
+    Result,
+)
+from streamwire.compat.exceptions import result_of, translate
+from streamwire.compat.schema import BytesSchema, Schema
+from streamwire.exceptions import StreamwireError
+
+__all__ = [
+    "Client",
+    "ConsoleLogger",
+    "Consumer",
+    "ConsumerBatchReceivePolicy",
+    "ConsumerDeadLetterPolicy",
+    "ConsumerKeySharedPolicy",
+    "CryptoKeyReader",
+    "FileLogger",
+    "Message",
+    "MessageId",
+    "Producer",
+    "Reader",
+]
+
+
+def _raise(e: StreamwireError) -> NoReturn:
+    raise translate(e) from e
+
+
+def _missing(what: str) -> NoReturn:
+    raise NotImplementedError(f"streamwire.compat: {what} is not supported by streamwire")
+
+
+def _check_type(var_type: Any, var: Any, name: str) -> None:
+    # The official client's argument checks raise ValueError with this text.
+    if not isinstance(var, var_type):
+        raise ValueError(
+            f"Argument {name} is expected to be of type '{var_type.__name__}' and not "
+            f"'{type(var).__name__}'"
+        )
+
+
+def _check_type_or_none(var_type: Any, var: Any, name: str) -> None:
+    if var is not None and not isinstance(var, var_type):
+        raise ValueError(
+            f"Argument {name} is expected to be either None or of type '{var_type.__name__}'"
+        )
+
+
+class MessageId:
+    """A message's position, with the official accessors (methods, not properties).
+
+    ``MessageId.earliest`` / ``MessageId.latest`` are the two ends of a topic;
+    ``serialize()`` gives the same bytes as the official client's (the protocol's
+    ``MessageIdData``), which ``deserialize`` reads back.
+    """
+
+    __slots__ = ("_msg_id",)
+    earliest: ClassVar[MessageId]
+    latest: ClassVar[MessageId]
+
+    def __init__(
+        self, partition: int = -1, ledger_id: int = -1, entry_id: int = -1, batch_index: int = -1
+    ) -> None:
+        self._msg_id = _native.MessageId(ledger_id, entry_id, partition, batch_index)
+
+    @classmethod
+    def wrap(cls, msg_id: _native.MessageId) -> MessageId:
+        """A ``MessageId`` for a :class:`streamwire.MessageId`."""
+        self = cls.__new__(cls)
+        self._msg_id = msg_id
+        return self
+
+    def ledger_id(self) -> int:
+        return self._msg_id.ledger_id
+
+    def entry_id(self) -> int:
+        return self._msg_id.entry_id
+
+    def batch_index(self) -> int:
+        return self._msg_id.batch_index
+
+    def partition(self) -> int:
+        return self._msg_id.partition
+
+    def serialize(self) -> bytes:
+        """The id as bytes, to store and later :meth:`deserialize`."""
+        return self._msg_id.serialize()
+
+    @staticmethod
+    def deserialize(message_id_bytes: bytes, topic: Optional[str] = None) -> MessageId:
+        """A message id from :meth:`serialize`'s bytes (``topic`` is accepted for the
+        official signature; streamwire's ids of multi-topic consumers need no topic)."""
+        try:
+            return MessageId.wrap(_native.MessageId.deserialize(message_id_bytes))
+        except StreamwireError as e:
+            _raise(e)
+
+    @property
+    def native(self) -> _native.MessageId:
+        """The underlying :class:`streamwire.MessageId`."""
+        return self._msg_id
+
+    def __str__(self) -> str:
+        return str(self._msg_id)
+
+    def __repr__(self) -> str:
+        return str(self._msg_id)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MessageId) and self._msg_id == other._msg_id
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __lt__(self, other: MessageId) -> bool:
+        return self._msg_id < other._msg_id
+
+    def __le__(self, other: MessageId) -> bool:
+        return self._msg_id <= other._msg_id
+
+    def __gt__(self, other: MessageId) -> bool:
+        return self._msg_id > other._msg_id
+
+    def __ge__(self, other: MessageId) -> bool:
+        return self._msg_id >= other._msg_id
+
+    def __hash__(self) -> int:
+        return hash(self._msg_id)
+
+
+MessageId.earliest = MessageId.wrap(_native.MessageId.earliest)
+MessageId.latest = MessageId.wrap(_native.MessageId.latest)
+
+_Position = Union[MessageId, _native.MessageId]
+
+
+def _native_id(x: Any) -> Any:
+    if isinstance(x, MessageId):
+        return x._msg_id
+    if isinstance(x, Message):
+        return x._m
+    return x
+
+
+class Message:
+    """A received message, with the official method spellings (``data()``, ``value()``,
+    ``properties()``, ``message_id()``, ...)."""
+
+    __slots__ = ("_m", "_schema")
+
+    def __init__(self, message: _native.Message, schema: Schema) -> None:
+        self._m = message
+        self._schema = schema
+
+    def data(self) -> bytes:
+        """The payload bytes."""
+        return self._m.data()
+
+    def value(self) -> Any:
+        """The payload decoded with the schema (a ``Record`` instance for record schemas)."""
+        if self._schema._native is None:
+            return self._m.data()
+        try:
+            return self._m.value
+        except StreamwireError as e:
+            _raise(e)
+
+    def properties(self) -> dict[str, str]:
+        return self._m.properties
+
+    def partition_key(self) -> str:
+        """The key ("" when the message has none, as the official client returns)."""
+        return self._m.key or ""
+
+    def ordering_key(self) -> str:
+        """The ordering key as text ("" when none)."""
+        key = self._m.ordering_key
+        return key.decode("utf-8", "surrogateescape") if key else ""
+
+    def publish_timestamp(self) -> int:
+        """Publish time, milliseconds since the epoch."""
+        return self._m.publish_time
+
+    def event_timestamp(self) -> int:
+        """Event time in milliseconds (0 when the producer set none)."""
+        return self._m.event_time or 0
+
+    def message_id(self) -> MessageId:
+        return MessageId.wrap(self._m.message_id)
+
+    def topic_name(self) -> str:
+        return self._m.topic
+
+    def redelivery_count(self) -> int:
+        return self._m.redelivery_count
+
+    def schema_version(self) -> str:
+        """The schema version the message was written with, as text ("" when none)."""
+        version = self._m.schema_version
+        return version.decode("latin-1") if version else ""
+
+    def producer_name(self) -> str:
+        return self._m.producer_name
+
+    def has_null_value(self) -> bool:
+        return self._m.has_null_value()
+
+    def encryption_context(self) -> None:
+        """Always None: streamwire has no end-to-end encryption yet."""
+        return None
+
+    def __str__(self) -> str:
+        return f"Message(id={self._m.message_id}, topic={self._m.topic!r})"
+
+
+class _RoutedMessage:
+    # What a message_router is given: streamwire routes by the partition key alone, so the
+    # payload is not at hand (building a message object per send would cost every send).
+    __slots__ = ("_key",)
+
+    def __init__(self, key: Optional[str]) -> None:
+        self._key = key
+
+    def partition_key(self) -> str:
+        return self._key or ""
+
+    def has_partition_key(self) -> bool:
+        return self._key is not None
+
+    def data(self) -> NoReturn:
+        _missing("the payload of the message given to message_router (only partition_key())")
+
+    def properties(self) -> NoReturn:
+        _missing("the properties of the message given to message_router (only partition_key())")
+
+
+class CryptoKeyReader:
+    """The official key reader for end-to-end encryption. streamwire has no encryption yet:
+    making one works (so configuration code runs), giving it to a producer, consumer or reader
+    raises ``NotImplementedError``."""
+
+    def __init__(self, public_key_path: str, private_key_path: str) -> None:
+        _check_type(str, public_key_path, "public_key_path")
+        _check_type(str, private_key_path, "private_key_path")
+        self.public_key_path = public_key_path
+        self.private_key_path = private_key_path
+
+
+class ConsumerDeadLetterPolicy:
+    """The dead-letter policy of a consumer (``dead_letter_policy=``)."""
+
+    def __init__(
+        self,
+        max_redeliver_count: int,
+        dead_letter_topic: Optional[str] = None,
+        initial_subscription_name: Optional[str] = None,
+    ) -> None:
+        if max_redeliver_count is None or max_redeliver_count < 1:
+            raise ValueError("max_redeliver_count must be greater than 0")
+        self._max = max_redeliver_count
+        self._topic = dead_letter_topic
+        self._initial = initial_subscription_name
+
+    @property
+    def dead_letter_topic(self) -> Optional[str]:
+        return self._topic
+
+    @property
+    def max_redeliver_count(self) -> int:
+        return self._max
+
+    @property
+    def initial_subscription_name(self) -> Optional[str]:
+        return self._initial
+
+    def policy(self) -> dict[str, Union[int, str, None]]:
+        """streamwire's ``dead_letter_policy`` mapping."""
+        out: dict[str, Union[int, str, None]] = {"max_redeliver_count": self._max}
+        if self._topic is not None:
+            out["dead_letter_topic"] = self._topic
+        if self._initial is not None:
+            out["initial_subscription_name"] = self._initial
+        return out
+
+
+class ConsumerKeySharedPolicy:
+    """The Key_Shared options of a consumer (``key_shared_policy=``)."""
+
+    def __init__(
+        self,
+        key_shared_mode: KeySharedMode = KeySharedMode.AutoSplit,
+        allow_out_of_order_delivery: bool = False,
+        sticky_ranges: Optional[list[tuple[int, int]]] = None,
+    ) -> None:
+        if key_shared_mode == KeySharedMode.Sticky and sticky_ranges is None:
+            raise ValueError(
+                "When using key_shared_mode = KeySharedMode.Sticky you must also provide "
+                "sticky_ranges"
+            )
+        self._mode = key_shared_mode
+        self._ooo = allow_out_of_order_delivery
+        self._ranges = list(sticky_ranges or [])
+
+    @property
+    def key_shared_mode(self) -> KeySharedMode:
+        return self._mode
+
+    @property
+    def allow_out_of_order_delivery(self) -> bool:
+        return self._ooo
+
+    @property
+    def sticky_ranges(self) -> list[tuple[int, int]]:
+        return list(self._ranges)
+
+    def policy(self) -> dict[str, Any]:
+        """streamwire's ``key_shared_policy`` mapping."""
+        out: dict[str, Any] = {"allow_out_of_order_delivery": self._ooo}
+        if self._mode == KeySharedMode.Sticky:
+            out["sticky"] = list(self._ranges)
+        return out
+
+
+class ConsumerBatchReceivePolicy:
+    """What one ``batch_receive()`` returns: at most ``max_num_message`` messages and
+    ``max_num_bytes`` bytes, waiting at most ``timeout_ms`` (a negative number: no limit)."""
+
+    def __init__(self, max_num_message: int, max_num_bytes: int, timeout_ms: int) -> None:
+        self.max_num_message = max_num_message
+        self.max_num_bytes = max_num_bytes
+        self.timeout_ms = timeout_ms
+
+    def policy(self) -> ConsumerBatchReceivePolicy:
+        return self
+
+
+_DEFAULT_BATCH = ConsumerBatchReceivePolicy(-1, 10 * 1024 * 1024, 100)
+
+
+class ConsoleLogger:
+    """Send the client's log to standard output at ``log_level``."""
+
+    def __init__(self, log_level: LoggerLevel = LoggerLevel.Info) -> None:
+        _check_type(LoggerLevel, log_level, "log_level")
+        self.log_level = log_level
+
+
+class FileLogger:
+    """Send the client's log to ``log_file`` at ``log_level``."""
+
+    def __init__(self, log_level: LoggerLevel, log_file: str) -> None:
+        _check_type(LoggerLevel, log_level, "log_level")
+        _check_type(str, log_file, "log_file")
+        self.log_level = log_level
+        self.log_file = log_file
+
+
+_LEVELS = {
+    LoggerLevel.Debug: logging.DEBUG,
+    LoggerLevel.Info: logging.INFO,
+    LoggerLevel.Warn: logging.WARNING,
+    LoggerLevel.Error: logging.ERROR,
+}
+
+
+class _Forward(logging.Handler):
+    # streamwire logs on the "streamwire" logger; a Client(logger=...) gets those records.
+    def __init__(self, target: logging.Logger) -> None:
+        super().__init__()
+        self.target = target
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.target.isEnabledFor(record.levelno):
+            self.target.handle(record)
+
+
+def _install_logger(logger: Any) -> None:
+    handler: logging.Handler
+    level = logging.NOTSET
+    if isinstance(logger, logging.Logger):
+        handler = _Forward(logger)
+        level = logger.getEffectiveLevel()
+    elif isinstance(logger, ConsoleLogger):
+        handler = logging.StreamHandler(sys.stdout)
+        level = _LEVELS[logger.log_level]
+    elif isinstance(logger, FileLogger):
+        handler = logging.FileHandler(logger.log_file)
+        level = _LEVELS[logger.log_level]
+    else:
+        raise ValueError(
+            "Logger is expected to be either None, logger.Logger, pulsar.ConsoleLogger or "
+            "pulsar.FileLogger"
+        )
+    target = logging.getLogger("streamwire")
+    handler.setLevel(level)
+    target.addHandler(handler)
+    if target.level == logging.NOTSET or target.level > level:
+        target.setLevel(level)
+
+
+class Client:
+    """The official ``pulsar.Client`` on a :class:`streamwire.Client`.
+
+    Durations are given as the official client takes them (``operation_timeout_seconds``,
+    ``connection_timeout_ms``). ``concurrent_lookup_requests``, ``log_conf_file_path``,
+    ``stats_interval_in_seconds`` and ``use_tls`` are accepted and have no effect (the last
+    two have none in the official client either; TLS follows the URL's scheme).
+    """
+
+    def __init__(
+        self,
+        service_url: str,
+        authentication: Optional[Authentication] = None,
+        operation_timeout_seconds: int = 30,
+        io_threads: int = 1,
+        message_listener_threads: int = 1,
+        concurrent_lookup_requests: int = 50000,
+        log_conf_file_path: Optional[str] = None,
+        stats_interval_in_seconds: int = 600,
+        use_tls: bool = False,
+        tls_trust_certs_file_path: Optional[str] = None,
+        tls_allow_insecure_connection: bool = False,
+        tls_validate_hostname: bool = False,
+        logger: Any = None,
+        connection_timeout_ms: int = 10000,
+        listener_name: Optional[str] = None,
+        tls_private_key_file_path: Optional[str] = None,
+        tls_certificate_file_path: Optional[str] = None,
+    ) -> None:
+        if not isinstance(service_url, str):
+            _missing("a service_url other than a str (AutoClusterFailover, ServiceInfoProvider)")
+        _check_type_or_none(Authentication, authentication, "authentication")
+        _check_type(int, operation_timeout_seconds, "operation_timeout_seconds")
+        _check_type(int, connection_timeout_ms, "connection_timeout_ms")
+        _check_type(int, io_threads, "io_threads")
+        _check_type(int, message_listener_threads, "message_listener_threads")
+        _check_type_or_none(str, tls_trust_certs_file_path, "tls_trust_certs_file_path")
+        _check_type(bool, tls_allow_insecure_connection, "tls_allow_insecure_connection")
+        _check_type(bool, tls_validate_hostname, "tls_validate_hostname")
+        options: dict[str, Any] = {}
+        if authentication is not None:
+            options.update(authentication.client_options())
+        if tls_certificate_file_path is not None:
+            options["tls_cert_file"] = tls_certificate_file_path
+        if tls_private_key_file_path is not None:
+            options["tls_key_file"] = tls_private_key_file_path
+        if logger is not None:
+            _install_logger(logger)
+        try:
+            # tls_validate_hostname=False (the official default) does not turn verification
+            # off here: streamwire verifies the broker's host name unless the connection is
+            # explicitly insecure (see docs/from-pulsar-client.md).
+            self._client = streamwire.Client(
+                service_url,
+                operation_timeout=float(operation_timeout_seconds),
+                connection_timeout=connection_timeout_ms / 1000.0,
+                io_threads=io_threads,
+                message_listener_threads=message_listener_threads,
+                tls_trust_certs_file=tls_trust_certs_file_path,
+                tls_allow_insecure_connection_DANGEROUS=tls_allow_insecure_connection,
+                listener_name=listener_name,
+                **options,
+            )
+        except StreamwireError as e:
+            _raise(e)
+
+    @property
+    def native(self) -> streamwire.Client:
+        """The underlying :class:`streamwire.Client`."""
+        return self._client
+
+    def create_producer(
+        self,
+        topic: str,
+        producer_name: Optional[str] = None,
+        schema: Schema = BytesSchema(),  # noqa: B008  (the official signature)
+        initial_sequence_id: Optional[int] = None,
+        send_timeout_millis: int = 30000,
+        compression_type: CompressionType = CompressionType.NONE,
+        max_pending_messages: int = 1000,
+        max_pending_messages_across_partitions: int = 50000,
+        block_if_queue_full: bool = False,
+        batching_enabled: bool = False,
+        batching_max_messages: int = 1000,
+        batching_max_allowed_size_in_bytes: int = 128 * 1024,
+        batching_max_publish_delay_ms: int = 10,
+        chunking_enabled: bool = False,
+        message_routing_mode: PartitionsRoutingMode = PartitionsRoutingMode.RoundRobinDistribution,
+        lazy_start_partitioned_producers: bool = False,
+        properties: Optional[dict[str, str]] = None,
+        batching_type: BatchingType = BatchingType.Default,
+        encryption_key: Optional[str] = None,
+        crypto_key_reader: Optional[CryptoKeyReader] = None,
+        access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
+        message_router: Optional[Callable[[Any, int], int]] = None,
+    ) -> Producer:
+        """A producer on ``topic`` (the official defaults: no batching, a queue of 1000 that
+        fails rather than blocks when full)."""
+        _check_type(str, topic, "topic")
+        _check_type_or_none(str, producer_name, "producer_name")
+        _check_type(Schema, schema, "schema")
+        _check_type_or_none(int, initial_sequence_id, "initial_sequence_id")
+        _check_type(int, send_timeout_millis, "send_timeout_millis")
+        _check_type(CompressionType, compression_type, "compression_type")
+        _check_type(int, max_pending_messages, "max_pending_messages")
+        _check_type(bool, block_if_queue_full, "block_if_queue_full")
+        _check_type(bool, batching_enabled, "batching_enabled")
+        _check_type(int, batching_max_messages, "batching_max_messages")
+        _check_type(int, batching_max_allowed_size_in_bytes, "batching_max_allowed_size_in_bytes")
+        _check_type(int, batching_max_publish_delay_ms, "batching_max_publish_delay_ms")
+        _check_type(bool, chunking_enabled, "chunking_enabled")
+        _check_type_or_none(dict, properties, "properties")
+        _check_type(BatchingType, batching_type, "batching_type")
+        _check_type(PartitionsRoutingMode, message_routing_mode, "message_routing_mode")
+        _check_type(ProducerAccessMode, access_mode, "access_mode")
+        if encryption_key is not None or crypto_key_reader is not None:
+            _missing("end-to-end encryption (encryption_key, crypto_key_reader)")
+        if batching_enabled and chunking_enabled:
+            raise ValueError("Batching and chunking of messages can't be enabled together.")
+        router: Optional[Callable[[Optional[str], int], int]] = None
+        if message_router is not None:
+            user_router = message_router
+
+            def router(key: Optional[str], n: int) -> int:
+                return int(user_router(_RoutedMessage(key), n))
+
+        try:
+            producer = self._client.create_producer(
+                topic,
+                producer_name=producer_name,
+                batching=batching_enabled,
+                batching_max_messages=batching_max_messages,
+                batching_max_bytes=batching_max_allowed_size_in_bytes,
+                batching_max_delay=batching_max_publish_delay_ms / 1000.0,
+                batching_type=_enums.BATCHING[batching_type],
+                compression=_enums.COMPRESSION[compression_type],
+                max_pending_messages=max_pending_messages,
+                block_if_queue_full=block_if_queue_full,
+                send_timeout=send_timeout_millis / 1000.0,
+                initial_sequence_id=initial_sequence_id,
+                access_mode=_enums.ACCESS[access_mode],
+                routing=_enums.ROUTING[message_routing_mode],
+                message_router=router,
+                lazy_start_partitioned_producers=lazy_start_partitioned_producers,
+                chunking=chunking_enabled,
+                properties=properties,
+                schema=schema._native,
+            )
+        except StreamwireError as e:
+            _raise(e)
+        return Producer(producer, schema)
+
+    def subscribe(
+        self,
+        topic: Union[str, list[str], re.Pattern[str]],
+        subscription_name: str,
+        consumer_type: ConsumerType = ConsumerType.Exclusive,
+        schema: Schema = BytesSchema(),  # noqa: B008
+        message_listener: Optional[Callable[[Consumer, Message], object]] = None,
+        receiver_queue_size: int = 1000,
+        max_total_receiver_queue_size_across_partitions: int = 50000,
+        consumer_name: Optional[str] = None,
+        unacked_messages_timeout_ms: Optional[int] = None,
+        broker_consumer_stats_cache_time_ms: int = 30000,
+        negative_ack_redelivery_delay_ms: int = 60000,
+        is_read_compacted: bool = False,
+        properties: Optional[dict[str, str]] = None,
+        pattern_auto_discovery_period: int = 60,
+        initial_position: InitialPosition = InitialPosition.Latest,
+        crypto_key_reader: Optional[CryptoKeyReader] = None,
+        replicate_subscription_state_enabled: bool = False,
+        max_pending_chunked_message: int = 10,
+        auto_ack_oldest_chunked_message_on_queue_full: bool = False,
+        start_message_id_inclusive: bool = False,
+        batch_receive_policy: Optional[ConsumerBatchReceivePolicy] = None,
+        key_shared_policy: Optional[ConsumerKeySharedPolicy] = None,
+        batch_index_ack_enabled: bool = False,
+        regex_subscription_mode: RegexSubscriptionMode = RegexSubscriptionMode.PersistentOnly,
+        dead_letter_policy: Optional[ConsumerDeadLetterPolicy] = None,
+        crypto_failure_action: ConsumerCryptoFailureAction = ConsumerCryptoFailureAction.FAIL,
+    ) -> Consumer:
+        """A consumer of ``topic`` (a name, a list of names or a compiled regex)."""
+        _check_type(str, subscription_name, "subscription_name")
+        _check_type(ConsumerType, consumer_type, "consumer_type")
+        _check_type(Schema, schema, "schema")
+        _check_type(int, receiver_queue_size, "receiver_queue_size")
+        _check_type_or_none(str, consumer_name, "consumer_name")
+        _check_type_or_none(int, unacked_messages_timeout_ms, "unacked_messages_timeout_ms")
+        _check_type(int, negative_ack_redelivery_delay_ms, "negative_ack_redelivery_delay_ms")
+        _check_type(bool, is_read_compacted, "is_read_compacted")
+        _check_type_or_none(dict, properties, "properties")
+        _check_type(InitialPosition, initial_position, "initial_position")
+        _check_type_or_none(
+            ConsumerBatchReceivePolicy, batch_receive_policy, "batch_receive_policy"
+        )
+        _check_type_or_none(ConsumerKeySharedPolicy, key_shared_policy, "key_shared_policy")
+        _check_type(RegexSubscriptionMode, regex_subscription_mode, "regex_subscription_mode")
+        _check_type_or_none(ConsumerDeadLetterPolicy, dead_letter_policy, "dead_letter_policy")
+        if not isinstance(topic, (str, list, re.Pattern)):
+            raise ValueError(
+                "Argument 'topic' is expected to be of a type between (str, list, re.pattern)"
+            )
+        if crypto_key_reader is not None:
+            _missing("end-to-end encryption (crypto_key_reader)")
+        if properties:
+            _missing("consumer properties (subscribe(properties=...))")
+        if start_message_id_inclusive:
+            _missing("start_message_id_inclusive on a consumer")
+        if auto_ack_oldest_chunked_message_on_queue_full:
+            _missing("auto_ack_oldest_chunked_message_on_queue_full")
+        consumer = Consumer(schema, batch_receive_policy or _DEFAULT_BATCH, receiver_queue_size)
+        listener: Optional[Callable[[_native.Consumer, _native.Message], object]] = None
+        if message_listener is not None:
+            user_listener = message_listener
+
+            # The official listener gets the consumer object the program holds.
+            def listener(_c: _native.Consumer, m: _native.Message) -> object:
+                return user_listener(consumer, Message(m, schema))
+
+        ack_timeout = None
+        if unacked_messages_timeout_ms:
+            ack_timeout = unacked_messages_timeout_ms / 1000.0
+        try:
+            consumer._c = self._client.subscribe(
+                topic,
+                subscription_name,
+                subscription_type=_enums.SUBSCRIPTION[consumer_type],
+                initial_position=_enums.POSITION[initial_position],
+                receiver_queue_size=receiver_queue_size,
+                consumer_name=consumer_name,
+                negative_ack_redelivery_delay=negative_ack_redelivery_delay_ms / 1000.0,
+                ack_timeout=ack_timeout,
+                batch_index_ack=batch_index_ack_enabled,
+                read_compacted=is_read_compacted,
+                replicate_subscription_state=replicate_subscription_state_enabled,
+                pattern_auto_discovery_period=float(pattern_auto_discovery_period),
+                regex_subscription_mode=_enums.REGEX_MODE[regex_subscription_mode],
+                dead_letter_policy=dead_letter_policy.policy() if dead_letter_policy else None,
+                max_pending_chunked_messages=max_pending_chunked_message,
+                key_shared_policy=key_shared_policy.policy() if key_shared_policy else None,
+                schema=schema._native,
+                message_listener=listener,
+            )
+        except StreamwireError as e:
+            _raise(e)
+        return consumer
+
+    def create_reader(
+        self,
+        topic: str,
+        start_message_id: _Position,
+        schema: Schema = BytesSchema(),  # noqa: B008
+        reader_listener: Optional[Callable[[Reader, Message], object]] = None,
+        receiver_queue_size: int = 1000,
+        reader_name: Optional[str] = None,
+        subscription_role_prefix: Optional[str] = None,
+        is_read_compacted: bool = False,
+        crypto_key_reader: Optional[CryptoKeyReader] = None,
+        start_message_id_inclusive: bool = False,
+        crypto_failure_action: ConsumerCryptoFailureAction = ConsumerCryptoFailureAction.FAIL,
+    ) -> Reader:
+        """A reader of ``topic`` from ``start_message_id`` (``MessageId.earliest``,
+        ``MessageId.latest`` or a received message's id)."""
+        _check_type(str, topic, "topic")
+        _check_type((MessageId, _native.MessageId), start_message_id, "start_message_id")
+        _check_type(Schema, schema, "schema")
+        _check_type(int, receiver_queue_size, "receiver_queue_size")
+        _check_type_or_none(str, reader_name, "reader_name")
+        _check_type(bool, start_message_id_inclusive, "start_message_id_inclusive")
+        if crypto_key_reader is not None:
+            _missing("end-to-end encryption (crypto_key_reader)")
+        if is_read_compacted:
+            _missing("is_read_compacted on a reader")
+        if subscription_role_prefix:
+            _missing("subscription_role_prefix")
+        reader = Reader(schema)
+        listener: Optional[Callable[[_native.Reader, _native.Message], object]] = None
+        if reader_listener is not None:
+            user_listener = reader_listener
+
+            def listener(_r: _native.Reader, m: _native.Message) -> object:
+                return user_listener(reader, Message(m, schema))
+
+        try:
+            reader._r = self._client.create_reader(
+                topic,
+                _native_id(start_message_id),
+                inclusive=start_message_id_inclusive,
+                receiver_queue_size=receiver_queue_size,
+                reader_name=reader_name,
+                schema=schema._native,
+                reader_listener=listener,
+            )
+        except StreamwireError as e:
+            _raise(e)
+        return reader
+
+    def create_table_view(self, topic: str, *args: Any, **kwargs: Any) -> NoReturn:
+        """Not supported yet (``NotImplementedError``)."""
+        _missing("TableView (create_table_view)")
+
+    def get_topic_partitions(self, topic: str) -> list[str]:
+        """The partitions of ``topic`` (``[topic]`` for a topic without partitions)."""
+        _check_type(str, topic, "topic")
+        try:
+            return self._client.lookup().topic_partitions(topic)
+        except StreamwireError as e:
+            _raise(e)
+
+    def shutdown(self) -> None:
+        """Close the client (streamwire's close does not wait for pending work either)."""
+        self.close()
+
+    def close(self) -> None:
+        """Close the client and its producers, consumers and readers."""
+        try:
+            self._client.close()
+        except StreamwireError as e:
+            _raise(e)
+
+
+class Producer:
+    """The official ``pulsar.Producer`` on a :class:`streamwire.Producer`."""
+
+    __slots__ = ("_check", "_p", "_schema")
+
+    def __init__(self, producer: _native.Producer, schema: Schema) -> None:
+        self._p = producer
+        self._schema = schema
+        self._check = schema._record_cls
+
+    def topic(self) -> str:
+        return self._p.topic
+
+    def producer_name(self) -> str:
+        return self._p.name
+
+    def last_sequence_id(self) -> int:
+        return self._p.last_sequence_id
+
+    def _value(self, content: Any) -> Any:
+        # The official client checks the value's type before anything else (TypeError).
+        if content is not None and self._check is not None:
+            self._schema._validate_object_type(content)
+        return content
+
+    def send(
+        self,
+        content: Any,
+        properties: Optional[dict[str, str]] = None,
+        partition_key: Optional[str] = None,
+        ordering_key: Optional[str] = None,
+        sequence_id: Optional[int] = None,
+        replication_clusters: Optional[list[str]] = None,
+        disable_replication: bool = False,
+        event_timestamp: Optional[int] = None,
+        deliver_at: Optional[int] = None,
+        deliver_after: Optional[datetime.timedelta] = None,
+    ) -> MessageId:
+        """Publish and wait for the broker; ``event_timestamp`` and ``deliver_at`` in ms."""
+        value = self._value(content)
+        try:
+            return MessageId.wrap(
+                self._p.send(
+                    value,
+                    key=partition_key,
+                    ordering_key=ordering_key.encode() if ordering_key else None,
+                    properties=properties,
+                    event_time=event_timestamp,
+                    sequence_id=sequence_id,
+                    deliver_after=deliver_after,
+                    deliver_at=deliver_at,
+                    replication_clusters=replication_clusters,
+                    disable_replication=disable_replication,
+                )
+            )
+        except StreamwireError as e:
+            _raise(e)
+
+    def send_async(
+        self,
+        content: Any,
+        callback: Callable[[Result, Optional[MessageId]], object],
+        properties: Optional[dict[str, str]] = None,
+        partition_key: Optional[str] = None,
+        ordering_key: Optional[str] = None,
+        sequence_id: Optional[int] = None,
+        replication_clusters: Optional[list[str]] = None,
+        disable_replication: bool = False,
+        event_timestamp: Optional[int] = None,
+        deliver_at: Optional[int] = None,
+        deliver_after: Optional[datetime.timedelta] = None,
+    ) -> None:
+        """Publish without waiting; ``callback(result, msg_id)`` runs once the broker has
+        answered (``Result.Ok`` and the id, or the failure's code and None)."""
+        if self._check is not None and content is not None:
+            self._schema._validate_object_type(content)
+
+        def done(exc: Optional[BaseException], msg_id: Optional[_native.MessageId]) -> None:
+            if exc is None and msg_id is not None:
+                callback(Result.Ok, MessageId.wrap(msg_id))
+            else:
+                callback(result_of(exc) if exc is not None else Result.UnknownError, None)
+
+        try:
+            if (
+                properties is None
+                and partition_key is None
+                and ordering_key is None
+                and sequence_id is None
+                and event_timestamp is None
+                and deliver_at is None
+                and deliver_after is None
+                and replication_clusters is None
+                and not disable_replication
+            ):
+                # The common call, without building the keyword arguments.
+                self._p.send_async(content, done)
+            else:
+                self._p.send_async(
+                    content,
+                    done,
+                    key=partition_key,
+                    ordering_key=ordering_key.encode() if ordering_key else None,
+                    properties=properties,
+                    event_time=event_timestamp,
+                    sequence_id=sequence_id,
+                    deliver_after=deliver_after,
+                    deliver_at=deliver_at,
+                    replication_clusters=replication_clusters,
+                    disable_replication=disable_replication,
+                )
+        except StreamwireError as e:
+            # The official client reports a send that cannot start through the callback too
+            # (for example a full queue with block_if_queue_full=False).
+            callback(result_of(e), None)
+
+    def flush(self) -> None:
+        """Send what is batched and wait until the broker has it all."""
+        try:
+            self._p.flush()
+        except StreamwireError as e:
+            _raise(e)
+
+    def close(self) -> None:
+        try:
+            self._p.close()
+        except StreamwireError as e:
+            _raise(e)
+
+    def is_connected(self) -> bool:
+        return self._p.is_connected()
+
+
+class Consumer:
+    """The official ``pulsar.Consumer`` on a :class:`streamwire.Consumer`."""
+
+    _c: _native.Consumer
+
+    def __init__(
+        self, schema: Schema, batch_policy: ConsumerBatchReceivePolicy, queue_size: int
+    ) -> None:
+        self._schema = schema
+        self._batch = batch_policy
+        self._queue_size = queue_size
+
+    @property
+    def native(self) -> _native.Consumer:
+        """The underlying :class:`streamwire.Consumer`."""
+        return self._c
+
+    def topic(self) -> str:
+        return self._c.topic
+
+    def subscription_name(self) -> str:
+        return self._c.subscription_name
+
+    def consumer_name(self) -> Optional[str]:
+        return self._c.consumer_name
+
+    def unsubscribe(self) -> None:
+        try:
+            self._c.unsubscribe()
+        except StreamwireError as e:
+            _raise(e)
+
+    def receive(self, timeout_millis: Optional[int] = None) -> Message:
+        """The next message; with ``timeout_millis``, ``Timeout`` when none came in time."""
+        try:
+            if timeout_millis is None:
+                return Message(self._c.receive(), self._schema)
+            _check_type(int, timeout_millis, "timeout_millis")
+            return Message(self._c.receive(timeout_millis / 1000.0), self._schema)
+        except StreamwireError as e:
+            _raise(e)
+
+    def batch_receive(self) -> list[Message]:
+        """Messages as the batch receive policy says: until it has ``max_num_message``
+        messages or ``max_num_bytes`` bytes, or its timeout passed (then maybe none)."""
+        policy = self._batch
+        limit = policy.max_num_message if policy.max_num_message > 0 else sys.maxsize
+        byte_limit = policy.max_num_bytes if policy.max_num_bytes > 0 else None
+        deadline = None if policy.timeout_ms < 0 else time.monotonic() + policy.timeout_ms / 1e3
+        out: list[Message] = []
+        size = 0
+        try:
+            while len(out) < limit and (byte_limit is None or size < byte_limit):
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    break
+                try:
+                    got = self._c.receive_many(
+                        min(limit - len(out), self._queue_size),
+                        left,
+                        max_bytes=None if byte_limit is None else byte_limit - size,
+                    )
+                except streamwire.OperationTimeoutError:
+                    break
+                for m in got:
+                    size += len(m.data())
+                    out.append(Message(m, self._schema))
+        except StreamwireError as e:
+            _raise(e)
+        return out
+
+    def acknowledge(self, message: Union[Message, MessageId]) -> None:
+        try:
+            self._c.acknowledge(_native_id(message))
+        except StreamwireError as e:
+            _raise(e)
+
+    def acknowledge_cumulative(self, message: Union[Message, MessageId]) -> None:
+        """Acknowledge everything up to ``message`` (``CumulativeAcknowledgementNotAllowedError``
+        on Shared and Key_Shared subscriptions, as the official client raises)."""
+        try:
+            self._c.acknowledge_cumulative(_native_id(message))
+        except streamwire.ConfigError as e:
+            if "cumulative" in str(e).lower():
+                from streamwire.compat.exceptions import CumulativeAcknowledgementNotAllowedError
+
+                raise CumulativeAcknowledgementNotAllowedError(str(e)) from e
+            _raise(e)
+        except StreamwireError as e:
+            _raise(e)
+
+    def negative_acknowledge(self, message: Union[Message, MessageId]) -> None:
+        try:
+            self._c.negative_acknowledge(_native_id(message))
+        except StreamwireError as e:
+            _raise(e)
+
+    def pause_message_listener(self) -> None:
+        try:
+            self._c.pause_message_listener()
+        except StreamwireError as e:
+            _raise(e)
+
+    def resume_message_listener(self) -> None:
+        try:
+            self._c.resume_message_listener()
+        except StreamwireError as e:
+            _raise(e)
+
+    def redeliver_unacknowledged_messages(self) -> None:
+        try:
+            self._c.redeliver_unacknowledged_messages()
+        except StreamwireError as e:
+            _raise(e)
+
+    def seek(self, messageid: Union[MessageId, _native.MessageId, int]) -> None:
+        """Move the subscription to a message id or a publish time (ms since the epoch)."""
+        if not isinstance(messageid, (MessageId, _native.MessageId, int)):
+            raise ValueError(f"invalid seek_arg type {type(messageid)}")
+        try:
+            self._c.seek(_native_id(messageid))
+        except StreamwireError as e:
+            _raise(e)
+
+    def close(self) -> None:
+        try:
+            self._c.close()
+        except StreamwireError as e:
+            _raise(e)
+
+    def is_connected(self) -> bool:
+        return self._c.is_connected()
+
+    def get_last_message_id(self) -> MessageId:
+        try:
+            return MessageId.wrap(self._c.get_last_message_id())
+        except StreamwireError as e:
+            _raise(e)
+
+
+class Reader:
+    """The official ``pulsar.Reader`` on a :class:`streamwire.Reader`."""
+
+    _r: _native.Reader
+
+    def __init__(self, schema: Schema) -> None:
+        self._schema = schema
+
+    @property
+    def native(self) -> _native.Reader:
+        """The underlying :class:`streamwire.Reader`."""
+        return self._r
+
+    def topic(self) -> str:
+        return self._r.topic
+
+    def read_next(self, timeout_millis: Optional[int] = None) -> Message:
+        """The next message; with ``timeout_millis``, ``Timeout`` when none came in time."""
+        try:
+            if timeout_millis is None:
+                return Message(self._r.read_next(), self._schema)
+            _check_type(int, timeout_millis, "timeout_millis")
+            return Message(self._r.read_next(timeout_millis / 1000.0), self._schema)
+        except StreamwireError as e:
+            _raise(e)
+
+    def has_message_available(self) -> bool:
+        try:
+            return self._r.has_message_available()
+        except StreamwireError as e:
+            _raise(e)
+
+    def seek(self, messageid: Union[MessageId, _native.MessageId, int]) -> None:
+        """Move the reader to a message id or a publish time (ms since the epoch)."""
+        if not isinstance(messageid, (MessageId, _native.MessageId, int)):
+            raise ValueError(f"invalid seek_arg type {type(messageid)}")
+        try:
+            self._r.seek(_native_id(messageid))
+        except StreamwireError as e:
+            _raise(e)
+
+    def close(self) -> None:
+        try:
+            self._r.close()
+        except StreamwireError as e:
+            _raise(e)
+
+    def is_connected(self) -> bool:
+        return self._r.is_connected()
