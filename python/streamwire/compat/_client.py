@@ -36,7 +36,12 @@ from streamwire.compat._enums import (
     RegexSubscriptionMode,
     Result,
 )
-from streamwire.compat.exceptions import result_of, translate
+from streamwire.compat.exceptions import (
+    CumulativeAcknowledgementNotAllowedError,
+    PulsarException,
+    result_of,
+    translate,
+)
 from streamwire.compat.schema import BytesSchema, Schema
 from streamwire.exceptions import StreamwireError
 
@@ -408,18 +413,22 @@ class _Forward(logging.Handler):
             self.target.handle(record)
 
 
+# One handler per destination, however many clients name it.
+_HANDLERS: dict[tuple[object, ...], logging.Handler] = {}
+
+
 def _install_logger(logger: Any) -> None:
     handler: logging.Handler
-    level = logging.NOTSET
     if isinstance(logger, logging.Logger):
-        handler = _Forward(logger)
+        key: tuple[object, ...] = ("logger", logger.name)
         level = logger.getEffectiveLevel()
+        handler = _HANDLERS.get(key) or _Forward(logger)
     elif isinstance(logger, ConsoleLogger):
-        handler = logging.StreamHandler(sys.stdout)
-        level = _LEVELS[logger.log_level]
+        key, level = ("console",), _LEVELS[logger.log_level]
+        handler = _HANDLERS.get(key) or logging.StreamHandler(sys.stdout)
     elif isinstance(logger, FileLogger):
-        handler = logging.FileHandler(logger.log_file)
-        level = _LEVELS[logger.log_level]
+        key, level = ("file", logger.log_file), _LEVELS[logger.log_level]
+        handler = _HANDLERS.get(key) or logging.FileHandler(logger.log_file)
     else:
         raise ValueError(
             "Logger is expected to be either None, logger.Logger, pulsar.ConsoleLogger or "
@@ -427,7 +436,9 @@ def _install_logger(logger: Any) -> None:
         )
     target = logging.getLogger("streamwire")
     handler.setLevel(level)
-    target.addHandler(handler)
+    if key not in _HANDLERS:
+        _HANDLERS[key] = handler
+        target.addHandler(handler)
     if target.level == logging.NOTSET or target.level > level:
         target.setLevel(level)
 
@@ -642,7 +653,9 @@ class Client:
             _missing("start_message_id_inclusive on a consumer")
         if auto_ack_oldest_chunked_message_on_queue_full:
             _missing("auto_ack_oldest_chunked_message_on_queue_full")
-        consumer = Consumer(schema, batch_receive_policy or _DEFAULT_BATCH, receiver_queue_size)
+        consumer = Consumer(
+            schema, batch_receive_policy or _DEFAULT_BATCH, receiver_queue_size, consumer_type
+        )
         listener: Optional[Callable[[_native.Consumer, _native.Message], object]] = None
         if message_listener is not None:
             user_listener = message_listener
@@ -793,6 +806,8 @@ class Producer:
     ) -> MessageId:
         """Publish and wait for the broker; ``event_timestamp`` and ``deliver_at`` in ms."""
         value = self._value(content)
+        if value is None:
+            return self._send_null(partition_key, properties, event_timestamp, sequence_id)
         try:
             return MessageId.wrap(
                 self._p.send(
@@ -811,6 +826,27 @@ class Producer:
         except StreamwireError as e:
             _raise(e)
 
+    def _send_null(
+        self,
+        key: Optional[str],
+        properties: Optional[dict[str, str]],
+        event_timestamp: Optional[int],
+        sequence_id: Optional[int],
+    ) -> MessageId:
+        # A null value (a compaction tombstone): streamwire sends one through send_many, which
+        # takes the key, properties, event time and sequence id of each message.
+        try:
+            (msg_id,) = self._p.send_many(
+                [None],
+                keys=[key],
+                properties=[properties],
+                event_times=[event_timestamp],
+                sequence_ids=None if sequence_id is None else [sequence_id],
+            )
+        except StreamwireError as e:
+            _raise(e)
+        return MessageId.wrap(msg_id)
+
     def send_async(
         self,
         content: Any,
@@ -827,7 +863,17 @@ class Producer:
     ) -> None:
         """Publish without waiting; ``callback(result, msg_id)`` runs once the broker has
         answered (``Result.Ok`` and the id, or the failure's code and None)."""
-        if self._check is not None and content is not None:
+        if content is None:
+            # A null value goes through the blocking path (see _send_null); the callback is
+            # called before send_async returns.
+            try:
+                msg_id = self._send_null(partition_key, properties, event_timestamp, sequence_id)
+            except PulsarException as e:
+                callback(e.result, None)
+            else:
+                callback(Result.Ok, msg_id)
+            return
+        if self._check is not None:
             self._schema._validate_object_type(content)
 
         def done(exc: Optional[BaseException], msg_id: Optional[_native.MessageId]) -> None:
@@ -892,11 +938,19 @@ class Consumer:
     _c: _native.Consumer
 
     def __init__(
-        self, schema: Schema, batch_policy: ConsumerBatchReceivePolicy, queue_size: int
+        self,
+        schema: Schema,
+        batch_policy: ConsumerBatchReceivePolicy,
+        queue_size: int,
+        consumer_type: ConsumerType,
     ) -> None:
         self._schema = schema
         self._batch = batch_policy
         self._queue_size = queue_size
+        self._cumulative_allowed = consumer_type not in (
+            ConsumerType.Shared,
+            ConsumerType.KeyShared,
+        )
 
     @property
     def native(self) -> _native.Consumer:
@@ -966,14 +1020,12 @@ class Consumer:
     def acknowledge_cumulative(self, message: Union[Message, MessageId]) -> None:
         """Acknowledge everything up to ``message`` (``CumulativeAcknowledgementNotAllowedError``
         on Shared and Key_Shared subscriptions, as the official client raises)."""
+        if not self._cumulative_allowed:
+            raise CumulativeAcknowledgementNotAllowedError(
+                "cumulative acknowledgement is not allowed on shared or key_shared subscriptions"
+            )
         try:
             self._c.acknowledge_cumulative(_native_id(message))
-        except streamwire.ConfigError as e:
-            if "cumulative" in str(e).lower():
-                from streamwire.compat.exceptions import CumulativeAcknowledgementNotAllowedError
-
-                raise CumulativeAcknowledgementNotAllowedError(str(e)) from e
-            _raise(e)
         except StreamwireError as e:
             _raise(e)
 
