@@ -133,7 +133,7 @@ def make_records(pulsar: ModuleType) -> tuple[type, type, type]:
         weights = schema.Map(schema.Double())
         color = Color
         where = Point
-        note = schema.String(default="none", required_default=True)
+        note = schema.String(default="none", required=True, required_default=True)
         level = schema.Integer(required=True, default=3, required_default=True)
 
     return Color, Point, Reading
@@ -499,29 +499,19 @@ def acknowledgements(pulsar: ModuleType, url: str, topic: str) -> dict[str, Any]
 
 
 def seeks(pulsar: ModuleType, url: str, topic: str) -> dict[str, Any]:
-    """negative_acknowledge and its redelivery; consumer seek to a message id, to the
-    earliest, to a publish time; reader seek; a second exclusive consumer and a second
-    exclusive producer refused (pulsar-lite drops the connection there)."""
-    client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
-    producer = client.create_producer(topic)
-    consumer = client.subscribe(
-        topic,
-        "sub",
-        initial_position=pulsar.InitialPosition.Earliest,
-        negative_ack_redelivery_delay_ms=100,
+    """Consumer seek to a message id, to the earliest, to a publish time; reader seek;
+    negative_acknowledge on a Shared subscription and its redelivery; a second exclusive
+    consumer and a second exclusive producer refused (pulsar-lite drops the connection
+    there)."""
+    client = pulsar.Client(
+        url,
+        operation_timeout_seconds=5,
+        logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error),
     )
+    producer = client.create_producer(topic)
+    consumer = client.subscribe(topic, "sub", initial_position=pulsar.InitialPosition.Earliest)
     ids = [producer.send(f"a{i}".encode()) for i in range(10)]
     first = [consumer.receive(timeout_millis=5000).data() for _ in range(3)]
-    nacked = consumer.receive(timeout_millis=5000)
-    consumer.negative_acknowledge(nacked)
-    others = []
-    while True:
-        redelivered = consumer.receive(timeout_millis=5000)
-        consumer.acknowledge(redelivered.message_id())
-        if redelivered.data() == nacked.data():
-            break
-        others.append(redelivered.data())
-    redelivery = (nacked.data(), redelivered.redelivery_count(), sorted(others))
     consumer.seek(ids[7])
     after_seek = consumer.receive(timeout_millis=5000).data()
     consumer.seek(pulsar.MessageId.earliest)
@@ -536,6 +526,28 @@ def seeks(pulsar: ModuleType, url: str, topic: str) -> dict[str, Any]:
     reader.read_next(timeout_millis=5000)
     reader.seek(ids[2])
     reader_after_seek = reader.read_next(timeout_millis=5000).data()
+    nacking = client.subscribe(
+        topic,
+        "nack",
+        consumer_type=pulsar.ConsumerType.Shared,
+        initial_position=pulsar.InitialPosition.Earliest,
+        negative_ack_redelivery_delay_ms=100,
+    )
+    nacked = nacking.receive(timeout_millis=5000)
+    nacking.negative_acknowledge(nacked)
+    others = []
+    counts = []
+    while True:
+        try:
+            again = nacking.receive(timeout_millis=1000)
+        except pulsar.Timeout:
+            break
+        nacking.acknowledge(again.message_id())
+        if again.data() == nacked.data():
+            counts.append(again.redelivery_count())
+        else:
+            others.append(again.data())
+    redelivery = (nacked.data(), counts, sorted(others))
     exclusive = client.subscribe(topic, "exclusive")
     busy = ""
     try:
@@ -543,11 +555,12 @@ def seeks(pulsar: ModuleType, url: str, topic: str) -> dict[str, Any]:
     except pulsar.ConsumerBusy as e:
         busy = type(e).__name__
     exclusive.close()
+    producer.close()
     first_producer = client.create_producer(topic, access_mode=pulsar.ProducerAccessMode.Exclusive)
     second_producer = ""
     try:
         client.create_producer(topic, access_mode=pulsar.ProducerAccessMode.Exclusive)
-    except pulsar.ProducerBusy as e:
+    except pulsar.PulsarException as e:
         second_producer = type(e).__name__
     first_producer.close()
     client.close()
@@ -628,7 +641,7 @@ def interop_consume(pulsar: ModuleType, url: str, topic: str, kind: str) -> list
     client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     consumer = client.subscribe(
         topic,
-        "interop",
+        "interop-" + pulsar.__name__,
         schema=getattr(pulsar.schema, kind)(classes[2]),
         initial_position=pulsar.InitialPosition.Earliest,
     )

@@ -167,6 +167,17 @@ class MessageId:
         return hash(self._msg_id)
 
 
+_new = object.__new__
+_OK = Result.Ok
+
+
+def _wrap_id(msg_id: _native.MessageId) -> MessageId:
+    # MessageId.wrap without the classmethod call (the per-message path of send_async).
+    out: MessageId = _new(MessageId)
+    out._msg_id = msg_id
+    return out
+
+
 MessageId.earliest = MessageId.wrap(_native.MessageId.earliest)
 MessageId.latest = MessageId.wrap(_native.MessageId.latest)
 
@@ -225,7 +236,7 @@ class Message:
         return self._m.event_time or 0
 
     def message_id(self) -> MessageId:
-        return MessageId.wrap(self._m.message_id)
+        return _wrap_id(self._m.message_id)
 
     def topic_name(self) -> str:
         return self._m.topic
@@ -662,6 +673,8 @@ class Client:
 
             # The official listener gets the consumer object the program holds.
             def listener(_c: _native.Consumer, m: _native.Message) -> object:
+                if consumer._after is not None and consumer._skip(m):
+                    return None
                 return user_listener(consumer, Message(m, schema))
 
         ack_timeout = None
@@ -726,6 +739,8 @@ class Client:
             user_listener = reader_listener
 
             def listener(_r: _native.Reader, m: _native.Message) -> object:
+                if reader._after is not None and reader._skip(m):
+                    return None
                 return user_listener(reader, Message(m, schema))
 
         try:
@@ -873,14 +888,17 @@ class Producer:
             else:
                 callback(Result.Ok, msg_id)
             return
-        if self._check is not None:
+        check = self._check
+        if check is not None and not isinstance(content, check):
             self._schema._validate_object_type(content)
 
-        def done(exc: Optional[BaseException], msg_id: Optional[_native.MessageId]) -> None:
-            if exc is None and msg_id is not None:
-                callback(Result.Ok, MessageId.wrap(msg_id))
+        # Runs once per message on the engine's callback thread: kept to one frame and one
+        # id object (see benches/compat_send_async.py).
+        def done(exc: Optional[BaseException], msg_id: Any) -> None:
+            if exc is None:
+                callback(_OK, _wrap_id(msg_id))
             else:
-                callback(result_of(exc) if exc is not None else Result.UnknownError, None)
+                callback(result_of(exc), None)
 
         try:
             if (
@@ -932,7 +950,44 @@ class Producer:
         return self._p.is_connected()
 
 
-class Consumer:
+class _AfterSeek:
+    """After ``seek(message_id)`` the official client delivers the messages after that id;
+    the broker resends from the id itself, which streamwire delivers. Until a later message
+    comes, the ones at or before the id are dropped here (not acknowledged, as the official
+    client leaves them)."""
+
+    _after: Optional[_native.MessageId] = None
+
+    def _seeking(self, target: Any) -> None:
+        nid = _native_id(target)
+        ends = (_native.MessageId.earliest, _native.MessageId.latest)
+        self._after = nid if isinstance(nid, _native.MessageId) and nid not in ends else None
+
+    def _skip(self, m: _native.Message) -> bool:
+        after = self._after
+        if after is None:
+            return False
+        if m.message_id <= after:
+            return True
+        self._after = None
+        return False
+
+    def _next(
+        self, get: Callable[[Optional[float]], _native.Message], timeout_millis: Optional[int]
+    ) -> _native.Message:
+        if timeout_millis is not None:
+            _check_type(int, timeout_millis, "timeout_millis")
+        if self._after is None:
+            return get(None if timeout_millis is None else timeout_millis / 1000.0)
+        deadline = None if timeout_millis is None else time.monotonic() + timeout_millis / 1e3
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            m = get(left)
+            if not self._skip(m):
+                return m
+
+
+class Consumer(_AfterSeek):
     """The official ``pulsar.Consumer`` on a :class:`streamwire.Consumer`."""
 
     _c: _native.Consumer
@@ -975,10 +1030,7 @@ class Consumer:
     def receive(self, timeout_millis: Optional[int] = None) -> Message:
         """The next message; with ``timeout_millis``, ``Timeout`` when none came in time."""
         try:
-            if timeout_millis is None:
-                return Message(self._c.receive(), self._schema)
-            _check_type(int, timeout_millis, "timeout_millis")
-            return Message(self._c.receive(timeout_millis / 1000.0), self._schema)
+            return Message(self._next(self._c.receive, timeout_millis), self._schema)
         except StreamwireError as e:
             _raise(e)
 
@@ -1005,6 +1057,8 @@ class Consumer:
                 except streamwire.OperationTimeoutError:
                     break
                 for m in got:
+                    if self._skip(m):
+                        continue
                     size += len(m.data())
                     out.append(Message(m, self._schema))
         except StreamwireError as e:
@@ -1059,6 +1113,7 @@ class Consumer:
             raise ValueError(f"invalid seek_arg type {type(messageid)}")
         try:
             self._c.seek(_native_id(messageid))
+            self._seeking(messageid)
         except StreamwireError as e:
             _raise(e)
 
@@ -1078,7 +1133,7 @@ class Consumer:
             _raise(e)
 
 
-class Reader:
+class Reader(_AfterSeek):
     """The official ``pulsar.Reader`` on a :class:`streamwire.Reader`."""
 
     _r: _native.Reader
@@ -1097,10 +1152,7 @@ class Reader:
     def read_next(self, timeout_millis: Optional[int] = None) -> Message:
         """The next message; with ``timeout_millis``, ``Timeout`` when none came in time."""
         try:
-            if timeout_millis is None:
-                return Message(self._r.read_next(), self._schema)
-            _check_type(int, timeout_millis, "timeout_millis")
-            return Message(self._r.read_next(timeout_millis / 1000.0), self._schema)
+            return Message(self._next(self._r.read_next, timeout_millis), self._schema)
         except StreamwireError as e:
             _raise(e)
 
@@ -1116,6 +1168,7 @@ class Reader:
             raise ValueError(f"invalid seek_arg type {type(messageid)}")
         try:
             self._r.seek(_native_id(messageid))
+            self._seeking(messageid)
         except StreamwireError as e:
             _raise(e)
 
