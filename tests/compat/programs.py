@@ -586,6 +586,10 @@ def errors(pulsar: ModuleType, url: str, topic: str) -> dict[str, Any]:
         producer.send(b"x")
     except pulsar.AlreadyClosed as e:
         out["send_after_close"] = type(e).__name__
+    failed: list[tuple[str, str]] = []
+    producer.send_async(b"x", lambda res, msg_id: failed.append((str(res), str(msg_id))))
+    _wait(lambda: bool(failed))
+    out["send_async_after_close"] = failed
     try:
         client.create_producer(topic, batching_enabled=True, chunking_enabled=True)
     except ValueError as e:

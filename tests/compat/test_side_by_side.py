@@ -98,6 +98,7 @@ EXPECT: dict[str, Callable[[Any], None]] = {
             r
             == {
                 "send_after_close": "AlreadyClosed",
+                "send_async_after_close": [("Result.AlreadyClosed", "(-1,-1,-1,-1)")],
                 "batching_and_chunking": "ValueError",
                 "enum_as_string": "ValueError",
                 "bytes_for_string": "TypeError",

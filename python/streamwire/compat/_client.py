@@ -761,6 +761,10 @@ class Client:
         """Not supported yet (``NotImplementedError``)."""
         _missing("TableView (create_table_view)")
 
+    def get_service_info(self) -> NoReturn:
+        """Not supported (``NotImplementedError``): streamwire has no ServiceInfo."""
+        _missing("ServiceInfo (get_service_info)")
+
     def get_topic_partitions(self, topic: str) -> list[str]:
         """The partitions of ``topic`` (``[topic]`` for a topic without partitions)."""
         _check_type(str, topic, "topic")
@@ -865,7 +869,7 @@ class Producer:
     def send_async(
         self,
         content: Any,
-        callback: Callable[[Result, Optional[MessageId]], object],
+        callback: Callable[[Result, MessageId], object],
         properties: Optional[dict[str, str]] = None,
         partition_key: Optional[str] = None,
         ordering_key: Optional[str] = None,
@@ -877,14 +881,15 @@ class Producer:
         deliver_after: Optional[datetime.timedelta] = None,
     ) -> None:
         """Publish without waiting; ``callback(result, msg_id)`` runs once the broker has
-        answered (``Result.Ok`` and the id, or the failure's code and None)."""
+        answered: ``Result.Ok`` and the id, or the failure's code and an empty id
+        (``(-1,-1,-1,-1)``), as the official client calls it."""
         if content is None:
             # A null value goes through the blocking path (see _send_null); the callback is
             # called before send_async returns.
             try:
                 msg_id = self._send_null(partition_key, properties, event_timestamp, sequence_id)
             except PulsarException as e:
-                callback(e.result, None)
+                callback(e.result, MessageId())
             else:
                 callback(Result.Ok, msg_id)
             return
@@ -898,7 +903,7 @@ class Producer:
             if exc is None:
                 callback(_OK, _wrap_id(msg_id))
             else:
-                callback(result_of(exc), None)
+                callback(result_of(exc), MessageId())
 
         try:
             if (
@@ -931,7 +936,7 @@ class Producer:
         except StreamwireError as e:
             # The official client reports a send that cannot start through the callback too
             # (for example a full queue with block_if_queue_full=False).
-            callback(result_of(e), None)
+            callback(result_of(e), MessageId())
 
     def flush(self) -> None:
         """Send what is batched and wait until the broker has it all."""
