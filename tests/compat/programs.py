@@ -657,3 +657,78 @@ def interop_consume(pulsar: ModuleType, url: str, topic: str, kind: str) -> list
         consumer.acknowledge(msg)
     client.close()
     return out
+
+
+def multi_topics(pulsar: ModuleType, url: str, topic: str) -> dict[str, Any]:
+    """One consumer of a list of topics, one of a regex pattern; topic_name() of each."""
+    import re
+
+    client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    names = [f"{topic}-a", f"{topic}-b"]
+    producers = [client.create_producer(name) for name in names]
+    for p in producers:
+        p.send(b"warm-up")
+    listed = client.subscribe(names, "list", initial_position=pulsar.InitialPosition.Earliest)
+    pattern = client.subscribe(
+        re.compile(re.escape(topic) + "-.*"),
+        "pattern",
+        initial_position=pulsar.InitialPosition.Earliest,
+        pattern_auto_discovery_period=1,
+    )
+    for i, p in enumerate(producers):
+        p.send(f"to-{i}".encode())
+    out: dict[str, Any] = {}
+    for name, consumer in (("list", listed), ("pattern", pattern)):
+        got = []
+        for _ in range(4):
+            msg = consumer.receive(timeout_millis=10000)
+            got.append((msg.data(), msg.topic_name().rsplit("-", 1)[1]))
+            consumer.acknowledge(msg)
+        out[name] = sorted(got)
+    client.close()
+    return out
+
+
+def dead_letters(pulsar: ModuleType, url: str, topic: str) -> dict[str, Any]:
+    """A Shared consumer with a dead-letter policy: a message negatively acknowledged past
+    max_redeliver_count goes to the dead-letter topic, read there by another consumer."""
+    client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    dlq = topic + "-DLQ"
+    dead = client.subscribe(dlq, "dead", initial_position=pulsar.InitialPosition.Earliest)
+    consumer = client.subscribe(
+        topic,
+        "work",
+        consumer_type=pulsar.ConsumerType.Shared,
+        initial_position=pulsar.InitialPosition.Earliest,
+        negative_ack_redelivery_delay_ms=100,
+        dead_letter_policy=pulsar.ConsumerDeadLetterPolicy(
+            max_redeliver_count=1, dead_letter_topic=dlq
+        ),
+    )
+    producer = client.create_producer(topic)
+    producer.send(b"poison", properties={"p": "1"})
+    producer.send(b"fine")
+    counts = []
+    fine = []
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            msg = consumer.receive(timeout_millis=1000)
+        except pulsar.Timeout:
+            if counts:
+                break
+            continue
+        if msg.data() == b"poison":
+            counts.append(msg.redelivery_count())
+            consumer.negative_acknowledge(msg)
+        else:
+            fine.append(msg.data())
+            consumer.acknowledge(msg)
+    letter = dead.receive(timeout_millis=10000)
+    out = {
+        "counts": counts,
+        "fine": fine,
+        "dead": (letter.data(), letter.properties().get("p")),
+    }
+    client.close()
+    return out

@@ -1,8 +1,10 @@
 """Programs written for the official client (tests/compat/programs.py) run twice, once with
 ``import pulsar`` and once with ``import streamwire.compat as pulsar``, on the same broker:
 what each observed must be the same. pulsar-lite serves most of them; Apache Pulsar serves
-the seeks and the exclusive-consumer refusal (pulsar-lite drops the connection there, for
-both clients) and the schema registry interop (one schema version for both clients' Record
+what pulsar-lite does differently: seeks, refused exclusive consumers and producers
+(pulsar-lite drops the connection there, for both clients), regex subscriptions (pulsar-lite
+lists no namespace topics), the official Avro decoding (it fetches writer schemas from the
+registry) and the schema registry interop (one schema version for both clients' Record
 classes, and each client's consumer decoding the other's records into its own classes).
 """
 
@@ -108,6 +110,10 @@ EXPECT: dict[str, Callable[[Any], None]] = {
         )
         or pytest.fail(repr(r))
     ),
+    "dead_letters": lambda r: (
+        (r == {"counts": [0, 1], "fine": [b"fine"], "dead": (b"poison", "1")})
+        or pytest.fail(repr(r))
+    ),
     "string_schema": lambda r: r == ["héllo", "héllo".encode()] or pytest.fail(repr(r)),
     "null_values": lambda r: (
         (
@@ -180,6 +186,14 @@ def test_seeks_on_apache(apache_broker: ApachePulsar, official_pulsar: ModuleTyp
         "busy": "ConsumerBusy",
         "second_exclusive_producer": "ProducerFenced",
     }
+
+
+def test_multi_topics_on_apache(apache_broker: ApachePulsar, official_pulsar: ModuleType) -> None:
+    # On Apache: a regex subscription lists the namespace's topics, which pulsar-lite does not.
+    theirs, ours = _both(official_pulsar, programs.multi_topics, apache_broker.service_url)
+    assert ours == theirs
+    want = [(b"to-0", "a"), (b"to-1", "b"), (b"warm-up", "a"), (b"warm-up", "b")]
+    assert ours == {"list": want, "pattern": want}
 
 
 @pytest.mark.parametrize("kind", ["AvroSchema", "JsonSchema"])
