@@ -22,6 +22,7 @@ from streamwire.compat._auth import (
     AuthenticationToken,
 )
 from streamwire.compat._client import (
+    AutoClusterFailover,
     Client,
     ConsoleLogger,
     Consumer,
@@ -34,6 +35,8 @@ from streamwire.compat._client import (
     MessageId,
     Producer,
     Reader,
+    ServiceInfo,
+    ServiceInfoProvider,
 )
 from streamwire.compat._enums import (
     BatchingType,
@@ -108,6 +111,7 @@ __all__ = [
     "AuthenticationTLS",
     "AuthenticationToken",
     "AuthorizationError",
+    "AutoClusterFailover",
     "BatchingType",
     "BrokerMetadataError",
     "BrokerPersistenceError",
@@ -164,6 +168,8 @@ __all__ = [
     "Reader",
     "RegexSubscriptionMode",
     "Result",
+    "ServiceInfo",
+    "ServiceInfoProvider",
     "ServiceUnitNotReady",
     "SubscriptionNotFound",
     "Timeout",

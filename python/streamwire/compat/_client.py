@@ -46,6 +46,7 @@ from streamwire.compat.schema import BytesSchema, Schema
 from streamwire.exceptions import StreamwireError
 
 __all__ = [
+    "AutoClusterFailover",
     "Client",
     "ConsoleLogger",
     "Consumer",
@@ -58,6 +59,8 @@ __all__ = [
     "MessageId",
     "Producer",
     "Reader",
+    "ServiceInfo",
+    "ServiceInfoProvider",
 ]
 
 
@@ -284,6 +287,29 @@ class _RoutedMessage:
         _missing("the properties of the message given to message_router (only partition_key())")
 
 
+class AutoClusterFailover:
+    """The official cluster failover configuration: not supported here (streamwire's own
+    ``streamwire.AutoClusterFailover`` takes plain service URLs; use it with
+    ``streamwire.Client``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _missing("pulsar.AutoClusterFailover (use streamwire.AutoClusterFailover)")
+
+
+class ServiceInfo:
+    """The official per-cluster service description: not supported here."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _missing("pulsar.ServiceInfo")
+
+
+class ServiceInfoProvider:
+    """The official service discovery hook: not supported here."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _missing("pulsar.ServiceInfoProvider")
+
+
 class CryptoKeyReader:
     """The official key reader for end-to-end encryption. streamwire has no encryption yet:
     making one works (so configuration code runs), giving it to a producer, consumer or reader
@@ -484,7 +510,7 @@ class Client:
         tls_certificate_file_path: Optional[str] = None,
     ) -> None:
         if not isinstance(service_url, str):
-            _missing("a service_url other than a str (AutoClusterFailover, ServiceInfoProvider)")
+            raise ValueError("Argument service_url is expected to be of type 'str'")
         _check_type_or_none(Authentication, authentication, "authentication")
         _check_type(int, operation_timeout_seconds, "operation_timeout_seconds")
         _check_type(int, connection_timeout_ms, "connection_timeout_ms")
