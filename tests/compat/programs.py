@@ -732,3 +732,55 @@ def dead_letters(pulsar: ModuleType, url: str, topic: str) -> dict[str, Any]:
     }
     client.close()
     return out
+
+
+def queue_full(pulsar: ModuleType, url: str, topic: str) -> dict[str, Any]:
+    """block_if_queue_full=False with a queue of 1: sends that do not fit are reported to
+    their callback as ProducerQueueIsFull, the others succeed; nothing is lost silently."""
+    client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    producer = client.create_producer(topic, max_pending_messages=1, block_if_queue_full=False)
+    results: list[str] = []
+    for i in range(200):
+        producer.send_async(f"q{i}".encode(), lambda res, _id: results.append(str(res)))
+    producer.flush()
+    _wait(lambda: len(results) >= 200)
+    time.sleep(0.2)  # a second report of any send would show in the count
+    client.close()
+    return {"kinds": sorted(set(results)), "count": len(results)}
+
+
+def key_shared(pulsar: ModuleType, url: str, topic: str) -> dict[str, Any]:
+    """Two Key_Shared consumers (with a ConsumerKeySharedPolicy): each key goes to one of them."""
+    client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    policy = pulsar.ConsumerKeySharedPolicy(allow_out_of_order_delivery=True)
+    consumers = [
+        client.subscribe(
+            topic,
+            "ks",
+            consumer_type=pulsar.ConsumerType.KeyShared,
+            key_shared_policy=policy,
+            consumer_name=f"c{i}",
+        )
+        for i in range(2)
+    ]
+    producer = client.create_producer(topic)
+    for i in range(40):
+        producer.send(f"v{i}".encode(), partition_key=f"key{i % 8}")
+    owners: dict[str, set[int]] = {}
+    total = 0
+    for n, consumer in enumerate(consumers):
+        while True:
+            try:
+                msg = consumer.receive(timeout_millis=500)
+            except pulsar.Timeout:
+                break
+            owners.setdefault(msg.partition_key(), set()).add(n)
+            consumer.acknowledge(msg)
+            total += 1
+    client.close()
+    return {
+        "total": total,
+        "keys": len(owners),
+        "one_owner_each": all(len(v) == 1 for v in owners.values()),
+        "policy": (policy.allow_out_of_order_delivery, str(policy.key_shared_mode)),
+    }

@@ -114,6 +114,19 @@ EXPECT: dict[str, Callable[[Any], None]] = {
         (r == {"counts": [0, 1], "fine": [b"fine"], "dead": (b"poison", "1")})
         or pytest.fail(repr(r))
     ),
+    "queue_full": lambda r: (
+        (r == {"kinds": ["Result.Ok", "Result.ProducerQueueIsFull"], "count": 200})
+        or pytest.fail(repr(r))
+    ),
+    "key_shared": lambda r: (
+        (
+            r["total"] == 40
+            and r["keys"] == 8
+            and r["one_owner_each"]
+            and r["policy"] == (True, "KeySharedMode.AutoSplit")
+        )
+        or pytest.fail(repr(r))
+    ),
     "string_schema": lambda r: r == ["héllo", "héllo".encode()] or pytest.fail(repr(r)),
     "null_values": lambda r: (
         (

@@ -43,7 +43,7 @@ from streamwire.compat.exceptions import (
     translate,
 )
 from streamwire.compat.schema import BytesSchema, Schema
-from streamwire.exceptions import StreamwireError
+from streamwire.exceptions import MessageTooBigError, ProducerQueueFullError, StreamwireError
 
 __all__ = [
     "AutoClusterFailover",
@@ -978,9 +978,13 @@ class Producer:
                     replication_clusters=replication_clusters,
                     disable_replication=disable_replication,
                 )
+        except (ProducerQueueFullError, MessageTooBigError):
+            # A send the producer turned away: streamwire raises it and has also handed it to
+            # the callback (as the official client reports it: through the callback only).
+            return
         except StreamwireError as e:
-            # The official client reports a send that cannot start through the callback too
-            # (for example a full queue with block_if_queue_full=False).
+            # A send refused before it reached the producer (closed, bad arguments): streamwire
+            # only raises; the official client reports it through the callback.
             callback(result_of(e), MessageId())
 
     def flush(self) -> None:
