@@ -21,23 +21,7 @@ from streamwire.compat._auth import (
     AuthenticationTLS,
     AuthenticationToken,
 )
-from streamwire.compat._client import (
-    AutoClusterFailover,
-    Client,
-    ConsoleLogger,
-    Consumer,
-    ConsumerBatchReceivePolicy,
-    ConsumerDeadLetterPolicy,
-    ConsumerKeySharedPolicy,
-    CryptoKeyReader,
-    FileLogger,
-    Message,
-    MessageId,
-    Producer,
-    Reader,
-    ServiceInfo,
-    ServiceInfoProvider,
-)
+from streamwire.compat._client import Client, Consumer, Producer, Reader
 from streamwire.compat._enums import (
     BatchingType,
     CompressionType,
@@ -50,6 +34,18 @@ from streamwire.compat._enums import (
     ProducerAccessMode,
     RegexSubscriptionMode,
     Result,
+)
+from streamwire.compat._message import Message, MessageId
+from streamwire.compat._options import (
+    AutoClusterFailover,
+    ConsoleLogger,
+    ConsumerBatchReceivePolicy,
+    ConsumerDeadLetterPolicy,
+    ConsumerKeySharedPolicy,
+    CryptoKeyReader,
+    FileLogger,
+    ServiceInfo,
+    ServiceInfoProvider,
 )
 from streamwire.compat.exceptions import (
     AlreadyClosed,

@@ -1,483 +1,65 @@
-"""``Client``, ``Producer``, ``Consumer``, ``Reader``, ``Message`` and ``MessageId`` with the
-official client's signatures, units and callback shapes, each a thin layer over the
-streamwire object of the same name (no second client: every call goes to the engine).
+"""``Client``, ``Producer``, ``Consumer`` and ``Reader`` with the official client's
+signatures, units and callback shapes, each a thin layer over the streamwire object of the
+same name (no second client: every call goes to the engine).
 
 The translation is mechanical and kept in one place per call: milliseconds become seconds,
-enums become streamwire's option strings, the official option objects
-(``ConsumerDeadLetterPolicy``, ``ConsumerKeySharedPolicy``, ...) become streamwire's
-mappings, messages and ids are wrapped in objects with the official method spellings, and a
-streamwire error becomes the official exception class (``compat.exceptions.translate``).
+enums become streamwire's option strings, the official option objects (``_options``) become
+streamwire's mappings, messages and ids are wrapped in objects with the official method
+spellings (``_message``), and a streamwire error becomes the official exception class
+(``compat.exceptions.translate``).
 """
 
 from __future__ import annotations
 
 import datetime
-import logging
 import re
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, ClassVar, NoReturn, Optional, Union
+from typing import Any, NoReturn, Optional, Union
 
 import streamwire
 from streamwire import _native
 from streamwire.compat import _enums
 from streamwire.compat._auth import Authentication
+from streamwire.compat._common import _check_type, _check_type_or_none, _missing, _raise
 from streamwire.compat._enums import (
     BatchingType,
     CompressionType,
     ConsumerCryptoFailureAction,
     ConsumerType,
     InitialPosition,
-    KeySharedMode,
-    LoggerLevel,
     PartitionsRoutingMode,
     ProducerAccessMode,
     RegexSubscriptionMode,
     Result,
 )
+from streamwire.compat._message import (
+    _OK,
+    Message,
+    MessageId,
+    _native_id,
+    _Position,
+    _RoutedMessage,
+    _wrap_id,
+)
+from streamwire.compat._options import (
+    _DEFAULT_BATCH,
+    ConsumerBatchReceivePolicy,
+    ConsumerDeadLetterPolicy,
+    ConsumerKeySharedPolicy,
+    CryptoKeyReader,
+    _install_logger,
+)
 from streamwire.compat.exceptions import (
     CumulativeAcknowledgementNotAllowedError,
     PulsarException,
     result_of,
-    translate,
 )
 from streamwire.compat.schema import BytesSchema, Schema
 from streamwire.exceptions import MessageTooBigError, ProducerQueueFullError, StreamwireError
 
-__all__ = [
-    "AutoClusterFailover",
-    "Client",
-    "ConsoleLogger",
-    "Consumer",
-    "ConsumerBatchReceivePolicy",
-    "ConsumerDeadLetterPolicy",
-    "ConsumerKeySharedPolicy",
-    "CryptoKeyReader",
-    "FileLogger",
-    "Message",
-    "MessageId",
-    "Producer",
-    "Reader",
-    "ServiceInfo",
-    "ServiceInfoProvider",
-]
-
-
-def _raise(e: StreamwireError) -> NoReturn:
-    raise translate(e) from e
-
-
-def _missing(what: str) -> NoReturn:
-    raise NotImplementedError(f"streamwire.compat: {what} is not supported by streamwire")
-
-
-def _check_type(var_type: Any, var: Any, name: str) -> None:
-    # The official client's argument checks raise ValueError with this text.
-    if not isinstance(var, var_type):
-        raise ValueError(
-            f"Argument {name} is expected to be of type '{var_type.__name__}' and not "
-            f"'{type(var).__name__}'"
-        )
-
-
-def _check_type_or_none(var_type: Any, var: Any, name: str) -> None:
-    if var is not None and not isinstance(var, var_type):
-        raise ValueError(
-            f"Argument {name} is expected to be either None or of type '{var_type.__name__}'"
-        )
-
-
-class MessageId:
-    """A message's position, with the official accessors (methods, not properties).
-
-    ``MessageId.earliest`` / ``MessageId.latest`` are the two ends of a topic;
-    ``serialize()`` gives the same bytes as the official client's (the protocol's
-    ``MessageIdData``), which ``deserialize`` reads back.
-    """
-
-    __slots__ = ("_msg_id",)
-    earliest: ClassVar[MessageId]
-    latest: ClassVar[MessageId]
-
-    def __init__(
-        self, partition: int = -1, ledger_id: int = -1, entry_id: int = -1, batch_index: int = -1
-    ) -> None:
-        self._msg_id = _native.MessageId(ledger_id, entry_id, partition, batch_index)
-
-    @classmethod
-    def wrap(cls, msg_id: _native.MessageId) -> MessageId:
-        """A ``MessageId`` for a :class:`streamwire.MessageId`."""
-        self = cls.__new__(cls)
-        self._msg_id = msg_id
-        return self
-
-    def ledger_id(self) -> int:
-        return self._msg_id.ledger_id
-
-    def entry_id(self) -> int:
-        return self._msg_id.entry_id
-
-    def batch_index(self) -> int:
-        return self._msg_id.batch_index
-
-    def partition(self) -> int:
-        return self._msg_id.partition
-
-    def serialize(self) -> bytes:
-        """The id as bytes, to store and later :meth:`deserialize`."""
-        return self._msg_id.serialize()
-
-    @staticmethod
-    def deserialize(message_id_bytes: bytes, topic: Optional[str] = None) -> MessageId:
-        """A message id from :meth:`serialize`'s bytes (``topic`` is accepted for the
-        official signature; streamwire's ids of multi-topic consumers need no topic)."""
-        try:
-            return MessageId.wrap(_native.MessageId.deserialize(message_id_bytes))
-        except StreamwireError as e:
-            _raise(e)
-
-    @property
-    def native(self) -> _native.MessageId:
-        """The underlying :class:`streamwire.MessageId`."""
-        return self._msg_id
-
-    def __str__(self) -> str:
-        return str(self._msg_id)
-
-    def __repr__(self) -> str:
-        return str(self._msg_id)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, MessageId) and self._msg_id == other._msg_id
-
-    def __ne__(self, other: object) -> bool:
-        return not self.__eq__(other)
-
-    def __lt__(self, other: MessageId) -> bool:
-        return self._msg_id < other._msg_id
-
-    def __le__(self, other: MessageId) -> bool:
-        return self._msg_id <= other._msg_id
-
-    def __gt__(self, other: MessageId) -> bool:
-        return self._msg_id > other._msg_id
-
-    def __ge__(self, other: MessageId) -> bool:
-        return self._msg_id >= other._msg_id
-
-    def __hash__(self) -> int:
-        return hash(self._msg_id)
-
-
-_new = object.__new__
-_OK = Result.Ok
-
-
-def _wrap_id(msg_id: _native.MessageId) -> MessageId:
-    # MessageId.wrap without the classmethod call (the per-message path of send_async).
-    out: MessageId = _new(MessageId)
-    out._msg_id = msg_id
-    return out
-
-
-MessageId.earliest = MessageId.wrap(_native.MessageId.earliest)
-MessageId.latest = MessageId.wrap(_native.MessageId.latest)
-
-_Position = Union[MessageId, _native.MessageId]
-
-
-def _native_id(x: Any) -> Any:
-    if isinstance(x, MessageId):
-        return x._msg_id
-    if isinstance(x, Message):
-        return x._m
-    return x
-
-
-class Message:
-    """A received message, with the official method spellings (``data()``, ``value()``,
-    ``properties()``, ``message_id()``, ...)."""
-
-    __slots__ = ("_m", "_schema")
-
-    def __init__(self, message: _native.Message, schema: Schema) -> None:
-        self._m = message
-        self._schema = schema
-
-    def data(self) -> bytes:
-        """The payload bytes."""
-        return self._m.data()
-
-    def value(self) -> Any:
-        """The payload decoded with the schema (a ``Record`` instance for record schemas)."""
-        if self._schema._native is None:
-            return self._m.data()
-        try:
-            return self._m.value
-        except StreamwireError as e:
-            _raise(e)
-
-    def properties(self) -> dict[str, str]:
-        return self._m.properties
-
-    def partition_key(self) -> str:
-        """The key ("" when the message has none, as the official client returns)."""
-        return self._m.key or ""
-
-    def ordering_key(self) -> str:
-        """The ordering key as text ("" when none)."""
-        key = self._m.ordering_key
-        return key.decode("utf-8", "surrogateescape") if key else ""
-
-    def publish_timestamp(self) -> int:
-        """Publish time, milliseconds since the epoch."""
-        return self._m.publish_time
-
-    def event_timestamp(self) -> int:
-        """Event time in milliseconds (0 when the producer set none)."""
-        return self._m.event_time or 0
-
-    def message_id(self) -> MessageId:
-        return _wrap_id(self._m.message_id)
-
-    def topic_name(self) -> str:
-        return self._m.topic
-
-    def redelivery_count(self) -> int:
-        return self._m.redelivery_count
-
-    def schema_version(self) -> str:
-        """The schema version the message was written with, as text ("" when none)."""
-        version = self._m.schema_version
-        return version.decode("latin-1") if version else ""
-
-    def producer_name(self) -> str:
-        return self._m.producer_name
-
-    def has_null_value(self) -> bool:
-        return self._m.has_null_value()
-
-    def encryption_context(self) -> None:
-        """Always None: streamwire has no end-to-end encryption yet."""
-        return None
-
-    def __str__(self) -> str:
-        return f"Message(id={self._m.message_id}, topic={self._m.topic!r})"
-
-
-class _RoutedMessage:
-    # What a message_router is given: streamwire routes by the partition key alone, so the
-    # payload is not at hand (building a message object per send would cost every send).
-    __slots__ = ("_key",)
-
-    def __init__(self, key: Optional[str]) -> None:
-        self._key = key
-
-    def partition_key(self) -> str:
-        return self._key or ""
-
-    def has_partition_key(self) -> bool:
-        return self._key is not None
-
-    def data(self) -> NoReturn:
-        _missing("the payload of the message given to message_router (only partition_key())")
-
-    def properties(self) -> NoReturn:
-        _missing("the properties of the message given to message_router (only partition_key())")
-
-
-class AutoClusterFailover:
-    """The official cluster failover configuration: not supported here (streamwire's own
-    ``streamwire.AutoClusterFailover`` takes plain service URLs; use it with
-    ``streamwire.Client``)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        _missing("pulsar.AutoClusterFailover (use streamwire.AutoClusterFailover)")
-
-
-class ServiceInfo:
-    """The official per-cluster service description: not supported here."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        _missing("pulsar.ServiceInfo")
-
-
-class ServiceInfoProvider:
-    """The official service discovery hook: not supported here."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        _missing("pulsar.ServiceInfoProvider")
-
-
-class CryptoKeyReader:
-    """The official key reader for end-to-end encryption. streamwire has no encryption yet:
-    making one works (so configuration code runs), giving it to a producer, consumer or reader
-    raises ``NotImplementedError``."""
-
-    def __init__(self, public_key_path: str, private_key_path: str) -> None:
-        _check_type(str, public_key_path, "public_key_path")
-        _check_type(str, private_key_path, "private_key_path")
-        self.public_key_path = public_key_path
-        self.private_key_path = private_key_path
-
-
-class ConsumerDeadLetterPolicy:
-    """The dead-letter policy of a consumer (``dead_letter_policy=``)."""
-
-    def __init__(
-        self,
-        max_redeliver_count: int,
-        dead_letter_topic: Optional[str] = None,
-        initial_subscription_name: Optional[str] = None,
-    ) -> None:
-        if max_redeliver_count is None or max_redeliver_count < 1:
-            raise ValueError("max_redeliver_count must be greater than 0")
-        self._max = max_redeliver_count
-        self._topic = dead_letter_topic
-        self._initial = initial_subscription_name
-
-    @property
-    def dead_letter_topic(self) -> Optional[str]:
-        return self._topic
-
-    @property
-    def max_redeliver_count(self) -> int:
-        return self._max
-
-    @property
-    def initial_subscription_name(self) -> Optional[str]:
-        return self._initial
-
-    def policy(self) -> dict[str, Union[int, str, None]]:
-        """streamwire's ``dead_letter_policy`` mapping."""
-        out: dict[str, Union[int, str, None]] = {"max_redeliver_count": self._max}
-        if self._topic is not None:
-            out["dead_letter_topic"] = self._topic
-        if self._initial is not None:
-            out["initial_subscription_name"] = self._initial
-        return out
-
-
-class ConsumerKeySharedPolicy:
-    """The Key_Shared options of a consumer (``key_shared_policy=``)."""
-
-    def __init__(
-        self,
-        key_shared_mode: KeySharedMode = KeySharedMode.AutoSplit,
-        allow_out_of_order_delivery: bool = False,
-        sticky_ranges: Optional[list[tuple[int, int]]] = None,
-    ) -> None:
-        if key_shared_mode == KeySharedMode.Sticky and sticky_ranges is None:
-            raise ValueError(
-                "When using key_shared_mode = KeySharedMode.Sticky you must also provide "
-                "sticky_ranges"
-            )
-        self._mode = key_shared_mode
-        self._ooo = allow_out_of_order_delivery
-        self._ranges = list(sticky_ranges or [])
-
-    @property
-    def key_shared_mode(self) -> KeySharedMode:
-        return self._mode
-
-    @property
-    def allow_out_of_order_delivery(self) -> bool:
-        return self._ooo
-
-    @property
-    def sticky_ranges(self) -> list[tuple[int, int]]:
-        return list(self._ranges)
-
-    def policy(self) -> dict[str, Any]:
-        """streamwire's ``key_shared_policy`` mapping."""
-        out: dict[str, Any] = {"allow_out_of_order_delivery": self._ooo}
-        if self._mode == KeySharedMode.Sticky:
-            out["sticky"] = list(self._ranges)
-        return out
-
-
-class ConsumerBatchReceivePolicy:
-    """What one ``batch_receive()`` returns: at most ``max_num_message`` messages and
-    ``max_num_bytes`` bytes, waiting at most ``timeout_ms`` (a negative number: no limit)."""
-
-    def __init__(self, max_num_message: int, max_num_bytes: int, timeout_ms: int) -> None:
-        self.max_num_message = max_num_message
-        self.max_num_bytes = max_num_bytes
-        self.timeout_ms = timeout_ms
-
-    def policy(self) -> ConsumerBatchReceivePolicy:
-        return self
-
-
-_DEFAULT_BATCH = ConsumerBatchReceivePolicy(-1, 10 * 1024 * 1024, 100)
-
-
-class ConsoleLogger:
-    """Send the client's log to standard output at ``log_level``."""
-
-    def __init__(self, log_level: LoggerLevel = LoggerLevel.Info) -> None:
-        _check_type(LoggerLevel, log_level, "log_level")
-        self.log_level = log_level
-
-
-class FileLogger:
-    """Send the client's log to ``log_file`` at ``log_level``."""
-
-    def __init__(self, log_level: LoggerLevel, log_file: str) -> None:
-        _check_type(LoggerLevel, log_level, "log_level")
-        _check_type(str, log_file, "log_file")
-        self.log_level = log_level
-        self.log_file = log_file
-
-
-_LEVELS = {
-    LoggerLevel.Debug: logging.DEBUG,
-    LoggerLevel.Info: logging.INFO,
-    LoggerLevel.Warn: logging.WARNING,
-    LoggerLevel.Error: logging.ERROR,
-}
-
-
-class _Forward(logging.Handler):
-    # streamwire logs on the "streamwire" logger; a Client(logger=...) gets those records.
-    def __init__(self, target: logging.Logger) -> None:
-        super().__init__()
-        self.target = target
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if self.target.isEnabledFor(record.levelno):
-            self.target.handle(record)
-
-
-# One handler per destination, however many clients name it.
-_HANDLERS: dict[tuple[object, ...], logging.Handler] = {}
-
-
-def _install_logger(logger: Any) -> None:
-    handler: logging.Handler
-    if isinstance(logger, logging.Logger):
-        key: tuple[object, ...] = ("logger", logger.name)
-        level = logger.getEffectiveLevel()
-        handler = _HANDLERS.get(key) or _Forward(logger)
-    elif isinstance(logger, ConsoleLogger):
-        key, level = ("console",), _LEVELS[logger.log_level]
-        handler = _HANDLERS.get(key) or logging.StreamHandler(sys.stdout)
-    elif isinstance(logger, FileLogger):
-        key, level = ("file", logger.log_file), _LEVELS[logger.log_level]
-        handler = _HANDLERS.get(key) or logging.FileHandler(logger.log_file)
-    else:
-        raise ValueError(
-            "Logger is expected to be either None, logger.Logger, pulsar.ConsoleLogger or "
-            "pulsar.FileLogger"
-        )
-    target = logging.getLogger("streamwire")
-    handler.setLevel(level)
-    if key not in _HANDLERS:
-        _HANDLERS[key] = handler
-        target.addHandler(handler)
-    if target.level == logging.NOTSET or target.level > level:
-        target.setLevel(level)
+__all__ = ["Client", "Consumer", "Producer", "Reader"]
 
 
 class Client:
