@@ -35,8 +35,9 @@ def _check_str(value: object, name: str) -> str:
 
 
 class Authentication:
-    """Base class (the official one loads an authentication plug-in from a shared library;
-    streamwire has no C++ plug-ins, so this raises ``NotImplementedError``)."""
+    """Base class (the official one loads an authentication plug-in from a shared library,
+    ``dynamicLibPath``, with its ``authParamsString``; streamwire has no C++ plug-ins, so this
+    raises ``NotImplementedError``)."""
 
     def __init__(self, dynamicLibPath: str, authParamsString: str) -> None:
         raise NotImplementedError(
@@ -79,7 +80,12 @@ class AuthenticationToken(Authentication):
 
 class AuthenticationTLS(Authentication):
     """TLS authentication (the role of the client certificate) -> ``auth=AuthTls()`` with
-    ``tls_cert_file`` / ``tls_key_file``."""
+    ``tls_cert_file`` / ``tls_key_file``.
+
+    Args:
+        certificate_path: the client certificate (PEM).
+        private_key_path: its private key (PEM).
+    """
 
     def __init__(self, certificate_path: str, private_key_path: str) -> None:
         self._cert = _check_str(certificate_path, "certificate_path")
@@ -90,7 +96,15 @@ class AuthenticationTLS(Authentication):
 
 
 class AuthenticationBasic(Authentication):
-    """Basic authentication -> ``auth=streamwire.AuthBasic(user, password)``."""
+    """Basic authentication -> ``auth=streamwire.AuthBasic(user, password)``.
+
+    Args:
+        username: the user.
+        password: the password.
+        method: the authentication method name the broker's provider expects.
+        auth_params_string: instead, JSON with ``username``, ``password`` and optionally
+            ``method``.
+    """
 
     def __init__(
         self,
@@ -114,8 +128,9 @@ class AuthenticationBasic(Authentication):
 
 
 class AuthenticationOauth2(Authentication):
-    """OAuth 2.0 client credentials from the official JSON parameters (``issuer_url``,
-    ``private_key``, ``audience``, ``scope``) -> ``auth=streamwire.AuthOauth2(...)``."""
+    """OAuth 2.0 client credentials from the official JSON parameters,
+    ``auth_params_string`` (``issuer_url``, ``private_key``, ``audience``, ``scope``) ->
+    ``auth=streamwire.AuthOauth2(...)``."""
 
     def __init__(self, auth_params_string: str) -> None:
         try:
@@ -136,7 +151,8 @@ class AuthenticationOauth2(Authentication):
 
 
 class AuthenticationAthenz(Authentication):
-    """Athenz authentication: not supported by streamwire (``NotImplementedError``)."""
+    """Athenz authentication: not supported by streamwire (``NotImplementedError`` whatever
+    ``auth_params_string`` is)."""
 
     def __init__(self, auth_params_string: str) -> None:
         raise NotImplementedError("streamwire.compat: Athenz authentication is not supported")

@@ -69,6 +69,26 @@ class Client:
     ``connection_timeout_ms``). ``concurrent_lookup_requests``, ``log_conf_file_path``,
     ``stats_interval_in_seconds`` and ``use_tls`` are accepted and have no effect (the last
     two have none in the official client either; TLS follows the URL's scheme).
+
+    Args:
+        service_url: ``pulsar://host:port`` or ``pulsar+ssl://host:port`` (a str).
+        authentication: an ``Authentication*`` object, or None.
+        operation_timeout_seconds: the timeout of lookups, subscribes, closes... (int seconds).
+        io_threads: the engine's I/O threads.
+        message_listener_threads: the threads that run message and reader listeners.
+        concurrent_lookup_requests: accepted, no effect.
+        log_conf_file_path: accepted, no effect.
+        stats_interval_in_seconds: accepted, no effect.
+        use_tls: accepted, no effect (the URL's scheme decides).
+        tls_trust_certs_file_path: the CA bundle to trust (default: the system's).
+        tls_allow_insecure_connection: accept any broker certificate (dangerous).
+        tls_validate_hostname: accepted; the host name is verified unless
+            ``tls_allow_insecure_connection`` is True (docs/from-pulsar-client.md).
+        logger: a ``logging.Logger``, ``ConsoleLogger`` or ``FileLogger`` for streamwire's log.
+        connection_timeout_ms: the TCP/TLS connect timeout in milliseconds.
+        listener_name: the broker listener to look topics up for.
+        tls_private_key_file_path: the client key for TLS authentication.
+        tls_certificate_file_path: the client certificate for TLS authentication.
     """
 
     def __init__(
@@ -159,7 +179,33 @@ class Client:
         message_router: Optional[Callable[[Any, int], int]] = None,
     ) -> Producer:
         """A producer on ``topic`` (the official defaults: no batching, a queue of 1000 that
-        fails rather than blocks when full)."""
+        fails rather than blocks when full).
+
+        Args:
+            topic: the topic name.
+            producer_name: a name for the producer (default: the broker picks one).
+            schema: a ``pulsar.schema`` schema (default ``BytesSchema()``).
+            initial_sequence_id: the sequence id before the first message's.
+            send_timeout_millis: how long a message may wait for the broker's receipt (ms).
+            compression_type: a ``CompressionType``.
+            max_pending_messages: the producer's queue of unacknowledged messages.
+            max_pending_messages_across_partitions: accepted, no effect.
+            block_if_queue_full: wait for room (True) or fail the send (False).
+            batching_enabled: batch messages.
+            batching_max_messages: messages per batch at most.
+            batching_max_allowed_size_in_bytes: bytes per batch at most.
+            batching_max_publish_delay_ms: how long a batch may wait to fill (ms).
+            chunking_enabled: split messages larger than the broker's limit.
+            message_routing_mode: a ``PartitionsRoutingMode``.
+            lazy_start_partitioned_producers: connect each partition on its first message.
+            properties: the producer's metadata (str to str).
+            batching_type: a ``BatchingType``.
+            encryption_key: not supported (``NotImplementedError`` when given).
+            crypto_key_reader: not supported (``NotImplementedError`` when given).
+            access_mode: a ``ProducerAccessMode``.
+            message_router: ``fn(msg, num_partitions) -> int`` for ``CustomPartition``; ``msg``
+                has ``partition_key()`` only.
+        """
         _check_type(str, topic, "topic")
         _check_type_or_none(str, producer_name, "producer_name")
         _check_type(Schema, schema, "schema")
@@ -243,7 +289,38 @@ class Client:
         dead_letter_policy: Optional[ConsumerDeadLetterPolicy] = None,
         crypto_failure_action: ConsumerCryptoFailureAction = ConsumerCryptoFailureAction.FAIL,
     ) -> Consumer:
-        """A consumer of ``topic`` (a name, a list of names or a compiled regex)."""
+        """A consumer of ``topic`` (a name, a list of names or a compiled regex).
+
+        Args:
+            topic: a topic name, a list of them, or a compiled ``re`` pattern.
+            subscription_name: the subscription.
+            consumer_type: a ``ConsumerType``.
+            schema: a ``pulsar.schema`` schema (default ``BytesSchema()``).
+            message_listener: ``fn(consumer, msg)`` run for each message on a listener thread.
+            receiver_queue_size: messages fetched ahead.
+            max_total_receiver_queue_size_across_partitions: accepted, no effect.
+            consumer_name: a name for the consumer.
+            unacked_messages_timeout_ms: redeliver messages unacknowledged this long (ms).
+            broker_consumer_stats_cache_time_ms: accepted, no effect.
+            negative_ack_redelivery_delay_ms: delay before a negatively acknowledged message
+                comes again (ms).
+            is_read_compacted: read the compacted view of the topic.
+            properties: not supported when non-empty (``NotImplementedError``).
+            pattern_auto_discovery_period: how often a regex subscription looks for new
+                topics (seconds).
+            initial_position: an ``InitialPosition`` for a new subscription.
+            crypto_key_reader: not supported (``NotImplementedError`` when given).
+            replicate_subscription_state_enabled: replicate the subscription's position.
+            max_pending_chunked_message: chunked messages assembled at once at most.
+            auto_ack_oldest_chunked_message_on_queue_full: not supported when True.
+            start_message_id_inclusive: not supported when True.
+            batch_receive_policy: a ``ConsumerBatchReceivePolicy`` for ``batch_receive()``.
+            key_shared_policy: a ``ConsumerKeySharedPolicy``.
+            batch_index_ack_enabled: acknowledge single messages of a batch on the broker.
+            regex_subscription_mode: a ``RegexSubscriptionMode``.
+            dead_letter_policy: a ``ConsumerDeadLetterPolicy``.
+            crypto_failure_action: accepted (there is no decryption to fail).
+        """
         _check_type(str, subscription_name, "subscription_name")
         _check_type(ConsumerType, consumer_type, "consumer_type")
         _check_type(Schema, schema, "schema")
@@ -327,8 +404,21 @@ class Client:
         start_message_id_inclusive: bool = False,
         crypto_failure_action: ConsumerCryptoFailureAction = ConsumerCryptoFailureAction.FAIL,
     ) -> Reader:
-        """A reader of ``topic`` from ``start_message_id`` (``MessageId.earliest``,
-        ``MessageId.latest`` or a received message's id)."""
+        """A reader of ``topic`` from ``start_message_id``.
+
+        Args:
+            topic: the topic name.
+            start_message_id: ``MessageId.earliest``, ``MessageId.latest`` or a message's id.
+            schema: a ``pulsar.schema`` schema (default ``BytesSchema()``).
+            reader_listener: ``fn(reader, msg)`` run for each message on a listener thread.
+            receiver_queue_size: messages fetched ahead.
+            reader_name: a name for the reader.
+            subscription_role_prefix: not supported when given.
+            is_read_compacted: not supported when True.
+            crypto_key_reader: not supported (``NotImplementedError`` when given).
+            start_message_id_inclusive: also deliver the message at ``start_message_id``.
+            crypto_failure_action: accepted (there is no decryption to fail).
+        """
         _check_type(str, topic, "topic")
         _check_type((MessageId, _native.MessageId), start_message_id, "start_message_id")
         _check_type(Schema, schema, "schema")
@@ -366,7 +456,8 @@ class Client:
         return reader
 
     def create_table_view(self, topic: str, *args: Any, **kwargs: Any) -> NoReturn:
-        """Not supported yet (``NotImplementedError``)."""
+        """Not supported yet: raises ``NotImplementedError`` whatever ``topic``, ``args`` and
+        ``kwargs`` are."""
         _missing("TableView (create_table_view)")
 
     def get_service_info(self) -> NoReturn:
@@ -399,7 +490,8 @@ def _no_adapter(exc: Optional[BaseException], msg_id: Any) -> None:
 
 
 class Producer:
-    """The official ``pulsar.Producer`` on a :class:`streamwire.Producer`."""
+    """The official ``pulsar.Producer`` on a :class:`streamwire.Producer` (made by
+    ``Client.create_producer``, which passes the streamwire ``producer`` and the ``schema``)."""
 
     __slots__ = ("_adapter", "_check", "_p", "_schema")
 
@@ -413,12 +505,15 @@ class Producer:
         )
 
     def topic(self) -> str:
+        """The topic."""
         return self._p.topic
 
     def producer_name(self) -> str:
+        """The producer's name (given, or picked by the broker)."""
         return self._p.name
 
     def last_sequence_id(self) -> int:
+        """The sequence id of the last message the broker has."""
         return self._p.last_sequence_id
 
     def _value(self, content: Any) -> Any:
@@ -440,7 +535,21 @@ class Producer:
         deliver_at: Optional[int] = None,
         deliver_after: Optional[datetime.timedelta] = None,
     ) -> MessageId:
-        """Publish and wait for the broker; ``event_timestamp`` and ``deliver_at`` in ms."""
+        """Publish and wait for the broker's receipt; returns the message's id.
+
+        Args:
+            content: the value (of the schema's type; ``bytes`` by default), or None for a
+                null value (a compaction tombstone).
+            properties: str-to-str properties.
+            partition_key: the key (routing, compaction, Key_Shared).
+            ordering_key: the Key_Shared ordering key, if not the partition key.
+            sequence_id: the message's sequence id instead of the next one.
+            replication_clusters: the clusters to replicate to.
+            disable_replication: do not replicate this message.
+            event_timestamp: the event time, ms since the epoch.
+            deliver_at: deliver no earlier than this time, ms since the epoch.
+            deliver_after: deliver after this ``timedelta``.
+        """
         value = self._value(content)
         if value is None:
             return self._send_null(partition_key, properties, event_timestamp, sequence_id)
@@ -499,7 +608,12 @@ class Producer:
     ) -> None:
         """Publish without waiting; ``callback(result, msg_id)`` runs once the broker has
         answered: ``Result.Ok`` and the id, or the failure's code and an empty id
-        (``(-1,-1,-1,-1)``), as the official client calls it."""
+        (``(-1,-1,-1,-1)``), as the official client calls it.
+
+        ``content``, ``properties``, ``partition_key``, ``ordering_key``, ``sequence_id``,
+        ``replication_clusters``, ``disable_replication``, ``event_timestamp``, ``deliver_at``
+        and ``deliver_after`` are as for :meth:`send`.
+        """
         if content is None:
             # A null value goes through the blocking path (see _send_null); the callback is
             # called before send_async returns.
@@ -577,12 +691,14 @@ class Producer:
             _raise(e)
 
     def close(self) -> None:
+        """Send what is queued and close the producer."""
         try:
             self._p.close()
         except StreamwireError as e:
             _raise(e)
 
     def is_connected(self) -> bool:
+        """Whether the producer has a live connection to its broker."""
         return self._p.is_connected()
 
 
@@ -624,7 +740,9 @@ class _AfterSeek:
 
 
 class Consumer(_AfterSeek):
-    """The official ``pulsar.Consumer`` on a :class:`streamwire.Consumer`."""
+    """The official ``pulsar.Consumer`` on a :class:`streamwire.Consumer` (made by
+    ``Client.subscribe`` with the ``schema``, the ``batch_policy`` of ``batch_receive()``, the
+    ``queue_size`` and the ``consumer_type``)."""
 
     _c: _native.Consumer
 
@@ -649,15 +767,19 @@ class Consumer(_AfterSeek):
         return self._c
 
     def topic(self) -> str:
+        """The topic (or topics) consumed."""
         return self._c.topic
 
     def subscription_name(self) -> str:
+        """The subscription."""
         return self._c.subscription_name
 
     def consumer_name(self) -> Optional[str]:
+        """The consumer's name."""
         return self._c.consumer_name
 
     def unsubscribe(self) -> None:
+        """Remove the subscription from the broker and close the consumer."""
         try:
             self._c.unsubscribe()
         except StreamwireError as e:
@@ -702,6 +824,7 @@ class Consumer(_AfterSeek):
         return out
 
     def acknowledge(self, message: Union[Message, MessageId]) -> None:
+        """Acknowledge ``message`` (a message or its id)."""
         try:
             self._c.acknowledge(_native_id(message))
         except StreamwireError as e:
@@ -720,31 +843,37 @@ class Consumer(_AfterSeek):
             _raise(e)
 
     def negative_acknowledge(self, message: Union[Message, MessageId]) -> None:
+        """Have ``message`` (a message or its id) delivered again after the negative-ack
+        delay."""
         try:
             self._c.negative_acknowledge(_native_id(message))
         except StreamwireError as e:
             _raise(e)
 
     def pause_message_listener(self) -> None:
+        """Stop calling the message listener until :meth:`resume_message_listener`."""
         try:
             self._c.pause_message_listener()
         except StreamwireError as e:
             _raise(e)
 
     def resume_message_listener(self) -> None:
+        """Call the message listener again, from the first message not yet handed over."""
         try:
             self._c.resume_message_listener()
         except StreamwireError as e:
             _raise(e)
 
     def redeliver_unacknowledged_messages(self) -> None:
+        """Have every unacknowledged message delivered again."""
         try:
             self._c.redeliver_unacknowledged_messages()
         except StreamwireError as e:
             _raise(e)
 
     def seek(self, messageid: Union[MessageId, _native.MessageId, int]) -> None:
-        """Move the subscription to a message id or a publish time (ms since the epoch)."""
+        """Move the subscription to ``messageid`` (a ``MessageId``) or to a publish time (an
+        int, ms since the epoch)."""
         if not isinstance(messageid, (MessageId, _native.MessageId, int)):
             raise ValueError(f"invalid seek_arg type {type(messageid)}")
         try:
@@ -754,15 +883,18 @@ class Consumer(_AfterSeek):
             _raise(e)
 
     def close(self) -> None:
+        """Close the consumer (the subscription stays)."""
         try:
             self._c.close()
         except StreamwireError as e:
             _raise(e)
 
     def is_connected(self) -> bool:
+        """Whether the consumer has a live connection to its broker."""
         return self._c.is_connected()
 
     def get_last_message_id(self) -> MessageId:
+        """The id of the topic's last message."""
         try:
             return MessageId.wrap(self._c.get_last_message_id())
         except StreamwireError as e:
@@ -770,7 +902,8 @@ class Consumer(_AfterSeek):
 
 
 class Reader(_AfterSeek):
-    """The official ``pulsar.Reader`` on a :class:`streamwire.Reader`."""
+    """The official ``pulsar.Reader`` on a :class:`streamwire.Reader` (made by
+    ``Client.create_reader``, with the ``schema`` its messages decode with)."""
 
     _r: _native.Reader
 
@@ -783,6 +916,7 @@ class Reader(_AfterSeek):
         return self._r
 
     def topic(self) -> str:
+        """The topic read."""
         return self._r.topic
 
     def read_next(self, timeout_millis: Optional[int] = None) -> Message:
@@ -793,13 +927,15 @@ class Reader(_AfterSeek):
             _raise(e)
 
     def has_message_available(self) -> bool:
+        """Whether a message is there to read from the current position."""
         try:
             return self._r.has_message_available()
         except StreamwireError as e:
             _raise(e)
 
     def seek(self, messageid: Union[MessageId, _native.MessageId, int]) -> None:
-        """Move the reader to a message id or a publish time (ms since the epoch)."""
+        """Move the reader to ``messageid`` (a ``MessageId``) or to a publish time (an int,
+        ms since the epoch)."""
         if not isinstance(messageid, (MessageId, _native.MessageId, int)):
             raise ValueError(f"invalid seek_arg type {type(messageid)}")
         try:
@@ -809,10 +945,12 @@ class Reader(_AfterSeek):
             _raise(e)
 
     def close(self) -> None:
+        """Close the reader."""
         try:
             self._r.close()
         except StreamwireError as e:
             _raise(e)
 
     def is_connected(self) -> bool:
+        """Whether the reader has a live connection to its broker."""
         return self._r.is_connected()

@@ -9,16 +9,24 @@ the same for the programs that use them (comparisons, ``int(x)``, printing, use 
 from __future__ import annotations
 
 import enum
+import inspect
 
 
 class _PulsarEnum(enum.IntEnum):
+    # The official enums are looked up by number only: Name(value). (IntEnum's functional
+    # API, Name(value, names, module, ...), is not theirs.)
+    __signature__ = inspect.Signature(
+        [inspect.Parameter("value", inspect.Parameter.POSITIONAL_ONLY)]
+    )
+
     # pybind11 enums print as "Type.Member"; IntEnum would print the number.
     def __str__(self) -> str:
         return f"{type(self).__name__}.{self.name}"
 
 
 class Result(_PulsarEnum):
-    """The outcome of an operation (what ``send_async`` callbacks receive first)."""
+    """The outcome of an operation (what ``send_async`` callbacks receive first).
+    ``Result(value)`` is the member of that number."""
 
     Ok = 0
     UnknownError = 1
@@ -69,6 +77,9 @@ class Result(_PulsarEnum):
 
 
 class CompressionType(_PulsarEnum):
+    """How a producer compresses batches (``compression_type=``). ``CompressionType(value)`` is the
+    member of that number."""
+
     NONE = 0
     LZ4 = 1
     ZLib = 2
@@ -77,6 +88,9 @@ class CompressionType(_PulsarEnum):
 
 
 class ConsumerType(_PulsarEnum):
+    """The subscription type (``consumer_type=``). ``ConsumerType(value)`` is the member of that
+    number."""
+
     Exclusive = 0
     Shared = 1
     Failover = 2
@@ -84,22 +98,34 @@ class ConsumerType(_PulsarEnum):
 
 
 class InitialPosition(_PulsarEnum):
+    """Where a new subscription starts (``initial_position=``). ``InitialPosition(value)`` is the
+    member of that number."""
+
     Latest = 0
     Earliest = 1
 
 
 class PartitionsRoutingMode(_PulsarEnum):
+    """How a producer picks partitions (``message_routing_mode=``). ``PartitionsRoutingMode(value)``
+    is the member of that number."""
+
     UseSinglePartition = 0
     RoundRobinDistribution = 1
     CustomPartition = 2
 
 
 class BatchingType(_PulsarEnum):
+    """How a producer groups messages into batches (``batching_type=``). ``BatchingType(value)`` is
+    the member of that number."""
+
     Default = 0
     KeyBased = 1
 
 
 class LoggerLevel(_PulsarEnum):
+    """The level of a ``ConsoleLogger`` or ``FileLogger``. ``LoggerLevel(value)`` is the member of
+    that number."""
+
     Debug = 0
     Info = 1
     Warn = 2
@@ -107,11 +133,17 @@ class LoggerLevel(_PulsarEnum):
 
 
 class KeySharedMode(_PulsarEnum):
+    """The mode of a ``ConsumerKeySharedPolicy``. ``KeySharedMode(value)`` is the member of that
+    number."""
+
     AutoSplit = 0
     Sticky = 1
 
 
 class ProducerAccessMode(_PulsarEnum):
+    """Shared or exclusive access of a producer to its topic (``access_mode=``).
+    ``ProducerAccessMode(value)`` is the member of that number."""
+
     Shared = 0
     Exclusive = 1
     WaitForExclusive = 2
@@ -119,12 +151,18 @@ class ProducerAccessMode(_PulsarEnum):
 
 
 class RegexSubscriptionMode(_PulsarEnum):
+    """Which topics a regex subscription takes (``regex_subscription_mode=``).
+    ``RegexSubscriptionMode(value)`` is the member of that number."""
+
     PersistentOnly = 0
     NonPersistentOnly = 1
     AllTopics = 2
 
 
 class ConsumerCryptoFailureAction(_PulsarEnum):
+    """What to do with a message that cannot be decrypted (accepted; streamwire has no encryption).
+    ``ConsumerCryptoFailureAction(value)`` is the member of that number."""
+
     FAIL = 0
     DISCARD = 1
     CONSUME = 2

@@ -20,6 +20,12 @@ class MessageId:
     ``MessageId.earliest`` / ``MessageId.latest`` are the two ends of a topic;
     ``serialize()`` gives the same bytes as the official client's (the protocol's
     ``MessageIdData``), which ``deserialize`` reads back.
+
+    Args:
+        partition: the partition index (-1: a topic without partitions).
+        ledger_id: the ledger.
+        entry_id: the entry in the ledger.
+        batch_index: the message's index in its batch (-1: not batched).
     """
 
     __slots__ = ("_msg_id",)
@@ -33,21 +39,25 @@ class MessageId:
 
     @classmethod
     def wrap(cls, msg_id: _native.MessageId) -> MessageId:
-        """A ``MessageId`` for a :class:`streamwire.MessageId`."""
+        """A ``MessageId`` for ``msg_id``, a :class:`streamwire.MessageId`."""
         self = cls.__new__(cls)
         self._msg_id = msg_id
         return self
 
     def ledger_id(self) -> int:
+        """The ledger."""
         return self._msg_id.ledger_id
 
     def entry_id(self) -> int:
+        """The entry in the ledger."""
         return self._msg_id.entry_id
 
     def batch_index(self) -> int:
+        """The index in the batch (-1: not batched)."""
         return self._msg_id.batch_index
 
     def partition(self) -> int:
+        """The partition (-1: a topic without partitions)."""
         return self._msg_id.partition
 
     def serialize(self) -> bytes:
@@ -56,8 +66,9 @@ class MessageId:
 
     @staticmethod
     def deserialize(message_id_bytes: bytes, topic: Optional[str] = None) -> MessageId:
-        """A message id from :meth:`serialize`'s bytes (``topic`` is accepted for the
-        official signature; streamwire's ids of multi-topic consumers need no topic)."""
+        """A message id from ``message_id_bytes``, :meth:`serialize`'s bytes (``topic`` is
+        accepted for the official signature; streamwire's ids of multi-topic consumers need no
+        topic)."""
         try:
             return MessageId.wrap(_native.MessageId.deserialize(message_id_bytes))
         except StreamwireError as e:
@@ -123,7 +134,8 @@ def _native_id(x: Any) -> Any:
 
 class Message:
     """A received message, with the official method spellings (``data()``, ``value()``,
-    ``properties()``, ``message_id()``, ...)."""
+    ``properties()``, ``message_id()``, ...): the streamwire ``message`` and the ``schema``
+    its value decodes with."""
 
     __slots__ = ("_m", "_schema")
 
@@ -145,6 +157,7 @@ class Message:
             _raise(e)
 
     def properties(self) -> dict[str, str]:
+        """The message's properties (str to str)."""
         return self._m.properties
 
     def partition_key(self) -> str:
@@ -165,12 +178,15 @@ class Message:
         return self._m.event_time or 0
 
     def message_id(self) -> MessageId:
+        """The message's id."""
         return _wrap_id(self._m.message_id)
 
     def topic_name(self) -> str:
+        """The topic (the partition's name on a partitioned topic)."""
         return self._m.topic
 
     def redelivery_count(self) -> int:
+        """How many times the broker delivered the message before."""
         return self._m.redelivery_count
 
     def schema_version(self) -> str:
@@ -179,9 +195,11 @@ class Message:
         return version.decode("latin-1") if version else ""
 
     def producer_name(self) -> str:
+        """The name of the producer that sent it."""
         return self._m.producer_name
 
     def has_null_value(self) -> bool:
+        """Whether it is a null value (a compaction tombstone)."""
         return self._m.has_null_value()
 
     def encryption_context(self) -> None:

@@ -27,21 +27,23 @@ __all__ = [
 class AutoClusterFailover:
     """The official cluster failover configuration: not supported here (streamwire's own
     ``streamwire.AutoClusterFailover`` takes plain service URLs; use it with
-    ``streamwire.Client``)."""
+    ``streamwire.Client``). Any ``args`` and ``kwargs`` raise ``NotImplementedError``."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         _missing("pulsar.AutoClusterFailover (use streamwire.AutoClusterFailover)")
 
 
 class ServiceInfo:
-    """The official per-cluster service description: not supported here."""
+    """The official per-cluster service description: not supported here (any ``args`` and
+    ``kwargs`` raise ``NotImplementedError``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         _missing("pulsar.ServiceInfo")
 
 
 class ServiceInfoProvider:
-    """The official service discovery hook: not supported here."""
+    """The official service discovery hook: not supported here (any ``args`` and ``kwargs``
+    raise ``NotImplementedError``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         _missing("pulsar.ServiceInfoProvider")
@@ -50,7 +52,12 @@ class ServiceInfoProvider:
 class CryptoKeyReader:
     """The official key reader for end-to-end encryption. streamwire has no encryption yet:
     making one works (so configuration code runs), giving it to a producer, consumer or reader
-    raises ``NotImplementedError``."""
+    raises ``NotImplementedError``.
+
+    Args:
+        public_key_path: the public key file.
+        private_key_path: the private key file.
+    """
 
     def __init__(self, public_key_path: str, private_key_path: str) -> None:
         _check_type(str, public_key_path, "public_key_path")
@@ -60,7 +67,13 @@ class CryptoKeyReader:
 
 
 class ConsumerDeadLetterPolicy:
-    """The dead-letter policy of a consumer (``dead_letter_policy=``)."""
+    """The dead-letter policy of a consumer (``dead_letter_policy=``).
+
+    Args:
+        max_redeliver_count: deliveries of a message before it goes to the dead-letter topic.
+        dead_letter_topic: the dead-letter topic (default: ``<topic>-<subscription>-DLQ``).
+        initial_subscription_name: a subscription to create on the dead-letter topic.
+    """
 
     def __init__(
         self,
@@ -76,14 +89,17 @@ class ConsumerDeadLetterPolicy:
 
     @property
     def dead_letter_topic(self) -> Optional[str]:
+        """The dead-letter topic, if given."""
         return self._topic
 
     @property
     def max_redeliver_count(self) -> int:
+        """Deliveries before the dead-letter topic."""
         return self._max
 
     @property
     def initial_subscription_name(self) -> Optional[str]:
+        """The subscription created on the dead-letter topic, if given."""
         return self._initial
 
     def policy(self) -> dict[str, Union[int, str, None]]:
@@ -97,7 +113,13 @@ class ConsumerDeadLetterPolicy:
 
 
 class ConsumerKeySharedPolicy:
-    """The Key_Shared options of a consumer (``key_shared_policy=``)."""
+    """The Key_Shared options of a consumer (``key_shared_policy=``).
+
+    Args:
+        key_shared_mode: ``KeySharedMode.AutoSplit`` or ``KeySharedMode.Sticky``.
+        allow_out_of_order_delivery: give a moved key's messages to its new consumer at once.
+        sticky_ranges: the hash ranges ``[(start, end), ...]`` of a sticky consumer.
+    """
 
     def __init__(
         self,
@@ -116,14 +138,17 @@ class ConsumerKeySharedPolicy:
 
     @property
     def key_shared_mode(self) -> KeySharedMode:
+        """The Key_Shared mode."""
         return self._mode
 
     @property
     def allow_out_of_order_delivery(self) -> bool:
+        """Whether out-of-order delivery is allowed."""
         return self._ooo
 
     @property
     def sticky_ranges(self) -> list[tuple[int, int]]:
+        """The sticky hash ranges."""
         return list(self._ranges)
 
     def policy(self) -> dict[str, Any]:
@@ -144,6 +169,7 @@ class ConsumerBatchReceivePolicy:
         self.timeout_ms = timeout_ms
 
     def policy(self) -> ConsumerBatchReceivePolicy:
+        """The policy itself (the official method returns the C++ object)."""
         return self
 
 

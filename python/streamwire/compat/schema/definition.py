@@ -38,7 +38,14 @@ def _name(x: Any) -> str:
 
 
 class Field:
-    """A field of a :class:`Record`: its Avro type, Python type, default and nullability."""
+    """A field of a :class:`Record`: its Avro type, Python type, default and nullability.
+
+    Args:
+        default: the value of a field not given (also written into the definition with
+            ``required_default``).
+        required: not nullable (the Avro type alone instead of ``["null", type]``).
+        required_default: write ``default`` into the definition.
+    """
 
     _avro_type = ""
     _python_types: tuple[type, ...] = ()
@@ -90,6 +97,8 @@ class Field:
 
 
 class Null(Field):
+    """Always None (``default``, ``required`` and ``required_default`` as for :class:`Field`)."""
+
     _avro_type = "null"
     _python_types = (type(None),)
 
@@ -100,32 +109,50 @@ class Null(Field):
 
 
 class Boolean(Field):
+    """A ``bool`` (Avro ``boolean``; False when not given) (``default``, ``required`` and
+    ``required_default`` as for :class:`Field`)."""
+
     _avro_type = "boolean"
     _python_types = (bool,)
     _fallback = False
 
 
 class Integer(Field):
+    """A 32-bit ``int`` (Avro ``int``) (``default``, ``required`` and ``required_default`` as for
+    :class:`Field`)."""
+
     _avro_type = "int"
     _python_types = (int,)
 
 
 class Long(Field):
+    """A 64-bit ``int`` (Avro ``long``) (``default``, ``required`` and ``required_default`` as for
+    :class:`Field`)."""
+
     _avro_type = "long"
     _python_types = (int,)
 
 
 class Float(Field):
+    """A 32-bit ``float`` (Avro ``float``) (``default``, ``required`` and ``required_default`` as
+    for :class:`Field`)."""
+
     _avro_type = "float"
     _python_types = (float, int)
 
 
 class Double(Field):
+    """A ``float`` (Avro ``double``) (``default``, ``required`` and ``required_default`` as for
+    :class:`Field`)."""
+
     _avro_type = "double"
     _python_types = (float, int)
 
 
 class Bytes(Field):
+    """``bytes`` (Avro ``bytes``; a ``str`` is kept as its UTF-8) (``default``, ``required`` and
+    ``required_default`` as for :class:`Field`)."""
+
     _avro_type = "bytes"
     _python_types = (bytes, str)
 
@@ -135,6 +162,9 @@ class Bytes(Field):
 
 
 class String(Field):
+    """A ``str`` (Avro ``string``; ``bytes`` are decoded as UTF-8) (``default``, ``required`` and
+    ``required_default`` as for :class:`Field`)."""
+
     _avro_type = "string"
     _python_types = (str, bytes)
 
@@ -147,7 +177,8 @@ class String(Field):
 
 
 class CustomEnum(Field):
-    """A field holding members of an ``enum.Enum`` (written as the member's name)."""
+    """A field holding members of ``enum_type``, an ``enum.Enum`` (written as the member's
+    name); ``default``, ``required`` and ``required_default`` as for :class:`Field`."""
 
     _avro_type = "enum"
 
@@ -206,7 +237,8 @@ def _check_record_or_field(x: Any) -> None:
 
 
 class Array(Field):
-    """A list whose items are all of ``array_type`` (a Field or a Record)."""
+    """A list whose items are all of ``array_type`` (a Field or a Record); ``default``,
+    ``required`` and ``required_default`` as for :class:`Field`."""
 
     _avro_type = "array"
     _python_types = (list,)
@@ -238,7 +270,8 @@ class Array(Field):
 
 
 class Map(Field):
-    """A dict from ``str`` to values of ``value_type`` (a Field or a Record)."""
+    """A dict from ``str`` to values of ``value_type`` (a Field or a Record); ``default``,
+    ``required`` and ``required_default`` as for :class:`Field`."""
 
     _avro_type = "map"
     _python_types = (dict,)
@@ -292,8 +325,13 @@ class RecordMeta(type):
 
 class Record(metaclass=RecordMeta):
     """Base class of record models: declare fields as class attributes (``Field`` instances,
-    nested ``Record`` classes, ``enum.Enum`` classes) and build instances with keyword
-    arguments."""
+    nested ``Record`` classes, ``enum.Enum`` classes) and build instances with the fields as
+    keyword arguments (``kwargs``; a nested record may be given as a dict).
+
+    As a field of another record, an instance takes ``default``, ``required`` and
+    ``required_default`` as :class:`Field` does (``args`` are ignored, as the official
+    ``Record`` ignores them).
+    """
 
     _avro_namespace: ClassVar[Optional[str]] = None
     _sorted_fields: ClassVar[bool] = False
@@ -392,10 +430,12 @@ class Record(metaclass=RecordMeta):
         return type(self).__name__
 
     def python_type(self) -> builtins.type:
+        """The record's class."""
         return builtins.type(self)
 
     def validate_type(self, name: str, val: Any) -> Any:
-        """``val`` as the value of a field of this record type."""
+        """``val`` as the value of field ``name``, of this record type (``TypeError`` when it is
+        not)."""
         if val is None and not self._required:
             return self.default()
         if not isinstance(val, type(self)):
@@ -406,9 +446,11 @@ class Record(metaclass=RecordMeta):
         return val
 
     def default(self) -> Any:
+        """The default, as a field of another record."""
         return self._default
 
     def required_default(self) -> bool:
+        """Whether the default is written into the definition, as a field."""
         return self._required_default
 
 

@@ -37,7 +37,12 @@ class _Codec(sw_schema.Schema):
 
 
 class Schema:
-    """Base class of the schemas ``create_producer`` / ``subscribe`` / ``create_reader`` take."""
+    """Base class of the schemas ``create_producer`` / ``subscribe`` / ``create_reader`` take.
+
+    Args:
+        record_cls: the type values must have (None: any).
+        native: the :class:`streamwire.schema.Schema` that encodes them (None: raw bytes).
+    """
 
     def __init__(self, record_cls: Any, native: Optional[sw_schema.Schema]) -> None:
         self._record_cls = record_cls
@@ -58,7 +63,7 @@ class Schema:
         return self._native.encode(obj)
 
     def decode(self, data: bytes) -> Any:
-        """The value a payload holds."""
+        """The value the payload ``data`` holds."""
         if self._native is None:
             return data
         return self._native.decode(data)
@@ -98,8 +103,12 @@ def _definition(
 
 
 class AvroSchema(Schema):
-    """Records as Avro binary: a ``Record`` subclass, or (``record_cls=None``) a definition
-    given as a dict, whose values are then dicts."""
+    """Records as Avro binary.
+
+    Args:
+        record_cls: a ``Record`` subclass, or None with ``schema_definition``.
+        schema_definition: an Avro record definition (a dict); values are then dicts.
+    """
 
     def __init__(self, record_cls: Any, schema_definition: Any = None) -> None:
         definition, records, enums = _definition(record_cls, schema_definition)
@@ -116,7 +125,8 @@ class AvroSchema(Schema):
 
 
 class JsonSchema(Schema):
-    """Records as JSON text (an enum written as its ``.value``, as the official client does)."""
+    """Records of ``record_cls`` (a ``Record`` subclass) as JSON text (an enum written as its
+    ``.value``, as the official client does)."""
 
     def __init__(self, record_cls: Any) -> None:
         definition, records, enums = _definition(record_cls, None)
