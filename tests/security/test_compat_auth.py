@@ -3,18 +3,21 @@ Apache Pulsar of tests/peers/secure.py: one program written for ``pulsar-client`
 ``import pulsar`` and with ``import streamwire.compat as pulsar``, over ``pulsar+ssl://`` with the
 test CA, as a token role, the basic user and the client certificate's role; a role without the
 produce grant fails both ways with the same official exception; a bad token is an
-AuthenticationError."""
+AuthenticationError; OAuth 2.0 client credentials from the suite's issuer work both ways."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 import streamwire.compat
 
+from tests.peers.oauth2 import OAuth2Client, OAuth2Server
 from tests.peers.secure import BASIC_PASSWORD, BASIC_USER, SecurePulsar, hs256_jwt
 
 pytestmark = pytest.mark.apache
@@ -23,6 +26,7 @@ GRANTS: dict[str, list[str]] = {
     "compat-writer": ["produce", "consume"],
     "compat-reader": ["consume"],
     "tls-client-role": ["produce", "consume"],
+    "compat-oauth-app": ["produce", "consume"],
     BASIC_USER: ["produce", "consume"],
 }
 
@@ -96,3 +100,32 @@ def test_bad_token_is_an_authentication_error(secure: SecurePulsar) -> None:
     auth = streamwire.compat.AuthenticationToken(hs256_jwt(b"k" * 32, "compat-writer"))
     ours = roundtrip(streamwire.compat, secure.tls_url, str(secure.pki.ca), auth)
     assert ours == "AuthenticationError"
+
+
+def test_oauth2_client_credentials_both_ways(
+    secure: SecurePulsar, official_pulsar: ModuleType, tmp_path: Path
+) -> None:
+    """AuthenticationOauth2 with the official JSON parameters: the suite's issuer mints tokens
+    the broker trusts; both clients fetch one and use it."""
+
+    def mint(role: str, lifetime: float) -> str:
+        return secure.token(role, expires_in=lifetime)
+
+    key_file = tmp_path / "credentials.json"
+    key_file.write_text(json.dumps({"client_id": "compat-app", "client_secret": "s3cr3t-compat"}))
+    clients = {"compat-app": OAuth2Client("s3cr3t-compat", "compat-oauth-app")}
+    with OAuth2Server(mint, clients, audience="urn:compat") as issuer:
+        params = json.dumps(
+            {
+                "issuer_url": issuer.issuer_url,
+                "private_key": str(key_file),
+                "audience": "urn:compat",
+            }
+        )
+        ca = str(secure.pki.ca)
+        results = [
+            roundtrip(p, secure.tls_url, ca, p.AuthenticationOauth2(params))
+            for p in (official_pulsar, streamwire.compat)
+        ]
+        assert results == [b"secret-payload", b"secret-payload"]
+        assert len(issuer.token_requests()) >= 2  # the official client's fetch, then ours
