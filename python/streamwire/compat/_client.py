@@ -74,7 +74,8 @@ class Client:
         service_url: ``pulsar://host:port`` or ``pulsar+ssl://host:port`` (a str).
         authentication: an ``Authentication*`` object, or None.
         operation_timeout_seconds: the timeout of lookups, subscribes, closes... (int seconds).
-        io_threads: the engine's I/O threads.
+        io_threads: the engine's I/O threads for the process (the first setting takes
+            effect); the official default, 1, leaves the engine's own default.
         message_listener_threads: the threads that run message and reader listeners.
         concurrent_lookup_requests: accepted, no effect.
         log_conf_file_path: accepted, no effect.
@@ -138,7 +139,9 @@ class Client:
                 service_url,
                 operation_timeout=float(operation_timeout_seconds),
                 connection_timeout=connection_timeout_ms / 1000.0,
-                io_threads=io_threads,
+                # The official default (1) is the C++ client's tuning: it leaves streamwire's
+                # engine at its own default rather than pinning the process to one I/O thread.
+                io_threads=None if io_threads == 1 else io_threads,
                 message_listener_threads=message_listener_threads,
                 tls_trust_certs_file=tls_trust_certs_file_path,
                 tls_allow_insecure_connection_DANGEROUS=tls_allow_insecure_connection,
