@@ -250,7 +250,8 @@ class Client:
                 max_pending_messages=max_pending_messages,
                 block_if_queue_full=block_if_queue_full,
                 send_timeout=send_timeout_millis / 1000.0,
-                initial_sequence_id=initial_sequence_id,
+                # The official client ignores 0 (it tests the value for truth); so does this.
+                initial_sequence_id=initial_sequence_id or None,
                 access_mode=_enums.ACCESS[access_mode],
                 routing=_enums.ROUTING[message_routing_mode],
                 message_router=router,
@@ -564,7 +565,7 @@ class Producer:
                     ordering_key=ordering_key.encode() if ordering_key else None,
                     properties=properties,
                     event_time=event_timestamp,
-                    sequence_id=sequence_id,
+                    sequence_id=sequence_id or None,
                     deliver_after=deliver_after,
                     deliver_at=deliver_at,
                     replication_clusters=replication_clusters,
@@ -589,7 +590,7 @@ class Producer:
                 keys=[key],
                 properties=[properties],
                 event_times=[event_timestamp],
-                sequence_ids=None if sequence_id is None else [sequence_id],
+                sequence_ids=[sequence_id] if sequence_id else None,
             )
         except StreamwireError as e:
             _raise(e)
@@ -671,7 +672,7 @@ class Producer:
                     ordering_key=ordering_key.encode() if ordering_key else None,
                     properties=properties,
                     event_time=event_timestamp,
-                    sequence_id=sequence_id,
+                    sequence_id=sequence_id or None,
                     deliver_after=deliver_after,
                     deliver_at=deliver_at,
                     replication_clusters=replication_clusters,
