@@ -628,8 +628,6 @@ class Producer:
             else:
                 callback(Result.Ok, msg_id)
             return
-        if not callable(callback):
-            raise ValueError("Argument callback is expected to be callable")
         check = self._check
         if check is not None and not isinstance(content, check):
             self._schema._validate_object_type(content)
@@ -638,6 +636,9 @@ class Producer:
         if cached[0] is callback:
             done = cached[1]
         else:
+            if not callable(callback):
+                raise ValueError("Argument callback is expected to be callable")
+
             # Runs once per message on the engine's callback thread: kept to one frame and one
             # id object (see benches/compat_send_async.py). Programs pass the same callback
             # again and again, so its adapter is kept (callback and adapter in one tuple: a
