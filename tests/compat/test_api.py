@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import enum
 import json
+import uuid
 from types import ModuleType
+from typing import Any
 
 import pytest
 import streamwire
@@ -213,3 +215,19 @@ def test_avro_bytes_match_the_official_encoding(official_pulsar: ModuleType) -> 
     assert plain.decode(plain.encode({"x": 1.0, "y": None})) == {"x": 1.0, "y": None}
     with pytest.raises(ValueError, match="dict"):
         plain.encode(ours_classes[1](x=1.0))
+
+
+def test_native_objects_are_reachable(lite_broker: Any) -> None:
+    client = compat.Client(lite_broker.service_url)
+    try:
+        topic = f"persistent://public/default/native-{uuid.uuid4().hex}"
+        producer = client.create_producer(topic)
+        consumer = client.subscribe(topic, "s")
+        reader = client.create_reader(topic, compat.MessageId.earliest)
+        assert isinstance(client.native, streamwire.Client)
+        assert isinstance(producer.native, streamwire.Producer)
+        assert isinstance(consumer.native, streamwire.Consumer)
+        assert isinstance(reader.native, streamwire.Reader)
+        assert producer.native.topic == consumer.native.topic == topic
+    finally:
+        client.close()

@@ -508,6 +508,11 @@ class Producer:
             _no_adapter,
         )
 
+    @property
+    def native(self) -> _native.Producer:
+        """The underlying :class:`streamwire.Producer`."""
+        return self._p
+
     def topic(self) -> str:
         """The topic."""
         return self._p.topic
