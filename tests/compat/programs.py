@@ -784,3 +784,41 @@ def key_shared(pulsar: ModuleType, url: str, topic: str) -> dict[str, Any]:
         "one_owner_each": all(len(v) == 1 for v in owners.values()),
         "policy": (policy.allow_out_of_order_delivery, str(policy.key_shared_mode)),
     }
+
+
+def schema_evolution(pulsar: ModuleType, url: str, topic: str) -> dict[str, Any]:
+    """Two versions of a Record on one topic (the second adds a field with a default): each
+    version's consumer reads both versions' records into its own class."""
+    schema = pulsar.schema
+
+    def version(extra: bool) -> type:
+        fields: dict[str, Any] = {
+            "name": schema.String(required=True),
+            "count": schema.Integer(),
+        }
+        if extra:
+            fields["unit"] = schema.String(default="none", required=True, required_default=True)
+        return type("Sample", (schema.Record,), fields)
+
+    v1, v2 = version(False), version(True)
+    client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    readers = {
+        name: client.subscribe(
+            topic, name, schema=schema.AvroSchema(cls),
+            initial_position=pulsar.InitialPosition.Earliest,
+        )
+        for name, cls in (("old", v1), ("new", v2))
+    }  # fmt: skip
+    client.create_producer(topic, schema=schema.AvroSchema(v1)).send(v1(name="a", count=1))
+    client.create_producer(topic, schema=schema.AvroSchema(v2)).send(
+        v2(name="b", count=2, unit="kg")
+    )
+    out: dict[str, Any] = {}
+    for name, consumer in readers.items():
+        got = []
+        for _ in range(2):
+            value = consumer.receive(timeout_millis=10000).value()
+            got.append((type(value).__name__, {k: getattr(value, k) for k in value._fields}))
+        out[name] = got
+    client.close()
+    return out

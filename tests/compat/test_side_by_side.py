@@ -209,6 +209,23 @@ def test_multi_topics_on_apache(apache_broker: ApachePulsar, official_pulsar: Mo
     assert ours == {"list": want, "pattern": want}
 
 
+def test_schema_evolution_on_apache(
+    apache_broker: ApachePulsar, official_pulsar: ModuleType
+) -> None:
+    """Each version's consumer decodes both versions' records (with the writer's schema from
+    the registry) into its own class: the old one drops the new field, the new one fills in
+    its default."""
+    theirs, ours = _both(official_pulsar, programs.schema_evolution, apache_broker.service_url)
+    assert ours == theirs
+    assert ours == {
+        "old": [("Sample", {"name": "a", "count": 1}), ("Sample", {"name": "b", "count": 2})],
+        "new": [
+            ("Sample", {"name": "a", "count": 1, "unit": "none"}),
+            ("Sample", {"name": "b", "count": 2, "unit": "kg"}),
+        ],
+    }
+
+
 @pytest.mark.parametrize("kind", ["AvroSchema", "JsonSchema"])
 def test_record_interop_on_apache(
     kind: str, apache_broker: Broker, official_pulsar: ModuleType
