@@ -729,7 +729,11 @@ class _AfterSeek:
         after = self._after
         if after is None:
             return False
-        if m.message_id <= after:
+        mid = m.message_id
+        if mid.partition != after.partition:
+            # Another partition's message: the id says nothing about it.
+            return False
+        if mid <= after:
             return True
         self._after = None
         return False
