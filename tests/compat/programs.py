@@ -822,3 +822,24 @@ def schema_evolution(pulsar: ModuleType, url: str, topic: str) -> dict[str, Any]
         out[name] = got
     client.close()
     return out
+
+
+def compression_and_chunks(pulsar: ModuleType, url: str, topic: str) -> dict[str, Any]:
+    """Every compression type, and a message larger than the broker's limit sent in chunks."""
+    client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    consumer = client.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+    kinds = ["NONE", "LZ4", "ZLib", "ZSTD", "SNAPPY"]
+    for kind in kinds:
+        producer = client.create_producer(
+            topic,
+            compression_type=getattr(pulsar.CompressionType, kind),
+            batching_enabled=True,
+        )
+        producer.send((kind * 200).encode())
+        producer.close()
+    big = bytes(range(256)) * (6 * 1024 * 1024 // 256)  # 6 MiB, above the 5 MiB default
+    chunker = client.create_producer(topic, chunking_enabled=True)
+    chunker.send(big)
+    got = [consumer.receive(timeout_millis=10000).data() for _ in range(len(kinds) + 1)]
+    client.close()
+    return {"small": [g[:8] for g in got[:-1]], "big_intact": got[-1] == big}

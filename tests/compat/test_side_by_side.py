@@ -209,6 +209,20 @@ def test_multi_topics_on_apache(apache_broker: ApachePulsar, official_pulsar: Mo
     assert ours == {"list": want, "pattern": want}
 
 
+def test_compression_and_chunks_on_apache(
+    apache_broker: ApachePulsar, official_pulsar: ModuleType
+) -> None:
+    # On Apache: the official client's consumer does not assemble chunks from pulsar-lite.
+    theirs, ours = _both(
+        official_pulsar, programs.compression_and_chunks, apache_broker.service_url
+    )
+    assert ours == theirs
+    assert ours == {
+        "small": [b"NONENONE", b"LZ4LZ4LZ", b"ZLibZLib", b"ZSTDZSTD", b"SNAPPYSN"],
+        "big_intact": True,
+    }
+
+
 def test_schema_evolution_on_apache(
     apache_broker: ApachePulsar, official_pulsar: ModuleType
 ) -> None:
