@@ -331,10 +331,11 @@ def subscriptions(pulsar: ModuleType, url: str, topic: str) -> dict[str, Any]:
         producer.send(f"m{i}".encode())
 
     def drain(consumer: Any) -> list[bytes]:
+        # 1.5 s of quiet: a loaded machine (CI) can pause dispatch for longer than 0.5 s.
         got = []
         while True:
             try:
-                msg = consumer.receive(timeout_millis=500)
+                msg = consumer.receive(timeout_millis=1500)
             except pulsar.Timeout:
                 return got
             got.append(msg.data())
