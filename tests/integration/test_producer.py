@@ -484,8 +484,9 @@ def test_queue_full_raises_when_not_blocking(
         futs = [p.send_async(b"q%d" % i) for i in range(5)]
         assert len(p) == 5
         t0 = time.monotonic()
+        calls: list[object] = []
         with pytest.raises(ProducerQueueFullError) as ei:
-            p.send_async(b"one too many")
+            p.send_async(b"one too many", lambda e, i: calls.append(e))
         with pytest.raises(BufferError):
             p.send(b"also too many")
         with pytest.raises(ProducerQueueFullError):
@@ -498,6 +499,8 @@ def test_queue_full_raises_when_not_blocking(
         assert len(p) == 0
         p.send(b"room again")
         p.close()
+        # The refused send was reported once: raised, its callback never called.
+        assert calls == []
 
 
 def test_queue_full_blocks_when_blocking(

@@ -57,7 +57,7 @@ from streamwire.compat.exceptions import (
     result_of,
 )
 from streamwire.compat.schema import BytesSchema, Schema
-from streamwire.exceptions import MessageTooBigError, ProducerQueueFullError, StreamwireError
+from streamwire.exceptions import StreamwireError
 
 __all__ = ["Client", "Consumer", "Producer", "Reader"]
 
@@ -684,13 +684,9 @@ class Producer:
                     replication_clusters=replication_clusters,
                     disable_replication=disable_replication,
                 )
-        except (ProducerQueueFullError, MessageTooBigError):
-            # A send the producer turned away: streamwire raises it and has also handed it to
-            # the callback (as the official client reports it: through the callback only).
-            return
         except StreamwireError as e:
-            # A send refused before it reached the producer (closed, bad arguments): streamwire
-            # only raises; the official client reports it through the callback.
+            # A send refused (full queue, too big, closed, bad arguments): streamwire raises
+            # it; the official client reports it through the callback only.
             callback(result_of(e), MessageId())
 
     def flush(self) -> None:

@@ -636,7 +636,9 @@ impl Producer {
                         p.send(msg, user_seq, entry, completion).await
                     })?;
                 } else {
-                    completion.complete(Err(e.clone()));
+                    // Reported once: raised here, so the callback is not called too (the
+                    // completion is dropped unfired, with the message it was for).
+                    drop(completion);
                     return Err(to_py(e));
                 }
             }
