@@ -172,9 +172,10 @@ class Client(_ClientBase[Writer, Reader], Awaiting, _Closing):
     here (the same definitions, awaited).
 
     Args:
-        controller_uri, timeout, connection_timeout, memory_limit, tls_trust_certs_file,
-            tls_disable_hostname_verification_DANGEROUS, username, password, auth_method,
-            auth_token: as for :class:`streamwire.pravega.Client`.
+        controller_uri, timeout, connection_timeout, memory_limit: as for
+            :class:`streamwire.pravega.Client`, and so are its TLS and credential arguments
+            (``tls_trust_certs_file``, ``tls_disable_hostname_verification_DANGEROUS``,
+            ``username``, ``password``, ``auth_method``, ``auth_token``).
     """
 
     _FACE = _FACE

@@ -704,9 +704,12 @@ class ClientConfig:
         timeout: seconds, as for :class:`Client`. Default 30.0.
         connection_timeout: seconds, as for :class:`Client`. Default 10.0.
         memory_limit: bytes, as for :class:`Client`. Default 64 MiB.
-        tls_trust_certs_file, tls_disable_hostname_verification_DANGEROUS, username,
-            password, auth_method, auth_token: as for :class:`Client` (the secrets are left
-            out of the ``repr``).
+        tls_trust_certs_file: as for :class:`Client`.
+        tls_disable_hostname_verification_DANGEROUS: as for :class:`Client`.
+        username, password: as for :class:`Client` (the password is left out of the
+            ``repr``).
+        auth_method, auth_token: as for :class:`Client` (the token is left out of the
+            ``repr``).
     """
 
     controller_uri: str

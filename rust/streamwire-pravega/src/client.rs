@@ -15,7 +15,7 @@ use streamwire_core::tls::{TlsConnector, TlsOptions};
 
 use crate::connection::{dial, Connection, DialConfig};
 use crate::controller::{Controller, NodeUri, ScopedStream};
-use crate::security::{needs_refresh, token_expiry, ControllerUri, Credentials};
+use crate::security::{ControllerUri, Credentials, TokenCache};
 use crate::wire::{self, Reply};
 
 /// Settings of a client.
@@ -63,8 +63,8 @@ struct Inner {
     pool: Mutex<HashMap<(String, u16), Connection>>,
     /// Client metrics (the registry adds its writers' and readers' totals).
     metrics: Arc<EntityMetrics>,
-    /// Delegation tokens per stream and when each expires (`None`: never, or unknown).
-    tokens: std::sync::Mutex<HashMap<ScopedStream, (String, Option<SystemTime>)>>,
+    /// Delegation tokens per stream and when each expires.
+    tokens: std::sync::Mutex<TokenCache>,
 }
 
 /// A cheap, cloneable Pravega client.
@@ -109,7 +109,7 @@ impl PravegaClient {
                 config,
                 uri: uri.to_string(),
                 pool: Mutex::new(HashMap::new()),
-                tokens: std::sync::Mutex::new(HashMap::new()),
+                tokens: std::sync::Mutex::new(TokenCache::default()),
                 metrics: EntityMetrics::register(Labels {
                     protocol: "pravega",
                     kind: Kind::Client,
@@ -153,26 +153,20 @@ impl PravegaClient {
     /// the cached one, or a fresh one from the controller when it expires within
     /// [`REFRESH_BEFORE`](crate::security::REFRESH_BEFORE) or was forgotten.
     pub async fn delegation_token(&self, stream: &ScopedStream) -> Result<String> {
-        if let Some((token, expiry)) = self.lock_tokens().get(stream) {
-            if !needs_refresh(*expiry, SystemTime::now()) {
-                return Ok(token.clone());
-            }
+        if let Some(token) = self.lock_tokens().get(stream, SystemTime::now()) {
+            return Ok(token.to_owned());
         }
         let token = self.inner.controller.get_delegation_token(stream).await?;
-        let expiry = token_expiry(&token);
-        self.lock_tokens()
-            .insert(stream.clone(), (token.clone(), expiry));
+        self.lock_tokens().put(stream, token.clone());
         Ok(token)
     }
 
     /// Drop `stream`'s cached token (a segment store refused it): the next use asks anew.
     pub fn forget_token(&self, stream: &ScopedStream) {
-        self.lock_tokens().remove(stream);
+        self.lock_tokens().forget(stream);
     }
 
-    fn lock_tokens(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<ScopedStream, (String, Option<SystemTime>)>> {
+    fn lock_tokens(&self) -> std::sync::MutexGuard<'_, TokenCache> {
         // A panic while holding this lock leaves a map that is still valid.
         self.inner
             .tokens

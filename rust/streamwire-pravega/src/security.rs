@@ -10,10 +10,13 @@
 //! store checks a JWT from the controller's `getDelegationToken` (or the token fields of
 //! `getCurrentSegments` / `getSegments`), passed in the commands' `delegationToken` fields.
 
+use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use streamwire_core::error::{Error, ErrorKind, Result};
+
+use crate::controller::ScopedStream;
 
 /// A controller endpoint as the user wrote it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,6 +171,34 @@ pub fn needs_refresh(expiry: Option<SystemTime>, now: SystemTime) -> bool {
     }
 }
 
+/// Delegation tokens per stream, each with its expiry (pure: the caller asks the controller
+/// when [`get`](Self::get) has nothing usable).
+#[derive(Debug, Default)]
+pub struct TokenCache {
+    tokens: HashMap<ScopedStream, (String, Option<SystemTime>)>,
+}
+
+impl TokenCache {
+    /// `stream`'s token unless it is missing or due for renewal at `now`.
+    pub fn get(&self, stream: &ScopedStream, now: SystemTime) -> Option<&str> {
+        match self.tokens.get(stream) {
+            Some((token, expiry)) if !needs_refresh(*expiry, now) => Some(token),
+            _ => None,
+        }
+    }
+
+    /// Keep `token` (as the controller gave it) for `stream`.
+    pub fn put(&mut self, stream: &ScopedStream, token: String) {
+        let expiry = token_expiry(&token);
+        self.tokens.insert(stream.clone(), (token, expiry));
+    }
+
+    /// Drop `stream`'s token (a segment store refused it).
+    pub fn forget(&mut self, stream: &ScopedStream) {
+        self.tokens.remove(stream);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,6 +265,34 @@ mod tests {
         assert_eq!(token_expiry("not-a-jwt"), None);
         assert_eq!(token_expiry(&jwt(r#"{"sub":"x"}"#)), None);
         assert_eq!(token_expiry("a.!!!.c"), None);
+    }
+
+    #[test]
+    fn the_cache_renews_before_expiry_and_after_a_refusal() {
+        let s = ScopedStream::new("sc", "st");
+        let other = ScopedStream::new("sc", "other");
+        let at = |secs: u64| UNIX_EPOCH + Duration::from_secs(secs);
+        let mut cache = TokenCache::default();
+        assert_eq!(
+            cache.get(&s, at(0)),
+            None,
+            "nothing yet: ask the controller"
+        );
+        let token = jwt(r#"{"sub":"u","exp":1000}"#);
+        cache.put(&s, token.clone());
+        assert_eq!(cache.get(&s, at(900)), Some(token.as_str()));
+        assert_eq!(cache.get(&other, at(900)), None, "tokens are per stream");
+        assert_eq!(
+            cache.get(&s, at(995)),
+            None,
+            "due within REFRESH_BEFORE: renew"
+        );
+        assert_eq!(cache.get(&s, at(2000)), None, "expired");
+        cache.forget(&s);
+        assert_eq!(cache.get(&s, at(0)), None);
+        // Auth off: an empty token, kept for good (no expiry to renew at).
+        cache.put(&s, String::new());
+        assert_eq!(cache.get(&s, at(u32::MAX as u64)), Some(""));
     }
 
     #[test]
