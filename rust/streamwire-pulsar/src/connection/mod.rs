@@ -682,6 +682,10 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                     wr.write_all(&out).await.map_err(lost)?;
                     out.clear();
                 }
+                // A TLS stream sends what the socket did not take at once only on a later
+                // write or a flush: without this a frame's tail could wait for the next ping
+                // (a no-op on plain TCP).
+                wr.flush().await.map_err(lost)?;
             }
             _ = tick.tick() => {
                 sweep_expired(inner);
@@ -697,6 +701,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                     last_ping = Instant::now();
                     encode(Outgoing::Command(Box::new(protocol::commands::ping())), &mut out);
                     wr.write_all(&out).await.map_err(lost)?;
+                    wr.flush().await.map_err(lost)?;
                     out.clear();
                 }
             }
