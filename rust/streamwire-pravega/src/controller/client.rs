@@ -464,3 +464,24 @@ impl Controller {
         types::scale_done(r)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_the_channel_made_up_is_a_connect_error_with_its_cause() {
+        // No answer from the controller: tonic's status carries the I/O failure as its source.
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset by peer");
+        let status = tonic::Status::from_error(Box::new(io));
+        let e = call_error("checkScopeExists", &status);
+        assert_eq!(e.kind(), ErrorKind::Connect, "{e}");
+        assert!(e.message().contains("reset by peer"), "{e}");
+        // The controller's own answer keeps its code's meaning.
+        let e = call_error(
+            "createScope",
+            &tonic::Status::unauthenticated("bad password"),
+        );
+        assert_eq!(e.kind(), ErrorKind::Authentication, "{e}");
+    }
+}

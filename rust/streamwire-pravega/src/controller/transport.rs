@@ -118,3 +118,23 @@ pub fn connect_error(uri: &str, e: &tonic::transport::Error) -> Error {
     }
     Error::new(ErrorKind::Connect, format!("controller {uri}: {text}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tonic::service::Interceptor;
+
+    #[test]
+    fn credentials_ride_on_every_call_and_nothing_without_them() {
+        let creds = Credentials::basic("admin", "1111_aaaa").unwrap();
+        let mut with = AuthHeader::new(Some(&creds)).unwrap();
+        let req = with.call(tonic::Request::new(())).unwrap();
+        assert_eq!(
+            req.metadata().get("authorization").unwrap(),
+            "Basic YWRtaW46MTExMV9hYWFh"
+        );
+        let mut without = AuthHeader::new(None).unwrap();
+        let req = without.call(tonic::Request::new(())).unwrap();
+        assert!(req.metadata().get("authorization").is_none());
+    }
+}
