@@ -259,3 +259,46 @@ def test_batch_write_and_read_over_tls_with_auth(spark: Any, secure_pravega: Any
     back = spark.read.format("streamwire").options(**secured).option("scope", scope)
     got = back.option("stream", "s").load().collect()
     assert sorted(bytes(r.value) for r in got) == sorted(r[0] for r in rows)
+
+
+def test_pravega_tls_and_auth_options_reach_its_client_config() -> None:
+    from streamwire.spark.pravega_source import PravegaSourceConfig
+
+    cfg = PravegaSourceConfig.from_options(
+        {
+            "service_url": "tls://h:9090",
+            "scope": "sc",
+            "stream": "st",
+            "pravega.tls.trustStore": "/ca.pem",
+            "pravega.tls.validateHostName": "false",
+            "pravega.auth.username": "u",
+            "pravega.auth.password": "s3cret-pw",
+        }
+    ).client
+    assert (cfg.controller_uri, cfg.tls_trust_certs_file) == ("tls://h:9090", "/ca.pem")
+    assert cfg.tls_disable_hostname_verification_DANGEROUS is True
+    assert (cfg.username, cfg.password, cfg.auth_method, cfg.auth_token) == (
+        "u",
+        "s3cret-pw",
+        None,
+        None,
+    )
+    assert "s3cret-pw" not in repr(cfg)
+    token = PravegaSourceConfig.from_options(
+        {
+            "service_url": "tls://h:9090",
+            "scope": "sc",
+            "stream": "st",
+            "pravega.auth.method": "Bearer",
+            "pravega.auth.token": "t0k",
+        }
+    ).client
+    assert (
+        token.auth_method,
+        token.auth_token,
+        token.tls_disable_hostname_verification_DANGEROUS,
+    ) == (
+        "Bearer",
+        "t0k",
+        False,
+    )
