@@ -99,6 +99,19 @@ def pravega() -> Iterator[PravegaStandalone]:
 
 
 @pytest.fixture(scope="session")
+def secure_pravega() -> Iterator[PravegaStandalone]:
+    """A second Pravega standalone with TLS (the fixture's own CA, ``secure_pravega.pki``) and
+    password auth (``tests.peers.pravega.ACCOUNTS``) on: started once, only when a test that
+    needs it is collected."""
+    with started(
+        lambda: PravegaStandalone(tls=True, auth=True, cache=64 * 1024 * 1024),
+        "secured Pravega standalone",
+        PravegaError,
+    ) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def lite_broker() -> Iterator[PulsarLite]:
     with started(PulsarLite) as broker:
         yield broker

@@ -817,6 +817,12 @@ class PravegaClient:
         timeout: float = 30.0,
         connection_timeout: float = 10.0,
         memory_limit: int = 67_108_864,
+        tls_trust_certs_file: Union[str, os.PathLike[str], None] = None,
+        tls_disable_hostname_verification_DANGEROUS: bool = False,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
+        auth_method: Optional[str] = None,
+        auth_token: Optional[str] = None,
     ) -> PravegaClient: ...
     @property
     def controller_uri(self) -> str: ...

@@ -27,7 +27,24 @@ class AioPravegaCtx:
 AioPravegaCase = BadCase[AioPravegaCtx, Awaitable[Any]]
 
 
+async def _client(uri: str, **kwargs: Any) -> apv.Client:
+    """A client made inside the coroutine (its arguments are checked before it connects)."""
+    return apv.Client(uri, **kwargs)
+
+
 AIO_PRAVEGA_CASES: list[AioPravegaCase] = [
+    AioPravegaCase(
+        "aio.pravega.Client()",
+        "TLS settings with a tcp:// URI",
+        CFG,
+        lambda c: _client("tcp://127.0.0.1:1", tls_trust_certs_file="/nonexistent/ca.pem"),
+    ),
+    AioPravegaCase(
+        "aio.pravega.Client()",
+        "password without username",
+        INV,
+        lambda c: _client("tcp://127.0.0.1:1", password="p"),
+    ),
     AioPravegaCase(
         "aio.pravega.Client.create_writer",
         "scope name with a space",

@@ -4,9 +4,11 @@ and docs/**/*.md, with the peers it needs and its documented addresses rewritten
 The convention (docs/getting-started.md#conventions-in-these-pages): examples use
 ``pulsar://localhost:6650`` (pulsar-lite, or Apache Pulsar when the block is preceded by
 ``<!-- docs-test: apache -->``), ``tank://localhost:11011``, ``tcp://localhost:9090`` (a Pravega
-controller) and ``http://localhost:8080`` (the PIP-64 gateway); ``127.0.0.1`` works in place of
-``localhost``. A block that names ``spark`` gets a SparkSession first. Blocks of one page run in
-order in one namespace, as a reader would paste them.
+controller), ``tls://localhost:9443`` (a Pravega controller with TLS and password auth, whose CA
+file the examples name ``pravega-ca.pem``: the secured standalone of ``tests/peers/pravega.py``,
+accounts as in its ``ACCOUNTS``) and ``http://localhost:8080`` (the PIP-64 gateway);
+``127.0.0.1`` works in place of ``localhost``. A block that names ``spark`` gets a SparkSession
+first. Blocks of one page run in order in one namespace, as a reader would paste them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ ADDRESSES: dict[str, str] = {
     "pulsar": r"pulsar://(?:localhost|127\.0\.0\.1):6650",
     "tank": r"tank://(?:localhost|127\.0\.0\.1):11011",
     "pravega": r"tcp://(?:localhost|127\.0\.0\.1):9090",
+    "secure_pravega": r"tls://(?:localhost|127\.0\.0\.1):9443",
+    # The secured standalone's CA file, as a string literal in the example.
+    "secure_pravega_ca": r"(?<=[\"'])pravega-ca\.pem(?=[\"'])",
     "gateway": r"http://(?:localhost|127\.0\.0\.1):8080",
 }
 

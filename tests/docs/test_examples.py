@@ -74,6 +74,10 @@ def _addresses(
         addresses["tank"] = request.getfixturevalue("tank_broker").url
     if "pravega" in peers:
         addresses["pravega"] = request.getfixturevalue("pravega").controller_url
+    if "secure_pravega" in peers or "secure_pravega_ca" in peers:
+        secure = request.getfixturevalue("secure_pravega")
+        addresses["secure_pravega"] = secure.controller_url
+        addresses["secure_pravega_ca"] = str(secure.pki.ca)
     if "spark" in peers:
         request.getfixturevalue("spark")  # the session exists before the block's getOrCreate()
     return addresses

@@ -32,10 +32,22 @@ password file; the ``singlenode.security.tls.*`` keys point at them (``certifica
 published as ``localhost``: the official client checks a DNS name, never an IP address, and
 trusts the certificates in the directory ``$pravega_client_tls_cert_path`` names
 (``tests/pravega/test_pravega_tls_peer.py``).
+
+Auth (``auth=True``): the controller's password auth handler with an accounts file the fixture
+writes (:func:`write_accounts`): one line per account, ``user:<digest>:<ACL>;``, the digest
+being Pravega's ``StrongPasswordProcessor`` encoding (PBKDF2-HMAC-SHA256, 5000 iterations, a
+32-byte salt, a 64-byte key; ``"5000:" + hex(salt) + ":" + hex(key)``, hex-encoded once more
+as a whole), the ACL ``prn::*,READ_UPDATE`` (everything). ``singlenode.security.auth.*``
+points at it, with the ``admin`` account as the standalone's own internal credentials. The
+controller then wants ``authorization: Basic ...`` on every call and hands out delegation
+tokens (JWTs signed with the key the emulator hard-codes, valid 600 s, also hard-coded in
+0.13.0's ``InProcPravegaCluster``: a test cannot make them short-lived) that the segment
+store checks. :data:`ACCOUNTS` lists the accounts and their passwords.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -47,7 +59,10 @@ from .process import OneProcessPeer, ServerProcess
 from .proxy_process import ProxyProcess
 from .util import LOOPBACK, free_ports, tcp_accepts
 
-__all__ = ["PravegaError", "PravegaStandalone", "resolve_classpath"]
+__all__ = ["ACCOUNTS", "PravegaError", "PravegaStandalone", "resolve_classpath"]
+
+#: The accounts of a standalone started with ``auth=True``: user → password.
+ACCOUNTS = {"admin": "1111_aaaa", "writer": "w-secret-2"}
 
 HERE = Path(__file__).resolve().parent / "pravega_conf"
 MAIN_CLASS = "io.pravega.local.LocalPravegaEmulator"
@@ -84,6 +99,7 @@ class PravegaStandalone(OneProcessPeer):
         heap: str = "1g",
         cache: int = 512 * 1024 * 1024,
         tls: bool = False,
+        auth: bool = False,
     ) -> None:
         #: The JVM's heap (tier 1, the durable log, is in memory until tier 2 holds the data).
         self.heap = heap
@@ -94,6 +110,9 @@ class PravegaStandalone(OneProcessPeer):
         #: (``self.pki.ca``); see :func:`make_tls_files`.
         self.tls = tls
         self.pki: TlsFiles | None = None
+        #: With ``auth``, the controller checks Basic credentials (:data:`ACCOUNTS`) and the
+        #: segment store the delegation tokens the controller hands out.
+        self.auth = auth
         self.zk_port, self.segment_port, self.controller_port, self.rest_port = free_ports(4)
         #: With ``proxy``, the segment store is published (what the controller tells clients)
         #: at a fault proxy in front of it, so tests can cut every client's data connections.
@@ -139,6 +158,8 @@ class PravegaStandalone(OneProcessPeer):
             return all(
                 tls_handshakes(p, self.pki.ca) for p in (self.controller_port, self.segment_port)
             )
+        if self.auth:
+            return tcp_accepts(LOOPBACK, self.segment_port)
         try:
             import pravega_client
         except ImportError:
@@ -160,7 +181,7 @@ class PravegaStandalone(OneProcessPeer):
                     f"singlenode.controller.rpc.port={self.controller_port}",
                     f"singlenode.controller.rest.port={self.rest_port}",
                     "singlenode.controller.rest.enable=false",
-                    "singlenode.security.auth.enable=false",
+                    *self._auth_lines(),
                     *self._tls_lines(),
                     "singlenode.metrics.enable=false",
                     "singlenode.admin.gateway.enable=false",
@@ -197,6 +218,18 @@ class PravegaStandalone(OneProcessPeer):
         )
         return self
 
+    def _auth_lines(self) -> list[str]:
+        if not self.auth:
+            return ["singlenode.security.auth.enable=false"]
+        accounts = self.workdir / "auth" / "passwd"
+        write_accounts(accounts, ACCOUNTS)
+        return [
+            "singlenode.security.auth.enable=true",
+            "singlenode.security.auth.credentials.username=admin",
+            f"singlenode.security.auth.credentials.pwd={ACCOUNTS['admin']}",
+            f"singlenode.security.auth.pwdAuthHandler.accountsDb.location={accounts}",
+        ]
+
     def _tls_lines(self) -> list[str]:
         if not self.tls:
             return ["singlenode.security.tls.enable=false"]
@@ -214,6 +247,26 @@ class PravegaStandalone(OneProcessPeer):
         super().close()
         if self.proxy is not None:
             self.proxy.close()
+
+
+# -- Auth --------------------------------------------------------------------------------------
+
+
+def password_digest(password: str, salt: bytes) -> str:
+    """Pravega's stored form of ``password`` (``StrongPasswordProcessor.encryptPassword``)."""
+    key = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, 5000, dklen=64)
+    return f"5000:{salt.hex()}:{key.hex()}".encode().hex()
+
+
+def write_accounts(path: Path, accounts: dict[str, str]) -> None:
+    """The password auth handler's accounts file: every account may do everything."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "".join(
+            f"{user}:{password_digest(pw, os.urandom(32))}:prn::*,READ_UPDATE;\n"
+            for user, pw in accounts.items()
+        )
+    )
 
 
 # -- TLS ---------------------------------------------------------------------------------------
@@ -237,6 +290,15 @@ class TlsFiles:
     truststore: Path
 
 
+#: The JKS stores' password (and the password file's content). The emulator opens the trust
+#: store with the password file's content (its ZooKeeper server check) but also, when auth is
+#: on, with ``singlenode.security.auth.credentials.pwd`` (ZooKeeper's TLS client; none when auth
+#: is off): so both are the admin account's password. With two different passwords the store
+#: comes up only after ZooKeeper's client has retried "Keystore was tampered with, or password
+#: was incorrect" for ~45 s.
+STORE_PASSWORD = ACCOUNTS["admin"]
+
+
 def make_tls_files(dirpath: Path) -> TlsFiles:
     """A CA and a server certificate for ``localhost`` and ``127.0.0.1`` (``openssl``), and
     the JKS stores made from them with the JDK's ``keytool``."""
@@ -256,7 +318,7 @@ def make_tls_files(dirpath: Path) -> TlsFiles:
     )
     chain = dirpath / "server-chain.pem"
     chain.write_text(cert.read_text() + ca[0].read_text())
-    password = "streamwire-test"
+    password = STORE_PASSWORD
     password_file = dirpath / "password"
     password_file.write_text(password)
     p12 = dirpath / "server.p12"

@@ -58,6 +58,56 @@ PRAVEGA_CASES: list[PravegaCase] = [
         ConnectError,
         lambda c: pravega.Client("tcp://127.0.0.1:1", timeout=2),
     ),
+    C(
+        "pravega.Client()",
+        "TLS settings with a tcp:// URI",
+        CFG,
+        lambda c: pravega.Client(c.url, tls_trust_certs_file="/nonexistent/ca.pem"),
+    ),
+    C(
+        "pravega.Client()",
+        "tls_trust_certs_file missing",
+        CFG,
+        lambda c: pravega.Client("tls://127.0.0.1:1", tls_trust_certs_file="/nonexistent/ca.pem"),
+    ),
+    C(
+        "pravega.Client()",
+        "username without password",
+        INV,
+        lambda c: pravega.Client(c.url, username="admin"),
+    ),
+    C(
+        "pravega.Client()",
+        "username with ':'",
+        INV,
+        lambda c: pravega.Client(c.url, username="a:b", password="p"),
+    ),
+    C(
+        "pravega.Client()",
+        "auth_method without auth_token",
+        INV,
+        lambda c: pravega.Client(c.url, auth_method="Bearer"),
+    ),
+    C(
+        "pravega.Client()",
+        "auth_method with a space",
+        INV,
+        lambda c: pravega.Client(c.url, auth_method="My Method", auth_token="t"),
+    ),
+    C(
+        "pravega.Client()",
+        "auth_token with a newline",
+        INV,
+        lambda c: pravega.Client(c.url, auth_method="Bearer", auth_token="a\nb"),
+    ),
+    C(
+        "pravega.Client()",
+        "both username and auth_token",
+        INV,
+        lambda c: pravega.Client(
+            c.url, username="u", password="p", auth_method="Bearer", auth_token="t"
+        ),
+    ),
     C("pravega.Client", "pickled", TYP, lambda c: pickle.dumps(c.client)),
     C("pravega.Client.create_scope()", "empty name", INV, lambda c: c.client.create_scope("")),
     C(

@@ -1,7 +1,8 @@
 """``format("streamwire")`` on Pravega (``service_url`` = ``tcp://controller``), against the
 suite's Pravega standalone: batch write and read back, stream-cut offsets, column selection,
 reads across a scale, and streaming reads restarted from a checkpoint with no gap and no
-duplicate."""
+duplicate; and a batch write and read over ``tls://`` with Basic auth on the secured
+standalone."""
 
 from __future__ import annotations
 
@@ -227,3 +228,77 @@ def test_streaming_write_copies_a_stream_and_resumes(
     copy_stream(spark, opts, to, tmp_path / "ckpt", cols)
     got = sorted(bytes(r.value) for r in _reader(spark, url, sink_scope, sink).load().collect())
     assert got == sorted([b"a%d" % i for i in range(300)] + [b"b%d" % i for i in range(200)])
+
+
+def test_batch_write_and_read_over_tls_with_auth(spark: Any, secure_pravega: Any) -> None:
+    """``tls://`` with the trust file and Basic credentials as options (the executors build
+    their clients from them), against the secured standalone."""
+    from tests.peers.pravega import ACCOUNTS
+
+    url = secure_pravega.controller_url
+    secured = {
+        "service_url": url,
+        "pravega.tls.trustStore": str(secure_pravega.pki.ca),
+        "pravega.auth.username": "writer",
+        "pravega.auth.password": ACCOUNTS["writer"],
+    }
+    scope = "spt" + uuid.uuid4().hex[:8]
+    with pv.Client(
+        url,
+        tls_trust_certs_file=secured["pravega.tls.trustStore"],
+        username="writer",
+        password=ACCOUNTS["writer"],
+    ) as c:
+        c.create_scope(scope)
+        c.create_stream(scope, "s", segments=2)
+    rows = [(f"t{i}".encode(), f"k{i % 5}") for i in range(300)]
+    df = spark.createDataFrame(rows, "value binary, routing_key string")
+    df.write.format("streamwire").mode("append").options(**secured).option("scope", scope).option(
+        "stream", "s"
+    ).save()
+    back = spark.read.format("streamwire").options(**secured).option("scope", scope)
+    got = back.option("stream", "s").load().collect()
+    assert sorted(bytes(r.value) for r in got) == sorted(r[0] for r in rows)
+
+
+def test_pravega_tls_and_auth_options_reach_its_client_config() -> None:
+    from streamwire.spark.pravega_source import PravegaSourceConfig
+
+    cfg = PravegaSourceConfig.from_options(
+        {
+            "service_url": "tls://h:9090",
+            "scope": "sc",
+            "stream": "st",
+            "pravega.tls.trustStore": "/ca.pem",
+            "pravega.tls.validateHostName": "false",
+            "pravega.auth.username": "u",
+            "pravega.auth.password": "s3cret-pw",
+        }
+    ).client
+    assert (cfg.controller_uri, cfg.tls_trust_certs_file) == ("tls://h:9090", "/ca.pem")
+    assert cfg.tls_disable_hostname_verification_DANGEROUS is True
+    assert (cfg.username, cfg.password, cfg.auth_method, cfg.auth_token) == (
+        "u",
+        "s3cret-pw",
+        None,
+        None,
+    )
+    assert "s3cret-pw" not in repr(cfg)
+    token = PravegaSourceConfig.from_options(
+        {
+            "service_url": "tls://h:9090",
+            "scope": "sc",
+            "stream": "st",
+            "pravega.auth.method": "Bearer",
+            "pravega.auth.token": "t0k",
+        }
+    ).client
+    assert (
+        token.auth_method,
+        token.auth_token,
+        token.tls_disable_hostname_verification_DANGEROUS,
+    ) == (
+        "Bearer",
+        "t0k",
+        False,
+    )

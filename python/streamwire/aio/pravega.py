@@ -167,13 +167,15 @@ class Reader(_ReaderBase, Awaiting, _Closing):
 
 
 class Client(_ClientBase[Writer, Reader], Awaiting, _Closing):
-    """A connection to a Pravega controller for coroutines (``tcp://host:port``): the calls
-    of :class:`streamwire.pravega.Client`, each a coroutine here (the same definitions,
-    awaited).
+    """A connection to a Pravega controller for coroutines (``tcp://host:port`` or
+    ``tls://host:port``): the calls of :class:`streamwire.pravega.Client`, each a coroutine
+    here (the same definitions, awaited).
 
     Args:
         controller_uri, timeout, connection_timeout, memory_limit: as for
-            :class:`streamwire.pravega.Client`.
+            :class:`streamwire.pravega.Client`, and so are its TLS and credential arguments
+            (``tls_trust_certs_file``, ``tls_disable_hostname_verification_DANGEROUS``,
+            ``username``, ``password``, ``auth_method``, ``auth_token``).
     """
 
     _FACE = _FACE

@@ -12,7 +12,8 @@
     streamwire pravega streams       URL SCOPE [--tag TAG]
     streamwire pravega truncate      URL SCOPE/STREAM CUT (a stream cut's text, or "tail")
 
-URL is the controller's ``tcp://host:port``. Exit status as for the other commands: 0 done,
+URL is the controller's ``tcp://host:port``, or ``tls://host:port`` (TLS checked against
+the system's CA certificates). Exit status as for the other commands: 0 done,
 1 a streamwire error, 2 bad arguments.
 """
 

@@ -18,15 +18,23 @@ successors and report their position as a :class:`StreamCut`.
 ...         batch = reader.read_arrow(10_000, timeout=1.0)
 ...         resume_from = reader.position()                     # a StreamCut
 
+A secured cluster: ``tls://host:port`` (the controller and its segment stores over TLS,
+host names checked against the certificates), ``tls_trust_certs_file`` for a private CA, and
+``username``/``password`` (``Basic``) or ``auth_method``/``auth_token`` (any other auth
+handler); the delegation tokens the segment stores check are fetched and renewed by the
+client.
+
 Errors are the package's own (:mod:`streamwire.exceptions`): an unknown scope or stream
-raises ``TopicNotFoundError``, writing to a sealed stream ``ReadOnlyError``, an event over
+raises ``TopicNotFoundError``, refused credentials ``AuthenticationError``, an untrusted or
+mismatched certificate ``ConnectError``, writing to a sealed stream ``ReadOnlyError``, an event over
 8 MiB ``MessageTooBigError``, and timeouts ``OperationTimeoutError``.
 """
 
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, NamedTuple, Optional, TypeVar, Union
 
 from streamwire._faces import Blocking, Steps, call, two_faces
@@ -332,12 +340,24 @@ class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R]):
         timeout: float = 30.0,
         connection_timeout: float = 10.0,
         memory_limit: int = 64 * 1024 * 1024,
+        tls_trust_certs_file: Union[str, os.PathLike[str], None] = None,
+        tls_disable_hostname_verification_DANGEROUS: bool = False,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
+        auth_method: Optional[str] = None,
+        auth_token: Optional[str] = None,
     ) -> None:
         self._native = _NativeClient(
             controller_uri,
             timeout=timeout,
             connection_timeout=connection_timeout,
             memory_limit=memory_limit,
+            tls_trust_certs_file=tls_trust_certs_file,
+            tls_disable_hostname_verification_DANGEROUS=tls_disable_hostname_verification_DANGEROUS,
+            username=username,
+            password=password,
+            auth_method=auth_method,
+            auth_token=auth_token,
         )
 
     @abc.abstractmethod
@@ -636,16 +656,26 @@ class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R]):
 
 
 class Client(_ClientBase[Writer, Reader], Blocking):
-    """A connection to a Pravega controller (``tcp://host:port``) and the segment stores it
-    names. Thread-safe; create one per process and share it. Clients do not pickle; pass a
-    :class:`ClientConfig` to other processes instead. After ``os.fork()`` create a new one.
+    """A connection to a Pravega controller (``tcp://host:port``, or ``tls://host:port``)
+    and the segment stores it names. Thread-safe; create one per process and share it.
+    Clients do not pickle; pass a :class:`ClientConfig` to other processes instead. After
+    ``os.fork()`` create a new one.
 
     Args:
-        controller_uri: ``tcp://host:port`` of the controller.
+        controller_uri: ``tcp://host:port`` of the controller, or ``tls://host:port``: then
+            the controller and every segment store are reached over TLS (the host names the
+            controller gives for the segment stores are checked like its own).
         timeout: seconds a controller or segment-store request may take. Default 30.0.
         connection_timeout: seconds to open a connection. Default 10.0.
         memory_limit: bytes of events that may be pending in all of this client's writers
             together (0: unlimited). Default 64 MiB.
+        tls_trust_certs_file: PEM file of the CA certificates to trust (default: the
+            system's). Only with ``tls://``.
+        tls_disable_hostname_verification_DANGEROUS: accept a certificate issued for
+            another host name (the chain is still checked). Default False.
+        username, password: ``Basic`` credentials (Pravega's password auth handler).
+        auth_method, auth_token: credentials for another auth handler, sent as
+            ``authorization: <auth_method> <auth_token>`` (e.g. ``"Bearer"`` and a token).
     """
 
     def _writer(self, native: Writer) -> Writer:
@@ -670,16 +700,28 @@ class ClientConfig:
     """Everything needed to make a :class:`Client`: picklable, for other processes.
 
     Args:
-        controller_uri: ``tcp://host:port`` of the controller.
+        controller_uri: ``tcp://host:port`` or ``tls://host:port`` of the controller.
         timeout: seconds, as for :class:`Client`. Default 30.0.
         connection_timeout: seconds, as for :class:`Client`. Default 10.0.
         memory_limit: bytes, as for :class:`Client`. Default 64 MiB.
+        tls_trust_certs_file: as for :class:`Client`.
+        tls_disable_hostname_verification_DANGEROUS: as for :class:`Client`.
+        username, password: as for :class:`Client` (the password is left out of the
+            ``repr``).
+        auth_method, auth_token: as for :class:`Client` (the token is left out of the
+            ``repr``).
     """
 
     controller_uri: str
     timeout: float = 30.0
     connection_timeout: float = 10.0
     memory_limit: int = 64 * 1024 * 1024
+    tls_trust_certs_file: Optional[str] = None
+    tls_disable_hostname_verification_DANGEROUS: bool = False
+    username: Optional[str] = None
+    password: Optional[str] = field(default=None, repr=False)
+    auth_method: Optional[str] = None
+    auth_token: Optional[str] = field(default=None, repr=False)
 
     def create(self) -> Client:
         """A new :class:`Client` with these settings (call it in the process that uses it)."""
@@ -688,4 +730,12 @@ class ClientConfig:
             timeout=self.timeout,
             connection_timeout=self.connection_timeout,
             memory_limit=self.memory_limit,
+            tls_trust_certs_file=self.tls_trust_certs_file,
+            tls_disable_hostname_verification_DANGEROUS=(
+                self.tls_disable_hostname_verification_DANGEROUS
+            ),
+            username=self.username,
+            password=self.password,
+            auth_method=self.auth_method,
+            auth_token=self.auth_token,
         )

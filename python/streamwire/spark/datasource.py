@@ -81,7 +81,7 @@ def _is_tank(options: Mapping[str, str]) -> bool:
 
 
 def _is_pravega(options: Mapping[str, str]) -> bool:
-    return has_scheme(options, "tcp://")
+    return has_scheme(options, "tcp://") or has_scheme(options, "tls://")
 
 
 def _topics(options: Mapping[str, str]) -> tuple[list[str], Optional[str]]:

@@ -1,6 +1,12 @@
 """The ``streamwire`` Data Source for Pravega (``service_url`` = ``tcp://controller:port``,
-options ``scope`` and ``stream``; or several streams: ``stream`` = ``a,b`` in ``scope``, or
-``streams`` = ``scope1/a,scope2/b``).
+or ``tls://controller:port``; options ``scope`` and ``stream``; or several streams:
+``stream`` = ``a,b`` in ``scope``, or ``streams`` = ``scope1/a,scope2/b``).
+
+A secured cluster (the official Java connector's option names where it has them):
+``pravega.tls.trustStore`` (a PEM CA file; also ``tls_trust_certs_file``),
+``pravega.tls.validateHostName`` (``false`` turns host-name checks off),
+``pravega.auth.username`` / ``pravega.auth.password`` (Basic), or ``pravega.auth.method`` /
+``pravega.auth.token`` (another auth handler).
 
 Pravega positions are stream cuts: each segment's byte offset, between events. So:
 
@@ -34,7 +40,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter
 
 from streamwire import pravega
 from streamwire.spark import _log_source as log
-from streamwire.spark.config import get_option, has_scheme
+from streamwire.spark.config import get_option, has_scheme, parse_bool
 
 __all__ = [
     "SCHEMA",
@@ -51,7 +57,31 @@ Offsets = dict[str, int]
 
 
 def is_pravega(options: Mapping[str, str]) -> bool:
-    return has_scheme(options, "tcp://")
+    return has_scheme(options, "tcp://") or has_scheme(options, "tls://")
+
+
+def client_config(url: str, timeout: float, options: Mapping[str, str]) -> pravega.ClientConfig:
+    """The client's settings from the options: TLS and credentials as well as the URL."""
+
+    def text(*names: str) -> Optional[str]:
+        value = get_option(options, *names)
+        return str(value) if value else None
+
+    validate = parse_bool(
+        get_option(options, "pravega.tls.validateHostName", "tls_validate_hostname"), True
+    )
+    return pravega.ClientConfig(
+        url,
+        timeout=timeout,
+        tls_trust_certs_file=text(
+            "pravega.tls.trustStore", "tlsTrustCertsFilePath", "tls_trust_certs_file"
+        ),
+        tls_disable_hostname_verification_DANGEROUS=not validate,
+        username=text("pravega.auth.username", "username"),
+        password=text("pravega.auth.password", "password"),
+        auth_method=text("pravega.auth.method", "auth_method"),
+        auth_token=text("pravega.auth.token", "auth_token"),
+    )
 
 
 @dataclass(frozen=True)
@@ -82,7 +112,7 @@ class PravegaSourceConfig:
     def from_options(cls, options: Mapping[str, str]) -> PravegaSourceConfig:
         url, op = log.service_of(options)
         return cls(
-            client=pravega.ClientConfig(url, timeout=op),
+            client=client_config(url, op, options),
             streams=_streams_of(options),
             read=log.ReadKnobs.from_options(options),
             max_records=_cap(options, "maxRecordsPerTrigger"),

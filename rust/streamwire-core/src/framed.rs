@@ -395,7 +395,14 @@ where
                         Err(_) => break,
                     }
                 }
-                if let Err(e) = write_all(&mut wr, &mut out, batch).await {
+                // Flushed each time: a TLS stream accepts bytes into its own buffer and sends
+                // what the socket did not take only on a later write or a flush, so without it
+                // a request's tail could wait for the next keepalive (a no-op on plain TCP).
+                let written = match write_all(&mut wr, &mut out, batch).await {
+                    Ok(()) => wr.flush().await,
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = written {
                     return Error::new(
                         ErrorKind::Disconnected,
                         format!("writing to {} failed: {e}", inner.peer),
@@ -407,7 +414,11 @@ where
                 sweep(inner);
                 if let Some((every, ping)) = &config.keepalive {
                     if last_write.elapsed() >= *every {
-                        if let Err(e) = wr.write_all(ping).await {
+                        let sent = match wr.write_all(ping).await {
+                            Ok(()) => wr.flush().await,
+                            Err(e) => Err(e),
+                        };
+                        if let Err(e) = sent {
                             return Error::new(
                                 ErrorKind::Disconnected,
                                 format!("keepalive to {} failed: {e}", inner.peer),
@@ -540,6 +551,28 @@ mod tests {
             unsolicited.recv().await.unwrap().1,
             Bytes::from_static(b"ping")
         );
+    }
+
+    #[tokio::test]
+    async fn a_buffering_stream_is_flushed_after_each_write() {
+        // A BufWriter keeps small writes until flushed, as a TLS stream keeps what the socket
+        // did not take: the frame must still reach the server at once.
+        let (client, mut server) = tokio::io::duplex(1024);
+        let buffered = tokio::io::BufStream::new(client);
+        let (conn, _u) = FramedConnection::start(
+            "test",
+            buffered,
+            TinyCodec,
+            FramedConfig::default(),
+            BytesMut::new(),
+        );
+        conn.send(frame(0, b"hi")).await.unwrap();
+        let mut got = [0u8; 4];
+        tokio::time::timeout(Duration::from_secs(2), server.read_exact(&mut got))
+            .await
+            .expect("the frame stayed in the stream's buffer")
+            .unwrap();
+        assert_eq!(&got, b"\x00\x02hi");
     }
 
     #[tokio::test]

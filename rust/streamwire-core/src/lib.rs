@@ -2,7 +2,8 @@
 //!
 //! Everything here is independent of any broker protocol, so the protocol crates (Pulsar,
 //! TANK, Pravega) stand side by side on one implementation of the runtime and fork handling,
-//! retry timing, memory back-pressure, errors, framed connections and Arrow column buffers.
+//! retry timing, memory back-pressure, errors, framed connections, client TLS and Arrow
+//! column buffers.
 //! Nothing here imports a protocol crate: arrows only point down.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -30,6 +31,8 @@ pub mod redial;
 /// One Tokio runtime per process, lazily built and rebuilt after fork.
 #[allow(missing_docs)]
 pub mod runtime;
+/// Client TLS (rustls): trust, host-name checks, client certificates, a TCP stream wrapper.
+pub mod tls;
 
 pub use backoff::{Attempt, Backoff, BackoffConfig};
 pub use budget::{MemoryBudget, QueueFull, Reservation, DEFAULT_MEMORY_LIMIT};

@@ -9,7 +9,7 @@ use rustls::ServerConfig;
 use tokio_rustls::TlsAcceptor;
 
 use streamwire_core::error::{Error, ErrorKind, Result};
-use streamwire_pulsar::connection::tls::{load_certs, load_key};
+use streamwire_core::tls::{load_certs, load_key};
 
 /// The acceptor for `cert` (PEM chain, leaf first) and `key` (PEM private key).
 pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor> {

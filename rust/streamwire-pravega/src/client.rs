@@ -4,16 +4,18 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bytes::BytesMut;
 use tokio::sync::Mutex;
 
 use streamwire_core::error::{Error, ErrorKind, Result};
 use streamwire_core::metrics::{self, EntityMetrics, Kind, Labels, C};
+use streamwire_core::tls::{TlsConnector, TlsOptions};
 
 use crate::connection::{dial, Connection, DialConfig};
 use crate::controller::{Controller, NodeUri, ScopedStream};
+use crate::security::{ControllerUri, Credentials, TokenCache};
 use crate::wire::{self, Reply};
 
 /// Settings of a client.
@@ -24,6 +26,11 @@ pub struct ClientConfig {
     /// Bound on each segment store request that is not a long poll.
     pub request_timeout: Duration,
     pub dial: DialConfig,
+    /// TLS settings for a `tls://` controller and its segment stores (`None`: the system's
+    /// roots, host names checked). Ignored for `tcp://`.
+    pub tls: Option<TlsConnector>,
+    /// Sent to the controller with every call.
+    pub credentials: Option<Credentials>,
 }
 
 impl Default for ClientConfig {
@@ -32,6 +39,8 @@ impl Default for ClientConfig {
             controller_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(30),
             dial: DialConfig::default(),
+            tls: None,
+            credentials: None,
         }
     }
 }
@@ -54,6 +63,8 @@ struct Inner {
     pool: Mutex<HashMap<(String, u16), Connection>>,
     /// Client metrics (the registry adds its writers' and readers' totals).
     metrics: Arc<EntityMetrics>,
+    /// Delegation tokens per stream and when each expires.
+    tokens: std::sync::Mutex<TokenCache>,
 }
 
 /// A cheap, cloneable Pravega client.
@@ -71,15 +82,34 @@ impl std::fmt::Debug for PravegaClient {
 }
 
 impl PravegaClient {
-    /// Connect to the controller at `tcp://host:port`.
-    pub async fn connect(uri: &str, config: ClientConfig) -> Result<PravegaClient> {
-        let controller = Controller::connect(uri, config.controller_timeout).await?;
+    /// Connect to the controller at `tcp://host:port` or `tls://host:port` (then the
+    /// segment stores are reached over TLS too, as the official clients do).
+    pub async fn connect(uri: &str, mut config: ClientConfig) -> Result<PravegaClient> {
+        if ControllerUri::parse(uri)?.tls {
+            let tls = match config.tls.take() {
+                Some(t) => t,
+                None => TlsConnector::new(&TlsOptions::default())?,
+            };
+            config.dial.tls = Some(tls.clone());
+            config.tls = Some(tls);
+        } else {
+            config.tls = None;
+            config.dial.tls = None;
+        }
+        let controller = Controller::connect(
+            uri,
+            config.controller_timeout,
+            config.tls.as_ref(),
+            config.credentials.as_ref(),
+        )
+        .await?;
         Ok(PravegaClient {
             inner: Arc::new(Inner {
                 controller,
                 config,
                 uri: uri.to_string(),
                 pool: Mutex::new(HashMap::new()),
+                tokens: std::sync::Mutex::new(TokenCache::default()),
                 metrics: EntityMetrics::register(Labels {
                     protocol: "pravega",
                     kind: Kind::Client,
@@ -117,6 +147,31 @@ impl PravegaClient {
 
     pub fn uri(&self) -> &str {
         &self.inner.uri
+    }
+
+    /// The delegation token the segment stores want for `stream` (empty when auth is off):
+    /// the cached one, or a fresh one from the controller when it expires within
+    /// [`REFRESH_BEFORE`](crate::security::REFRESH_BEFORE) or was forgotten.
+    pub async fn delegation_token(&self, stream: &ScopedStream) -> Result<String> {
+        if let Some(token) = self.lock_tokens().get(stream, SystemTime::now()) {
+            return Ok(token.to_owned());
+        }
+        let token = self.inner.controller.get_delegation_token(stream).await?;
+        self.lock_tokens().put(stream, token.clone());
+        Ok(token)
+    }
+
+    /// Drop `stream`'s cached token (a segment store refused it): the next use asks anew.
+    pub fn forget_token(&self, stream: &ScopedStream) {
+        self.lock_tokens().forget(stream);
+    }
+
+    fn lock_tokens(&self) -> std::sync::MutexGuard<'_, TokenCache> {
+        // A panic while holding this lock leaves a map that is still valid.
+        self.inner
+            .tokens
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The shared request/response connection to `node` (dialled again when it was lost).

@@ -1,4 +1,6 @@
-//! A connection to a segment store: TCP, the HELLO exchange, then the core framed connection.
+//! A connection to a segment store: TCP (TLS on top when the controller URI is `tls://`: the
+//! host `getURI` named is the verified name), the HELLO exchange, then the core framed
+//! connection.
 //!
 //! Both sides open with HELLO (the versions each speaks); a connection is ready once the
 //! server's HELLO arrived and its version range overlaps ours. Two codecs share the frame
@@ -10,12 +12,13 @@
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 use streamwire_core::error::{Error, ErrorKind, Result};
 use streamwire_core::framed::{FrameCodec, FramedConfig, FramedConnection};
+use streamwire_core::tls::TlsConnector;
 
 use crate::controller::NodeUri;
 use crate::wire::{self, check_hello, decode_frame, Reply, MAX_FRAME};
@@ -49,6 +52,8 @@ pub struct DialConfig {
     /// Idle time after which we send KEEP_ALIVE (the server echoes it and drops connections
     /// that stay silent).
     pub keepalive: Duration,
+    /// TLS for every segment store (set when the controller URI is `tls://`).
+    pub tls: Option<TlsConnector>,
 }
 
 impl Default for DialConfig {
@@ -56,6 +61,7 @@ impl Default for DialConfig {
         DialConfig {
             connect_timeout: Duration::from_secs(10),
             keepalive: Duration::from_secs(20),
+            tls: None,
         }
     }
 }
@@ -72,9 +78,16 @@ pub async fn dial<const ROUTE_BY_ID: bool>(
     node: &NodeUri,
     config: &DialConfig,
 ) -> Result<(Connection, mpsc::Receiver<Reply>)> {
-    let target = format!("tcp://{}:{}", node.host, node.port);
+    let scheme = if config.tls.is_some() { "tls" } else { "tcp" };
+    let target = format!("{scheme}://{}:{}", node.host, node.port);
+    let framed = FramedConfig {
+        keepalive: Some((config.keepalive, keep_alive_frame())),
+        unsolicited_queue: 1024,
+        ..FramedConfig::default()
+    };
+    let codec = PravegaCodec::<ROUTE_BY_ID>;
     let fut = async {
-        let mut stream = TcpStream::connect((node.host.as_str(), node.port))
+        let tcp = TcpStream::connect((node.host.as_str(), node.port))
             .await
             .map_err(|e| {
                 Error::new(
@@ -82,46 +95,65 @@ pub async fn dial<const ROUTE_BY_ID: bool>(
                     format!("could not connect to segment store {target}: {e}"),
                 )
             })?;
-        stream
-            .set_nodelay(true)
+        tcp.set_nodelay(true)
             .map_err(|e| Error::new(ErrorKind::Connect, format!("{target}: set_nodelay: {e}")))?;
-        let mut hello = BytesMut::with_capacity(16);
-        wire::encode_hello(&mut hello);
-        stream
-            .write_all(&hello)
-            .await
-            .map_err(|e| Error::new(ErrorKind::Connect, format!("{target}: {e}")))?;
-        let rest = await_hello(&mut stream, &target).await?;
-        Ok::<_, Error>((stream, rest))
-    };
-    let (stream, rest) = match tokio::time::timeout(config.connect_timeout, fut).await {
-        Ok(r) => r?,
-        Err(_) => {
-            return Err(Error::new(
-                ErrorKind::Connect,
-                format!(
-                    "connecting to segment store {target} timed out after {:?}",
-                    config.connect_timeout
-                ),
-            ))
+        // Two stream types, one greeting: each branch hands its own type to the framed
+        // connection (generic over the stream).
+        match &config.tls {
+            Some(tls) => {
+                let peer = format!("segment store {target}");
+                let host = node.host.trim_start_matches('[').trim_end_matches(']');
+                let mut stream = tls.connect(host, &peer, tcp).await?;
+                let rest = greet(&mut stream, &target).await?;
+                Ok::<_, Error>(FramedConnection::start(
+                    target.clone(),
+                    stream,
+                    codec,
+                    framed,
+                    rest,
+                ))
+            }
+            None => {
+                let mut stream = tcp;
+                let rest = greet(&mut stream, &target).await?;
+                Ok(FramedConnection::start(
+                    target.clone(),
+                    stream,
+                    codec,
+                    framed,
+                    rest,
+                ))
+            }
         }
     };
-    let framed = FramedConfig {
-        keepalive: Some((config.keepalive, keep_alive_frame())),
-        unsolicited_queue: 1024,
-        ..FramedConfig::default()
-    };
-    Ok(FramedConnection::start(
-        target,
-        stream,
-        PravegaCodec::<ROUTE_BY_ID>,
-        framed,
-        rest,
-    ))
+    match tokio::time::timeout(config.connect_timeout, fut).await {
+        Ok(r) => r,
+        Err(_) => Err(Error::new(
+            ErrorKind::Connect,
+            format!(
+                "connecting to segment store {target} timed out after {:?}",
+                config.connect_timeout
+            ),
+        )),
+    }
+}
+
+/// Send our HELLO and wait for the server's; bytes past it are handed on.
+async fn greet<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    target: &str,
+) -> Result<BytesMut> {
+    let mut hello = BytesMut::with_capacity(16);
+    wire::encode_hello(&mut hello);
+    stream
+        .write_all(&hello)
+        .await
+        .map_err(|e| Error::new(ErrorKind::Connect, format!("{target}: {e}")))?;
+    await_hello(stream, target).await
 }
 
 /// Read until the server's HELLO and check its versions; bytes past it are handed on.
-async fn await_hello(stream: &mut TcpStream, target: &str) -> Result<BytesMut> {
+async fn await_hello<S: AsyncRead + Unpin>(stream: &mut S, target: &str) -> Result<BytesMut> {
     let mut buf = BytesMut::with_capacity(4096);
     loop {
         match decode_frame(&mut buf, MAX_FRAME).map_err(Error::from)? {

@@ -10,7 +10,11 @@
 //! - `controller/` — the controller client over gRPC (tonic; our own `.proto` in
 //!   `proto/pravega_controller.proto`): scopes, streams, current segments with key ranges,
 //!   successors after a scale, segment store URIs, stream cuts. Mapping is pure (`types`),
-//!   I/O in `client`, every call bounded by a timeout.
+//!   I/O in `client`, every call bounded by a timeout; `transport` gives tonic our TLS
+//!   connector and puts the credentials on every call.
+//! - `security` — pure: `tcp://` / `tls://` controller URIs, credentials (`Basic` or any
+//!   method), delegation tokens' expiry. TLS itself is `streamwire_core::tls` (shared with
+//!   Pulsar); segment store connections (`connection`) wrap it when the URI is `tls://`.
 //!
 //! The event writer and the stream reader are built on these.
 #![forbid(unsafe_code)]
@@ -21,5 +25,6 @@ pub mod controller;
 pub mod fuzzing;
 pub mod reader;
 pub mod routing;
+pub mod security;
 pub mod wire;
 pub mod writer;

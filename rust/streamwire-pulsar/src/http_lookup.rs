@@ -419,7 +419,7 @@ async fn exchange(
                 "an https:// service URL needs TLS settings",
             )
         })?;
-        let stream = tls.connect(host, tcp).await?;
+        let stream = tls.connect(&host.host, &host.to_string(), tcp).await?;
         send(stream, req, host).await
     } else {
         send(tcp, req, host).await

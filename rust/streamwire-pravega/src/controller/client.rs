@@ -6,69 +6,106 @@ use std::future::Future;
 use std::time::Duration;
 
 use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::tls::{TlsConnector, TlsOptions};
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 
 use super::admin::{self, StreamSettings};
 use super::proto;
 use super::proto::controller_service_client::ControllerServiceClient;
+use super::transport::{connect_error, AuthHeader, TlsGrpcConnector};
 use super::types::{self, *};
+use crate::security::{ControllerUri, Credentials};
 
 /// How long one controller call may take unless the caller says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// `tcp://host:port` (the official clients' form) → the gRPC endpoint `http://host:port`.
+/// `tcp://host:port` or `tls://host:port` → the gRPC endpoint tonic dials (`http://host:port`;
+/// TLS, when asked for, is our connector's, see `transport`).
 pub fn endpoint_of(uri: &str) -> Result<String> {
-    let rest = uri.strip_prefix("tcp://").ok_or_else(|| {
-        Error::new(
-            ErrorKind::Config,
-            format!(
-                "Pravega controller URI {uri:?} must start with tcp:// (TLS is not supported yet)"
-            ),
-        )
-    })?;
-    let (host, port) = rest.rsplit_once(':').ok_or_else(|| {
-        Error::new(
-            ErrorKind::Config,
-            format!("Pravega controller URI {uri:?} has no port"),
-        )
-    })?;
-    let port_ok = port.parse::<u16>().map(|p| p != 0).unwrap_or(false);
-    if host.is_empty() || !port_ok || host.contains('/') {
-        return Err(Error::new(
-            ErrorKind::Config,
-            format!("Pravega controller URI {uri:?} is not tcp://host:port"),
-        ));
+    Ok(ControllerUri::parse(uri)?.grpc_endpoint())
+}
+
+/// The controller's gRPC client with our `authorization` interceptor on every call.
+type Grpc = ControllerServiceClient<InterceptedService<Channel, AuthHeader>>;
+
+/// A failed call as our error. A status the channel made up (no answer from the controller:
+/// the connection failed, e.g. plain HTTP/2 to a TLS port) carries its cause as a source;
+/// that is a connection error, with the cause in words, not a server's "Unknown".
+fn call_error(what: &str, status: &tonic::Status) -> Error {
+    use std::error::Error as _;
+    let Some(mut source) = status.source() else {
+        return status_error(what, status);
+    };
+    let mut text = source.to_string();
+    while let Some(next) = source.source() {
+        text.push_str(": ");
+        text.push_str(&next.to_string());
+        source = next;
     }
-    Ok(format!("http://{host}:{port}"))
+    Error::new(
+        ErrorKind::Connect,
+        format!("controller {what}: the connection failed ({text})"),
+    )
 }
 
 /// A connection to a Pravega controller. Cheap to clone (one shared HTTP/2 channel).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Controller {
-    client: ControllerServiceClient<Channel>,
+    client: Grpc,
     timeout: Duration,
 }
 
+impl std::fmt::Debug for Controller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Controller")
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
 impl Controller {
-    /// Connect to `tcp://host:port`; both the connection and each later call are bounded by
-    /// `timeout`.
-    pub async fn connect(uri: &str, timeout: Duration) -> Result<Controller> {
-        let endpoint = Endpoint::from_shared(endpoint_of(uri)?)
+    /// Connect to `tcp://host:port` (or `tls://host:port`, over `tls`: the system's roots
+    /// when it is `None`), sending `credentials` with every call; both the connection and
+    /// each later call are bounded by `timeout`.
+    pub async fn connect(
+        uri: &str,
+        timeout: Duration,
+        tls: Option<&TlsConnector>,
+        credentials: Option<&Credentials>,
+    ) -> Result<Controller> {
+        let parsed = ControllerUri::parse(uri)?;
+        let auth = AuthHeader::new(credentials)?;
+        let endpoint = Endpoint::from_shared(parsed.grpc_endpoint())
             .map_err(|e| Error::new(ErrorKind::Config, format!("controller URI {uri:?}: {e}")))?
             .connect_timeout(timeout)
             .tcp_nodelay(true);
-        let channel = match tokio::time::timeout(timeout, endpoint.connect()).await {
-            Err(_) => return Err(Error::timeout(format!("connecting to controller {uri}"))),
-            Ok(Err(e)) => {
-                return Err(Error::new(
-                    ErrorKind::Connect,
-                    format!("controller {uri}: {e}"),
-                ))
+        let connecting = async {
+            if parsed.tls {
+                let tls = match tls {
+                    Some(t) => t.clone(),
+                    None => TlsConnector::new(&TlsOptions::default())?,
+                };
+                // The origin says https (the :scheme of each call); the connector does TLS.
+                let origin = format!("https://{}:{}", parsed.host, parsed.port);
+                let endpoint = endpoint.origin(origin.parse().map_err(|e| {
+                    Error::new(ErrorKind::Config, format!("controller URI {uri:?}: {e}"))
+                })?);
+                let connector = TlsGrpcConnector::new(&tls, parsed.bare_host(), parsed.port);
+                endpoint
+                    .connect_with_connector(connector)
+                    .await
+                    .map_err(|e| connect_error(uri, &e))
+            } else {
+                endpoint.connect().await.map_err(|e| connect_error(uri, &e))
             }
-            Ok(Ok(c)) => c,
+        };
+        let channel = match tokio::time::timeout(timeout, connecting).await {
+            Err(_) => return Err(Error::timeout(format!("connecting to controller {uri}"))),
+            Ok(r) => r?,
         };
         Ok(Controller {
-            client: ControllerServiceClient::new(channel),
+            client: ControllerServiceClient::with_interceptor(channel, auth),
             timeout,
         })
     }
@@ -79,12 +116,12 @@ impl Controller {
 
     async fn call<T, F, Fut>(&self, what: &'static str, f: F) -> Result<T>
     where
-        F: FnOnce(ControllerServiceClient<Channel>) -> Fut,
+        F: FnOnce(Grpc) -> Fut,
         Fut: Future<Output = std::result::Result<tonic::Response<T>, tonic::Status>>,
     {
         match tokio::time::timeout(self.timeout, f(self.client.clone())).await {
             Err(_) => Err(Error::timeout(format!("controller {what}"))),
-            Ok(Err(status)) => Err(status_error(what, &status)),
+            Ok(Err(status)) => Err(call_error(what, &status)),
             Ok(Ok(r)) => Ok(r.into_inner()),
         }
     }
@@ -425,5 +462,26 @@ impl Controller {
             )
             .await?;
         types::scale_done(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_the_channel_made_up_is_a_connect_error_with_its_cause() {
+        // No answer from the controller: tonic's status carries the I/O failure as its source.
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset by peer");
+        let status = tonic::Status::from_error(Box::new(io));
+        let e = call_error("checkScopeExists", &status);
+        assert_eq!(e.kind(), ErrorKind::Connect, "{e}");
+        assert!(e.message().contains("reset by peer"), "{e}");
+        // The controller's own answer keeps its code's meaning.
+        let e = call_error(
+            "createScope",
+            &tonic::Status::unauthenticated("bad password"),
+        );
+        assert_eq!(e.kind(), ErrorKind::Authentication, "{e}");
     }
 }

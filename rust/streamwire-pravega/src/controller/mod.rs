@@ -4,10 +4,12 @@
 //! Layout: `proto` is generated at build time from `proto/pravega_controller.proto` (our own
 //! description of the RPCs a data client uses); `types` holds our Rust types and every
 //! request/answer mapping, pure and unit-tested, `admin` the same for stream administration
-//! (retention, tags, updates, truncation); `client` is the only part that does I/O.
+//! (retention, tags, updates, truncation); `client` and `transport` (plain or TLS channel,
+//! credentials on every call) are the only parts that do I/O.
 
 pub mod admin;
 pub mod client;
+pub mod transport;
 pub mod types;
 
 #[cfg(test)]

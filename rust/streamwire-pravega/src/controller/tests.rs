@@ -230,12 +230,18 @@ fn controller_uris() {
         endpoint_of("tcp://[::1]:9090").unwrap(),
         "http://[::1]:9090"
     );
+    // TLS is ours (the connector), never tonic's: the endpoint stays http://.
+    assert_eq!(
+        endpoint_of("tls://localhost:9090").unwrap(),
+        "http://localhost:9090"
+    );
     for bad in [
         "127.0.0.1:9090",
         "tcp://host",
         "tcp://:9090",
         "tcp://h:0",
-        "tls://h:1",
+        "tls://h",
+        "ssl://h:1",
         "tcp://h:x",
     ] {
         assert_eq!(
@@ -251,9 +257,14 @@ async fn a_refused_connection_is_a_connect_error() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     drop(l);
-    let e = Controller::connect(&format!("tcp://127.0.0.1:{port}"), Duration::from_secs(5))
-        .await
-        .unwrap_err();
+    let e = Controller::connect(
+        &format!("tcp://127.0.0.1:{port}"),
+        Duration::from_secs(5),
+        None,
+        None,
+    )
+    .await
+    .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Connect);
     assert!(e.is_retriable());
 }
@@ -271,10 +282,11 @@ async fn a_controller_that_never_answers_times_out() {
     });
     let timeout = Duration::from_millis(300);
     let started = std::time::Instant::now();
-    let result = match Controller::connect(&format!("tcp://127.0.0.1:{port}"), timeout).await {
-        Ok(c) => c.check_scope_exists("sc").await.map(|_| ()),
-        Err(e) => Err(e),
-    };
+    let result =
+        match Controller::connect(&format!("tcp://127.0.0.1:{port}"), timeout, None, None).await {
+            Ok(c) => c.check_scope_exists("sc").await.map(|_| ()),
+            Err(e) => Err(e),
+        };
     let e = result.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
     assert!(started.elapsed() < Duration::from_secs(5));

@@ -63,7 +63,6 @@ pub(crate) async fn run(
     stream: ScopedStream,
     segment: i64,
     offset: i64,
-    token: String,
     config: FetchConfig,
     tx: mpsc::Sender<Fetched>,
     metrics: Arc<EntityMetrics>,
@@ -92,6 +91,12 @@ pub(crate) async fn run(
                 }
             };
             let want = if plan.more { config.depth.max(1) } else { 1 };
+            // Every read carries the delegation token; the client renews it before expiry.
+            let token = if plan.inflight.len() < want {
+                client.delegation_token(&stream).await?
+            } else {
+                String::new()
+            };
             while plan.inflight.len() < want {
                 let at = plan.next_offset(chunker.read_offset(), config.read_length);
                 let rx = ask(&client, &n, &name, at, &token, &config).await?;
@@ -187,6 +192,10 @@ pub(crate) async fn run(
                         format!("unexpected answer to READ_SEGMENT on {name}: {other:?}"),
                     )
                 });
+                if error.kind() == ErrorKind::Authentication {
+                    // A refused or expired token: the next read asks the controller again.
+                    client.forget_token(&stream);
+                }
                 if error.is_retriable() {
                     log_retry(&stream, &name, &error);
                     tokio::time::sleep(backoff.next_delay()).await;

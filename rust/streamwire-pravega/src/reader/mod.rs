@@ -98,7 +98,7 @@ pub async fn segments_between(
     start: &StreamCut,
     end: &StreamCut,
 ) -> Result<Vec<(i64, i64, i64)>> {
-    let token = client.controller().get_delegation_token(stream).await?;
+    let token = client.delegation_token(stream).await?;
     let mut todo: std::collections::VecDeque<(i64, i64)> =
         start.positions.iter().map(|(s, o)| (*s, *o)).collect();
     let mut seen: HashSet<i64> = start.positions.keys().copied().collect();
@@ -140,7 +140,6 @@ pub async fn segments_between(
 pub struct StreamReader {
     client: PravegaClient,
     stream: ScopedStream,
-    token: String,
     config: ReaderConfig,
     tx: mpsc::Sender<Fetched>,
     rx: mpsc::Receiver<Fetched>,
@@ -175,7 +174,9 @@ impl StreamReader {
         config: ReaderConfig,
     ) -> Result<StreamReader> {
         let ctl = client.controller();
-        let token = ctl.get_delegation_token(&stream).await?;
+        // Asked once here so that refused credentials fail the reader's creation; the fetch
+        // tasks take it (renewed when due) from the client's cache.
+        client.delegation_token(&stream).await?;
         let positions = match start {
             Start::Head => head_cut(client, &stream).await?.positions,
             Start::Tail => tail_cut(client, &stream).await?.positions,
@@ -204,7 +205,6 @@ impl StreamReader {
         let mut reader = StreamReader {
             client: client.clone(),
             stream,
-            token,
             config,
             tx,
             rx,
@@ -237,7 +237,6 @@ impl StreamReader {
             self.stream.clone(),
             segment,
             offset,
-            self.token.clone(),
             self.config.fetch.clone(),
             self.tx.clone(),
             Arc::clone(&self.metrics),

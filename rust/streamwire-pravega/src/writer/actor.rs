@@ -80,7 +80,6 @@ enum Event {
 struct Actor {
     client: PravegaClient,
     stream: ScopedStream,
-    token: String,
     config: WriterConfig,
     segs: HashMap<i64, Seg>,
     ranges: Vec<KeyRange>,
@@ -117,7 +116,6 @@ pub(crate) async fn run(
     let mut actor = Actor {
         client,
         stream,
-        token: current.delegation_token.clone(),
         config,
         segs: HashMap::new(),
         ranges: Vec::new(),
@@ -382,10 +380,9 @@ impl Actor {
         let stream = self.stream.clone();
         let name = seg.name.clone();
         let writer_id = seg.writer_id;
-        let token = self.token.clone();
         let events = self.events.clone();
         tokio::spawn(async move {
-            match setup(&client, &stream, id, &name, writer_id, &token).await {
+            match setup(&client, &stream, id, &name, writer_id).await {
                 Ok((conn, mut replies, last)) => {
                     let c = conn.clone();
                     if events
@@ -779,6 +776,23 @@ impl Actor {
 /// Connect to the segment's store and set the append up; the store answers the last event
 /// number it holds for this writer.
 async fn setup(
+    client: &PravegaClient,
+    stream: &ScopedStream,
+    id: i64,
+    name: &str,
+    writer_id: u128,
+) -> Result<(Connection, mpsc::Receiver<Reply>, i64)> {
+    // The store checks the delegation token here only (not on each append): a fresh one per
+    // set-up, renewed before its expiry and forgotten when the store refuses it.
+    let token = client.delegation_token(stream).await?;
+    let result = setup_with(client, stream, id, name, writer_id, &token).await;
+    if matches!(&result, Err(e) if e.kind() == ErrorKind::Authentication) {
+        client.forget_token(stream);
+    }
+    result
+}
+
+async fn setup_with(
     client: &PravegaClient,
     stream: &ScopedStream,
     id: i64,

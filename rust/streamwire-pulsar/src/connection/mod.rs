@@ -11,7 +11,6 @@
 
 mod handshake;
 pub mod pool;
-pub mod tls;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -30,7 +29,9 @@ use crate::server_error::server_error;
 use crate::service_url::BrokerAddr;
 
 pub use crate::auth::{Auth, AuthProvider};
-pub use tls::{TlsConnector, TlsOptions};
+// TLS is protocol-neutral and lives in the core crate (shared with Pravega); `pulsar+ssl://`
+// connections use it as it is, the broker's host being the verified name.
+pub use streamwire_core::tls::{self, TlsConnector, TlsOptions};
 
 /// Settings shared by every connection a client opens.
 #[derive(Debug, Clone)]
@@ -160,7 +161,9 @@ impl Connection {
                     Some(c) => c.clone(),
                     None => TlsConnector::new(&TlsOptions::default())?,
                 };
-                let stream = connector.connect(physical, tcp).await?;
+                let stream = connector
+                    .connect(&physical.host, &physical.to_string(), tcp)
+                    .await?;
                 let (stream, connected, leftover) =
                     handshake::handshake(stream, physical, proxy_to, config).await?;
                 Ok(Self::start(
@@ -679,6 +682,10 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                     wr.write_all(&out).await.map_err(lost)?;
                     out.clear();
                 }
+                // A TLS stream sends what the socket did not take at once only on a later
+                // write or a flush: without this a frame's tail could wait for the next ping
+                // (a no-op on plain TCP).
+                wr.flush().await.map_err(lost)?;
             }
             _ = tick.tick() => {
                 sweep_expired(inner);
@@ -694,6 +701,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                     last_ping = Instant::now();
                     encode(Outgoing::Command(Box::new(protocol::commands::ping())), &mut out);
                     wr.write_all(&out).await.map_err(lost)?;
+                    wr.flush().await.map_err(lost)?;
                     out.clear();
                 }
             }

@@ -1,6 +1,7 @@
 //! `streamwire.pravega.Client`'s native half: the controller calls and the factories of
 //! writers and readers.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -8,13 +9,15 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use streamwire_core::budget::MemoryBudget;
-use streamwire_core::error::Error;
+use streamwire_core::error::{Error, ErrorKind};
 use streamwire_core::runtime;
+use streamwire_core::tls::{TlsConnector, TlsOptions};
 use streamwire_pravega::client::{ClientConfig, PravegaClient};
 use streamwire_pravega::controller::ScopedStream;
 use streamwire_pravega::reader::{
     head_cut, segments_between, tail_cut, ReaderConfig, Start, StreamCut, StreamReader,
 };
+use streamwire_pravega::security::{ControllerUri, Credentials};
 use streamwire_pravega::writer::{EventWriter, WriterConfig};
 
 use crate::common::blocking::{count_arg, positive_secs, timeout_arg, wait};
@@ -39,6 +42,34 @@ pub struct PravegaNativeClient {
 
 /// One open segment for Python: `(segment_id, number, epoch, low, high)`.
 type SegmentRow = (i64, i32, i32, f64, f64);
+
+/// The credentials the keyword arguments describe: a username and password (`Basic`), or a
+/// method and its token, or none.
+fn credentials_arg(
+    username: Option<String>,
+    password: Option<String>,
+    auth_method: Option<String>,
+    auth_token: Option<String>,
+) -> PyResult<Option<Credentials>> {
+    let basic = username.is_some() || password.is_some();
+    let custom = auth_method.is_some() || auth_token.is_some();
+    if basic && custom {
+        return Err(to_py(Error::invalid(
+            "pass either username and password, or auth_method and auth_token, not both",
+        )));
+    }
+    match (username, password, auth_method, auth_token) {
+        (Some(u), Some(p), None, None) => Credentials::basic(&u, &p).map(Some).py_err(),
+        (None, None, Some(m), Some(t)) => Credentials::custom(&m, &t).map(Some).py_err(),
+        (None, None, None, None) => Ok(None),
+        (Some(_), None, ..) | (None, Some(_), ..) => Err(to_py(Error::invalid(
+            "username and password go together (Basic credentials)",
+        ))),
+        _ => Err(to_py(Error::invalid(
+            "auth_method and auth_token go together",
+        ))),
+    }
+}
 
 /// Pravega's rule for scope and stream names.
 pub(crate) fn name_arg(what: &str, name: &str) -> PyResult<()> {
@@ -83,13 +114,22 @@ impl PravegaNativeClient {
 
     #[new]
     #[pyo3(signature = (controller_uri, *, timeout=30.0, connection_timeout=10.0,
-                        memory_limit=67_108_864))]
+                        memory_limit=67_108_864, tls_trust_certs_file=None,
+                        tls_disable_hostname_verification_DANGEROUS=false, username=None,
+                        password=None, auth_method=None, auth_token=None))]
+    #[allow(clippy::too_many_arguments, non_snake_case)] // Python keyword arguments
     fn new(
         py: Python<'_>,
         controller_uri: &str,
         timeout: f64,
         connection_timeout: f64,
         memory_limit: i64,
+        tls_trust_certs_file: Option<PathBuf>,
+        tls_disable_hostname_verification_DANGEROUS: bool,
+        username: Option<String>,
+        password: Option<String>,
+        auth_method: Option<String>,
+        auth_token: Option<String>,
     ) -> PyResult<Self> {
         let timeout = positive_secs("timeout", timeout).py_err()?;
         let mut config = ClientConfig {
@@ -100,7 +140,27 @@ impl PravegaNativeClient {
         config.dial.connect_timeout =
             positive_secs("connection_timeout", connection_timeout).py_err()?;
         let limit: u64 = count_arg("memory_limit", memory_limit).py_err()?;
-        streamwire_pravega::controller::endpoint_of(controller_uri).py_err()?;
+        let parsed = ControllerUri::parse(controller_uri).py_err()?;
+        let tls_options = TlsOptions {
+            trust_certs_file: tls_trust_certs_file,
+            skip_hostname_verification: tls_disable_hostname_verification_DANGEROUS,
+            ..TlsOptions::default()
+        };
+        if !parsed.tls && tls_options != TlsOptions::default() {
+            // TLS is the URI's scheme (as in the official clients): settings for it with a
+            // tcp:// URI would be silently unused.
+            return Err(to_py(Error::new(
+                ErrorKind::Config,
+                format!(
+                    "TLS settings were given but the controller URI {controller_uri:?} is                      tcp://; use tls://host:port"
+                ),
+            )));
+        }
+        if parsed.tls {
+            // Built now so that a bad CA bundle fails here, not on first use.
+            config.tls = Some(TlsConnector::new(&tls_options).py_err()?);
+        }
+        config.credentials = credentials_arg(username, password, auth_method, auth_token)?;
         let uri = controller_uri.to_string();
         let inner = wait(py, "connecting to the controller", None, async move {
             PravegaClient::connect(&uri, config).await

@@ -1,11 +1,12 @@
-//! TLS for `pulsar+ssl://` connections, through rustls (ring provider, no C toolchain needs
+//! Client TLS shared by the protocol crates (Pulsar's `pulsar+ssl://`, Pravega's `tls://`
+//! controller and segment stores), through rustls (ring provider, no C toolchain needs
 //! beyond `cc`).
 //!
 //! Trust: the CA bundle in `trust_certs_file` when given, else the operating system's roots
 //! (`rustls-native-certs` reads the same store OpenSSL uses, so corporate CAs installed on the
 //! host are honoured and nothing is fetched or compiled in). The server name sent as SNI and
-//! verified is the host of the broker URL being dialled (a DNS name or an IP address), for
-//! the service URL and for every broker a lookup redirects to alike.
+//! verified is the host being dialled (a DNS name or an IP address), as the protocol crate
+//! names it: every server a lookup or a controller redirects to is checked alike.
 //!
 //! Two opt-outs exist, both off by default and named to look dangerous in the Python API:
 //! skipping hostname verification (the chain is still verified against the trusted CAs) and
@@ -22,10 +23,9 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore};
 use tokio::net::TcpStream;
 
-use streamwire_core::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 
-use crate::service_url::BrokerAddr;
-
+/// A client TLS stream over TCP.
 pub type TlsStream = tokio_rustls::client::TlsStream<TcpStream>;
 
 /// TLS settings as the user gives them (paths, flags). All off/None is the safe default:
@@ -123,6 +123,8 @@ fn roots(opts: &TlsOptions) -> Result<RootCertStore> {
 }
 
 impl TlsConnector {
+    /// Build the configuration once; a bad file or flag combination is a `Config` error here,
+    /// before any connection is tried.
     pub fn new(opts: &TlsOptions) -> Result<TlsConnector> {
         let provider = provider();
         let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
@@ -169,30 +171,38 @@ impl TlsConnector {
         })
     }
 
-    /// TLS handshake over `tcp` to `addr` (its host is the SNI and the verified name).
-    pub async fn connect(&self, addr: &BrokerAddr, tcp: TcpStream) -> Result<TlsStream> {
-        let name = ServerName::try_from(addr.host.clone()).map_err(|_| {
-            config_err(format!(
-                "{addr}: {:?} is not a valid TLS server name",
-                addr.host
-            ))
-        })?;
+    /// The same configuration offering `protocols` by ALPN (e.g. `h2` for gRPC: servers such
+    /// as grpc-java's Netty refuse an HTTP/2 connection whose TLS did not negotiate it).
+    pub fn with_alpn(&self, protocols: &[&[u8]]) -> TlsConnector {
+        let mut config = (*self.config).clone();
+        config.alpn_protocols = protocols.iter().map(|p| p.to_vec()).collect();
+        TlsConnector {
+            config: Arc::new(config),
+        }
+    }
+
+    /// TLS handshake over `tcp` to `host` (the SNI and the verified name); `peer` names the
+    /// server in error messages (e.g. `pulsar+ssl://host:6651`).
+    pub async fn connect(&self, host: &str, peer: &str, tcp: TcpStream) -> Result<TlsStream> {
+        let name = ServerName::try_from(host.to_owned())
+            .map_err(|_| config_err(format!("{peer}: {host:?} is not a valid TLS server name")))?;
         tokio_rustls::TlsConnector::from(Arc::clone(&self.config))
             .connect(name, tcp)
             .await
-            .map_err(|e| handshake_error(addr, &e))
+            .map_err(|e| handshake_error(peer, host, &e))
     }
 }
 
-/// A clear message for a failed TLS handshake (no Debug dumps of rustls internals).
-pub fn handshake_error(addr: &BrokerAddr, e: &std::io::Error) -> Error {
+/// A clear message for a failed TLS handshake with `peer` at `host` (no Debug dumps of
+/// rustls internals).
+pub fn handshake_error(peer: &str, host: &str, e: &std::io::Error) -> Error {
     let tls = e
         .get_ref()
         .and_then(|inner| inner.downcast_ref::<rustls::Error>());
     let why = match tls {
-        Some(rustls::Error::InvalidCertificate(c)) => certificate_problem(c, &addr.host),
+        Some(rustls::Error::InvalidCertificate(c)) => certificate_problem(c, host),
         Some(rustls::Error::AlertReceived(alert)) => format!(
-            "the broker refused the TLS handshake ({}; a client certificate may be required \
+            "the server refused the TLS handshake ({}; a client certificate may be required \
              or not trusted)",
             format!("{alert:?}").to_lowercase()
         ),
@@ -201,31 +211,31 @@ pub fn handshake_error(addr: &BrokerAddr, e: &std::io::Error) -> Error {
     };
     Error::new(
         ErrorKind::Connect,
-        format!("cannot connect to {addr}: {why}"),
+        format!("cannot connect to {peer}: {why}"),
     )
 }
 
 fn certificate_problem(c: &CertificateError, host: &str) -> String {
     match c {
-        CertificateError::UnknownIssuer => "the broker's certificate is not signed by a trusted \
+        CertificateError::UnknownIssuer => "the server's certificate is not signed by a trusted \
              CA (set tls_trust_certs_file to the CA bundle that issued it)"
             .to_owned(),
         CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
             format!(
-                "the broker's certificate is not valid for host {host:?} (hostname \
+                "the server's certificate is not valid for host {host:?} (hostname \
                  verification failed; connect with a name the certificate lists)"
             )
         }
         CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
-            "the broker's certificate has expired".to_owned()
+            "the server's certificate has expired".to_owned()
         }
         CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
-            "the broker's certificate is not valid yet".to_owned()
+            "the server's certificate is not valid yet".to_owned()
         }
-        CertificateError::Revoked => "the broker's certificate was revoked".to_owned(),
-        CertificateError::BadSignature => "the broker's certificate has a bad signature".to_owned(),
-        CertificateError::BadEncoding => "the broker's certificate is malformed".to_owned(),
-        other => format!("the broker's certificate was rejected ({other})"),
+        CertificateError::Revoked => "the server's certificate was revoked".to_owned(),
+        CertificateError::BadSignature => "the server's certificate has a bad signature".to_owned(),
+        CertificateError::BadEncoding => "the server's certificate is malformed".to_owned(),
+        other => format!("the server's certificate was rejected ({other})"),
     }
 }
 
@@ -278,7 +288,7 @@ impl ServerCertVerifier for AnyHostname {
 }
 
 /// Accepts any certificate (handshake signatures are still checked, so the peer holds the
-/// key of the certificate it shows — but nothing says that certificate is the broker's).
+/// key of the certificate it shows — but nothing says that certificate is the server's).
 #[derive(Debug)]
 struct AcceptAnything(Arc<CryptoProvider>);
 
@@ -409,24 +419,33 @@ mod tests {
     }
 
     #[test]
-    fn handshake_errors_read_well() {
-        let addr = BrokerAddr {
-            host: "example.test".into(),
-            port: 6651,
-            tls: true,
+    fn alpn_is_added_to_a_copy() {
+        let insecure = TlsOptions {
+            allow_insecure_connection: true,
+            ..Default::default()
         };
+        let plain = TlsConnector::new(&insecure).unwrap();
+        let h2 = plain.with_alpn(&[b"h2"]);
+        assert_eq!(h2.config.alpn_protocols, vec![b"h2".to_vec()]);
+        assert!(plain.config.alpn_protocols.is_empty());
+    }
+
+    #[test]
+    fn handshake_errors_read_well() {
+        let (peer, host) = ("pulsar+ssl://example.test:6651", "example.test");
         let io = std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer),
         );
-        let e = handshake_error(&addr, &io);
+        let e = handshake_error(peer, host, &io);
         assert_eq!(e.kind(), ErrorKind::Connect);
         assert!(e.message().contains("not signed by a trusted CA"), "{e}");
+        assert!(e.message().contains(peer), "{e}");
         let io = std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             rustls::Error::InvalidCertificate(CertificateError::NotValidForName),
         );
-        let e = handshake_error(&addr, &io);
+        let e = handshake_error(peer, host, &io);
         assert!(
             e.message().contains("not valid for host \"example.test\""),
             "{e}"
