@@ -329,6 +329,58 @@ impl EncryptionContext {
     }
 }
 
+/// What a consumer does with a message it cannot decrypt (the official
+/// `ConsumerCryptoFailureAction`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FailureAction {
+    /// Do not deliver it and do not acknowledge it (it comes again after an ack timeout, a
+    /// redelivery request or a reconnect, as in the official clients); the next receive
+    /// raises the reason. The official clients' default.
+    #[default]
+    Fail,
+    /// Acknowledge it with the `DecryptionError` validation error and drop it.
+    Discard,
+    /// Deliver the encrypted payload (a batch as one message) with its encryption context.
+    Consume,
+}
+
+impl FailureAction {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "fail" => Some(FailureAction::Fail),
+            "discard" => Some(FailureAction::Discard),
+            "consume" => Some(FailureAction::Consume),
+            _ => None,
+        }
+    }
+}
+
+/// A consumer's decryption settings: its key reader (None: it has none, every encrypted
+/// message takes the failure action) and the failure action.
+#[derive(Debug, Clone, Default)]
+pub struct ConsumerCrypto {
+    pub decryptor: Option<Arc<Decryptor>>,
+    pub action: FailureAction,
+}
+
+impl ConsumerCrypto {
+    /// Open an encrypted entry's payload.
+    pub fn open(
+        &self,
+        md: &pb::MessageMetadata,
+        payload: &[u8],
+        now: Instant,
+    ) -> Result<Vec<u8>, CryptoError> {
+        match &self.decryptor {
+            Some(d) => d.decrypt(md, payload, now),
+            None => Err(CryptoError::NoDataKey {
+                names: md.encryption_keys.iter().map(|k| k.key.clone()).collect(),
+                detail: ": the consumer has no crypto_key_reader".to_owned(),
+            }),
+        }
+    }
+}
+
 /// The consumer side: unwrapped data keys cached by their wrapped bytes.
 pub struct Decryptor {
     reader: Arc<dyn KeyReader>,

@@ -138,6 +138,7 @@ impl Actor {
                 return;
             }
         };
+        let payload = self.seal_payload(&mut md, payload, batch.uncompressed_size);
         let mut completions = Vec::with_capacity(items.len());
         let mut reservation: Option<Reservation> = None;
         let mut permits: Option<tokio::sync::OwnedSemaphorePermit> = None;

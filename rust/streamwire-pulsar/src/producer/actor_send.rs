@@ -65,6 +65,7 @@ impl Actor {
                 return;
             }
         };
+        let payload = self.seal_payload(&mut md, payload, raw_len);
         let max = self.shared.max_message_size.load(Ordering::Relaxed);
         if payload.len() > max && self.config.chunking {
             let timing = (self.deadline_from(enqueued_at), enqueued_at);
