@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 
 use aes_gcm::aead::{Aead, KeyInit, OsRng};
 use aes_gcm::{AeadCore, Aes256Gcm, Key, Nonce};
+use bytes::Bytes;
 use rsa::pkcs1::{DecodeRsaPrivateKey, DecodeRsaPublicKey};
 use rsa::pkcs8::{DecodePrivateKey, DecodePublicKey};
-use bytes::Bytes;
 use rsa::{Oaep, RsaPrivateKey, RsaPublicKey};
 
 use crate::protocol::pb;
@@ -101,8 +101,11 @@ pub trait KeyReader: Send + Sync + fmt::Debug {
     /// The public key to wrap the data key with for recipient `name`.
     fn public_key(&self, name: &str) -> Result<KeyInfo, CryptoError>;
     /// The private key for `name`; `metadata` is what the producer's reader attached.
-    fn private_key(&self, name: &str, metadata: &[(String, String)])
-        -> Result<KeyInfo, CryptoError>;
+    fn private_key(
+        &self,
+        name: &str,
+        metadata: &[(String, String)],
+    ) -> Result<KeyInfo, CryptoError>;
 }
 
 /// A reader over keys held in memory: one default pair used for every name (as the official
@@ -409,7 +412,9 @@ impl Decryptor {
         // The official producers leave `encryption_algo` unset; anything named there is a
         // scheme we cannot assume is AES-GCM.
         if let Some(algo) = md.encryption_algo.as_deref().filter(|a| !a.is_empty()) {
-            return Err(CryptoError::UnknownAlgorithm(algo.chars().take(64).collect()));
+            return Err(CryptoError::UnknownAlgorithm(
+                algo.chars().take(64).collect(),
+            ));
         }
         let param = md.encryption_param.as_deref().unwrap_or_default();
         if param.len() != IV_LEN {

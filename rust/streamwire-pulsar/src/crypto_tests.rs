@@ -131,8 +131,8 @@ fn bad_keys_are_refused_with_a_reason_and_no_key_bytes() {
     .unwrap_err();
     assert!(matches!(e, CryptoError::BadKey { .. }), "{e}");
     // A private key given where the public one belongs is refused, not printed.
-    let e = Encryptor::new(vec!["a".into()], reader(Some(PRIV_A), None), Instant::now())
-        .unwrap_err();
+    let e =
+        Encryptor::new(vec!["a".into()], reader(Some(PRIV_A), None), Instant::now()).unwrap_err();
     assert!(!e.to_string().contains("MII"), "{e}");
 }
 

@@ -545,12 +545,14 @@ impl Actor {
                         let _ = self.permits.on_messages_received(r.permits);
                         if let Some(u) = &self.slot.unacked {
                             let b = MessageId::from_proto(&cmd.message_id);
-                            let id = MessageId::new(b.ledger_id, b.entry_id, self.ctx.partition, -1, 0);
+                            let id =
+                                MessageId::new(b.ledger_id, b.entry_id, self.ctx.partition, -1, 0);
                             u.lock()
                                 .unwrap_or_else(|p| p.into_inner())
                                 .delivered(id, Instant::now());
                         }
-                        self.slot.hold_error(Error::new(ErrorKind::Crypto, r.reason));
+                        self.slot
+                            .hold_error(Error::new(ErrorKind::Crypto, r.reason));
                         return self.discard(live, r.permits).await;
                     }
                     Err(r) => {

@@ -37,8 +37,8 @@ fn fixture() -> &'static Fixture {
             private: Some(PRIV.to_vec()),
             ..Default::default()
         });
-        let enc = Encryptor::new(vec!["k".into()], reader.clone(), Instant::now())
-            .expect("fixture key");
+        let enc =
+            Encryptor::new(vec!["k".into()], reader.clone(), Instant::now()).expect("fixture key");
         let mut md = pb::MessageMetadata::default();
         let sealed = enc.encrypt(&mut md, SAMPLE_BODY);
         Fixture {
@@ -66,7 +66,10 @@ pub fn fuzz_crypto(data: &[u8]) {
         // Anything may come back but a panic; a success can only be the fixture's body
         // (the only data key the decryptor can unwrap).
         if let Ok(plain) = f.decryptor.decrypt(&md, &rest[n..], Instant::now()) {
-            assert_eq!(plain, SAMPLE_BODY, "a forged entry decrypted to other bytes");
+            assert_eq!(
+                plain, SAMPLE_BODY,
+                "a forged entry decrypted to other bytes"
+            );
         }
         return;
     }

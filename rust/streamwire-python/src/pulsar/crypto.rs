@@ -28,9 +28,8 @@ fn pem_arg(what: &str, v: &Bound<'_, PyAny>, is_path: bool) -> PyResult<Vec<u8>>
             .extract()
             .map_err(|_| PyTypeError::new_err(format!("{what} must be a str or os.PathLike")))?;
         // The path is named; the error never carries the file's contents.
-        return std::fs::read(&path).map_err(|e| {
-            config_err(format!("{what}: cannot read {}: {e}", path.display()))
-        });
+        return std::fs::read(&path)
+            .map_err(|e| config_err(format!("{what}: cannot read {}: {e}", path.display())));
     }
     if let Ok(b) = v.cast::<PyBytes>() {
         return Ok(b.as_bytes().to_vec());
@@ -166,8 +165,10 @@ pub(crate) fn producer_encryption(
                 return Err(config_err("encryption_keys must not contain \"\"".into()));
             }
             let mut seen = std::collections::HashSet::new();
-            let key_names: Vec<String> =
-                keys.into_iter().filter(|k| seen.insert(k.clone())).collect();
+            let key_names: Vec<String> = keys
+                .into_iter()
+                .filter(|k| seen.insert(k.clone()))
+                .collect();
             Ok(Some(EncryptionConfig {
                 key_names,
                 reader: reader_of(r)?,
@@ -208,7 +209,7 @@ fn codec_name(c: i32) -> &'static str {
 /// How an undecrypted message's payload was sealed (`Message.encryption_context()`, with
 /// `crypto_failure_action="consume"`), enough to decrypt it elsewhere: the wrapped data key
 /// per key name, the IV, then the compression to undo and, for a batch, its message count.
-#[pyclass(frozen, module = "streamwire._native")]
+#[pyclass(frozen, module = "streamwire._native", name = "EncryptionContext")]
 pub struct EncryptionContextObj {
     ctx: Arc<EncryptionContext>,
 }
