@@ -12,8 +12,6 @@ from __future__ import annotations
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Optional
@@ -24,34 +22,10 @@ from streamwire.exceptions import CryptoError, OperationTimeoutError
 
 from tests.interop._official_read import drain, official_client
 from tests.peers.faultproxy import TO_CLIENT
+from tests.security.conftest import KeyPair
 
 CODECS = [None, "lz4", "zlib", "zstd", "snappy"]
 OFFICIAL_CODEC = {None: "NONE", "lz4": "LZ4", "zlib": "ZLib", "zstd": "ZSTD", "snappy": "SNAPPY"}
-
-
-@dataclass(frozen=True)
-class KeyPair:
-    public: Path
-    private: Path
-
-
-@pytest.fixture(scope="session")
-def rsa_keys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, KeyPair]]:
-    """Three RSA-2048 key pairs, ``a``, ``b`` and ``c``, made with openssl."""
-    d = tmp_path_factory.mktemp("e2e-keys")
-    pairs = {}
-    for name in ("a", "b", "c"):
-        private, public = d / f"{name}.pem", d / f"{name}_pub.pem"
-        subprocess.run(
-            ["openssl", "genrsa", "-out", str(private), "2048"], check=True, capture_output=True
-        )
-        subprocess.run(
-            ["openssl", "rsa", "-in", str(private), "-pubout", "-out", str(public)],
-            check=True,
-            capture_output=True,
-        )
-        pairs[name] = KeyPair(public, private)
-    yield pairs
 
 
 def _payloads(n: int) -> list[bytes]:
@@ -64,8 +38,9 @@ def _payloads(n: int) -> list[bytes]:
 def _receive_all(consumer: Any, n: int, timeout: float = 20.0) -> list[Any]:
     got: list[Any] = []
     deadline = time.monotonic() + timeout
+    take = consumer.read_many if isinstance(consumer, streamwire.Reader) else consumer.receive_many
     while len(got) < n and time.monotonic() < deadline:
-        got.extend(consumer.receive_many(n - len(got), timeout=1.0))
+        got.extend(take(n - len(got), timeout=1.0))
     return got
 
 

@@ -125,10 +125,11 @@ impl PyCryptoKeyReader {
 
     fn __repr__(&self) -> String {
         // Which keys it has, never the keys.
+        let py_bool = |b: bool| if b { "True" } else { "False" };
         format!(
             "CryptoKeyReader(public={}, private={}, names={:?})",
-            self.inner.public.is_some(),
-            self.inner.private.is_some(),
+            py_bool(self.inner.public.is_some()),
+            py_bool(self.inner.private.is_some()),
             {
                 let mut n: Vec<_> = self.inner.by_name.keys().collect();
                 n.sort();
