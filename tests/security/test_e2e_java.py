@@ -47,14 +47,15 @@ def e2e_java(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
 
 
 def _java(cmd: list[str], *args: str) -> list[str]:
+    """Run the Java side; its "msg ..." lines (the client logs to stdout too)."""
     out = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=180, env=JAVA_ENV)
     lines = out.stdout.splitlines()
-    if out.returncode != 0 or not lines or lines[-1] != "done":
+    if out.returncode != 0 or "e2e done" not in lines:
         pytest.fail(
             f"Java client failed (rc={out.returncode}): {out.stdout[-2000:]}\n{out.stderr[-4000:]}",
             pytrace=False,
         )
-    return lines[:-1]
+    return [line[4:] for line in lines if line.startswith("msg ")]
 
 
 @pytest.mark.parametrize(

@@ -2,10 +2,11 @@
 // official Java client (pulsar-client 4.0.x on the Apache fixture's classpath).
 //
 //   java E2eInterop <service-url> produce <topic> <public.pem> <key-name> <batching> <codec> <n>
-//       sends n payloads "java-<i>" encrypted for <key-name>, then prints "done".
+//       sends n payloads "java-<i>" encrypted for <key-name>, then prints "e2e done".
 //   java E2eInterop <service-url> consume <topic> <private.pem> <n>
 //       reads n messages from the earliest position, decrypting them, and prints each payload
-//       in base64 on its own line, then "done".
+//       in base64 on a line of its own ("msg <base64>"), then "e2e done". (The client's own log
+//       lines may come in between on stdout.)
 //
 // The key reader is our own few lines over the CryptoKeyReader interface: it hands the same
 // PEM file to every key name, as the official DefaultCryptoKeyReader with one default key.
@@ -79,15 +80,15 @@ public class E2eInterop {
                     for (int i = 0; i < n; i++) {
                         Message<byte[]> m = c.receive(30, TimeUnit.SECONDS);
                         if (m == null) {
-                            System.out.println("timeout");
+                            System.out.println("msg timeout");
                             break;
                         }
-                        System.out.println(Base64.getEncoder().encodeToString(m.getData()));
+                        System.out.println("msg " + Base64.getEncoder().encodeToString(m.getData()));
                         c.acknowledge(m);
                     }
                 }
             }
         }
-        System.out.println("done");
+        System.out.println("e2e done");
     }
 }
