@@ -108,13 +108,19 @@ pub trait KeyReader: Send + Sync + fmt::Debug {
     ) -> Result<KeyInfo, CryptoError>;
 }
 
+/// PEM bytes of a public and a private key, either may be absent.
+pub type PemPair = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// One recipient of a sealed message: key name, wrapped data key, the reader's metadata.
+pub type WrappedKey = (String, Bytes, Vec<(String, String)>);
+
 /// A reader over keys held in memory: one default pair used for every name (as the official
 /// `DefaultCryptoKeyReader` with two files), and optional pairs for particular names.
 #[derive(Clone, Default)]
 pub struct StaticKeyReader {
     pub public: Option<Vec<u8>>,
     pub private: Option<Vec<u8>>,
-    pub by_name: HashMap<String, (Option<Vec<u8>>, Option<Vec<u8>>)>,
+    pub by_name: HashMap<String, PemPair>,
     pub metadata: Vec<(String, String)>,
 }
 
@@ -296,7 +302,7 @@ impl Encryptor {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EncryptionContext {
     /// (key name, wrapped data key, metadata) per recipient.
-    pub keys: Vec<(String, Bytes, Vec<(String, String)>)>,
+    pub keys: Vec<WrappedKey>,
     pub algorithm: String,
     pub param: Bytes,
     /// The compression codec's wire value (applied before encryption).
