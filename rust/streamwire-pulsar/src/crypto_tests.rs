@@ -161,14 +161,27 @@ fn key_info_debug_hides_the_key() {
     assert!(!format!("{k:?}").contains("PRIVATE"));
 }
 
+/// One producer and one consumer for every proptest case: after the first case the consumer's
+/// cache holds the data key, so the cases exercise the AES-GCM path (the RSA unwrap costs
+/// ~50 ms in a debug build; the unit tests above cover it).
+fn shared_pair() -> &'static (Encryptor, Decryptor) {
+    static PAIR: std::sync::OnceLock<(Encryptor, Decryptor)> = std::sync::OnceLock::new();
+    PAIR.get_or_init(|| {
+        let enc =
+            Encryptor::new(vec!["a".into()], reader(Some(PUB_A), None), Instant::now()).unwrap();
+        (enc, Decryptor::new(reader(None, Some(PRIV_A))))
+    })
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(256))]
     #[test]
     fn prop_round_trip(body in proptest::collection::vec(any::<u8>(), 0..4096)) {
-        let (md, out) = seal(&["a"], reader(Some(PUB_A), None), &body);
+        let (enc, dec) = shared_pair();
+        let mut md = pb::MessageMetadata::default();
+        let out = enc.encrypt(&mut md, &body);
         prop_assert_eq!(out.len(), body.len() + TAG_LEN);
-        let d = Decryptor::new(reader(None, Some(PRIV_A)));
-        prop_assert_eq!(d.decrypt(&md, &out, Instant::now()).unwrap(), body);
+        prop_assert_eq!(dec.decrypt(&md, &out, Instant::now()).unwrap(), body);
     }
 
     #[test]
@@ -177,10 +190,26 @@ proptest! {
         at in any::<prop::sample::Index>(),
         bit in 0u8..8,
     ) {
-        let (md, mut out) = seal(&["a"], reader(Some(PUB_A), None), &body);
+        let (enc, dec) = shared_pair();
+        let mut md = pb::MessageMetadata::default();
+        let mut out = enc.encrypt(&mut md, &body);
         let i = at.index(out.len());
         out[i] ^= 1 << bit;
-        let d = Decryptor::new(reader(None, Some(PRIV_A)));
-        prop_assert_eq!(d.decrypt(&md, &out, Instant::now()), Err(CryptoError::Tampered));
+        prop_assert_eq!(dec.decrypt(&md, &out, Instant::now()), Err(CryptoError::Tampered));
+    }
+
+    #[test]
+    fn prop_flipped_iv_bit_is_detected(
+        body in proptest::collection::vec(any::<u8>(), 0..64),
+        at in 0usize..IV_LEN,
+        bit in 0u8..8,
+    ) {
+        let (enc, dec) = shared_pair();
+        let mut md = pb::MessageMetadata::default();
+        let out = enc.encrypt(&mut md, &body);
+        let mut iv = md.encryption_param.clone().unwrap().to_vec();
+        iv[at] ^= 1 << bit;
+        md.encryption_param = Some(iv.into());
+        prop_assert_eq!(dec.decrypt(&md, &out, Instant::now()), Err(CryptoError::Tampered));
     }
 }
