@@ -38,7 +38,7 @@ fn seal(names: &[&str], r: Arc<dyn KeyReader>, body: &[u8]) -> (pb::MessageMetad
     )
     .unwrap();
     let mut md = pb::MessageMetadata::default();
-    let out = enc.encrypt(&mut md, body);
+    let out = enc.encrypt(&mut md, body).unwrap();
     (md, out)
 }
 
@@ -142,7 +142,7 @@ fn data_key_rotates_after_four_hours() {
     let mut enc = Encryptor::new(vec!["a".into()], reader(Some(PUB_A), None), t0).unwrap();
     let wrapped = |e: &Encryptor| {
         let mut md = pb::MessageMetadata::default();
-        e.encrypt(&mut md, b"");
+        e.encrypt(&mut md, b"").unwrap();
         md.encryption_keys[0].value.clone()
     };
     let before = wrapped(&enc);
@@ -179,7 +179,7 @@ proptest! {
     fn prop_round_trip(body in proptest::collection::vec(any::<u8>(), 0..4096)) {
         let (enc, dec) = shared_pair();
         let mut md = pb::MessageMetadata::default();
-        let out = enc.encrypt(&mut md, &body);
+        let out = enc.encrypt(&mut md, &body).unwrap();
         prop_assert_eq!(out.len(), body.len() + TAG_LEN);
         prop_assert_eq!(dec.decrypt(&md, &out, Instant::now()).unwrap(), body);
     }
@@ -192,7 +192,7 @@ proptest! {
     ) {
         let (enc, dec) = shared_pair();
         let mut md = pb::MessageMetadata::default();
-        let mut out = enc.encrypt(&mut md, &body);
+        let mut out = enc.encrypt(&mut md, &body).unwrap();
         let i = at.index(out.len());
         out[i] ^= 1 << bit;
         prop_assert_eq!(dec.decrypt(&md, &out, Instant::now()), Err(CryptoError::Tampered));
@@ -206,7 +206,7 @@ proptest! {
     ) {
         let (enc, dec) = shared_pair();
         let mut md = pb::MessageMetadata::default();
-        let out = enc.encrypt(&mut md, &body);
+        let out = enc.encrypt(&mut md, &body).unwrap();
         let mut iv = md.encryption_param.clone().unwrap().to_vec();
         iv[at] ^= 1 << bit;
         md.encryption_param = Some(iv.into());

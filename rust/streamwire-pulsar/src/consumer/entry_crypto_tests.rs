@@ -65,7 +65,7 @@ fn sealed_batch(n: u32) -> PayloadSection {
         ..Default::default()
     };
     let enc = Encryptor::new(vec!["k".into()], reader(Some(PUB), None), Instant::now()).unwrap();
-    let sealed = enc.encrypt(&mut md, &compressed);
+    let sealed = enc.encrypt(&mut md, &compressed).unwrap();
     PayloadSection {
         broker_entry_metadata: None,
         metadata: Ok(md),

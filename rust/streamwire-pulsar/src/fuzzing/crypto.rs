@@ -40,7 +40,7 @@ fn fixture() -> &'static Fixture {
         let enc =
             Encryptor::new(vec!["k".into()], reader.clone(), Instant::now()).expect("fixture key");
         let mut md = pb::MessageMetadata::default();
-        let sealed = enc.encrypt(&mut md, SAMPLE_BODY);
+        let sealed = enc.encrypt(&mut md, SAMPLE_BODY).expect("fixture sealing");
         Fixture {
             decryptor: Decryptor::new(reader),
             md,

@@ -470,9 +470,9 @@ impl Actor {
         md: &mut pb::MessageMetadata,
         payload: Bytes,
         raw_len: usize,
-    ) -> Bytes {
+    ) -> Result<Bytes> {
         let Some(enc) = self.encryptor.as_mut() else {
-            return payload;
+            return Ok(payload);
         };
         if let Err(e) = enc.rotate_if_due(Instant::now()) {
             // The old data key stays in use (the Java producer does the same).
@@ -484,7 +484,9 @@ impl Actor {
             });
         }
         md.uncompressed_size = Some(raw_len as u32);
-        Bytes::from(enc.encrypt(md, &payload))
+        enc.encrypt(md, &payload)
+            .map(Bytes::from)
+            .map_err(|e| Error::new(ErrorKind::Crypto, e.to_string()))
     }
 
     fn base_metadata(&self, sequence_id: u64) -> pb::MessageMetadata {
