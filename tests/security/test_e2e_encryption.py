@@ -9,7 +9,9 @@ payload and unusable keys, each giving the typed ``CryptoError`` or the chosen a
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -18,6 +20,7 @@ from typing import Any, Optional
 
 import pytest
 import streamwire
+from streamwire import aio
 from streamwire.exceptions import CryptoError, OperationTimeoutError
 
 from tests.interop._official_read import drain, official_client
@@ -363,3 +366,71 @@ def test_many_producers_rotate_independent_data_keys(
                 b"from-1",
                 b"from-2",
             ]
+
+
+def test_listener_skips_what_it_cannot_decrypt_and_goes_on(
+    apache_broker: Any,
+    rsa_keys: dict[str, KeyPair],
+    unique_topic: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # One message for key a (the consumer has only b's private key), then one for b: under
+    # FAIL the first is held back and logged, and the listener still gets the second.
+    a, b = rsa_keys["a"], rsa_keys["b"]
+    got: list[bytes] = []
+    done = threading.Event()
+
+    def listener(consumer: streamwire.Consumer, msg: streamwire.Message) -> None:
+        got.append(msg.data())
+        consumer.acknowledge(msg)
+        done.set()
+
+    with streamwire.Client(apache_broker.service_url) as client:
+        with client.subscribe(
+            unique_topic,
+            "l",
+            crypto_key_reader=streamwire.CryptoKeyReader(private_key_path=b.private),
+            message_listener=listener,
+        ) as c:
+            for pair, body in ((a, b"for-a"), (b, b"for-b")):
+                with client.create_producer(
+                    unique_topic,
+                    encryption_keys=["k"],
+                    crypto_key_reader=streamwire.CryptoKeyReader(public_key_path=pair.public),
+                ) as p:
+                    p.send(body)
+            assert done.wait(20), "the listener never got the decryptable message"
+            assert got == [b"for-b"]
+            assert c.stats()["invalid"] == 1
+    assert any("could not be decrypted" in r.getMessage() for r in caplog.records)
+
+
+def test_asyncio_faces_encrypt_and_decrypt(
+    apache_broker: Any, rsa_keys: dict[str, KeyPair], unique_topic: str
+) -> None:
+    a = rsa_keys["a"]
+
+    async def main() -> list[bytes]:
+        async with aio.Client(apache_broker.service_url) as client:
+            consumer = await client.subscribe(
+                unique_topic,
+                "s",
+                crypto_key_reader=streamwire.CryptoKeyReader(private_key_path=a.private),
+            )
+            producer = await client.create_producer(
+                unique_topic,
+                compression="lz4",
+                encryption_keys=["k"],
+                crypto_key_reader=streamwire.CryptoKeyReader(public_key_path=a.public),
+            )
+            await producer.send_many([b"x1", b"x2", b"x3"])
+            out: list[bytes] = []
+            while len(out) < 3:
+                msgs = await consumer.receive_many(10, timeout=10)
+                assert msgs, "nothing received"
+                out += [m.data() for m in msgs]
+            await producer.close()
+            await consumer.close()
+            return out
+
+    assert asyncio.run(main()) == [b"x1", b"x2", b"x3"]
