@@ -774,6 +774,24 @@ CASES: list[Case] = [
     ),
     # -- Transactions (the Apache-only rows are in tests/transactions/bad_cases.py) --------------
     Case("Client.transaction()", "timeout=0", INV, lambda c: c.client.transaction(timeout=0)),
+    Case(
+        "Client.resume_transaction()",
+        "id not a tuple",
+        TypeError,
+        lambda c: c.client.resume_transaction("x"),  # type: ignore[arg-type]
+    ),
+    Case(
+        "Client.resume_transaction()",
+        "timeout=0",
+        INV,
+        lambda c: c.client.resume_transaction((0, 1), timeout=0),
+    ),
+    Case(
+        "Client.resume_transaction()",
+        "a broker without transactions (pulsar-lite)",
+        NotSupportedError,
+        lambda c: c.client.resume_transaction((0, 1)),
+    ),
     Case("Client.transaction()", "timeout=-1", INV, lambda c: c.client.transaction(timeout=-1)),
     Case(
         "Client.transaction()",

@@ -31,6 +31,9 @@ MODULES = [
     "streamwire.auth",
     "streamwire.metrics",
     "streamwire.schema",
+    "streamwire.compat",
+    "streamwire.compat.schema",
+    "streamwire.compat.exceptions",
 ]
 
 _PROPERTY_TYPES = (property, types.GetSetDescriptorType)

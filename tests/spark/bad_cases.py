@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import streamwire
 from streamwire import ConfigError, InvalidArgumentError, SchemaError
@@ -51,10 +51,11 @@ class SparkCtx:
 SparkCase = BadCase[SparkCtx, object]
 
 
-def _source(c: SparkCtx, topic: str, **options: str) -> Any:
+def _source(c: SparkCtx, topic: Optional[str], **options: str) -> Any:
     from streamwire.spark.datasource import StreamwireDataSource
 
-    return StreamwireDataSource({"service_url": c.url, "topic": topic, **options})
+    where = {"topic": topic} if topic is not None else {}
+    return StreamwireDataSource({"service_url": c.url, **where, **options})
 
 
 def _read(topic_attr: str, **options: str) -> Callable[[SparkCtx], object]:
@@ -64,6 +65,16 @@ def _read(topic_attr: str, **options: str) -> Callable[[SparkCtx], object]:
 def _write(ddl: str, topic_attr: str = "topic", **options: str) -> Callable[[SparkCtx], object]:
     def run(c: SparkCtx) -> object:
         return _source(c, getattr(c, topic_attr), **options).writer(_struct(ddl), False)
+
+    return run
+
+
+def _stream_write(
+    ddl: str, topic_attr: Optional[str] = "topic", **options: str
+) -> Callable[[SparkCtx], object]:
+    def run(c: SparkCtx) -> object:
+        topic = getattr(c, topic_attr) if topic_attr else None
+        return _source(c, topic, **options).streamWriter(_struct(ddl), False)
 
     return run
 
@@ -104,6 +115,36 @@ SPARK_SCHEMA_CASES: list[SparkCase] = [
         "one the source does not take (statsIntervalSeconds)",
         ConfigError,
         _write("value binary", **{"pulsar.client.statsIntervalSeconds": "60"}),
+    ),
+    SparkCase(
+        "write: pulsar.producer.* option",
+        "one the source does not take (hashingScheme)",
+        ConfigError,
+        _write("value binary", **{"pulsar.producer.hashingScheme": "Murmur3_32Hash"}),
+    ),
+    SparkCase(
+        "write: pulsar.producer.* option",
+        "contradicts the source's own spelling (sendTimeoutMs)",
+        ConfigError,
+        _write("value binary", sendTimeoutMs="1000", **{"pulsar.producer.sendTimeoutMs": "2"}),
+    ),
+    SparkCase(
+        "writeStream: deliveryGuarantee",
+        "neither at_least_once nor exactly_once",
+        ConfigError,
+        _stream_write("value binary", deliveryGuarantee="twice"),
+    ),
+    SparkCase(
+        "writeStream: deliveryGuarantee",
+        "exactly_once with a topic column and no transactionMarkerTopic",
+        ConfigError,
+        _stream_write("value binary, topic string", None, deliveryGuarantee="exactly_once"),
+    ),
+    SparkCase(
+        "read: pulsar.reader.* option",
+        "one the source does not take (readCompacted)",
+        ConfigError,
+        _read("topic", **{"pulsar.reader.readCompacted": "true"}),
     ),
     SparkCase("read: valueSchema", "not JSON", SchemaError, _read("topic", valueSchema="{nope")),
     SparkCase(

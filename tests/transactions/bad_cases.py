@@ -92,6 +92,26 @@ TXN_CASES: list[TxnCase] = [
         lambda c: _aborted(c).commit(),
     ),
     TxnCase(
+        "Client.resume_transaction()",
+        "commit of an id the coordinator does not know",
+        InvalidTransactionStateError,
+        lambda c: c.client.resume_transaction((0, 987_654_321)).commit(),
+        note="TransactionNotFound from the broker",
+    ),
+    TxnCase(
+        "Client.resume_transaction()",
+        "an id naming a coordinator the cluster does not have",
+        streamwire.InvalidArgumentError,
+        lambda c: c.client.resume_transaction((1 << 40, 1)),
+    ),
+    TxnCase(
+        "Client.resume_transaction()",
+        "abort of a committed transaction",
+        InvalidTransactionStateError,
+        lambda c: c.client.resume_transaction(_committed(c).id).abort(),
+        note="it stays committed",
+    ),
+    TxnCase(
         "Transaction.abort()",
         "after commit",
         InvalidTransactionStateError,

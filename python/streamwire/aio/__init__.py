@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import datetime
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Callable, Optional, TypeVar, Union
 
@@ -189,6 +191,17 @@ class Client(_Closing):
                 Default 60.0.
         """
         native: _native.Transaction = await self._native._atransaction(timeout)
+        return Transaction(native)
+
+    async def resume_transaction(self, id: tuple[int, int], timeout: float = 60.0) -> Transaction:
+        """A handle on a transaction started by another client or process, by its id
+        (``Transaction.id``), to send in it or to commit or abort it from here.
+
+        Args:
+            id: ``(most_significant_bits, least_significant_bits)``.
+            timeout: seconds this handle accepts sends and acks for. Default 60.0.
+        """
+        native: _native.Transaction = await self._native._aresume_transaction(id, timeout)
         return Transaction(native)
 
     async def get_or_create_schema(self, topic: str, schema: Schema) -> bytes:
@@ -567,6 +580,15 @@ class Consumer(_Receiving):
     async def unsubscribe(self) -> None:
         """As :meth:`streamwire.Consumer.unsubscribe`, awaited."""
         await self._native._aunsubscribe()
+
+    async def reconsume_later(
+        self,
+        message: Message,
+        delay: Union[float, datetime.timedelta] = 0.0,
+        properties: Optional[Mapping[str, str]] = None,
+    ) -> None:
+        """As :meth:`streamwire.Consumer.reconsume_later`, awaited."""
+        await self._native._areconsume_later(message, delay, properties)
 
     async def redeliver_unacknowledged_messages(self) -> None:
         """As :meth:`streamwire.Consumer.redeliver_unacknowledged_messages`, awaited."""

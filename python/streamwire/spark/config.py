@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Optional, cast
 if TYPE_CHECKING:
     from streamwire.spark._types import ClientLike
 
-__all__ = ["ClientConfig", "get_option", "has_scheme", "parse_bool"]
+__all__ = ["ClientConfig", "expand_passthrough", "get_option", "has_scheme", "parse_bool"]
 
 
 def get_option(options: Mapping[str, str], *names: str, default: Optional[str] = None) -> Any:
@@ -194,6 +194,60 @@ def _check_client_passthrough(options: Mapping[str, str]) -> None:
             from streamwire.exceptions import ConfigError
 
             raise ConfigError("streamwire: service_url and pulsar.client.serviceUrl differ")
+
+
+#: The Scala connector's ``pulsar.producer.*`` pass-through options this source maps: the
+#: Java ``ProducerConfigurationData`` name -> (this source's option, factor to its unit).
+PRODUCER_PASSTHROUGH: dict[str, tuple[str, float]] = {
+    "producerName": ("producerName", 1.0),
+    "sendTimeoutMs": ("sendTimeoutMs", 1.0),
+    "batchingEnabled": ("batchingEnabled", 1.0),
+    "batchingMaxMessages": ("batchingMaxMessages", 1.0),
+    "batchingMaxBytes": ("batchingMaxBytes", 1.0),
+    "batchingMaxPublishDelayMicros": ("batchingMaxPublishDelayMs", 0.001),
+    "compressionType": ("compressionType", 1.0),
+    "maxPendingMessages": ("maxPendingMessages", 1.0),
+    "blockIfQueueFull": ("blockIfQueueFull", 1.0),
+    "chunkingEnabled": ("chunkingEnabled", 1.0),
+}
+
+#: The same for ``pulsar.reader.*`` (Java ``ReaderConfigurationData``).
+READER_PASSTHROUGH: dict[str, tuple[str, float]] = {
+    "receiverQueueSize": ("receiverQueueSize", 1.0),
+    "readerName": ("readerName", 1.0),
+}
+
+
+def expand_passthrough(options: Mapping[str, str], kind: str) -> dict[str, str]:
+    """``options`` with the Scala connector's ``pulsar.<kind>.*`` names (``kind`` is
+    ``producer`` or ``reader``) rewritten to this source's options, in their units.
+
+    An unmapped name fails at once (the Scala connector hands every one to its Java builder, so
+    ignoring one would run the job with other settings than its author meant), and so does a
+    pass-through value that contradicts this source's own spelling of the same option."""
+    from streamwire.exceptions import ConfigError
+
+    table = PRODUCER_PASSTHROUGH if kind == "producer" else READER_PASSTHROUGH
+    by_lower = {name.lower(): target for name, target in table.items()}
+    prefix = f"pulsar.{kind}."
+    out = {str(k): v for k, v in options.items()}
+    for key, value in options.items():
+        k = str(key).lower()
+        if not k.startswith(prefix):
+            continue
+        target = by_lower.get(k[len(prefix) :])
+        if target is None:
+            raise ConfigError(
+                f"streamwire: option {key!r} is not supported; the {prefix}* options taken "
+                f"are {', '.join(table)} (see the options reference for their streamwire names)"
+            )
+        name, factor = target
+        mapped = str(value) if factor == 1.0 else repr(float(value) * factor)
+        own = get_option(options, name)
+        if own is not None and str(own) != mapped:
+            raise ConfigError(f"streamwire: {name}={own!r} and {key}={value!r} differ")
+        out[name] = mapped
+    return out
 
 
 def _seconds(value: Any, default: float) -> float:

@@ -40,7 +40,13 @@ from pyspark.sql.datasource import (
 # never touch the engine. The Pulsar, TANK and Pravega paths import what they need when called.
 from streamwire.spark import _timing
 from streamwire.spark._columns import spark_schema_ddl
-from streamwire.spark.config import ClientConfig, get_option, has_scheme, parse_bool
+from streamwire.spark.config import (
+    ClientConfig,
+    expand_passthrough,
+    get_option,
+    has_scheme,
+    parse_bool,
+)
 
 if TYPE_CHECKING:
     from streamwire.spark.offsets import Position
@@ -148,6 +154,7 @@ def _read_options(
 ) -> ReadOptions:
     from streamwire.spark.reading import ReadOptions
 
+    options = expand_passthrough(options, "reader")
     # startingTime / endingTime are resolved to positions on the driver (a seek by publish
     # time, see _time_option), not filtered here: the read covers the positions between.
     _time_option(options, "startingTime")
@@ -158,6 +165,7 @@ def _read_options(
         max_batch=int(get_option(options, "maxBatchRows", default="10000")),
         poll_timeout=float(get_option(options, "pollTimeoutMs", default="1000")) / 1000.0,
         receiver_queue_size=int(get_option(options, "receiverQueueSize", default="1000")),
+        reader_name=get_option(options, "readerName"),
         columns=columns,
     )
 
@@ -284,6 +292,8 @@ class StreamwireDataSource(DataSource):
             from streamwire.spark.pravega_source import SCHEMA as PRAVEGA_SCHEMA
 
             return PRAVEGA_SCHEMA
+        # A pass-through reader option this source refuses fails at planning, not in a task.
+        expand_passthrough(self.options, "reader")
         scala = parse_bool(get_option(self.options, "scalaNames"), False)
         typed = _typed_schema(self.options)
         if typed is not None:
@@ -330,6 +340,16 @@ class StreamwireDataSource(DataSource):
         return StreamwireStreamReader(options, read_options=_pulsar_read_options(options, schema))
 
     def streamWriter(self, schema: Any, overwrite: bool) -> _StreamWriterBase:
+        if _is_tank(self.options) or _is_pravega(self.options):
+            from streamwire.exceptions import ConfigError
+            from streamwire.spark.exactly_once import ExactlyOnce
+
+            if ExactlyOnce.from_options({"topic": "-", **self.options}) is not None:
+                raise ConfigError(
+                    "deliveryGuarantee=exactly_once needs Pulsar transactions: TANK has none, "
+                    "and Pravega's are not in streamwire yet (its streaming writes are "
+                    "at-least-once)"
+                )
         if _is_tank(self.options):
             from streamwire.spark._log_source import LogStreamWriter
             from streamwire.spark.tank_source import TankWriter
@@ -505,30 +525,61 @@ class StreamwireWriter(DataSourceArrowWriter):
 
 
 class StreamwireStreamWriter(_StreamWriterBase):
-    """Micro-batch sink: each micro-batch is produced and flushed before the batch commits."""
+    """Micro-batch sink: each micro-batch is produced and flushed before the batch commits.
+
+    At-least-once by default; ``deliveryGuarantee=exactly_once`` writes each task's rows in a
+    transaction the driver commits with the batch (see ``streamwire.spark.exactly_once``)."""
 
     def __init__(self, options: dict[str, str], schema: Any = None) -> None:
         self.options = options
         self.config = ClientConfig.from_options(options)
+        from streamwire.spark.exactly_once import ExactlyOnce
         from streamwire.spark.writing import ProduceOptions
 
         ProduceOptions.from_options(options, 0)
         self.typed = _typed_write(options, self.config, schema)
+        self.exactly_once = ExactlyOnce.from_options(options)
 
-    def write(self, iterator: Iterator[Any]) -> WriteCommit:
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
         from streamwire.spark.executor import _partition_id
         from streamwire.spark.writing import ProduceOptions, produce_batches
 
         pid = _partition_id()
         options = replace(ProduceOptions.from_options(self.options, pid), typed=self.typed)
+        if self.exactly_once is not None:
+            from streamwire.spark.exactly_once import batch_context, write_task
+
+            query, batch = batch_context()
+            return write_task(
+                self.config, options, self.exactly_once, _as_arrow(iterator), query, batch, pid
+            )
         stats = produce_batches(self.config, _as_arrow(iterator), options)
         return WriteCommit(pid, stats.rows, stats.bytes, stats.per_topic)
 
     def commit(self, messages: list[Optional[WriterCommitMessage]], batchId: int) -> None:
+        if self.exactly_once is not None:
+            from streamwire.spark.exactly_once import TxnWriteCommit, commit_batch
+
+            txns = [m for m in messages if isinstance(m, TxnWriteCommit)]
+            done, skipped = commit_batch(self.config, self.exactly_once, txns, batchId)
+            log.info(
+                "streamwire: micro-batch %d committed %d messages (%d skipped: written before)",
+                batchId,
+                done,
+                skipped,
+            )
+            return
         rows = sum(m.rows for m in messages if isinstance(m, WriteCommit))
         log.info("streamwire: micro-batch %d wrote %d messages", batchId, rows)
 
     def abort(self, messages: list[Optional[WriterCommitMessage]], batchId: int) -> None:
+        if self.exactly_once is not None:
+            from streamwire.spark.exactly_once import TxnWriteCommit, abort_batch
+
+            txns = [m for m in messages if isinstance(m, TxnWriteCommit)]
+            abort_batch(self.config, self.exactly_once, txns)
+            log.warning("streamwire: micro-batch %d aborted (%d transactions)", batchId, len(txns))
+            return
         log.warning("streamwire: micro-batch %d aborted (at-least-once)", batchId)
 
 

@@ -62,6 +62,7 @@ class ReadOptions:
     max_batch: int = 10_000
     poll_timeout: float = 1.0
     receiver_queue_size: int = 1000
+    reader_name: Optional[str] = None
     starting_time_ms: Optional[int] = None
     ending_time_ms: Optional[int] = None
     # indexes into ARROW_COLUMNS to emit, in order (None: all); from a user-given schema
@@ -287,6 +288,7 @@ def read_range(config: ClientConfig, spec: RangeSpec, options: ReadOptions) -> I
             start_id,
             inclusive=True,
             receiver_queue_size=options.receiver_queue_size,
+            reader_name=options.reader_name,
             **extra,
         )
     try:

@@ -34,6 +34,9 @@ class ProduceOptions:
     batching_type: str = "default"  # or "key_based": one key per batch (Key_Shared readers)
     compression: Optional[str] = None
     send_timeout: float = 30.0
+    max_pending_messages: int = 10_000
+    block_if_queue_full: bool = True
+    chunking: bool = False
     chunk_rows: int = 10_000
     # With a producer name: the first sequence id of this write job (fixed on the driver, so
     # every attempt of a task numbers its rows the same way). None: the producer numbers them.
@@ -50,6 +53,9 @@ class ProduceOptions:
             "batching_max_delay": self.batching_max_delay,
             "batching_type": self.batching_type,
             "send_timeout": self.send_timeout,
+            "max_pending_messages": self.max_pending_messages,
+            "block_if_queue_full": self.block_if_queue_full,
+            "chunking": self.chunking,
         }
         if self.compression:
             kwargs["compression"] = self.compression
@@ -63,8 +69,9 @@ class ProduceOptions:
     def from_options(
         cls, options: Mapping[str, str], partition_id: int, sequence_base: Optional[int] = None
     ) -> ProduceOptions:
-        from streamwire.spark.config import get_option, parse_bool
+        from streamwire.spark.config import expand_passthrough, get_option, parse_bool
 
+        options = expand_passthrough(options, "producer")
         prefix = get_option(options, "producerName", "producer_name")
         name = f"{prefix}-{partition_id}" if prefix else None
         topic = get_option(options, "topic")
@@ -77,10 +84,19 @@ class ProduceOptions:
             batching_max_delay=float(get_option(options, "batchingMaxPublishDelayMs", default="1"))
             / 1000.0,
             batching_type=_batching_type(get_option(options, "batchingType", "batching_type")),
-            compression=get_option(options, "compression", "compressionType"),
+            compression=_compression(get_option(options, "compression", "compressionType")),
             send_timeout=float(get_option(options, "sendTimeoutMs", default="30000")) / 1000.0,
+            max_pending_messages=int(get_option(options, "maxPendingMessages", default="10000")),
+            block_if_queue_full=parse_bool(get_option(options, "blockIfQueueFull"), True),
+            chunking=parse_bool(get_option(options, "chunkingEnabled", "chunking"), False),
             sequence_base=sequence_base if prefix else None,
         )
+
+
+def _compression(value: Optional[str]) -> Optional[str]:
+    """The codec name: the Java enum's spellings (``LZ4``, ``NONE``) are accepted too."""
+    text = (value or "").strip().lower()
+    return None if text in ("", "none") else text
 
 
 def _batching_type(value: Optional[str]) -> str:
@@ -159,6 +175,7 @@ def _send_batch(
     batch: Any,
     first_sequence_id: Optional[int] = None,
     typed: Optional[TypedSchema] = None,
+    txn: Any = None,
 ) -> int:
     """Send one batch (all rows to one producer) with one ``send_many``; returns payload bytes.
 
@@ -194,6 +211,8 @@ def _send_batch(
         kwargs["sequence_ids"] = pa.array(
             range(first_sequence_id, first_sequence_id + n), pa.int64()
         )
+    if txn is not None:
+        kwargs["txn"] = txn
     ids = producer.send_many(values, **kwargs)
     if len(ids) != n:
         raise RuntimeError(f"streamwire: {n - len(ids)} of {n} messages were not delivered")
@@ -225,11 +244,12 @@ def _payload_bytes(values: Any) -> int:
 
 
 def produce_batches(
-    config: ClientConfig, batches: Iterable[Any], options: ProduceOptions
+    config: ClientConfig, batches: Iterable[Any], options: ProduceOptions, txn: Any = None
 ) -> WriteStats:
     """Send every row of ``batches``; flush; raise if anything was not delivered.
 
-    A per-row ``topic`` column routes rows; otherwise ``options.topic`` is used.
+    A per-row ``topic`` column routes rows; otherwise ``options.topic`` is used. With ``txn``
+    (a ``streamwire.Transaction``) every row is sent in it.
     """
     stats = WriteStats()
     producers: dict[str, Any] = {}
@@ -250,7 +270,7 @@ def produce_batches(
             offsets[topic] = done + piece.num_rows
         producer = producer_for(topic)
         with _timing.phase("write.task: send_many"):
-            return _send_batch(producer, piece, first, options.typed)
+            return _send_batch(producer, piece, first, options.typed, txn)
 
     def producer_for(topic: str) -> Any:
         p = producers.get(topic)

@@ -37,6 +37,8 @@ pub struct ConsumerConfig {
     pub expire_incomplete_chunked: Duration,
     /// Send messages redelivered too often to a dead-letter topic (shared subscriptions).
     pub dead_letter: Option<dlq::DeadLetterPolicy>,
+    /// Also subscribe to the retry-letter topic, for `reconsume_later` (Java's `enableRetry`).
+    pub retry_enable: bool,
     /// How a Key_Shared subscription spreads keys (`None`: the broker's default, auto split).
     pub key_shared: Option<KeySharedPolicy>,
     /// Key_Shared: let the broker deliver a key's new messages to a consumer that just took
@@ -140,6 +142,7 @@ impl Default for ConsumerConfig {
             max_pending_chunked_messages: 10,
             expire_incomplete_chunked: Duration::from_secs(60),
             dead_letter: None,
+            retry_enable: false,
             key_shared: None,
             allow_out_of_order_delivery: false,
             regex_mode: pb::command_get_topics_of_namespace::Mode::Persistent,

@@ -38,6 +38,9 @@ pub struct DeadLetterPolicy {
     /// dead-letter producer (Java's `initialSubscriptionName`): without a subscription, a
     /// topic without retention keeps nothing for a subscriber that comes later.
     pub initial_subscription_name: Option<String>,
+    /// Where `reconsume_later` sends messages (with `retry_enable`; None:
+    /// `<topic>-<subscription>-RETRY`, see `retry::prepare`).
+    pub retry_letter_topic: Option<String>,
 }
 
 pub const REAL_TOPIC: &str = "REAL_TOPIC";
@@ -294,6 +297,7 @@ mod tests {
                 max_redeliver_count: 3,
                 dead_letter_topic: None,
                 initial_subscription_name: None,
+                retry_letter_topic: None,
             },
             "persistent://public/default/t",
             "s",

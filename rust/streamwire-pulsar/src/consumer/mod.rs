@@ -20,6 +20,8 @@ pub mod idhash;
 pub mod nacks;
 pub mod pattern;
 pub mod queue;
+pub mod retry;
+mod stats;
 mod txn_ack;
 
 use std::collections::HashMap;
@@ -43,6 +45,7 @@ pub use acks::AckTracker;
 pub use config::{ConsumerConfig, KeySharedPolicy};
 pub use entry::{ReceivedMessage, StartFilter};
 pub use pb::command_subscribe::{InitialPosition, SubType};
+pub use stats::ConsumerStats;
 
 use actor::{Actor, Control};
 use nacks::{RedeliveryTracker, UnackedTracker};
@@ -189,30 +192,14 @@ struct Inner {
     /// Whether any slot is a partition of a partitioned topic.
     created: Instant,
     waiting: AtomicUsize,
+    /// The producers of `reconsume_later` (made on first use).
+    retry: retry::RetryProducers,
 }
 
 /// A consumer (or reader) over one topic, its partitions, or a list of topics.
 #[derive(Clone)]
 pub struct Consumer {
     inner: Arc<Inner>,
-}
-
-/// Local counters of a consumer, summed over its partitions.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ConsumerStats {
-    pub received: u64,
-    pub acked: u64,
-    pub nacked: u64,
-    pub skipped: u64,
-    pub invalid: u64,
-    pub reconnects: u64,
-    pub reconnect_failures: u64,
-    /// The error of a partition still trying to re-subscribe, if any.
-    pub reconnect_error: Option<String>,
-    pub redelivery_requests: u64,
-    pub dead_lettered: u64,
-    pub queued: u64,
-    pub partitions: u64,
 }
 
 /// See [`Consumer::slot_finder`].
@@ -253,6 +240,9 @@ impl Consumer {
         if topics.is_empty() {
             return Err(Error::invalid("no topic to subscribe to"));
         }
+        let mut cfg = cfg;
+        let with_retry = retry::prepare(topics, &mut cfg)?;
+        let topics = with_retry.as_deref().unwrap_or(topics);
         let mut targets = Vec::new();
         for t in topics {
             if t.partition_index().is_some() {
@@ -299,6 +289,7 @@ impl Consumer {
                 topic_label: label,
                 created: Instant::now(),
                 waiting: AtomicUsize::new(0),
+                retry: retry::RetryProducers::default(),
             }),
         };
         if let Err(e) = consumer.add_partitions(targets).await {
@@ -872,35 +863,6 @@ impl Consumer {
         Snapshot::merged(self.live_slots().iter().map(|s| s.metrics.snapshot()))
     }
 
-    pub fn stats(&self) -> ConsumerStats {
-        let mut st = ConsumerStats {
-            partitions: self.live_slots().len() as u64,
-            ..Default::default()
-        };
-        for s in &self.live_slots() {
-            let c = &s.stats;
-            st.received += c.received.load(Ordering::Relaxed);
-            st.acked += c.acked.load(Ordering::Relaxed);
-            st.nacked += c.nacked.load(Ordering::Relaxed);
-            st.skipped += c.skipped.load(Ordering::Relaxed);
-            st.invalid += c.invalid.load(Ordering::Relaxed);
-            st.reconnects += c.reconnects.load(Ordering::Relaxed);
-            st.reconnect_failures += c.reconnect_failures.load(Ordering::Relaxed);
-            if let Some(e) = c
-                .reconnect_error
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .as_ref()
-            {
-                st.reconnect_error.get_or_insert_with(|| e.clone());
-            }
-            st.redelivery_requests += c.redelivery_requests.load(Ordering::Relaxed);
-            st.dead_lettered += c.dead_lettered.load(Ordering::Relaxed);
-            st.queued += s.queue.len() as u64;
-        }
-        st
-    }
-
     /// Delete the subscription, then close.
     pub async fn unsubscribe(&self) -> Result<()> {
         self.check_open()?;
@@ -929,6 +891,7 @@ impl Consumer {
                 dl.close().await;
             }
         }
+        self.close_retry().await;
         streamwire_core::log::event(streamwire_core::log::Level::Info, "pulsar.consumer", || {
             (
                 "consumer closed".to_owned(),

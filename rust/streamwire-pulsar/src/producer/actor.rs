@@ -84,6 +84,8 @@ pub(super) struct Actor {
     /// The schema version of the batch being built when it is not the producer's own (a
     /// batch carries one version; see `placement`).
     batch_schema_version: Option<Bytes>,
+    /// The transaction of the batch being built (a batch belongs to one; see `placement`).
+    batch_txn: Option<crate::transaction::TxnId>,
     /// Key-based batching: the messages waiting, grouped by key (see `actor_keyed`).
     keyed: Option<KeyedContainer<Queued>>,
     /// Key-based batching: the key of the batch being built (a batch holds one key).
@@ -165,6 +167,7 @@ impl Actor {
             chunk_first: None,
             schema_version: None,
             batch_schema_version: None,
+            batch_txn: None,
             keyed,
             batch_key: None,
             encryptor,
@@ -371,6 +374,7 @@ impl Actor {
         let open = OpenBatch {
             len: self.batch_items.len(),
             schema_version: self.batch_schema_version.as_deref(),
+            txn: self.batch_txn,
         };
         match place(self.batcher.is_some(), open, &entry, isolate) {
             Placement::Join => {}
@@ -392,6 +396,7 @@ impl Actor {
         if self.batch_items.is_empty() {
             // The batch opens with this message: its version (and key) are the batch's.
             self.batch_schema_version = entry.schema_version.clone();
+            self.batch_txn = entry.txn;
             self.batch_key = key.clone();
         }
         let len = msg.payload.len();
@@ -407,6 +412,7 @@ impl Actor {
             }
             AddOutcome::DoesNotFit(msg) => {
                 self.flush_batch().await;
+                self.batch_txn = entry.txn;
                 self.batch_schema_version = entry.schema_version;
                 self.batch_key = key;
                 let batcher = self.batcher.as_mut().expect("batcher");

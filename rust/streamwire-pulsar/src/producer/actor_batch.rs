@@ -32,6 +32,7 @@ impl Actor {
         let open = OpenBatch {
             len: self.batch_items.len(),
             schema_version: self.batch_schema_version.as_deref(),
+            txn: self.batch_txn,
         };
         if place(true, open, &q.entry, false) != Placement::Join {
             return Joined::Declined(q);
@@ -66,6 +67,7 @@ impl Actor {
         self.next_sequence_id += 1;
         if self.batch_items.is_empty() {
             // The batch opens with this message: its version is the batch's.
+            self.batch_txn = entry.txn;
             self.batch_schema_version = entry.schema_version;
         }
         self.note_batch_item(completion, reservation, permits, enqueued_at, len);
@@ -93,6 +95,7 @@ impl Actor {
 
     pub(super) async fn flush_batch(&mut self) {
         let version = self.batch_schema_version.take();
+        let txn = self.batch_txn.take();
         let key = self.batch_key.take();
         let Some(batch) = self.batcher.as_mut().and_then(|b| b.take()) else {
             return;
@@ -111,6 +114,7 @@ impl Actor {
                 let (c, r, p) = items.pop().expect("one item");
                 let entry = super::super::EntryOptions {
                     schema_version: version,
+                    txn,
                     ..super::super::EntryOptions::default()
                 };
                 self.send_single(msg, entry, c, r, p, enqueued_at).await;
@@ -120,6 +124,10 @@ impl Actor {
         let mut md = self.base_metadata(batch.first_sequence_id);
         if version.is_some() {
             md.schema_version = version;
+        }
+        if let Some(t) = txn {
+            md.txnid_least_bits = Some(t.least);
+            md.txnid_most_bits = Some(t.most);
         }
         if let Some(k) = &key {
             k.apply(&mut md);

@@ -110,8 +110,8 @@ pub struct EntryOptions {
     pub deliver_at: Option<i64>,
     pub replicate_to: Vec<String>,
     pub disable_replication: bool,
-    /// The transaction the message belongs to (a batch belongs to one transaction, so a
-    /// transactional message goes unbatched).
+    /// The transaction the message belongs to (a batch belongs to one transaction: messages
+    /// of the same transaction batch together, see `placement`).
     pub txn: Option<crate::transaction::TxnId>,
     /// The registry version of this message's schema when it is not the producer's own
     /// (from GET_OR_CREATE_SCHEMA; a batch carries one version, so such a message closes an
@@ -129,12 +129,9 @@ impl EntryOptions {
     }
 
     /// Whether a message with these options may go in a batch: nothing but a schema
-    /// version (which the whole batch then carries) is set.
+    /// version or a transaction (which the whole batch then carries) is set.
     pub fn batchable(&self) -> bool {
-        self.deliver_at.is_none()
-            && self.replicate_to.is_empty()
-            && !self.disable_replication
-            && self.txn.is_none()
+        self.deliver_at.is_none() && self.replicate_to.is_empty() && !self.disable_replication
     }
 }
 

@@ -3,11 +3,13 @@
 //! sends and `send_many` alike), so the batching rules live in one place.
 //!
 //! The rules, as the Java client's `BatchMessageContainerImpl`:
-//! - entry-level options (delivery time, replication, a transaction) go only in an entry's
-//!   own metadata, so such a message is sent alone (after the open batch, keeping the order);
+//! - entry-level options (delivery time, replication) go only in an entry's own metadata, so
+//!   such a message is sent alone (after the open batch, keeping the order);
 //! - a batch carries one `schema_version` in its metadata, so a message of another schema
 //!   than the open batch's closes it first (`hasSameSchema`); messages of one schema other
 //!   than the producer's own still batch together;
+//! - a batch belongs to one transaction (its id is in the batch's metadata), so a message of
+//!   another transaction (or of none) than the open batch's closes it first (`hasSameTxn`);
 //! - a possible duplicate (a caller-given sequence id at or below one used), and the message
 //!   after one, open a batch of their own (the broker judges a batch by its first id).
 
@@ -31,6 +33,8 @@ pub struct OpenBatch<'a> {
     pub len: usize,
     /// Its schema version: None for the producer's own schema.
     pub schema_version: Option<&'a [u8]>,
+    /// Its transaction, if any.
+    pub txn: Option<crate::transaction::TxnId>,
 }
 
 /// Where a message with `entry` goes. `batching`: the producer batches at all; `isolate`: the
@@ -47,7 +51,7 @@ pub fn place(
     if open.len == 0 {
         return Placement::Join;
     }
-    if isolate || open.schema_version != entry.schema_version.as_deref() {
+    if isolate || open.schema_version != entry.schema_version.as_deref() || open.txn != entry.txn {
         return Placement::CloseThenJoin;
     }
     Placement::Join
@@ -116,6 +120,7 @@ mod tests {
             let state = OpenBatch {
                 len: open.len(),
                 schema_version: open_version.as_deref(),
+                txn: None,
             };
             match place(batching, state, &entry, m.isolate) {
                 Placement::Alone => {
@@ -196,11 +201,13 @@ mod tests {
         let own = OpenBatch {
             len: 3,
             schema_version: None,
+            txn: None,
         };
         assert_eq!(place(true, own, &v1, false), Placement::CloseThenJoin);
         let same = OpenBatch {
             len: 3,
             schema_version: Some(&[1]),
+            txn: None,
         };
         assert_eq!(place(true, same, &v1, false), Placement::Join);
         assert_eq!(
@@ -211,7 +218,15 @@ mod tests {
             txn: Some(crate::transaction::TxnId { most: 1, least: 2 }),
             ..v1.clone()
         };
-        assert_eq!(place(true, same, &txn, false), Placement::Alone);
+        // A transaction's messages batch together, apart from other transactions' and from
+        // messages outside any.
+        assert_eq!(place(true, same, &txn, false), Placement::CloseThenJoin);
+        let in_txn = OpenBatch {
+            txn: txn.txn,
+            ..same
+        };
+        assert_eq!(place(true, in_txn, &txn, false), Placement::Join);
+        assert_eq!(place(true, in_txn, &v1, false), Placement::CloseThenJoin);
         assert_eq!(place(false, same, &v1, false), Placement::Alone);
     }
 }

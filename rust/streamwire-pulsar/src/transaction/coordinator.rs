@@ -19,7 +19,7 @@ use streamwire_core::backoff::{Backoff, BackoffConfig};
 use streamwire_core::error::{Error, ErrorKind, Result};
 
 use super::txn::Transaction;
-use super::wire::{self, TxnReply};
+use super::wire::{self, TxnId, TxnReply};
 use crate::client::PulsarClient;
 use crate::connection::Connection;
 use crate::protocol::pb;
@@ -180,6 +180,36 @@ impl Coordinator {
                 format!("unexpected answer to NEW_TXN: {other:?}"),
             )),
         }
+    }
+}
+
+impl Coordinator {
+    /// A handle on a transaction started elsewhere (another client, another process), by its
+    /// id: the Spark sink's driver commits or aborts the transactions its tasks wrote in. The
+    /// coordinator is the id's high part. `timeout` only bounds what this handle lets through
+    /// locally: the coordinator keeps the timeout the transaction was started with.
+    ///
+    /// Only the number of coordinators is asked (once per client: a cluster without
+    /// transactions fails here, as `new_transaction` does); a transaction that does not exist
+    /// (or has ended) shows when the handle is used, as the coordinator's typed error.
+    pub async fn resume(self: &Arc<Self>, id: TxnId, timeout: Duration) -> Result<Transaction> {
+        if timeout.is_zero() {
+            return Err(Error::invalid("a transaction timeout must be positive"));
+        }
+        let n = self.coordinators().await?;
+        if id.most >= u64::from(n) {
+            return Err(Error::invalid(format!(
+                "transaction {id} names coordinator {}, but the cluster has {n}",
+                id.most
+            )));
+        }
+        Ok(Transaction::new(
+            id,
+            id.most,
+            Arc::clone(self),
+            timeout,
+            Instant::now() + timeout,
+        ))
     }
 }
 

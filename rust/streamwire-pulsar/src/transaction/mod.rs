@@ -6,9 +6,9 @@
 //! * [`coordinator`] — finding and talking to the transaction coordinators (I/O);
 //! * [`txn`] — one transaction: registrations, in-flight operations, commit and abort.
 //!
-//! A send in a transaction goes unbatched (a batch belongs to one transaction, and a
-//! one-message entry is the simplest such batch) with the transaction id in its metadata and
-//! on its SEND command; its partition is registered with the coordinator first.
+//! Sends in a transaction batch together (a batch belongs to one transaction: its id is in
+//! the batch's metadata and on its SEND command, as the Java client's `hasSameTxn`); a
+//! partition is registered with the coordinator before its first message of the transaction.
 
 pub mod coordinator;
 pub mod state;
@@ -29,8 +29,9 @@ use crate::producer::{Completion, EntryOptions, Group, TopicProducer};
 
 impl TopicProducer {
     /// Send `msg` as part of `txn`: register its partition with the coordinator (once), then
-    /// queue it unbatched with the transaction id. `txn` learns the receipt before
-    /// `completion` does, so a commit waits for it.
+    /// queue it with the transaction id (it batches with the transaction's other messages; a
+    /// caller that waits on the receipt next calls `trigger_flush`). `txn` learns the receipt
+    /// before `completion` does, so a commit waits for it.
     pub async fn send_in_txn(
         &self,
         msg: OutgoingMessage,
@@ -39,8 +40,6 @@ impl TopicProducer {
         completion: Completion,
         txn: &Transaction,
     ) -> Result<()> {
-        // Unbatched, so the actor writes it at once (after the partition's open batch, which
-        // it sends first to keep the order): no flush needed for a caller that waits.
         self.queue_in_txn(msg, user_sequence_id, entry, completion, txn)
             .await
     }
@@ -74,6 +73,8 @@ impl TopicProducer {
                 Completion::Group(Arc::clone(group), i).complete(Err(e));
             }
         }
+        // The caller waits for every receipt: the last, partial batch goes out now.
+        self.trigger_flush();
         Ok(())
     }
 

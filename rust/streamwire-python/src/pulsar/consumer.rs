@@ -27,6 +27,7 @@ use crate::common::faces::Op;
 use crate::common::pickle::refuse_pickle;
 use crate::common::untracked::untracked_list;
 use crate::pulsar::aio_consumer::{Held, Want};
+use crate::pulsar::deliver_time::DeliverAfter;
 use crate::pulsar::listener::{has_listener, Listening};
 use crate::pulsar::message::{column_list, Message};
 use crate::pulsar::message_id::PyMessageId;
@@ -744,6 +745,55 @@ crate::two_faces! {
         ///         epoch.
         fn seek / _aseek (&self, py, target: &Bound<'_, PyAny>) -> () as none {
             self.h.seek("consumer", target)?
+        }
+
+        /// Hand `message` back for later: a copy goes to the retry-letter topic, delivered
+        /// after `delay`, and `message` is acknowledged once the copy is written (as the Java
+        /// client's `reconsumeLater`). After `dead_letter_policy`'s `max_redeliver_count`
+        /// rounds (16 by default) the copy goes to the dead-letter topic instead. Needs
+        /// `retry_enable=True` at `subscribe` (and a shared subscription for the delay to hold).
+        ///
+        /// Args:
+        ///     message: a `Message` this consumer received.
+        ///     delay: seconds (a number) or a `datetime.timedelta`. Default 0: at once.
+        ///     properties: extra properties for the copy. Default None.
+        ///
+        /// Raises:
+        ///     ConfigError: the consumer was not subscribed with `retry_enable=True`.
+        ///     InvalidArgumentError: a negative delay.
+        ///     TypeError: `message` is not a `Message`.
+        #[pyo3(signature = (message, delay=DeliverAfter(0.0), properties=None))]
+        fn reconsume_later / _areconsume_later (
+            &self,
+            py,
+            message: &Bound<'_, PyAny>,
+            delay: DeliverAfter,
+            properties: Option<std::collections::HashMap<String, String>>,
+        ) -> () as none {
+            let e = self.h.live("consumer")?.clone();
+            let m = message
+                .cast::<Message>()
+                .map_err(|_| {
+                    PyTypeError::new_err(format!(
+                        "reconsume_later takes a Message, got {}",
+                        message.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                    ))
+                })?
+                .get()
+                .m
+                .clone();
+            if !(delay.0.is_finite() && delay.0 >= 0.0) {
+                return Err(to_py(Error::invalid(format!(
+                    "delay must be a non-negative number of seconds, got {}",
+                    delay.0
+                ))));
+            }
+            let delay = Duration::from_secs_f64(delay.0);
+            let slot = e.slot_finder().slot_of(&m);
+            let extra: Vec<(String, String)> = properties.unwrap_or_default().into_iter().collect();
+            self.h.op("reconsume later", async move {
+                e.reconsume_later(slot, &m, delay, extra).await
+            })
         }
 
         /// Delete the subscription and close the consumer.

@@ -135,6 +135,7 @@ fn dead_letter_arg(obj: &Bound<'_, PyAny>) -> PyResult<DeadLetterPolicy> {
         max_redeliver_count: 0,
         dead_letter_topic: None,
         initial_subscription_name: None,
+        retry_letter_topic: None,
     };
     let mut have_max = false;
     for item in items.try_iter()? {
@@ -157,6 +158,13 @@ fn dead_letter_arg(obj: &Bound<'_, PyAny>) -> PyResult<DeadLetterPolicy> {
                 }
                 policy.dead_letter_topic = t;
             }
+            "retry_letter_topic" => {
+                let t: Option<String> = v.extract()?;
+                if let Some(t) = &t {
+                    TopicName::parse(t).py_err()?;
+                }
+                policy.retry_letter_topic = t;
+            }
             "initial_subscription_name" => {
                 let n: Option<String> = v.extract()?;
                 if n.as_deref() == Some("") {
@@ -169,7 +177,7 @@ fn dead_letter_arg(obj: &Bound<'_, PyAny>) -> PyResult<DeadLetterPolicy> {
             other => {
                 return Err(config_err(format!(
                     "unknown dead_letter_policy key {other:?}; use max_redeliver_count, \
-                     dead_letter_topic and initial_subscription_name"
+                     dead_letter_topic, retry_letter_topic and initial_subscription_name"
                 )))
             }
         }
@@ -313,6 +321,11 @@ crate::two_faces! {
         ///     schema: a `streamwire.schema` object: the broker checks it against the topic's
         ///         schema, and `Message.value` decodes each message with the schema version it
         ///         was written with. Default None: raw bytes.
+        ///     retry_enable: also subscribe to the retry-letter topic (`dead_letter_policy`'s
+        ///         `retry_letter_topic`, default `<topic>-<subscription>-RETRY`) for
+        ///         `Consumer.reconsume_later`; without a `dead_letter_policy`, messages go to
+        ///         `<topic>-<subscription>-DLQ` after 16 rounds (as the Java client's
+        ///         `enableRetry`). Not with a pattern. Default False.
         ///     message_listener: a callable `listener(consumer, message)`: every message is
         ///         handed to it, one at a time in receive order, on one of the client's
         ///         `message_listener_threads`; the receive calls then raise `ConfigError`. It
@@ -340,8 +353,8 @@ crate::two_faces! {
             pattern_auto_discovery_period=60.0, regex_subscription_mode="persistent",
             dead_letter_policy=None,
             max_pending_chunked_messages=10, expire_time_of_incomplete_chunked_message=60.0,
-            key_shared_policy=None, schema=None, message_listener=None, crypto_key_reader=None,
-            crypto_failure_action="fail"))]
+            key_shared_policy=None, schema=None, message_listener=None, retry_enable=false,
+            crypto_key_reader=None, crypto_failure_action="fail"))]
         fn subscribe / _asubscribe (
             &self,
             py,
@@ -365,6 +378,7 @@ crate::two_faces! {
             key_shared_policy: Option<&Bound<'_, PyAny>>,
             schema: Option<&Bound<'_, PyAny>>,
             message_listener: Option<&Bound<'_, PyAny>>,
+            retry_enable: bool,
             crypto_key_reader: Option<&Bound<'_, PyAny>>,
             crypto_failure_action: &str,
         ) -> Adopt<Consumer> {
@@ -426,6 +440,7 @@ crate::two_faces! {
                 key_shared,
                 allow_out_of_order_delivery,
                 regex_mode: regex_mode(regex_subscription_mode)?,
+                retry_enable,
                 crypto: crate::pulsar::crypto::consumer_crypto(
                     crypto_key_reader,
                     crypto_failure_action,
@@ -434,6 +449,12 @@ crate::two_faces! {
             };
             let listener = Listening::from_arg("message_listener", message_listener)?;
             let topics = topics_arg(py, topic)?;
+            if retry_enable && matches!(topics, Topics::Pattern { .. }) {
+                // As Java: its retry topic is named after the first topic a consumer names.
+                return Err(config_err(
+                    "retry_enable needs topics by name, not a pattern".into(),
+                ));
+            }
             let plan = Plan::new(py, self, topics, period, cfg, schema, listener)?;
             Op::new("subscribe", Some(plan.timeout), async move {
                 let (h, pool) = plan.open().await?;

@@ -552,6 +552,8 @@ impl Producer {
             if let Some(t) = txn {
                 tp.send_in_txn(msg, user_seq, entry, Completion::Once(tx), &t)
                     .await?;
+                // The caller waits on this receipt: its batch goes out now.
+                tp.trigger_flush();
                 return rx.await.unwrap_or_else(|_| Err(Error::closed("producer")));
             }
             // The caller waits on this receipt: its batch goes out now, not at the delay.
@@ -683,7 +685,7 @@ impl Producer {
     ///     event_times: one time in milliseconds since the epoch (or None) per value.
     ///         Default None.
     ///     sequence_ids: one non-negative int per value. Default None.
-    ///     txn: a `Transaction`: every message is sent in it (unbatched), visible only
+    ///     txn: a `Transaction`: every message is sent in it (batched together), visible only
     ///         when it commits. Default None.
     ///     schema: a `streamwire.schema` object other than the producer's: every value is
     ///         encoded with it (a sequence of its values, or for a JSON or Avro record

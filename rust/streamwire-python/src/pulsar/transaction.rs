@@ -12,7 +12,7 @@ use pyo3::types::PyTuple;
 
 use streamwire_core::error::Error;
 use streamwire_core::runtime;
-use streamwire_pulsar::transaction::{Coordinator, Transaction, TxnState};
+use streamwire_pulsar::transaction::{Coordinator, Transaction, TxnId, TxnState};
 
 use crate::common::aio::{self, Value};
 use crate::common::blocking::wait;
@@ -100,6 +100,32 @@ crate::two_faces! {
             let pid = runtime::current_pid();
             Op::new("new transaction", None, async move {
                 let inner = tc.new_transaction(t).await?;
+                Ok(PyTransaction { inner, pid })
+            })
+        }
+
+        /// A handle on a transaction started by another client or process, by its id
+        /// (`Transaction.id`): to send in it, or to commit or abort it, from here. The Spark
+        /// sink's driver commits the transactions its tasks wrote in this way.
+        ///
+        /// Args:
+        ///     id: `(most_significant_bits, least_significant_bits)`, as `Transaction.id`.
+        ///     timeout: seconds this handle accepts sends and acks for (the broker keeps the
+        ///         timeout the transaction was started with). Default 60.0.
+        ///
+        /// Raises:
+        ///     InvalidArgumentError: `timeout` is not a positive number.
+        ///     InvalidArgumentError: the id names a coordinator the cluster does not have.
+        ///     NotSupportedError / TransactionError: as for `transaction()`. A transaction that
+        ///     has ended or never existed fails its commit or abort with the coordinator's
+        ///     error (`InvalidTransactionStateError`).
+        #[pyo3(signature = (id, timeout=60.0))]
+        fn resume_transaction / _aresume_transaction (&self, py, id: (u64, u64), timeout: f64) -> PyTransaction {
+            let t = timeout_secs(timeout)?;
+            let tc = self.coordinator()?;
+            let pid = runtime::current_pid();
+            Op::new("resume transaction", None, async move {
+                let inner = tc.resume(TxnId { most: id.0, least: id.1 }, t).await?;
                 Ok(PyTransaction { inner, pid })
             })
         }

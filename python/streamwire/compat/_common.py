@@ -1,0 +1,33 @@
+"""Helpers every part of :mod:`streamwire.compat` shares: the official argument checks and
+the translation of streamwire errors into the official exceptions."""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from streamwire.compat.exceptions import translate
+from streamwire.exceptions import StreamwireError
+
+
+def _raise(e: StreamwireError) -> NoReturn:
+    raise translate(e) from e
+
+
+def _missing(what: str) -> NoReturn:
+    raise NotImplementedError(f"streamwire.compat: {what} is not supported by streamwire")
+
+
+def _check_type(var_type: Any, var: Any, name: str) -> None:
+    # The official client's argument checks raise ValueError with this text.
+    if not isinstance(var, var_type):
+        raise ValueError(
+            f"Argument {name} is expected to be of type '{var_type.__name__}' and not "
+            f"'{type(var).__name__}'"
+        )
+
+
+def _check_type_or_none(var_type: Any, var: Any, name: str) -> None:
+    if var is not None and not isinstance(var, var_type):
+        raise ValueError(
+            f"Argument {name} is expected to be either None or of type '{var_type.__name__}'"
+        )
