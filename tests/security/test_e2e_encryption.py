@@ -434,3 +434,63 @@ def test_asyncio_faces_encrypt_and_decrypt(
             return out
 
     assert asyncio.run(main()) == [b"x1", b"x2", b"x3"]
+
+
+def test_compat_module_encrypts_and_reads_contexts_as_the_official_client(
+    apache_broker: Any,
+    official_pulsar: ModuleType,
+    rsa_keys: dict[str, KeyPair],
+    unique_topic: str,
+) -> None:
+    # A program written for the official client, run on streamwire.compat: its producer's
+    # messages decrypt in the official consumer, and with CONSUME both clients report the same
+    # encryption context for the same undecrypted message.
+    import streamwire.compat as compat
+
+    a = rsa_keys["a"]
+    client = compat.Client(apache_broker.service_url)
+    try:
+        p = client.create_producer(
+            unique_topic,
+            encryption_key="ka",
+            crypto_key_reader=compat.CryptoKeyReader(str(a.public), str(a.private)),
+            compression_type=compat.CompressionType.LZ4,
+        )
+        p.send(b"hello from compat" * 10)
+        p.close()
+        raw = client.subscribe(
+            unique_topic,
+            "raw",
+            initial_position=compat.InitialPosition.Earliest,
+            crypto_failure_action=compat.ConsumerCryptoFailureAction.CONSUME,
+        )
+        ours = raw.receive(10_000).encryption_context()
+    finally:
+        client.close()
+    oc = official_client(official_pulsar, apache_broker.service_url)
+    try:
+        plain = oc.subscribe(
+            unique_topic,
+            "plain",
+            initial_position=official_pulsar.InitialPosition.Earliest,
+            crypto_key_reader=official_pulsar.CryptoKeyReader(str(a.public), str(a.private)),
+        )
+        assert plain.receive(10_000).data() == b"hello from compat" * 10
+        raw = oc.subscribe(
+            unique_topic,
+            "raw-official",
+            initial_position=official_pulsar.InitialPosition.Earliest,
+            crypto_failure_action=official_pulsar.ConsumerCryptoFailureAction.CONSUME,
+        )
+        theirs = raw.receive(10_000).encryption_context()
+    finally:
+        oc.close()
+    assert ours is not None and theirs is not None
+    assert [(k.key, k.value, k.metadata) for k in ours.keys()] == [
+        (k.key, k.value, k.metadata) for k in theirs.keys()
+    ]
+    assert ours.param() == theirs.param()
+    assert ours.algorithm() == theirs.algorithm()
+    assert ours.compression_type().name == theirs.compression_type().name
+    assert ours.uncompressed_message_size() == theirs.uncompressed_message_size()
+    assert ours.batch_size() == theirs.batch_size()
