@@ -482,10 +482,16 @@ def test_compat_module_encrypts_and_reads_contexts_as_the_official_client(
             initial_position=official_pulsar.InitialPosition.Earliest,
             crypto_failure_action=official_pulsar.ConsumerCryptoFailureAction.CONSUME,
         )
-        theirs = raw.receive(10_000).encryption_context()
+        # The official context is valid only while its message lives: compared right here.
+        theirs_msg = raw.receive(10_000)
+        theirs = theirs_msg.encryption_context()
+        assert ours is not None and theirs is not None
+        _same_context(ours, theirs)
     finally:
         oc.close()
-    assert ours is not None and theirs is not None
+
+
+def _same_context(ours: Any, theirs: Any) -> None:
     assert [(k.key, k.value, k.metadata) for k in ours.keys()] == [
         (k.key, k.value, k.metadata) for k in theirs.keys()
     ]
