@@ -213,8 +213,13 @@ class Message:
 
 
 class EncryptionKey:
-    """One recipient of an encrypted message: its key name, the wrapped data key, and the key
-    reader's metadata."""
+    """One recipient of an encrypted message (the official ``EncryptionKey``).
+
+    Args:
+        key: the key name.
+        value: the data key, wrapped with that name's public key.
+        metadata: the key reader's metadata for that name.
+    """
 
     def __init__(self, key: str, value: bytes, metadata: dict[str, str]) -> None:
         self._key, self._value, self._metadata = key, value, metadata
@@ -242,7 +247,11 @@ class EncryptionKey:
 
 
 class EncryptionContext:
-    """How an undecrypted message's payload was sealed (the official ``EncryptionContext``)."""
+    """How an undecrypted message's payload was sealed (the official ``EncryptionContext``).
+
+    Args:
+        ctx: the native ``streamwire.EncryptionContext`` (from ``Message.encryption_context()``).
+    """
 
     def __init__(self, ctx: _native.EncryptionContext) -> None:
         self._ctx = ctx
