@@ -25,6 +25,7 @@ from streamwire import (
     AlreadyClosedError,
     AuthenticationError,
     AuthOauth2,
+    CryptoError,
     ForkedProcessError,
     MessageId,
     MessageTooBigError,
@@ -276,6 +277,99 @@ CASES: list[Case] = [
         "no tenant/ ('bad')",
         INV,
         lambda c: c.client.lookup().topics_of_namespace("bad"),
+    ),
+    # -- end-to-end encryption ------------------------------------------------------------------
+    Case(
+        "Client.create_producer()",
+        "encryption_keys without a crypto_key_reader",
+        CFG,
+        lambda c: c.client.create_producer(_fresh(c), encryption_keys=["k"]),
+    ),
+    Case(
+        "Client.create_producer()",
+        "crypto_key_reader without encryption_keys",
+        CFG,
+        lambda c: c.client.create_producer(
+            _fresh(c), crypto_key_reader=streamwire.CryptoKeyReader(public_key=b"x")
+        ),
+    ),
+    Case(
+        "Client.create_producer()",
+        "crypto_key_reader not a CryptoKeyReader",
+        TYP,
+        lambda c: c.client.create_producer(
+            _fresh(c),
+            encryption_keys=["k"],
+            crypto_key_reader="key.pem",  # type: ignore[arg-type]
+        ),
+    ),
+    Case(
+        "Client.create_producer()",
+        "encryption_keys whose public key the reader lacks",
+        CryptoError,
+        lambda c: c.client.create_producer(
+            _fresh(c),
+            encryption_keys=["k"],
+            crypto_key_reader=streamwire.CryptoKeyReader(private_key=b"x"),
+        ),
+    ),
+    Case(
+        "Client.create_producer()",
+        "a public key that is not PEM",
+        CryptoError,
+        lambda c: c.client.create_producer(
+            _fresh(c),
+            encryption_keys=["k"],
+            crypto_key_reader=streamwire.CryptoKeyReader(public_key=b"not a key"),
+        ),
+    ),
+    Case(
+        "Client.create_producer()",
+        "chunking=True with encryption_keys",
+        CFG,
+        lambda c: c.client.create_producer(
+            _fresh(c),
+            chunking=True,
+            batching=False,
+            encryption_keys=["k"],
+            crypto_key_reader=streamwire.CryptoKeyReader(public_key=b"x"),
+        ),
+    ),
+    Case(
+        "Client.subscribe()",
+        "crypto_failure_action='explode'",
+        CFG,
+        lambda c: c.client.subscribe(_fresh(c), "s", crypto_failure_action="explode"),
+    ),
+    Case(
+        "Client.create_reader()",
+        "crypto_failure_action='FAIL' (lower case only)",
+        CFG,
+        lambda c: c.client.create_reader(_fresh(c), crypto_failure_action="FAIL"),
+    ),
+    Case(
+        "CryptoKeyReader()",
+        "public_key_path that does not exist",
+        CFG,
+        lambda c: streamwire.CryptoKeyReader(public_key_path="/nonexistent/key.pem"),
+    ),
+    Case(
+        "CryptoKeyReader()",
+        "public_key not bytes or str (123)",
+        TYP,
+        lambda c: streamwire.CryptoKeyReader(public_key=123),  # type: ignore[arg-type]
+    ),
+    Case(
+        "CryptoKeyReader()",
+        "both public_key_path and public_key",
+        CFG,
+        lambda c: streamwire.CryptoKeyReader(public_key_path="a.pem", public_key=b"x"),
+    ),
+    Case(
+        "CryptoKeyReader()",
+        "keys value not a (public, private) tuple",
+        TYP,
+        lambda c: streamwire.CryptoKeyReader(keys={"k": "pem"}),  # type: ignore[dict-item]
     ),
     # -- create_producer ------------------------------------------------------------------------
     Case("Client.create_producer()", "empty topic", INV, lambda c: c.client.create_producer("")),

@@ -18,7 +18,9 @@ per idle period. Taking a turn's messages is one native call, so a message costs
 it costs in a ``receive()`` loop.
 
 A listener's exception is logged (logger ``streamwire``, with its traceback) and counted
-(``metrics()["listener_errors"]``); the message is not acknowledged and the next one comes.
+(``metrics()["listener_errors"]``); the message is not acknowledged and the next one comes. A
+message held back because it cannot be decrypted (``crypto_failure_action="fail"``) is logged as
+a warning, and the next one comes too.
 A paused consumer is not waited on, so its messages stay queued (the broker stops sending
 once the receiver queue is full) and resume continues with the first one not handed over.
 
@@ -43,6 +45,7 @@ from typing import Any, Union
 from streamwire import _native
 from streamwire.exceptions import (
     AlreadyClosedError,
+    CryptoError,
     ForkedProcessError,
     StreamwireError,
     TopicTerminatedError,
@@ -165,6 +168,11 @@ class _Lane:
                     return
                 except TopicTerminatedError:
                     return
+                except CryptoError as e:
+                    # A message held back undecryptable (crypto_failure_action="fail"): it
+                    # stays unacknowledged; the listener goes on with the next messages.
+                    _log.warning("%r: %s", handle, e)
+                    continue
                 except StreamwireError:
                     # A partition failed for good: every later take raises it again.
                     _log.exception("%r failed; its listener is not called any more", handle)

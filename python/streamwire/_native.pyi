@@ -94,6 +94,8 @@ class Client:
         schema: Optional[Schema] = None,
         message_listener: Optional[Callable[[Consumer, Message], object]] = None,
         retry_enable: bool = False,
+        crypto_key_reader: Optional[CryptoKeyReader] = None,
+        crypto_failure_action: str = "fail",
     ) -> Consumer: ...
     def create_reader(
         self,
@@ -105,6 +107,8 @@ class Client:
         reader_name: Optional[str] = None,
         schema: Optional[Schema] = None,
         reader_listener: Optional[Callable[[Reader, Message], object]] = None,
+        crypto_key_reader: Optional[CryptoKeyReader] = None,
+        crypto_failure_action: str = "fail",
     ) -> Reader: ...
     def create_producer(
         self,
@@ -128,6 +132,8 @@ class Client:
         chunking: bool = False,
         properties: Optional[Mapping[str, str]] = None,
         schema: Optional[Schema] = None,
+        encryption_keys: Optional[Sequence[str]] = None,
+        crypto_key_reader: Optional[CryptoKeyReader] = None,
     ) -> Producer: ...
     # streamwire.aio: the same options, returning asyncio futures.
     def _acreate_producer(
@@ -152,6 +158,8 @@ class Client:
         chunking: bool = False,
         properties: Optional[Mapping[str, str]] = None,
         schema: Optional[Schema] = None,
+        encryption_keys: Optional[Sequence[str]] = None,
+        crypto_key_reader: Optional[CryptoKeyReader] = None,
     ) -> Any: ...
     def _asubscribe(
         self,
@@ -179,6 +187,8 @@ class Client:
         schema: Optional[Schema] = None,
         message_listener: Optional[Callable[[Consumer, Message], object]] = None,
         retry_enable: bool = False,
+        crypto_key_reader: Optional[CryptoKeyReader] = None,
+        crypto_failure_action: str = "fail",
     ) -> Any: ...
     def _acreate_reader(
         self,
@@ -190,6 +200,8 @@ class Client:
         reader_name: Optional[str] = None,
         schema: Optional[Schema] = None,
         reader_listener: Optional[Callable[[Reader, Message], object]] = None,
+        crypto_key_reader: Optional[CryptoKeyReader] = None,
+        crypto_failure_action: str = "fail",
     ) -> Any: ...
     def transaction(self, timeout: float = 60.0) -> Transaction: ...
     def _atransaction(self, timeout: float = 60.0) -> Any: ...
@@ -300,6 +312,36 @@ class MessageId:
     def __reduce__(self) -> tuple[type[MessageId], tuple[int, int, int, int, int]]: ...
 
 @final
+class CryptoKeyReader:
+    def __new__(
+        cls,
+        public_key_path: Union[str, os.PathLike[str], None] = None,
+        private_key_path: Union[str, os.PathLike[str], None] = None,
+        *,
+        public_key: Union[bytes, str, None] = None,
+        private_key: Union[bytes, str, None] = None,
+        keys: Optional[
+            Mapping[str, tuple[Union[bytes, str, None], Union[bytes, str, None]]]
+        ] = None,
+        metadata: Optional[Mapping[str, str]] = None,
+    ) -> CryptoKeyReader: ...
+
+@final
+class EncryptionContext:
+    @property
+    def keys(self) -> dict[str, tuple[bytes, dict[str, str]]]: ...
+    @property
+    def algorithm(self) -> str: ...
+    @property
+    def param(self) -> bytes: ...
+    @property
+    def compression_type(self) -> str: ...
+    @property
+    def uncompressed_size(self) -> int: ...
+    @property
+    def batch_size(self) -> Optional[int]: ...
+
+@final
 class Message:
     def data(self) -> bytes: ...
     def partition_key(self) -> Optional[str]: ...
@@ -307,6 +349,7 @@ class Message:
     def event_timestamp(self) -> int: ...
     def topic_name(self) -> str: ...
     def has_null_value(self) -> bool: ...
+    def encryption_context(self) -> Optional[EncryptionContext]: ...
     @property
     def value(self) -> Any: ...
     @property

@@ -23,6 +23,7 @@ __all__ = [
     "ConfigError",
     "ConnectError",
     "ConsumerBusyError",
+    "CryptoError",
     "DisconnectedError",
     "ForkedProcessError",
     "IncompatibleSchemaError",
@@ -221,6 +222,12 @@ class InvalidTransactionStateError(TransactionError, RuntimeError):
 
 class TransactionTimeoutError(TransactionError, TimeoutError):
     """The transaction ran past its timeout; the coordinator aborted it."""
+
+
+class CryptoError(StreamwireError):
+    """End-to-end encryption failed: a missing or unusable key, a payload that does not
+    authenticate (tampered or truncated), or an unknown encryption algorithm. The message
+    names the key, never its bytes."""
 
 
 class NotSupportedError(StreamwireError):

@@ -35,7 +35,7 @@ from streamwire.compat._enums import (
     RegexSubscriptionMode,
     Result,
 )
-from streamwire.compat._message import Message, MessageId
+from streamwire.compat._message import EncryptionContext, EncryptionKey, Message, MessageId
 from streamwire.compat._options import (
     AutoClusterFailover,
     ConsoleLogger,
@@ -130,6 +130,8 @@ __all__ = [
     "CryptoError",
     "CryptoKeyReader",
     "CumulativeAcknowledgementNotAllowedError",
+    "EncryptionContext",
+    "EncryptionKey",
     "ErrorGettingAuthenticationData",
     "FileLogger",
     "IncompatibleSchema",

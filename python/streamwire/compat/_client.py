@@ -203,8 +203,8 @@ class Client:
             lazy_start_partitioned_producers: connect each partition on its first message.
             properties: the producer's metadata (str to str).
             batching_type: a ``BatchingType``.
-            encryption_key: not supported (``NotImplementedError`` when given).
-            crypto_key_reader: not supported (``NotImplementedError`` when given).
+            encryption_key: the key name to encrypt every message for (end-to-end encryption).
+            crypto_key_reader: a ``CryptoKeyReader`` with the public key.
             access_mode: a ``ProducerAccessMode``.
             message_router: ``fn(msg, num_partitions) -> int`` for ``CustomPartition``; ``msg``
                 has ``partition_key()`` only.
@@ -226,8 +226,8 @@ class Client:
         _check_type(BatchingType, batching_type, "batching_type")
         _check_type(PartitionsRoutingMode, message_routing_mode, "message_routing_mode")
         _check_type(ProducerAccessMode, access_mode, "access_mode")
-        if encryption_key is not None or crypto_key_reader is not None:
-            _missing("end-to-end encryption (encryption_key, crypto_key_reader)")
+        _check_type_or_none(str, encryption_key, "encryption_key")
+        _check_type_or_none(CryptoKeyReader, crypto_key_reader, "crypto_key_reader")
         if batching_enabled and chunking_enabled:
             raise ValueError("Batching and chunking of messages can't be enabled together.")
         router: Optional[Callable[[Optional[str], int], int]] = None
@@ -259,6 +259,8 @@ class Client:
                 chunking=chunking_enabled,
                 properties=properties,
                 schema=schema._native,
+                encryption_keys=[encryption_key] if encryption_key else None,
+                crypto_key_reader=crypto_key_reader._for_producer() if crypto_key_reader else None,
             )
         except StreamwireError as e:
             _raise(e)
@@ -313,7 +315,7 @@ class Client:
             pattern_auto_discovery_period: how often a regex subscription looks for new
                 topics (seconds).
             initial_position: an ``InitialPosition`` for a new subscription.
-            crypto_key_reader: not supported (``NotImplementedError`` when given).
+            crypto_key_reader: a ``CryptoKeyReader`` with the private key.
             replicate_subscription_state_enabled: replicate the subscription's position.
             max_pending_chunked_message: chunked messages assembled at once at most.
             auto_ack_oldest_chunked_message_on_queue_full: not supported when True.
@@ -323,7 +325,9 @@ class Client:
             batch_index_ack_enabled: acknowledge single messages of a batch on the broker.
             regex_subscription_mode: a ``RegexSubscriptionMode``.
             dead_letter_policy: a ``ConsumerDeadLetterPolicy``.
-            crypto_failure_action: accepted (there is no decryption to fail).
+            crypto_failure_action: a ``ConsumerCryptoFailureAction``: FAIL (held back,
+                unacknowledged; ``receive`` raises ``CryptoError``), DISCARD or CONSUME
+                (delivered encrypted, with ``encryption_context()``).
         """
         _check_type(str, subscription_name, "subscription_name")
         _check_type(ConsumerType, consumer_type, "consumer_type")
@@ -345,8 +349,8 @@ class Client:
             raise ValueError(
                 "Argument 'topic' is expected to be of a type between (str, list, re.pattern)"
             )
-        if crypto_key_reader is not None:
-            _missing("end-to-end encryption (crypto_key_reader)")
+        _check_type_or_none(CryptoKeyReader, crypto_key_reader, "crypto_key_reader")
+        _check_type(ConsumerCryptoFailureAction, crypto_failure_action, "crypto_failure_action")
         if properties:
             _missing("consumer properties (subscribe(properties=...))")
         if start_message_id_inclusive:
@@ -389,6 +393,8 @@ class Client:
                 key_shared_policy=key_shared_policy.policy() if key_shared_policy else None,
                 schema=schema._native,
                 message_listener=listener,
+                crypto_key_reader=crypto_key_reader._for_consumer() if crypto_key_reader else None,
+                crypto_failure_action=_enums.CRYPTO_FAILURE[crypto_failure_action],
             )
         except StreamwireError as e:
             _raise(e)
@@ -419,9 +425,11 @@ class Client:
             reader_name: a name for the reader.
             subscription_role_prefix: not supported when given.
             is_read_compacted: not supported when True.
-            crypto_key_reader: not supported (``NotImplementedError`` when given).
+            crypto_key_reader: a ``CryptoKeyReader`` with the private key.
             start_message_id_inclusive: also deliver the message at ``start_message_id``.
-            crypto_failure_action: accepted (there is no decryption to fail).
+            crypto_failure_action: a ``ConsumerCryptoFailureAction``: FAIL (held back,
+                unacknowledged; ``receive`` raises ``CryptoError``), DISCARD or CONSUME
+                (delivered encrypted, with ``encryption_context()``).
         """
         _check_type(str, topic, "topic")
         _check_type((MessageId, _native.MessageId), start_message_id, "start_message_id")
@@ -429,8 +437,8 @@ class Client:
         _check_type(int, receiver_queue_size, "receiver_queue_size")
         _check_type_or_none(str, reader_name, "reader_name")
         _check_type(bool, start_message_id_inclusive, "start_message_id_inclusive")
-        if crypto_key_reader is not None:
-            _missing("end-to-end encryption (crypto_key_reader)")
+        _check_type_or_none(CryptoKeyReader, crypto_key_reader, "crypto_key_reader")
+        _check_type(ConsumerCryptoFailureAction, crypto_failure_action, "crypto_failure_action")
         if is_read_compacted:
             _missing("is_read_compacted on a reader")
         if subscription_role_prefix:
@@ -454,6 +462,8 @@ class Client:
                 reader_name=reader_name,
                 schema=schema._native,
                 reader_listener=listener,
+                crypto_key_reader=crypto_key_reader._for_consumer() if crypto_key_reader else None,
+                crypto_failure_action=_enums.CRYPTO_FAILURE[crypto_failure_action],
             )
         except StreamwireError as e:
             _raise(e)

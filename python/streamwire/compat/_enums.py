@@ -160,7 +160,7 @@ class RegexSubscriptionMode(_PulsarEnum):
 
 
 class ConsumerCryptoFailureAction(_PulsarEnum):
-    """What to do with a message that cannot be decrypted (accepted; streamwire has no encryption).
+    """What to do with a message that cannot be decrypted.
     ``ConsumerCryptoFailureAction(value)`` is the member of that number."""
 
     FAIL = 0
@@ -169,6 +169,11 @@ class ConsumerCryptoFailureAction(_PulsarEnum):
 
 
 # streamwire spells these options as strings.
+CRYPTO_FAILURE: dict[ConsumerCryptoFailureAction, str] = {
+    ConsumerCryptoFailureAction.FAIL: "fail",
+    ConsumerCryptoFailureAction.DISCARD: "discard",
+    ConsumerCryptoFailureAction.CONSUME: "consume",
+}
 COMPRESSION: dict[CompressionType, str | None] = {
     CompressionType.NONE: None,
     CompressionType.LZ4: "lz4",

@@ -7,7 +7,7 @@ from typing import Any, ClassVar, NoReturn, Optional, Union
 
 from streamwire import _native
 from streamwire.compat._common import _missing, _raise
-from streamwire.compat._enums import Result
+from streamwire.compat._enums import CompressionType, Result
 from streamwire.compat.schema import Schema
 from streamwire.exceptions import StreamwireError
 
@@ -202,12 +202,93 @@ class Message:
         """Whether it is a null value (a compaction tombstone)."""
         return self._m.has_null_value()
 
-    def encryption_context(self) -> None:
-        """Always None: streamwire has no end-to-end encryption yet."""
-        return None
+    def encryption_context(self) -> Optional[EncryptionContext]:
+        """How the payload is encrypted, when it was delivered undecrypted
+        (``ConsumerCryptoFailureAction.CONSUME``); None otherwise."""
+        ctx = self._m.encryption_context()
+        return None if ctx is None else EncryptionContext(ctx)
 
     def __str__(self) -> str:
         return f"Message(id={self._m.message_id}, topic={self._m.topic!r})"
+
+
+class EncryptionKey:
+    """One recipient of an encrypted message (the official ``EncryptionKey``).
+
+    Args:
+        key: the key name.
+        value: the data key, wrapped with that name's public key.
+        metadata: the key reader's metadata for that name.
+    """
+
+    def __init__(self, key: str, value: bytes, metadata: dict[str, str]) -> None:
+        self._key, self._value, self._metadata = key, value, metadata
+
+    @property
+    def key(self) -> str:
+        """The key name."""
+        return self._key
+
+    @property
+    def value(self) -> bytes:
+        """The data key, wrapped with that name's public key."""
+        return self._value
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        """The key reader's metadata for that name."""
+        return self._metadata
+
+    def __repr__(self) -> str:
+        return (
+            f"EncryptionKey(key={self._key}, value_len={len(self._value)}, "
+            f"metadata={self._metadata})"
+        )
+
+
+class EncryptionContext:
+    """How an undecrypted message's payload was sealed (the official ``EncryptionContext``).
+
+    Args:
+        ctx: the native ``streamwire.EncryptionContext`` (from ``Message.encryption_context()``).
+    """
+
+    def __init__(self, ctx: _native.EncryptionContext) -> None:
+        self._ctx = ctx
+
+    def keys(self) -> list[EncryptionKey]:
+        """The recipients' wrapped data keys."""
+        return [EncryptionKey(k, v, m) for k, (v, m) in self._ctx.keys.items()]
+
+    def param(self) -> bytes:
+        """The AES-GCM IV."""
+        return self._ctx.param
+
+    def algorithm(self) -> str:
+        """``encryption_algo`` as sent ("" from the official clients)."""
+        return self._ctx.algorithm
+
+    def compression_type(self) -> CompressionType:
+        """The compression to undo after decryption."""
+        return _CODEC[self._ctx.compression_type]
+
+    def uncompressed_message_size(self) -> int:
+        """The payload size before compression."""
+        return self._ctx.uncompressed_size
+
+    def batch_size(self) -> int:
+        """The number of messages in the batch (-1: not a batch)."""
+        size = self._ctx.batch_size
+        return -1 if size is None else size
+
+
+_CODEC = {
+    "none": CompressionType.NONE,
+    "lz4": CompressionType.LZ4,
+    "zlib": CompressionType.ZLib,
+    "zstd": CompressionType.ZSTD,
+    "snappy": CompressionType.SNAPPY,
+}
 
 
 class _RoutedMessage:

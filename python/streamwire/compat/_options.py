@@ -8,6 +8,7 @@ import logging
 import sys
 from typing import Any, Optional, Union
 
+import streamwire
 from streamwire.compat._common import _check_type, _missing
 from streamwire.compat._enums import KeySharedMode, LoggerLevel
 
@@ -50,9 +51,9 @@ class ServiceInfoProvider:
 
 
 class CryptoKeyReader:
-    """The official key reader for end-to-end encryption. streamwire has no encryption yet:
-    making one works (so configuration code runs), giving it to a producer, consumer or reader
-    raises ``NotImplementedError``.
+    """The official key reader for end-to-end encryption: an RSA key pair as PEM files, used
+    for every key name. A producer reads the public key file when it is created, a consumer or
+    reader the private one (each needs only its own file).
 
     Args:
         public_key_path: the public key file.
@@ -64,6 +65,12 @@ class CryptoKeyReader:
         _check_type(str, private_key_path, "private_key_path")
         self.public_key_path = public_key_path
         self.private_key_path = private_key_path
+
+    def _for_producer(self) -> streamwire.CryptoKeyReader:
+        return streamwire.CryptoKeyReader(public_key_path=self.public_key_path)
+
+    def _for_consumer(self) -> streamwire.CryptoKeyReader:
+        return streamwire.CryptoKeyReader(private_key_path=self.private_key_path)
 
 
 class ConsumerDeadLetterPolicy:

@@ -182,6 +182,7 @@ _BY_CLASS: tuple[tuple[type[BaseException], Result], ...] = (
     (sw.ConfigError, Result.InvalidConfiguration),
     (sw.InvalidArgumentError, Result.InvalidConfiguration),
     (sw.ProtocolError, Result.UnknownError),
+    (sw.CryptoError, Result.CryptoError),
 )
 
 

@@ -68,6 +68,9 @@ pub enum ErrorKind {
     InvalidTransactionState,
     /// The transaction ran past its timeout and the coordinator aborted it.
     TransactionTimeout,
+    /// End-to-end encryption failed: a missing or unusable key, a payload that does not
+    /// authenticate, an unknown encryption algorithm.
+    Crypto,
 }
 
 impl ErrorKind {
@@ -115,6 +118,7 @@ impl ErrorKind {
             ErrorKind::TransactionConflict => "transaction_conflict",
             ErrorKind::InvalidTransactionState => "invalid_transaction_state",
             ErrorKind::TransactionTimeout => "transaction_timeout",
+            ErrorKind::Crypto => "crypto",
         }
     }
 }

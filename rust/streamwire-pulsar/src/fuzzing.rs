@@ -10,12 +10,16 @@
 //!   (`schema_decode`, `tests/fuzz_schema.rs`).
 //! * [`fuzz_protobuf`]: PROTOBUF_NATIVE payload decoding (`protobuf_decode`,
 //!   `tests/fuzz_protobuf.rs`).
+//! * [`fuzz_crypto`]: decryption of forged metadata and damaged sealed payloads
+//!   (`crypto_decrypt`, `tests/fuzz_crypto.rs`).
 
+mod crypto;
 mod entry;
 mod protobuf;
 mod schema;
 mod txn;
 
+pub use crypto::{fuzz_crypto, SAMPLE_BODY};
 pub use protobuf::{fuzz_protobuf, fuzz_protobuf_with, sample_schema, sample_set};
 pub use schema::fuzz_schema;
 pub use txn::{fuzz_txn_response, valid_txn_response};

@@ -2,6 +2,7 @@
 //!
 //! Modules (one concern each; pure logic is kept apart from I/O):
 //! * [`protocol`] — wire format: frame codec, CRC32C, command builders. No I/O, no Tokio.
+//! * [`crypto`] — end-to-end encryption of payloads (AES-GCM data key, RSA-OAEP wrapped), pure.
 //! * [`schema`] — typed messages: registry schema descriptions, Avro binary / JSON / KeyValue
 //!   payload codecs (pure) and GetSchema / GetOrCreateSchema requests.
 //!
@@ -16,6 +17,7 @@ pub mod auth;
 pub mod client;
 pub mod connection;
 pub mod consumer;
+pub mod crypto;
 pub mod engine;
 pub mod failover;
 pub mod http_lookup;

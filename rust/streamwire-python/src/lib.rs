@@ -64,6 +64,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<consumer::Reader>()?;
     m.add_class::<pulsar::listener::ListenerLane>()?;
     m.add_class::<message::Message>()?;
+    m.add_class::<pulsar::crypto::PyCryptoKeyReader>()?;
+    m.add_class::<pulsar::crypto::EncryptionContextObj>()?;
     m.add_class::<producer::Producer>()?;
     m.add_class::<producer::SendFuture>()?;
     m.add_class::<pulsar::transaction::PyTransaction>()?;

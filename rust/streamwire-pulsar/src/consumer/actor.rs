@@ -523,6 +523,11 @@ impl Actor {
                                 return Some(exit);
                             }
                         }
+                        if u.surplus > 0 {
+                            if let Some(exit) = self.discard(live, u.surplus).await {
+                                return Some(exit);
+                            }
+                        }
                         let mut u = u;
                         if let Some(exit) = self.dead_letter_filter(live, &mut u.messages).await {
                             return Some(exit);
@@ -532,6 +537,23 @@ impl Actor {
                             self.slot.queue.push(u.messages);
                             self.slot.app_notify.notify_one();
                         }
+                    }
+                    Err(r) if r.hold => {
+                        // FAIL: neither delivered nor acknowledged (as the official clients);
+                        // an ack timeout redelivers it, and the application hears why.
+                        self.slot.stats.invalid.fetch_add(1, Ordering::Relaxed);
+                        let _ = self.permits.on_messages_received(r.permits);
+                        if let Some(u) = &self.slot.unacked {
+                            let b = MessageId::from_proto(&cmd.message_id);
+                            let id =
+                                MessageId::new(b.ledger_id, b.entry_id, self.ctx.partition, -1, 0);
+                            u.lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .delivered(id, Instant::now());
+                        }
+                        self.slot
+                            .hold_error(Error::new(ErrorKind::Crypto, r.reason));
+                        return self.discard(live, r.permits).await;
                     }
                     Err(r) => {
                         self.slot.stats.invalid.fetch_add(1, Ordering::Relaxed);

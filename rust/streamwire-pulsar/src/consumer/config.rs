@@ -51,6 +51,8 @@ pub struct ConsumerConfig {
     pub regex_mode: pb::command_get_topics_of_namespace::Mode,
     /// The schema the consumer reads with, checked by the broker against the topic's.
     pub schema: Option<pb::Schema>,
+    /// End-to-end encryption: the key reader and what to do with what cannot be decrypted.
+    pub crypto: crate::crypto::ConsumerCrypto,
 }
 
 /// Key_Shared hash-range assignment, as Java's `KeySharedPolicy`.
@@ -145,6 +147,7 @@ impl Default for ConsumerConfig {
             allow_out_of_order_delivery: false,
             regex_mode: pb::command_get_topics_of_namespace::Mode::Persistent,
             schema: None,
+            crypto: crate::crypto::ConsumerCrypto::default(),
         }
     }
 }

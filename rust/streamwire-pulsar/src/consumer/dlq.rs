@@ -256,6 +256,7 @@ mod tests {
                 ],
                 event_time: Some(5),
                 null_value: false,
+                encryption: None,
             }
             .boxed(),
         }

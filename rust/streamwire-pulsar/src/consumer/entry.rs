@@ -1,7 +1,7 @@
 //! Turning one MESSAGE frame into the messages the application sees (pure, no I/O).
 //!
-//! Order of checks, as the Java client does it: checksum and metadata, then decompression,
-//! then batch parsing. Any failure means the whole entry is dropped and acknowledged with the
+//! Order of checks, as the Java client does it: checksum and metadata, then decryption (see
+//! [`crate::crypto`]), then decompression, then batch parsing. Any failure means the whole entry is dropped and acknowledged with the
 //! matching validation error; nothing of it reaches the application. Messages the broker
 //! marks as already acknowledged (`ack_set`) and messages before the start position of a
 //! reader are skipped; they still count against flow permits.
@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use crate::crypto::{ConsumerCrypto, EncryptionContext, FailureAction};
 use crate::engine::batch_format::{BatchIter, SIZE_PREFIX_LEN};
 use crate::engine::compression::{decompress, Codec};
 use crate::message_id::MessageId;
@@ -54,6 +55,8 @@ pub struct Extras {
     /// The producer sent a null value (`null_value`: the payload is empty), as the Java
     /// client does for a null message or the null value half of a SEPARATED key/value.
     pub null_value: bool,
+    /// Set when the payload is still encrypted (failure action CONSUME): how it was sealed.
+    pub encryption: Option<Arc<EncryptionContext>>,
 }
 
 impl Extras {
@@ -115,6 +118,11 @@ impl ReceivedMessage {
     pub fn null_value(&self) -> bool {
         self.extras.as_ref().is_some_and(|x| x.null_value)
     }
+
+    /// How the payload is encrypted, when it was handed over undecrypted (CONSUME).
+    pub fn encryption(&self) -> Option<&Arc<EncryptionContext>> {
+        self.extras.as_ref()?.encryption.as_ref()
+    }
 }
 
 /// Where a reader starts: messages before it (and at it, unless inclusive) are skipped.
@@ -149,6 +157,9 @@ pub struct Rejected {
     pub reason: String,
     /// How many messages the entry claimed to hold (its cost in permits).
     pub permits: u32,
+    /// Not acknowledged: the entry could not be decrypted and the failure action is FAIL.
+    /// It stays unacknowledged (redelivered later) and the application is told `reason`.
+    pub hold: bool,
 }
 
 /// The outcome of unpacking one entry.
@@ -159,6 +170,9 @@ pub struct Unpacked {
     pub permits: u32,
     /// Messages skipped (already acked, or before the start position).
     pub skipped: u32,
+    /// Permits of messages that will not be delivered one by one (an undecrypted batch is
+    /// delivered as one message): given back to the broker, nothing acknowledged.
+    pub surplus: u32,
 }
 
 /// Context that is the same for every entry of one consumer.
@@ -167,6 +181,8 @@ pub struct EntryContext {
     pub topic: Arc<str>,
     pub partition: i32,
     pub slot: u32,
+    /// Decryption settings (default: no key reader, FAIL).
+    pub crypto: ConsumerCrypto,
 }
 
 fn bit_set(ack_set: &[i64], index: u32) -> bool {
@@ -197,6 +213,7 @@ pub fn unpack(
         validation,
         reason,
         permits: claimed,
+        hold: false,
     };
     let meta = section.verified_metadata().map_err(|e| {
         let v = match e {
@@ -207,6 +224,39 @@ pub fn unpack(
         };
         reject(v, e.to_string())
     })?;
+    let base = MessageId::from_proto(&cmd.message_id);
+    // Decryption comes first (the producer sealed the compressed bytes); with no encryption
+    // keys the payload is used as it came, without a copy.
+    let mut opened = None;
+    if !meta.encryption_keys.is_empty() {
+        match ctx
+            .crypto
+            .open(meta, &section.payload, std::time::Instant::now())
+        {
+            Ok(plain) => opened = Some(Bytes::from(plain)),
+            Err(e) => match ctx.crypto.action {
+                FailureAction::Consume => {
+                    return Ok(undecrypted(ctx, cmd, section, meta, base, claimed))
+                }
+                FailureAction::Discard => {
+                    return Err(reject(ValidationError::DecryptionError, e.to_string()))
+                }
+                FailureAction::Fail => {
+                    return Err(Rejected {
+                        hold: true,
+                        ..reject(
+                            ValidationError::DecryptionError,
+                            format!(
+                                "message {}:{} of {} could not be decrypted: {e}",
+                                base.ledger_id, base.entry_id, ctx.topic
+                            ),
+                        )
+                    })
+                }
+            },
+        }
+    }
+    let sealed_or_plain = opened.as_ref().unwrap_or(&section.payload);
     let codec = Codec::from_wire(meta.compression.unwrap_or(0)).ok_or_else(|| {
         reject(
             ValidationError::DecompressionError,
@@ -214,13 +264,12 @@ pub fn unpack(
         )
     })?;
     let payload = if codec == Codec::None {
-        section.payload.clone()
+        sealed_or_plain.clone()
     } else {
         let size = meta.uncompressed_size.unwrap_or(0) as usize;
-        decompress(codec, &section.payload, size)
+        decompress(codec, sealed_or_plain, size)
             .map_err(|e| reject(ValidationError::DecompressionError, e.to_string()))?
     };
-    let base = MessageId::from_proto(&cmd.message_id);
     let entry = Arc::new(EntryInfo {
         slot: ctx.slot,
         topic: ctx.topic.clone(),
@@ -254,6 +303,7 @@ pub fn unpack(
                     .collect(),
                 event_time: meta.event_time.filter(|&t| t != 0),
                 null_value: meta.null_value == Some(true),
+                encryption: None,
             }
             .boxed(),
         });
@@ -311,11 +361,58 @@ pub fn unpack(
                     .collect(),
                 event_time: single.event_time.filter(|&t| t != 0),
                 null_value: single.null_value == Some(true),
+                encryption: None,
             }
             .boxed(),
         });
     }
     Ok(out)
+}
+
+/// An entry that could not be decrypted, handed over as it is (failure action CONSUME): one
+/// message with the encrypted payload, a batch included (its messages cannot be parsed
+/// without the key), as the Java client does; its id is the entry's.
+fn undecrypted(
+    ctx: &EntryContext,
+    cmd: &pb::CommandMessage,
+    section: &PayloadSection,
+    meta: &pb::MessageMetadata,
+    base: MessageId,
+    claimed: u32,
+) -> Unpacked {
+    let entry = Arc::new(EntryInfo {
+        slot: ctx.slot,
+        topic: ctx.topic.clone(),
+        publish_time: meta.publish_time,
+        producer_name: Arc::from(meta.producer_name.as_str()),
+        redelivery_count: cmd.redelivery_count.unwrap_or(0),
+        schema_version: meta.schema_version.as_deref().map(Arc::from),
+    });
+    let extras = Extras {
+        key: meta.partition_key.clone(),
+        ordering_key: meta.ordering_key.clone(),
+        properties: meta
+            .properties
+            .iter()
+            .map(|kv| (kv.key.clone(), kv.value.clone()))
+            .collect(),
+        event_time: meta.event_time.filter(|&t| t != 0),
+        null_value: meta.null_value == Some(true),
+        encryption: Some(Arc::new(EncryptionContext::of(meta))),
+    };
+    Unpacked {
+        messages: vec![ReceivedMessage {
+            id: MessageId::new(base.ledger_id, base.entry_id, ctx.partition, -1, 0),
+            payload: section.payload.clone(),
+            sequence_id: meta.sequence_id,
+            entry,
+            extras: extras.boxed(),
+        }],
+        permits: claimed,
+        skipped: 0,
+        // A batch counted `claimed` permits and yields one message: the rest are given back.
+        surplus: claimed.saturating_sub(1),
+    }
 }
 
 #[cfg(test)]
@@ -332,6 +429,7 @@ mod tests {
             topic: Arc::from("persistent://public/default/t-partition-3"),
             partition: 3,
             slot: 0,
+            crypto: ConsumerCrypto::default(),
         }
     }
 
@@ -588,3 +686,7 @@ mod size_tests {
         );
     }
 }
+
+#[cfg(test)]
+#[path = "entry_crypto_tests.rs"]
+mod crypto_tests;

@@ -96,9 +96,38 @@ pub(crate) struct Slot {
     /// Taken out of a pattern consumer (its topic was deleted): closed, skipped, kept so that
     /// slot indices stay valid.
     removed: AtomicBool,
+    /// Why messages were held back (undecryptable under FAIL): each is raised by a receive.
+    held_errors: Mutex<std::collections::VecDeque<Error>>,
 }
 
 impl Slot {
+    /// Tell the application, at its next receive, why a message was held back.
+    fn hold_error(&self, e: Error) {
+        let mut q = self.held_errors.lock().unwrap_or_else(|p| p.into_inner());
+        // Bounded: a stream of undecryptable messages must not grow memory; the first ones
+        // say what is wrong.
+        if q.len() < 1024 {
+            q.push_back(e);
+        }
+        drop(q);
+        self.app_notify.notify_one();
+    }
+
+    fn take_held_error(&self) -> Option<Error> {
+        self.held_errors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop_front()
+    }
+
+    fn has_held_error(&self) -> bool {
+        !self
+            .held_errors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+    }
+
     /// Count one entry's messages as received (one batch, their payload bytes).
     fn count_received(&self, msgs: &[ReceivedMessage]) {
         let n = msgs.len() as u64;
@@ -318,6 +347,7 @@ impl Consumer {
                     .as_ref()
                     .map(|p| dlq::DeadLetter::new(p, &topic_str, &cfg.subscription)),
                 removed: AtomicBool::new(false),
+                held_errors: Mutex::default(),
             });
             let weak = Arc::downgrade(&slot);
             slot.metrics.set_sampler(Box::new(move |g| {
@@ -337,6 +367,7 @@ impl Consumer {
                     topic: topic_str,
                     partition,
                     slot: (first + k) as u32,
+                    crypto: cfg.crypto.clone(),
                 },
                 start,
                 resume_cursor: false,
@@ -467,8 +498,14 @@ impl Consumer {
         max_bytes: Option<usize>,
     ) -> Result<Vec<ReceivedMessage>> {
         self.check_open()?;
-        let mut out = Vec::with_capacity(max.min(1024));
         let slots = self.slots();
+        // A message held back (undecryptable, FAIL) is reported before more are handed out.
+        for s in slots.iter() {
+            if let Some(e) = s.take_held_error() {
+                return Err(e);
+            }
+        }
+        let mut out = Vec::with_capacity(max.min(1024));
         loop {
             let took = {
                 let mut next = self.inner.next.lock().unwrap_or_else(|p| p.into_inner());
@@ -581,10 +618,9 @@ impl Consumer {
     pub fn is_ready(&self) -> bool {
         self.is_closed()
             || self.queued() > 0
-            || self
-                .slots()
-                .iter()
-                .any(|s| !s.removed.load(Ordering::Acquire) && s.fatal().is_some())
+            || self.slots().iter().any(|s| {
+                !s.removed.load(Ordering::Acquire) && (s.fatal().is_some() || s.has_held_error())
+            })
     }
 
     /// Wait until [`is_ready`](Self::is_ready), taking nothing: a listener thread waits on

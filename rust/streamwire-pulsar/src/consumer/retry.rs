@@ -56,7 +56,7 @@ pub(crate) fn prepare(
     }
     let first = topics[0].base().to_string();
     let sub = cfg.subscription.clone();
-    let policy = cfg.dead_letter.get_or_insert_with(|| DeadLetterPolicy {
+    let policy = cfg.dead_letter.get_or_insert(DeadLetterPolicy {
         max_redeliver_count: MAX_RECONSUME_TIMES,
         dead_letter_topic: None,
         initial_subscription_name: None,
@@ -216,6 +216,7 @@ mod tests {
                 properties: props,
                 event_time: None,
                 null_value: false,
+                encryption: None,
             }
             .boxed(),
         }

@@ -307,6 +307,7 @@ pub fn unpack_checked(data: &[u8]) -> Option<Result<Unpacked, Rejected>> {
         topic: Arc::from("persistent://fuzz/ns/t-partition-3"),
         partition: 3,
         slot: 0,
+        crypto: crate::crypto::ConsumerCrypto::default(),
     };
     let filter = (h.flags & FLAG_START_FILTER != 0).then(|| StartFilter {
         id: MessageId::new(

@@ -90,6 +90,8 @@ pub(super) struct Actor {
     keyed: Option<KeyedContainer<Queued>>,
     /// Key-based batching: the key of the batch being built (a batch holds one key).
     batch_key: Option<GroupKey>,
+    /// End-to-end encryption: this partition producer's data key (None: not encrypting).
+    encryptor: Option<crate::crypto::Encryptor>,
 }
 
 fn now_ms() -> u64 {
@@ -124,6 +126,19 @@ impl Actor {
             .then(|| BatchBuilder::new(config.batch.clone()));
         let keyed = (config.batching && config.batching_type == BatchingType::KeyBased)
             .then(|| KeyedContainer::new(config.batch.clone()));
+        // As the Java producer: an unusable recipient key fails the producer's creation, not
+        // its first send.
+        let encryptor = match &config.encryption {
+            None => None,
+            Some(enc) => match crate::crypto::Encryptor::new(
+                enc.key_names.clone(),
+                enc.reader.clone(),
+                Instant::now(),
+            ) {
+                Ok(e) => Some(e),
+                Err(e) => return Err((Error::new(ErrorKind::Crypto, e.to_string()), rx)),
+            },
+        };
         let mut actor = Actor {
             client,
             name: config.producer_name.clone(),
@@ -155,6 +170,7 @@ impl Actor {
             batch_txn: None,
             keyed,
             batch_key: None,
+            encryptor,
         };
         // The owner may be gone (a failover in progress): retried until the operation timeout,
         // at most a second apart (see `reconnect`); the last failure is what the caller sees.
@@ -451,6 +467,32 @@ impl Actor {
             )
         })?;
         Ok(Some(Bytes::from(out)))
+    }
+
+    /// Encrypt an entry's (compressed) payload when the producer encrypts; otherwise hand
+    /// it back untouched (no copy). `raw_len` is the size before compression.
+    fn seal_payload(
+        &mut self,
+        md: &mut pb::MessageMetadata,
+        payload: Bytes,
+        raw_len: usize,
+    ) -> Result<Bytes> {
+        let Some(enc) = self.encryptor.as_mut() else {
+            return Ok(payload);
+        };
+        if let Err(e) = enc.rotate_if_due(Instant::now()) {
+            // The old data key stays in use (the Java producer does the same).
+            event(Level::Warning, "pulsar.producer", || {
+                (
+                    format!("rotating the encryption data key failed, keeping the old one: {e}"),
+                    vec![("topic", self.shared.topic.to_string())],
+                )
+            });
+        }
+        md.uncompressed_size = Some(raw_len as u32);
+        enc.encrypt(md, &payload)
+            .map(Bytes::from)
+            .map_err(|e| Error::new(ErrorKind::Crypto, e.to_string()))
     }
 
     fn base_metadata(&self, sequence_id: u64) -> pb::MessageMetadata {

@@ -146,6 +146,13 @@ impl Actor {
                 return;
             }
         };
+        let payload = match self.seal_payload(&mut md, payload, batch.uncompressed_size) {
+            Ok(p) => p,
+            Err(e) => {
+                self.fail_items(items, &e);
+                return;
+            }
+        };
         let mut completions = Vec::with_capacity(items.len());
         let mut reservation: Option<Reservation> = None;
         let mut permits: Option<tokio::sync::OwnedSemaphorePermit> = None;

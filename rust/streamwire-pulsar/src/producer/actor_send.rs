@@ -65,6 +65,13 @@ impl Actor {
                 return;
             }
         };
+        let payload = match self.seal_payload(&mut md, payload, raw_len) {
+            Ok(p) => p,
+            Err(e) => {
+                self.fail_items(vec![(completion, reservation, permits)], &e);
+                return;
+            }
+        };
         let max = self.shared.max_message_size.load(Ordering::Relaxed);
         if payload.len() > max && self.config.chunking {
             let timing = (self.deadline_from(enqueued_at), enqueued_at);

@@ -68,6 +68,15 @@ pub struct ProducerConfig {
     /// have it, so what this producer writes is kept for a later reader of it even where
     /// retention is off (the dead-letter producer's `initialSubscriptionName`).
     pub initial_subscription_name: Option<String>,
+    /// End-to-end encryption: the recipients' key names and where their keys come from.
+    pub encryption: Option<EncryptionConfig>,
+}
+
+/// A producer's encryption settings (the official `encryption_keys` + `crypto_key_reader`).
+#[derive(Debug, Clone)]
+pub struct EncryptionConfig {
+    pub key_names: Vec<String>,
+    pub reader: Arc<dyn crate::crypto::KeyReader>,
 }
 
 impl Default for ProducerConfig {
@@ -89,6 +98,7 @@ impl Default for ProducerConfig {
             lazy_start: false,
             schema: None,
             initial_subscription_name: None,
+            encryption: None,
         }
     }
 }

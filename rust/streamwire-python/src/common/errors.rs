@@ -38,6 +38,7 @@ pub fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::TransactionConflict => "TransactionConflictError",
         ErrorKind::InvalidTransactionState => "InvalidTransactionStateError",
         ErrorKind::TransactionTimeout => "TransactionTimeoutError",
+        ErrorKind::Crypto => "CryptoError",
     }
 }
 

@@ -332,6 +332,15 @@ crate::two_faces! {
         ///         acknowledges what it wants acknowledged; what it raises is logged (logger
         ///         `streamwire`) and counted (`metrics()["listener_errors"]`), and the next
         ///         message still comes. Default None.
+        ///     crypto_key_reader: a `streamwire.CryptoKeyReader` with the private key(s) to
+        ///         decrypt end-to-end encrypted messages. Default None.
+        ///     crypto_failure_action: what happens to a message that cannot be decrypted (no
+        ///         reader, no matching private key, a tampered payload): `"fail"` (as the
+        ///         official clients: it is not delivered and not acknowledged, so an
+        ///         `ack_timeout` or a reconnect delivers it again; the next receive raises
+        ///         `CryptoError` saying why), `"discard"` (acknowledged and dropped) or
+        ///         `"consume"` (delivered still encrypted, a batch as one message, with
+        ///         `Message.encryption_context()`). Default `"fail"`.
         ///
         /// Raises:
         ///     ConfigError: a bad option.
@@ -344,7 +353,8 @@ crate::two_faces! {
             pattern_auto_discovery_period=60.0, regex_subscription_mode="persistent",
             dead_letter_policy=None,
             max_pending_chunked_messages=10, expire_time_of_incomplete_chunked_message=60.0,
-            key_shared_policy=None, schema=None, message_listener=None, retry_enable=false))]
+            key_shared_policy=None, schema=None, message_listener=None, retry_enable=false,
+            crypto_key_reader=None, crypto_failure_action="fail"))]
         fn subscribe / _asubscribe (
             &self,
             py,
@@ -369,6 +379,8 @@ crate::two_faces! {
             schema: Option<&Bound<'_, PyAny>>,
             message_listener: Option<&Bound<'_, PyAny>>,
             retry_enable: bool,
+            crypto_key_reader: Option<&Bound<'_, PyAny>>,
+            crypto_failure_action: &str,
         ) -> Adopt<Consumer> {
             self.live()?; // a closed client raises before any option is checked
             if subscription_name.is_empty() {
@@ -429,6 +441,10 @@ crate::two_faces! {
                 allow_out_of_order_delivery,
                 regex_mode: regex_mode(regex_subscription_mode)?,
                 retry_enable,
+                crypto: crate::pulsar::crypto::consumer_crypto(
+                    crypto_key_reader,
+                    crypto_failure_action,
+                )?,
                 ..ConsumerConfig::default()
             };
             let listener = Listening::from_arg("message_listener", message_listener)?;
@@ -472,8 +488,10 @@ crate::two_faces! {
         ///         `subscribe`). Default None: raw bytes.
         ///     reader_listener: a callable `listener(reader, message)` every message is handed
         ///         to, as `subscribe`'s `message_listener`. Default None.
+        ///     crypto_key_reader, crypto_failure_action: decryption, as `subscribe`'s.
         #[pyo3(signature = (topic, start_message_id=None, *, inclusive=false,
-            receiver_queue_size=1000, reader_name=None, schema=None, reader_listener=None))]
+            receiver_queue_size=1000, reader_name=None, schema=None, reader_listener=None,
+            crypto_key_reader=None, crypto_failure_action="fail"))]
         fn create_reader / _acreate_reader (
             &self,
             py,
@@ -484,6 +502,8 @@ crate::two_faces! {
             reader_name: Option<String>,
             schema: Option<&Bound<'_, PyAny>>,
             reader_listener: Option<&Bound<'_, PyAny>>,
+            crypto_key_reader: Option<&Bound<'_, PyAny>>,
+            crypto_failure_action: &str,
         ) -> Adopt<Reader> {
             self.live()?; // a closed client raises before any option is checked
             let t = TopicName::parse(topic).py_err()?;
@@ -526,6 +546,10 @@ crate::two_faces! {
                     id: start,
                     inclusive,
                 }),
+                crypto: crate::pulsar::crypto::consumer_crypto(
+                    crypto_key_reader,
+                    crypto_failure_action,
+                )?,
                 ..ConsumerConfig::default()
             };
             let listener = Listening::from_arg("reader_listener", reader_listener)?;

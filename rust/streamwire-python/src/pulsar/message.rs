@@ -67,6 +67,14 @@ impl Message {
         self.m.topic()
     }
 
+    /// How the payload is encrypted, when the consumer handed it over undecrypted
+    /// (`crypto_failure_action="consume"` and no usable key); None for every other message.
+    fn encryption_context(&self) -> Option<crate::pulsar::crypto::EncryptionContextObj> {
+        self.m
+            .encryption()
+            .map(|c| crate::pulsar::crypto::EncryptionContextObj::new(c.clone()))
+    }
+
     /// Whether the producer sent a null value (the official client's `send(None)`, a
     /// compaction tombstone): the payload is then empty, but not an empty value.
     fn has_null_value(&self) -> bool {

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod client;
 pub mod consumer;
 pub mod consumer_options;
+pub mod crypto;
 pub mod deliver_time;
 pub mod dispatch;
 pub mod failover;

@@ -1,0 +1,198 @@
+"""End-to-end encryption: encrypted produce and consume, ours vs the official client, in one run
+against one Apache Pulsar (started by the bench unless ``--url`` names one).
+
+One RSA-2048 key pair (made with openssl). For each payload size (100 B and 16 KB):
+
+- produce: N messages with ``send_async`` (batching on, both clients' defaults otherwise),
+  encrypted for one key name, until every receipt is in;
+- consume: a new subscription reads the N messages our producer wrote in that round (the same
+  entries for both clients, so batch sizes do not differ), decrypting each, acknowledging every
+  one (ours: ``receive_many`` + ``acknowledge`` of the list; official: ``receive`` +
+  ``acknowledge``, its only receive call).
+
+Each row reports the rate (N over the time) and the client process's CPU time per MB of payload
+(milliseconds)
+(``getrusage``, all threads; the broker is another process). Ours and theirs alternate within
+each round; medians of the rounds are printed as a Markdown table.
+
+Usage: .venv/bin/python benches/encryption_bench.py [--rounds R] [--url pulsar://...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import pulsar
+import streamwire
+
+SIZES = {100: 50_000, 16_384: 10_000}
+
+
+def cpu_seconds() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def make_keys() -> tuple[str, str]:
+    d = Path(tempfile.mkdtemp(prefix="sw-e2e-bench-"))
+    priv, pub = d / "private.pem", d / "public.pem"
+    subprocess.run(["openssl", "genrsa", "-out", priv, "2048"], check=True, capture_output=True)
+    subprocess.run(
+        ["openssl", "rsa", "-in", priv, "-pubout", "-out", pub], check=True, capture_output=True
+    )
+    return str(pub), str(priv)
+
+
+def ours_produce(url: str, topic: str, n: int, size: int, keys: tuple[str, str]) -> None:
+    payload = b"x" * size
+    reader = streamwire.CryptoKeyReader(public_key_path=keys[0])
+    with streamwire.Client(url) as client:
+        with client.create_producer(
+            topic, encryption_keys=["bench"], crypto_key_reader=reader
+        ) as p:
+            futs = [p.send_async(payload) for _ in range(n)]
+            for f in futs:
+                f.result(120)
+
+
+def theirs_produce(url: str, topic: str, n: int, size: int, keys: tuple[str, str]) -> None:
+    payload = b"x" * size
+    client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        p = client.create_producer(
+            topic,
+            encryption_key="bench",
+            crypto_key_reader=pulsar.CryptoKeyReader(*keys),
+            block_if_queue_full=True,
+        )
+        done = threading.Semaphore(0)
+        errors: list[Any] = []
+
+        def cb(res: Any, _mid: Any) -> None:
+            if res != pulsar.Result.Ok:
+                errors.append(res)
+            done.release()
+
+        for _ in range(n):
+            p.send_async(payload, cb)
+        for _ in range(n):
+            done.acquire()
+        if errors:
+            raise RuntimeError(f"official produce: {errors[:3]}")
+        p.close()
+    finally:
+        client.close()
+
+
+def ours_consume(url: str, topic: str, n: int, size: int, keys: tuple[str, str]) -> None:
+    reader = streamwire.CryptoKeyReader(private_key_path=keys[1])
+    with streamwire.Client(url) as client:
+        with client.subscribe(
+            topic, uuid.uuid4().hex, initial_position="earliest", crypto_key_reader=reader
+        ) as c:
+            got = 0
+            while got < n:
+                msgs = c.receive_many(1000, timeout=60)
+                if not msgs:
+                    raise RuntimeError(f"ours: {got} of {n}")
+                got += len(msgs)
+                c.acknowledge(msgs)
+
+
+def theirs_consume(url: str, topic: str, n: int, size: int, keys: tuple[str, str]) -> None:
+    client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        c = client.subscribe(
+            topic,
+            uuid.uuid4().hex,
+            initial_position=pulsar.InitialPosition.Earliest,
+            crypto_key_reader=pulsar.CryptoKeyReader(*keys),
+        )
+        for _ in range(n):
+            m = c.receive(60_000)
+            c.acknowledge(m)
+        c.close()
+    finally:
+        client.close()
+
+
+Fn = Callable[[str, str, int, int, tuple[str, str]], None]
+
+
+def measure(
+    fn: Fn, url: str, topic: str, n: int, size: int, keys: tuple[str, str]
+) -> tuple[float, float]:
+    c0, t0 = cpu_seconds(), time.perf_counter()
+    fn(url, topic, n, size, keys)
+    took, cpu = time.perf_counter() - t0, cpu_seconds() - c0
+    mb = n * size / 1e6
+    return n / took, cpu * 1e3 / mb
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--url")
+    args = ap.parse_args()
+    keys = make_keys()
+    broker = None
+    url = args.url
+    if url is None:
+        from tests.peers.apache import ApachePulsar
+
+        broker = ApachePulsar()
+        broker.start()
+        url = broker.service_url
+    try:
+        rows: dict[tuple[int, str, str], list[tuple[float, float]]] = {}
+        for r in range(args.rounds):
+            for size, n in SIZES.items():
+                topics = {}
+                for side, prod in (("ours", ours_produce), ("official", theirs_produce)):
+                    topic = f"persistent://public/default/e2e-bench-{uuid.uuid4().hex}"
+                    topics[side] = topic
+                    rows.setdefault((size, "produce", side), []).append(
+                        measure(prod, url, topic, n, size, keys)
+                    )
+                for side, cons in (("ours", ours_consume), ("official", theirs_consume)):
+                    rows.setdefault((size, "consume", side), []).append(
+                        measure(cons, url, topics["ours"], n, size, keys)
+                    )
+            print(f"round {r + 1} done", file=sys.stderr)
+        print("| workload | size | unit | streamwire | official | ours / theirs |")
+        print("|---|---:|---|---:|---:|---:|")
+        for size in SIZES:
+            for what in ("produce", "consume"):
+                ours = rows[(size, what, "ours")]
+                theirs = rows[(size, what, "official")]
+                rate_o = statistics.median(x[0] for x in ours)
+                rate_t = statistics.median(x[0] for x in theirs)
+                cpu_o = statistics.median(x[1] for x in ours)
+                cpu_t = statistics.median(x[1] for x in theirs)
+                print(
+                    f"| encrypted {what} | {size} B | msg/s | {rate_o:,.0f} | {rate_t:,.0f} "
+                    f"| {rate_o / rate_t:.2f}x |"
+                )
+                print(
+                    f"| encrypted {what} | {size} B | client CPU ms/MB (lower is better) "
+                    f"| {cpu_o:.2f} | {cpu_t:.2f} | {cpu_o / cpu_t:.2f} |"
+                )
+    finally:
+        if broker is not None:
+            broker.close()
+
+
+if __name__ == "__main__":
+    main()
