@@ -115,7 +115,7 @@ def test_acked_messages_never_reach_the_dead_letter_topic(
 
 @pytest.mark.parametrize(
     "policy",
-    [{}, {"max_redeliver_count": 0}, {"max_redeliver_count": 3, "retry_letter_topic": "x"}],
+    [{}, {"max_redeliver_count": 0}, {"max_redeliver_count": 3, "retry_topic": "x"}],
 )
 def test_bad_dead_letter_policy(lite_broker: Any, unique_topic: str, policy: Any) -> None:
     with streamwire.Client(lite_broker.service_url) as client:
