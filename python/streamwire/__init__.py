@@ -28,6 +28,7 @@ from streamwire._native import (
     Producer,
     Reader,
     SendFuture,
+    TableView,
     Transaction,
     configure,
 )
@@ -105,6 +106,7 @@ __all__ = [
     "SendFuture",
     "ServerError",
     "StreamwireError",
+    "TableView",
     "TopicNotFoundError",
     "TopicTerminatedError",
     "Transaction",
