@@ -78,11 +78,30 @@ pub struct Table {
     /// listens to must not grow a queue nobody takes).
     listening: bool,
     pending: Vec<Update>,
+    /// Per reader slot (partition): the position of the last message applied.
+    applied: HashMap<u32, (i64, i64, i32)>,
+    /// Messages skipped because a later one of their partition was already applied.
+    duplicates: u64,
 }
 
 impl Table {
     /// Apply one message; whether it changed anything.
+    ///
+    /// A reader gets each partition's messages in order, so a message at or before the last
+    /// one applied from its partition is a redelivery (a broker may dispatch an entry again,
+    /// pulsar-lite does to fast readers); applying it would bring back an older value.
     pub fn apply(&mut self, m: ReceivedMessage) -> bool {
+        let pos = (m.id.ledger_id, m.id.entry_id, m.id.batch_index);
+        match self.applied.get_mut(&m.slot()) {
+            Some(last) if pos <= *last => {
+                self.duplicates += 1;
+                return false;
+            }
+            Some(last) => *last = pos,
+            None => {
+                self.applied.insert(m.slot(), pos);
+            }
+        }
         let Some(key) = m.key().map(str::to_owned) else {
             return false; // Java skips messages without a key
         };
@@ -143,6 +162,21 @@ impl Table {
     pub fn has_updates(&self) -> bool {
         !self.pending.is_empty()
     }
+
+    /// Redelivered messages skipped so far.
+    pub fn duplicates(&self) -> u64 {
+        self.duplicates
+    }
+}
+
+/// What catching up took (logged).
+#[derive(Debug, Default)]
+struct CatchUp {
+    messages: usize,
+    /// `has_message_available` round trips.
+    checks: usize,
+    /// Waits for the receiver queue.
+    waits: usize,
 }
 
 struct Inner {
@@ -207,10 +241,32 @@ impl TableView {
                 tail: Mutex::new(None),
             }),
         };
-        if let Err(e) = view.catch_up().await {
-            let _ = view.inner.reader.close().await;
-            return Err(e);
-        }
+        let started = std::time::Instant::now();
+        let stats = match view.catch_up().await {
+            Ok(stats) => stats,
+            Err(e) => {
+                let _ = view.inner.reader.close().await;
+                return Err(e);
+            }
+        };
+        streamwire_core::log::event(
+            streamwire_core::log::Level::Info,
+            "pulsar.table_view",
+            || {
+                (
+                    "table view caught up".to_owned(),
+                    vec![
+                        ("topic", view.inner.topic.clone()),
+                        ("messages", stats.messages.to_string()),
+                        ("keys", view.lock().len().to_string()),
+                        ("duplicates", view.lock().duplicates().to_string()),
+                        ("availability_checks", stats.checks.to_string()),
+                        ("waits", stats.waits.to_string()),
+                        ("ms", started.elapsed().as_millis().to_string()),
+                    ],
+                )
+            },
+        );
         let follower = view.clone();
         let task = tokio::spawn(async move { follower.follow().await });
         *view.lock_tail() = Some(task);
@@ -241,7 +297,8 @@ impl TableView {
     /// Read until the broker says nothing is left (Java's `hasMessageAvailable()` loop).
     /// Asking costs a round trip per partition, so it is asked only when the receiver queue
     /// is empty and no partition is known to be behind the last ids read at the start.
-    async fn catch_up(&self) -> Result<()> {
+    async fn catch_up(&self) -> Result<CatchUp> {
+        let mut stats = CatchUp::default();
         let r = &self.inner.reader;
         let lasts: Vec<MessageId> = r.get_last_message_ids().await?;
         // Per reader slot: the (ledger, entry) of the last message taken.
@@ -255,10 +312,11 @@ impl TableView {
         loop {
             let got = match r.try_receive_many(BATCH) {
                 Ok(got) => got,
-                Err(e) if e.kind() == ErrorKind::TopicTerminated => return Ok(()),
+                Err(e) if e.kind() == ErrorKind::TopicTerminated => return Ok(stats),
                 Err(e) => return Err(e),
             };
             if !got.is_empty() {
+                stats.messages += got.len();
                 for m in &got {
                     if let Some(s) = seen.get_mut(m.slot() as usize) {
                         *s = (*s).max((m.id.ledger_id, m.id.entry_id));
@@ -268,8 +326,10 @@ impl TableView {
                 continue;
             }
             if behind(&seen) {
+                stats.waits += 1;
                 if let Ok(got) = tokio::time::timeout(EXPECT_WAIT, r.receive_many(BATCH)).await {
                     let got = got?;
+                    stats.messages += got.len();
                     for m in &got {
                         if let Some(s) = seen.get_mut(m.slot() as usize) {
                             *s = (*s).max((m.id.ledger_id, m.id.entry_id));
@@ -279,12 +339,17 @@ impl TableView {
                     continue;
                 }
             }
+            stats.checks += 1;
             if !r.has_message_available().await? {
-                return Ok(());
+                return Ok(stats);
             }
+            stats.waits += 1;
             match r.receive_many(BATCH).await {
-                Ok(got) => self.apply(got),
-                Err(e) if e.kind() == ErrorKind::TopicTerminated => return Ok(()),
+                Ok(got) => {
+                    stats.messages += got.len();
+                    self.apply(got)
+                }
+                Err(e) if e.kind() == ErrorKind::TopicTerminated => return Ok(stats),
                 Err(e) => return Err(e),
             }
         }
@@ -418,8 +483,21 @@ mod tests {
     use bytes::Bytes;
 
     fn msg(key: Option<&str>, payload: &'static [u8]) -> ReceivedMessage {
+        static NEXT: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+        let entry = NEXT.fetch_add(1, Ordering::Relaxed);
+        at(key, payload, entry)
+    }
+
+    fn at(key: Option<&str>, payload: &'static [u8], entry: i64) -> ReceivedMessage {
         ReceivedMessage {
-            id: MessageId::EARLIEST,
+            id: MessageId {
+                ledger_id: 7,
+                entry_id: entry,
+                partition: -1,
+                batch_index: -1,
+                batch_size: 0,
+                first_chunk: None,
+            },
             payload: Bytes::from_static(payload),
             sequence_id: 0,
             entry: Arc::new(EntryInfo {
@@ -477,5 +555,16 @@ mod tests {
         assert_eq!(&ups[0].value.as_ref().unwrap().payload[..], b"2");
         assert!(ups[1].value.is_none());
         assert!(t.take_updates().is_empty());
+    }
+
+    #[test]
+    fn a_redelivered_older_message_does_not_bring_back_its_value() {
+        let mut t = Table::default();
+        assert!(t.apply(at(Some("a"), b"old", 1_000_000)));
+        assert!(t.apply(at(Some("a"), b"new", 1_000_001)));
+        assert!(!t.apply(at(Some("a"), b"old", 1_000_000)));
+        assert!(!t.apply(at(Some("a"), b"new", 1_000_001)));
+        assert_eq!(&t.get("a").unwrap().payload[..], b"new");
+        assert_eq!(t.duplicates(), 2);
     }
 }
