@@ -65,6 +65,22 @@ def test_view_is_the_latest_value_per_key_as_the_official_client_sees_it(
     assert official_map(official_pulsar, lite_broker.service_url, unique_topic) == want
 
 
+def test_catch_up_is_logged(
+    lite_broker: PulsarLite, unique_topic: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    hist = history(20, 3, "log")
+    publish(lite_broker.service_url, unique_topic, hist)
+    with caplog.at_level(logging.INFO, logger="streamwire"):
+        with streamwire.Client(lite_broker.service_url) as client:
+            with client.create_table_view(unique_topic) as view:
+                assert dict(view.items()) == expected(hist)
+    done = [r for r in caplog.records if r.getMessage() == "table view caught up"]
+    assert len(done) == 1
+    assert done[0].topic == unique_topic
+    assert done[0].keys == str(len(expected(hist)))
+    assert int(done[0].messages) >= len(hist)
+
+
 def test_view_follows_the_tail(lite_broker: PulsarLite, unique_topic: str) -> None:
     publish(lite_broker.service_url, unique_topic, [("a", b"1"), ("b", b"2")])
     with streamwire.Client(lite_broker.service_url) as client:

@@ -249,6 +249,11 @@ impl TableView {
                 return Err(e);
             }
         };
+        // One lock for both figures (two guards in one expression would deadlock).
+        let (keys, duplicates) = {
+            let t = view.lock();
+            (t.len(), t.duplicates())
+        };
         streamwire_core::log::event(
             streamwire_core::log::Level::Info,
             "pulsar.table_view",
@@ -258,8 +263,8 @@ impl TableView {
                     vec![
                         ("topic", view.inner.topic.clone()),
                         ("messages", stats.messages.to_string()),
-                        ("keys", view.lock().len().to_string()),
-                        ("duplicates", view.lock().duplicates().to_string()),
+                        ("keys", keys.to_string()),
+                        ("duplicates", duplicates.to_string()),
                         ("availability_checks", stats.checks.to_string()),
                         ("waits", stats.waits.to_string()),
                         ("ms", started.elapsed().as_millis().to_string()),
@@ -412,6 +417,10 @@ impl TableView {
     pub fn len(&self) -> Result<usize> {
         self.check_open()?;
         Ok(self.lock().len())
+    }
+
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
     }
 
     pub fn keys(&self) -> Result<Vec<String>> {
