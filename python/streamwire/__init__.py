@@ -30,6 +30,7 @@ from streamwire._native import (
     Producer,
     Reader,
     SendFuture,
+    TableView,
     Transaction,
     configure,
 )
@@ -111,6 +112,7 @@ __all__ = [
     "SendFuture",
     "ServerError",
     "StreamwireError",
+    "TableView",
     "TopicNotFoundError",
     "TopicTerminatedError",
     "Transaction",

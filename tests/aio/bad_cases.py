@@ -148,6 +148,12 @@ AIO_CASES: list[AioCase] = [
         CFG,
         lambda c: c.client.create_reader(c.topic, "middle"),
     ),
+    AioCase(
+        "aio.Client.create_table_view",
+        "subscription_name=''",
+        CFG,
+        lambda c: c.client.create_table_view(c.topic, subscription_name=""),
+    ),
     AioCase("aio.Producer.send", "value is an int", TYP, lambda c: _aw(c.producer.send, 5)),
     AioCase(
         "aio.Producer.send",

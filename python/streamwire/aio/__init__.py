@@ -1,4 +1,5 @@
-"""asyncio face of the Pulsar client: ``Client``, ``Producer``, ``Consumer``, ``Reader``.
+"""asyncio face of the Pulsar client: ``Client``, ``Producer``, ``Consumer``, ``Reader``,
+``TableView``.
 
 Every wait is a future that the engine resolves straight into the running loop (no thread
 per call, no polling): an ``asyncio.Future``, or for ``Producer.send`` a lighter
@@ -17,7 +18,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import datetime
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import Any, Callable, Optional, TypeVar, Union
 
@@ -33,6 +34,7 @@ __all__ = [
     "Lookup",
     "Producer",
     "Reader",
+    "TableView",
     "Transaction",
 ]
 
@@ -182,6 +184,32 @@ class Client(_Closing):
             topic, start_message_id, **options
         )
         return Reader(native)
+
+    async def create_table_view(
+        self,
+        topic: str,
+        *,
+        schema: Optional[Schema] = None,
+        subscription_name: Optional[str] = None,
+        receiver_queue_size: int = 1000,
+    ) -> TableView:
+        """Read ``topic`` as a map from key to latest value, as
+        :meth:`streamwire.Client.create_table_view`; resolves once the view has caught up.
+
+        Args:
+            topic: the topic to read (all its partitions).
+            schema: a ``streamwire.schema`` object the values are decoded with. Default
+                None: bytes.
+            subscription_name: the reader's subscription name. Default None: a random one.
+            receiver_queue_size: messages the broker may push ahead. Default 1000.
+        """
+        native: _native.TableView = await self._native._acreate_table_view(
+            topic,
+            schema=schema,
+            subscription_name=subscription_name,
+            receiver_queue_size=receiver_queue_size,
+        )
+        return TableView(native)
 
     async def transaction(self, timeout: float = 60.0) -> Transaction:
         """Start a transaction (``async with await client.transaction() as txn:``).
@@ -623,3 +651,68 @@ class Reader(_Receiving):
         """As :meth:`streamwire.Reader.has_message_available`, awaited."""
         got: bool = await self._native._ahas_message_available()
         return got
+
+
+_TableViewCallback = Callable[[str, Any], object]
+
+
+class TableView(_Closing):
+    """A topic as a map from key to latest value, for coroutines (as
+    :class:`streamwire.TableView`). Reads never wait (the map is in the engine, kept
+    current by its own task), so they are plain methods; only ``close`` is awaited.
+    Listener callbacks run on the view's listener thread, not on the event loop: a callback
+    that touches the loop's objects hands over with ``loop.call_soon_threadsafe``.
+
+    Args:
+        native: the engine's view; made by :meth:`Client.create_table_view`, not by callers.
+    """
+
+    def __init__(self, native: _native.TableView) -> None:
+        self._native: _native.TableView = native
+
+    @property
+    def topic(self) -> str:
+        """The topic the view reads."""
+        return self._native.topic
+
+    def get(self, key: str) -> Optional[Any]:
+        """As :meth:`streamwire.TableView.get`."""
+        return self._native.get(key)
+
+    def keys(self) -> list[str]:
+        """As :meth:`streamwire.TableView.keys`."""
+        return self._native.keys()
+
+    def values(self) -> list[Any]:
+        """As :meth:`streamwire.TableView.values`."""
+        return self._native.values()
+
+    def items(self) -> list[tuple[str, Any]]:
+        """As :meth:`streamwire.TableView.items`."""
+        return self._native.items()
+
+    def for_each(self, callback: _TableViewCallback) -> None:
+        """As :meth:`streamwire.TableView.for_each` (in the calling thread)."""
+        self._native.for_each(callback)
+
+    def for_each_and_listen(self, callback: _TableViewCallback) -> None:
+        """As :meth:`streamwire.TableView.for_each_and_listen`: the existing entries in the
+        calling thread, later changes on the view's listener thread."""
+        self._native.for_each_and_listen(callback)
+
+    def listen(self, callback: _TableViewCallback) -> None:
+        """As :meth:`streamwire.TableView.listen` (on the view's listener thread)."""
+        self._native.listen(callback)
+
+    def __len__(self) -> int:
+        return len(self._native)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._native
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._native)
+
+    async def close(self) -> None:
+        """Stop following the topic; later reads raise ``AlreadyClosedError``. Idempotent."""
+        await self._native._aclose()

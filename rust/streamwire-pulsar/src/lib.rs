@@ -28,6 +28,7 @@ pub mod reconnect;
 pub mod schema;
 pub mod server_error;
 pub mod service_url;
+pub mod table_view;
 pub mod topic;
 pub mod transaction;
 

@@ -62,6 +62,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<message_id::PyMessageId>()?;
     m.add_class::<consumer::Consumer>()?;
     m.add_class::<consumer::Reader>()?;
+    m.add_class::<pulsar::table_view::TableView>()?;
     m.add_class::<pulsar::listener::ListenerLane>()?;
     m.add_class::<message::Message>()?;
     m.add_class::<pulsar::crypto::PyCryptoKeyReader>()?;

@@ -28,4 +28,5 @@ pub mod schema_multi;
 pub mod schema_protobuf;
 pub mod schema_send;
 pub mod schema_values;
+pub mod table_view;
 pub mod transaction;

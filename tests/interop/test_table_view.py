@@ -1,0 +1,239 @@
+"""``Client.create_table_view`` on Apache Pulsar 4.0.7 against the official clients' views.
+
+Each topic gets keys updated many times and some deleted (an empty payload and a null value,
+alternately), then a **compaction triggered** through the admin API and waited for, then more
+updates and deletions. Our view must equal the expected map, the official Python client's
+``TableView`` and the Java client's ``TableView`` (``java/TableViewDump.java``, compiled once
+per session against the Apache fixture's classpath, one JVM run per test) of the same topic.
+That the compacted data was really read is checked too: a compacted reader of the topic gets
+fewer messages than were sent. Also a partitioned topic, and a listener receiving changes
+made after a compaction.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import streamwire
+
+from tests.integration._table_view_util import (
+    History,
+    expected,
+    history,
+    official_map,
+    publish,
+    wait_for,
+)
+from tests.peers.admin import PulsarAdmin, topic_path
+from tests.peers.apache import JAVA, ApachePulsar, resolve_classpath
+
+HERE = Path(__file__).resolve().parent / "java"
+JAVA_ENV = {k: v for k, v in os.environ.items() if not k.startswith("PULSAR_")}
+JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-Xshare:auto", "-Xmx256m"]
+
+
+def _javac() -> str:
+    import shutil
+
+    java = shutil.which(JAVA)
+    beside = Path(java).resolve().parent / "javac" if java else None
+    found = str(beside) if beside and beside.is_file() else shutil.which("javac")
+    if found is None:
+        pytest.fail("javac not found: install a JDK 17 (apt-get install openjdk-17-jdk-headless)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def table_view_java(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """``java ... TableViewDump`` (append the service URL and the topics)."""
+    _, cp = resolve_classpath()
+    classes = tmp_path_factory.mktemp("tableview-java")
+    java = HERE / "TableViewDump.java"
+    api = [j for j in cp.split(os.pathsep) if os.path.basename(j).startswith("pulsar-client-api-")]
+    out = subprocess.run(
+        [_javac(), "-nowarn", "-d", str(classes), "-cp", os.pathsep.join(api), str(java)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=JAVA_ENV,
+    )
+    if out.returncode != 0:
+        pytest.fail(f"javac failed (rc={out.returncode}):\n{out.stderr[-4000:]}", pytrace=False)
+    return [JAVA, *JVM_FLAGS, "-cp", f"{classes}{os.pathsep}{cp}", "TableViewDump"]
+
+
+def java_maps(cmd: list[str], url: str, topics: list[str]) -> dict[str, dict[str, bytes]]:
+    """The Java client's TableView of each topic."""
+    out = subprocess.run(
+        [*cmd, url, *topics], capture_output=True, text=True, timeout=300, env=JAVA_ENV
+    )
+    if out.returncode != 0:
+        pytest.fail(f"Java TableViewDump failed:\n{out.stderr[-4000:]}", pytrace=False)
+    maps: dict[str, dict[str, bytes]] = {t: {} for t in topics}
+    sizes: dict[str, int] = {}
+    for line in out.stdout.splitlines():
+        if line.startswith("END "):
+            _, topic, size = line.split(" ")
+            sizes[topic] = int(size)
+            continue
+        fields = line.split("\t")
+        if len(fields) == 3 and fields[0] in maps:  # else a log line of the Java client
+            maps[fields[0]][fields[1]] = base64.b64decode(fields[2])
+    assert sizes == {t: len(m) for t, m in maps.items()}, out.stdout[-2000:]
+    return maps
+
+
+def compact(admin: PulsarAdmin, topic: str, timeout: float = 120.0) -> None:
+    """Trigger a compaction of ``topic`` and wait until it succeeded."""
+    path = f"{topic_path(topic)}/compaction"
+    admin.request("PUT", path)
+    deadline = time.monotonic() + timeout
+    while True:
+        status: dict[str, Any] = admin.request("GET", path)
+        if status.get("status") == "SUCCESS":
+            return
+        if status.get("status") == "ERROR":
+            raise AssertionError(f"compaction of {topic} failed: {status}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"compaction of {topic} did not finish: {status}")
+        time.sleep(0.2)
+
+
+def compacted_count(url: str, topic: str) -> int:
+    """How many messages a compacted reader gets from the earliest position."""
+    with streamwire.Client(url) as client:
+        with client.subscribe(
+            topic,
+            "count-compacted",
+            initial_position="earliest",
+            read_compacted=True,
+            subscription_type="exclusive",
+        ) as c:
+            n = 0
+            while True:
+                try:
+                    got = c.receive_many(1000, timeout=2.0)
+                except streamwire.OperationTimeoutError:
+                    return n
+                if not got:
+                    return n
+                n += len(got)
+
+
+def compacted_then_more(url: str, admin: PulsarAdmin, topic: str) -> History:
+    """Write, compact, write more; the whole history."""
+    before = history(40, 8, "pre")
+    publish(url, topic, before)
+    compact(admin, topic)
+    after = history(40, 3, "post")
+    publish(url, topic, after)
+    return before + after
+
+
+def test_view_after_compaction_matches_java_and_official(
+    apache_broker: ApachePulsar,
+    apache_admin: PulsarAdmin,
+    official_pulsar: ModuleType,
+    table_view_java: list[str],
+    unique_topic: str,
+) -> None:
+    url = apache_broker.service_url
+    hist = compacted_then_more(url, apache_admin, unique_topic)
+    want = expected(hist)
+    # The compacted ledger was used: far fewer messages than were sent are read.
+    assert compacted_count(url, unique_topic) < len(hist) * 0.6
+    with streamwire.Client(url) as client:
+        with client.create_table_view(unique_topic) as view:
+            ours = dict(view.items())
+    assert ours == want
+    assert official_map(official_pulsar, url, unique_topic) == want
+    assert java_maps(table_view_java, url, [unique_topic])[unique_topic] == want
+
+
+def test_partitioned_view_matches_java_and_official(
+    apache_broker: ApachePulsar,
+    apache_admin: PulsarAdmin,
+    official_pulsar: ModuleType,
+    table_view_java: list[str],
+    unique_topic: str,
+) -> None:
+    url = apache_broker.service_url
+    apache_admin.create_partitioned_topic(unique_topic, 3)
+    hist = history(60, 4, "part")
+    publish(url, unique_topic, hist)
+    for i in range(3):
+        compact(apache_admin, f"{unique_topic}-partition-{i}")
+    more = history(60, 2, "part2")
+    publish(url, unique_topic, more)
+    want = expected(hist + more)
+    with streamwire.Client(url) as client:
+        with client.create_table_view(unique_topic) as view:
+            assert dict(view.items()) == want
+    assert official_map(official_pulsar, url, unique_topic) == want
+    assert java_maps(table_view_java, url, [unique_topic])[unique_topic] == want
+
+
+def test_listener_after_compaction_gets_entries_then_changes(
+    apache_broker: ApachePulsar, apache_admin: PulsarAdmin, unique_topic: str
+) -> None:
+    url = apache_broker.service_url
+    hist = compacted_then_more(url, apache_admin, unique_topic)
+    got: list[tuple[str, Any]] = []
+    lock = threading.Lock()
+
+    def listener(k: str, v: Any) -> None:
+        with lock:
+            got.append((k, v))
+
+    with streamwire.Client(url) as client:
+        with client.create_table_view(unique_topic) as view:
+            view.for_each_and_listen(listener)
+            assert dict(got) == expected(hist)
+            n = len(got)
+            later = history(40, 2, "live")
+            publish(url, unique_topic, later)
+            wait_for(lambda: len(got) == n + len(later), "the live changes")
+            assert got[n:] == [(k, v or None) for k, v in later]
+            assert dict(view.items()) == expected(hist + later)
+
+
+def test_empty_topic_gives_an_empty_view(apache_broker: ApachePulsar, unique_topic: str) -> None:
+    # On Apache (pulsar-lite answers GetLastMessageId on an empty topic with an error, to the
+    # official client as well).
+    with streamwire.Client(apache_broker.service_url) as client:
+        with client.create_table_view(unique_topic, subscription_name="tv-empty") as view:
+            assert len(view) == 0
+            assert view.items() == []
+            publish(apache_broker.service_url, unique_topic, [("a", b"1")])
+            wait_for(lambda: view.get("a") == b"1", "the first message")
+
+
+def test_view_of_a_topic_compacted_up_to_a_deletion(
+    apache_broker: ApachePulsar,
+    apache_admin: PulsarAdmin,
+    official_pulsar: ModuleType,
+    table_view_java: list[str],
+    unique_topic: str,
+) -> None:
+    # The topic's last message is a deletion that the compaction removed: the view must not
+    # wait for it.
+    url = apache_broker.service_url
+    hist = [*history(20, 4, "d"), ("k001", b"last-set"), ("k002", None)]
+    publish(url, unique_topic, hist)
+    compact(apache_admin, unique_topic)
+    want = expected(hist)
+    t = time.monotonic()
+    with streamwire.Client(url) as client:
+        with client.create_table_view(unique_topic) as view:
+            assert dict(view.items()) == want
+    assert time.monotonic() - t < 10
+    assert official_map(official_pulsar, url, unique_topic) == want
+    assert java_maps(table_view_java, url, [unique_topic])[unique_topic] == want
