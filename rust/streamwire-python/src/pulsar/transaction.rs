@@ -113,12 +113,14 @@ crate::two_faces! {
         ///     timeout: seconds this handle accepts sends and acks for (the broker keeps the
         ///         timeout the transaction was started with). Default 60.0.
         ///
+        /// A transaction that has ended or never existed fails its commit or abort with the
+        /// coordinator's error (`InvalidTransactionStateError`).
+        ///
         /// Raises:
-        ///     InvalidArgumentError: `timeout` is not a positive number.
-        ///     InvalidArgumentError: the id names a coordinator the cluster does not have.
-        ///     NotSupportedError / TransactionError: as for `transaction()`. A transaction that
-        ///     has ended or never existed fails its commit or abort with the coordinator's
-        ///     error (`InvalidTransactionStateError`).
+        ///     InvalidArgumentError: `timeout` is not a positive number, or the id names a
+        ///         coordinator the cluster does not have.
+        ///     NotSupportedError: the cluster runs no transaction coordinator (as for
+        ///         `transaction()`).
         #[pyo3(signature = (id, timeout=60.0))]
         fn resume_transaction / _aresume_transaction (&self, py, id: (u64, u64), timeout: f64) -> PyTransaction {
             let t = timeout_secs(timeout)?;
