@@ -140,9 +140,24 @@ EXPECT: dict[str, Callable[[Any], None]] = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(EXPECT))
+#: Programs run on Apache rather than pulsar-lite: under load lite sometimes dispatches a new
+#: subscription's first entries twice (seen in CI for `batching`), which the comparison of
+#: exact receive sequences cannot tell from a client's mistake.
+ON_APACHE = {"batching"}
+
+
+@pytest.mark.parametrize("name", sorted(set(EXPECT) - ON_APACHE))
 def test_program_on_lite(name: str, lite_broker: PulsarLite, official_pulsar: ModuleType) -> None:
     theirs, ours = _both(official_pulsar, getattr(programs, name), lite_broker.service_url)
+    assert ours == theirs
+    EXPECT[name](ours)
+
+
+@pytest.mark.parametrize("name", sorted(ON_APACHE))
+def test_program_on_apache(
+    name: str, apache_broker: ApachePulsar, official_pulsar: ModuleType
+) -> None:
+    theirs, ours = _both(official_pulsar, getattr(programs, name), apache_broker.service_url)
     assert ours == theirs
     EXPECT[name](ours)
 
