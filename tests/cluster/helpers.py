@@ -25,32 +25,33 @@ def new_topic(prefix: str = "c") -> str:
 
 def topic_owned_by(cluster: ApacheCluster, broker: int, prefix: str = "c") -> str:
     """A fresh topic whose bundle broker ``broker`` owns (the admin lookup assigns the bundle,
-    so ownership is settled before the test starts). Bundles are spread evenly over the brokers;
-    if every bundle sits on the other one (after a broker restart) the namespace is unloaded
-    once so that the load manager places them again."""
-    for attempt in range(60):
-        topic = new_topic(prefix)
-        if cluster.owner(topic) == broker:
-            return topic
-        if attempt == 20:
-            cluster.rebalance()
-    raise AssertionError(f"no topic landed on broker {broker} in 60 tries")
+    and :meth:`ApacheCluster.place` moves it when the load manager chose the other broker),
+    so ownership is settled before the test starts."""
+    topic = new_topic(prefix)
+    cluster.place(topic, broker)
+    return topic
 
 
 def spread_topic(cluster: ApacheCluster, partitions: int) -> tuple[str, list[int]]:
-    """A partitioned topic with partitions owned by each broker; (topic, owner per partition)."""
+    """A partitioned topic with partitions owned by each broker; (topic, owner per partition).
+    When the load manager put every partition's bundle on one broker, the last partition's
+    bundle is moved to the other one (partitions sharing that bundle move with it, so at
+    least partition 0's bundle must differ: a few fresh names are tried for that)."""
     admin = cluster.admin()
-    for attempt in range(30):
+    for _attempt in range(20):
         topic = new_topic("part")
         admin.create_partitioned_topic(topic, partitions)
-        owners = [cluster.owner(f"{topic}-partition-{i}") for i in range(partitions)]
+        names = [f"{topic}-partition-{i}" for i in range(partitions)]
+        bundles = [cluster.bundle_of(n) for n in names]
+        if bundles[-1] == bundles[0]:
+            continue
+        owners = [cluster.owner(n) for n in names]
+        if set(owners) != {0, 1}:
+            cluster.place(names[-1], 1 - owners[0])
+            owners = [cluster.owner(n) for n in names]
         if set(owners) == {0, 1}:
             return topic, owners
-        if attempt in (9, 19):
-            # Every bundle on one broker (after a restart, or a loaded machine's load report):
-            # have the load manager place them again, as topic_owned_by does.
-            cluster.rebalance()
-    raise AssertionError("no partitioned topic spread over both brokers in 30 tries")
+    raise AssertionError("no partitioned topic spread over both brokers in 20 tries")
 
 
 def all_running(cluster: ApacheCluster) -> ApacheCluster:

@@ -690,6 +690,24 @@ class ApacheCluster(Peer):
         """Unload ``topic``: its broker closes producers and consumers, which look it up again."""
         self.admin_call("PUT", f"{topic_path(topic)}/unload")
 
+    def place(self, topic: str, broker: int, tries: int = 5) -> None:
+        """Make broker ``broker`` own ``topic``'s bundle: unload the bundle with Pulsar's
+        ``destinationBroker`` (the load manager gives it to that broker at the next lookup).
+        Deterministic, unlike waiting for the load manager to spread fresh bundles, which on
+        a loaded machine may put every bundle on one broker for minutes."""
+        target = self.brokers[broker]
+        namespace = "/".join(topic.split("://", 1)[-1].split("/")[:2])
+        for _ in range(tries):
+            if self.owner(topic) == broker:
+                return
+            self.admin_call(
+                "PUT",
+                f"namespaces/{namespace}/{self.bundle_of(topic)}/unload",
+                destinationBroker=target.broker_id,
+            )
+        if self.owner(topic) != broker:
+            raise ApacheClusterError(f"{topic} is not on broker {broker} after {tries} unloads")
+
     def rebalance(self, namespace: str = NAMESPACE) -> None:
         """Unload every bundle of ``namespace``: the next lookups place them again, spread over
         the running brokers (after a restart the survivor holds them all)."""
