@@ -11,10 +11,7 @@ spellings (``_message``), and a streamwire error becomes the official exception 
 
 from __future__ import annotations
 
-import datetime
 import re
-import sys
-import time
 from collections.abc import Callable
 from typing import Any, NoReturn, Optional, Union
 
@@ -22,7 +19,14 @@ import streamwire
 from streamwire import _native
 from streamwire.compat import _enums
 from streamwire.compat._auth import Authentication
-from streamwire.compat._common import _check_type, _check_type_or_none, _missing, _raise
+from streamwire.compat._common import (
+    _check_type,
+    _check_type_or_none,
+    _missing,
+    _raise,
+    official_errors,
+)
+from streamwire.compat._consumer import Consumer, Reader
 from streamwire.compat._enums import (
     BatchingType,
     CompressionType,
@@ -32,16 +36,13 @@ from streamwire.compat._enums import (
     PartitionsRoutingMode,
     ProducerAccessMode,
     RegexSubscriptionMode,
-    Result,
 )
 from streamwire.compat._message import (
-    _OK,
     Message,
     MessageId,
     _native_id,
     _Position,
     _RoutedMessage,
-    _wrap_id,
 )
 from streamwire.compat._options import (
     _DEFAULT_BATCH,
@@ -51,11 +52,7 @@ from streamwire.compat._options import (
     CryptoKeyReader,
     _install_logger,
 )
-from streamwire.compat.exceptions import (
-    CumulativeAcknowledgementNotAllowedError,
-    PulsarException,
-    result_of,
-)
+from streamwire.compat._producer import Producer
 from streamwire.compat.schema import BytesSchema, Schema
 from streamwire.exceptions import StreamwireError
 
@@ -374,7 +371,7 @@ class Client:
         if unacked_messages_timeout_ms:
             ack_timeout = unacked_messages_timeout_ms / 1000.0
         try:
-            consumer._c = self._client.subscribe(
+            consumer._h = self._client.subscribe(
                 topic,
                 subscription_name,
                 subscription_type=_enums.SUBSCRIPTION[consumer_type],
@@ -454,7 +451,7 @@ class Client:
                 return user_listener(reader, Message(m, schema))
 
         try:
-            reader._r = self._client.create_reader(
+            reader._h = self._client.create_reader(
                 topic,
                 _native_id(start_message_id),
                 inclusive=start_message_id_inclusive,
@@ -490,487 +487,7 @@ class Client:
         """Close the client (streamwire's close does not wait for pending work either)."""
         self.close()
 
+    @official_errors
     def close(self) -> None:
         """Close the client and its producers, consumers and readers."""
-        try:
-            self._client.close()
-        except StreamwireError as e:
-            _raise(e)
-
-
-def _no_adapter(exc: Optional[BaseException], msg_id: Any) -> None:
-    # The adapter cache's first entry: paired with itself, a callback no program passes.
-    raise AssertionError("never called")
-
-
-class Producer:
-    """The official ``pulsar.Producer`` on a :class:`streamwire.Producer` (made by
-    ``Client.create_producer``, which passes the streamwire ``producer`` and the ``schema``)."""
-
-    __slots__ = ("_adapter", "_check", "_p", "_schema")
-
-    def __init__(self, producer: _native.Producer, schema: Schema) -> None:
-        self._p = producer
-        self._schema = schema
-        self._check = schema._record_cls
-        self._adapter: tuple[object, Callable[[Optional[BaseException], Any], None]] = (
-            _no_adapter,
-            _no_adapter,
-        )
-
-    @property
-    def native(self) -> _native.Producer:
-        """The underlying :class:`streamwire.Producer`."""
-        return self._p
-
-    def topic(self) -> str:
-        """The topic."""
-        return self._p.topic
-
-    def producer_name(self) -> str:
-        """The producer's name (given, or picked by the broker)."""
-        return self._p.name
-
-    def last_sequence_id(self) -> int:
-        """The sequence id of the last message the broker has."""
-        return self._p.last_sequence_id
-
-    def _value(self, content: Any) -> Any:
-        # The official client checks the value's type before anything else (TypeError).
-        if content is not None and self._check is not None:
-            self._schema._validate_object_type(content)
-        return content
-
-    def send(
-        self,
-        content: Any,
-        properties: Optional[dict[str, str]] = None,
-        partition_key: Optional[str] = None,
-        ordering_key: Optional[str] = None,
-        sequence_id: Optional[int] = None,
-        replication_clusters: Optional[list[str]] = None,
-        disable_replication: bool = False,
-        event_timestamp: Optional[int] = None,
-        deliver_at: Optional[int] = None,
-        deliver_after: Optional[datetime.timedelta] = None,
-    ) -> MessageId:
-        """Publish and wait for the broker's receipt; returns the message's id.
-
-        Args:
-            content: the value (of the schema's type; ``bytes`` by default), or None for a
-                null value (a compaction tombstone).
-            properties: str-to-str properties.
-            partition_key: the key (routing, compaction, Key_Shared).
-            ordering_key: the Key_Shared ordering key, if not the partition key.
-            sequence_id: the message's sequence id instead of the next one.
-            replication_clusters: the clusters to replicate to.
-            disable_replication: do not replicate this message.
-            event_timestamp: the event time, ms since the epoch.
-            deliver_at: deliver no earlier than this time, ms since the epoch.
-            deliver_after: deliver after this ``timedelta``.
-        """
-        value = self._value(content)
-        if value is None:
-            return self._send_null(partition_key, properties, event_timestamp, sequence_id)
-        try:
-            return MessageId.wrap(
-                self._p.send(
-                    value,
-                    key=partition_key,
-                    ordering_key=ordering_key.encode() if ordering_key else None,
-                    properties=properties,
-                    event_time=event_timestamp,
-                    sequence_id=sequence_id or None,
-                    deliver_after=deliver_after,
-                    deliver_at=deliver_at,
-                    replication_clusters=replication_clusters,
-                    disable_replication=disable_replication,
-                )
-            )
-        except StreamwireError as e:
-            _raise(e)
-
-    def _send_null(
-        self,
-        key: Optional[str],
-        properties: Optional[dict[str, str]],
-        event_timestamp: Optional[int],
-        sequence_id: Optional[int],
-    ) -> MessageId:
-        # A null value (a compaction tombstone): streamwire sends one through send_many, which
-        # takes the key, properties, event time and sequence id of each message.
-        try:
-            (msg_id,) = self._p.send_many(
-                [None],
-                keys=[key],
-                properties=[properties],
-                event_times=[event_timestamp],
-                sequence_ids=[sequence_id] if sequence_id else None,
-            )
-        except StreamwireError as e:
-            _raise(e)
-        return MessageId.wrap(msg_id)
-
-    def send_async(
-        self,
-        content: Any,
-        callback: Callable[[Result, MessageId], object],
-        properties: Optional[dict[str, str]] = None,
-        partition_key: Optional[str] = None,
-        ordering_key: Optional[str] = None,
-        sequence_id: Optional[int] = None,
-        replication_clusters: Optional[list[str]] = None,
-        disable_replication: bool = False,
-        event_timestamp: Optional[int] = None,
-        deliver_at: Optional[int] = None,
-        deliver_after: Optional[datetime.timedelta] = None,
-    ) -> None:
-        """Publish without waiting; ``callback(result, msg_id)`` runs once the broker has
-        answered: ``Result.Ok`` and the id, or the failure's code and an empty id
-        (``(-1,-1,-1,-1)``), as the official client calls it.
-
-        ``content``, ``properties``, ``partition_key``, ``ordering_key``, ``sequence_id``,
-        ``replication_clusters``, ``disable_replication``, ``event_timestamp``, ``deliver_at``
-        and ``deliver_after`` are as for :meth:`send`.
-        """
-        if content is None:
-            # A null value goes through the blocking path (see _send_null); the callback is
-            # called before send_async returns.
-            try:
-                msg_id = self._send_null(partition_key, properties, event_timestamp, sequence_id)
-            except PulsarException as e:
-                callback(e.result, MessageId())
-            else:
-                callback(Result.Ok, msg_id)
-            return
-        check = self._check
-        if check is not None and not isinstance(content, check):
-            self._schema._validate_object_type(content)
-
-        cached = self._adapter
-        if cached[0] is callback:
-            done = cached[1]
-        else:
-            if not callable(callback):
-                raise ValueError("Argument callback is expected to be callable")
-
-            # Runs once per message on the engine's callback thread: kept to one frame and one
-            # id object (see benches/compat_send_async.py). Programs pass the same callback
-            # again and again, so its adapter is kept (callback and adapter in one tuple: a
-            # send from another thread with another callback cannot pair them wrongly).
-            def done(exc: Optional[BaseException], msg_id: Any) -> None:
-                if exc is None:
-                    callback(_OK, _wrap_id(msg_id))
-                else:
-                    callback(result_of(exc), MessageId())
-
-            self._adapter = (callback, done)
-
-        try:
-            if (
-                properties is None
-                and partition_key is None
-                and ordering_key is None
-                and sequence_id is None
-                and event_timestamp is None
-                and deliver_at is None
-                and deliver_after is None
-                and replication_clusters is None
-                and not disable_replication
-            ):
-                # The common call, without building the keyword arguments.
-                self._p.send_async(content, done)
-            else:
-                self._p.send_async(
-                    content,
-                    done,
-                    key=partition_key,
-                    ordering_key=ordering_key.encode() if ordering_key else None,
-                    properties=properties,
-                    event_time=event_timestamp,
-                    sequence_id=sequence_id or None,
-                    deliver_after=deliver_after,
-                    deliver_at=deliver_at,
-                    replication_clusters=replication_clusters,
-                    disable_replication=disable_replication,
-                )
-        except StreamwireError as e:
-            # A send refused (full queue, too big, closed, bad arguments): streamwire raises
-            # it; the official client reports it through the callback only.
-            callback(result_of(e), MessageId())
-
-    def flush(self) -> None:
-        """Send what is batched and wait until the broker has it all."""
-        try:
-            self._p.flush()
-        except StreamwireError as e:
-            _raise(e)
-
-    def close(self) -> None:
-        """Send what is queued and close the producer."""
-        try:
-            self._p.close()
-        except StreamwireError as e:
-            _raise(e)
-
-    def is_connected(self) -> bool:
-        """Whether the producer has a live connection to its broker."""
-        return self._p.is_connected()
-
-
-class _AfterSeek:
-    """After ``seek(message_id)`` the official client delivers the messages after that id;
-    the broker resends from the id itself, which streamwire delivers. Until a later message
-    comes, the ones at or before the id are dropped here (not acknowledged, as the official
-    client leaves them)."""
-
-    _after: Optional[_native.MessageId] = None
-
-    def _seeking(self, target: Any) -> None:
-        nid = _native_id(target)
-        ends = (_native.MessageId.earliest, _native.MessageId.latest)
-        self._after = nid if isinstance(nid, _native.MessageId) and nid not in ends else None
-
-    def _skip(self, m: _native.Message) -> bool:
-        after = self._after
-        if after is None:
-            return False
-        mid = m.message_id
-        if mid.partition != after.partition:
-            # Another partition's message: the id says nothing about it.
-            return False
-        if mid <= after:
-            return True
-        self._after = None
-        return False
-
-    def _next(
-        self, get: Callable[[Optional[float]], _native.Message], timeout_millis: Optional[int]
-    ) -> _native.Message:
-        if timeout_millis is not None:
-            _check_type(int, timeout_millis, "timeout_millis")
-        if self._after is None:
-            return get(None if timeout_millis is None else timeout_millis / 1000.0)
-        deadline = None if timeout_millis is None else time.monotonic() + timeout_millis / 1e3
-        while True:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            m = get(left)
-            if not self._skip(m):
-                return m
-
-
-class Consumer(_AfterSeek):
-    """The official ``pulsar.Consumer`` on a :class:`streamwire.Consumer` (made by
-    ``Client.subscribe`` with the ``schema``, the ``batch_policy`` of ``batch_receive()``, the
-    ``queue_size`` and the ``consumer_type``)."""
-
-    _c: _native.Consumer
-
-    def __init__(
-        self,
-        schema: Schema,
-        batch_policy: ConsumerBatchReceivePolicy,
-        queue_size: int,
-        consumer_type: ConsumerType,
-    ) -> None:
-        self._schema = schema
-        self._batch = batch_policy
-        self._queue_size = queue_size
-        self._cumulative_allowed = consumer_type not in (
-            ConsumerType.Shared,
-            ConsumerType.KeyShared,
-        )
-
-    @property
-    def native(self) -> _native.Consumer:
-        """The underlying :class:`streamwire.Consumer`."""
-        return self._c
-
-    def topic(self) -> str:
-        """The topic (or topics) consumed."""
-        return self._c.topic
-
-    def subscription_name(self) -> str:
-        """The subscription."""
-        return self._c.subscription_name
-
-    def consumer_name(self) -> Optional[str]:
-        """The consumer's name."""
-        return self._c.consumer_name
-
-    def unsubscribe(self) -> None:
-        """Remove the subscription from the broker and close the consumer."""
-        try:
-            self._c.unsubscribe()
-        except StreamwireError as e:
-            _raise(e)
-
-    def receive(self, timeout_millis: Optional[int] = None) -> Message:
-        """The next message; with ``timeout_millis``, ``Timeout`` when none came in time."""
-        try:
-            return Message(self._next(self._c.receive, timeout_millis), self._schema)
-        except StreamwireError as e:
-            _raise(e)
-
-    def batch_receive(self) -> list[Message]:
-        """Messages as the batch receive policy says: until it has ``max_num_message``
-        messages or ``max_num_bytes`` bytes, or its timeout passed (then maybe none)."""
-        policy = self._batch
-        limit = policy.max_num_message if policy.max_num_message > 0 else sys.maxsize
-        byte_limit = policy.max_num_bytes if policy.max_num_bytes > 0 else None
-        deadline = None if policy.timeout_ms < 0 else time.monotonic() + policy.timeout_ms / 1e3
-        out: list[Message] = []
-        size = 0
-        try:
-            while len(out) < limit and (byte_limit is None or size < byte_limit):
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    break
-                try:
-                    got = self._c.receive_many(
-                        min(limit - len(out), self._queue_size),
-                        left,
-                        max_bytes=None if byte_limit is None else byte_limit - size,
-                    )
-                except streamwire.OperationTimeoutError:
-                    break
-                for m in got:
-                    if self._skip(m):
-                        continue
-                    size += len(m.data())
-                    out.append(Message(m, self._schema))
-        except StreamwireError as e:
-            _raise(e)
-        return out
-
-    def acknowledge(self, message: Union[Message, MessageId]) -> None:
-        """Acknowledge ``message`` (a message or its id)."""
-        try:
-            self._c.acknowledge(_native_id(message))
-        except StreamwireError as e:
-            _raise(e)
-
-    def acknowledge_cumulative(self, message: Union[Message, MessageId]) -> None:
-        """Acknowledge everything up to ``message`` (``CumulativeAcknowledgementNotAllowedError``
-        on Shared and Key_Shared subscriptions, as the official client raises)."""
-        if not self._cumulative_allowed:
-            raise CumulativeAcknowledgementNotAllowedError(
-                "cumulative acknowledgement is not allowed on shared or key_shared subscriptions"
-            )
-        try:
-            self._c.acknowledge_cumulative(_native_id(message))
-        except StreamwireError as e:
-            _raise(e)
-
-    def negative_acknowledge(self, message: Union[Message, MessageId]) -> None:
-        """Have ``message`` (a message or its id) delivered again after the negative-ack
-        delay."""
-        try:
-            self._c.negative_acknowledge(_native_id(message))
-        except StreamwireError as e:
-            _raise(e)
-
-    def pause_message_listener(self) -> None:
-        """Stop calling the message listener until :meth:`resume_message_listener`."""
-        try:
-            self._c.pause_message_listener()
-        except StreamwireError as e:
-            _raise(e)
-
-    def resume_message_listener(self) -> None:
-        """Call the message listener again, from the first message not yet handed over."""
-        try:
-            self._c.resume_message_listener()
-        except StreamwireError as e:
-            _raise(e)
-
-    def redeliver_unacknowledged_messages(self) -> None:
-        """Have every unacknowledged message delivered again."""
-        try:
-            self._c.redeliver_unacknowledged_messages()
-        except StreamwireError as e:
-            _raise(e)
-
-    def seek(self, messageid: Union[MessageId, _native.MessageId, int]) -> None:
-        """Move the subscription to ``messageid`` (a ``MessageId``) or to a publish time (an
-        int, ms since the epoch)."""
-        if not isinstance(messageid, (MessageId, _native.MessageId, int)):
-            raise ValueError(f"invalid seek_arg type {type(messageid)}")
-        try:
-            self._c.seek(_native_id(messageid))
-            self._seeking(messageid)
-        except StreamwireError as e:
-            _raise(e)
-
-    def close(self) -> None:
-        """Close the consumer (the subscription stays)."""
-        try:
-            self._c.close()
-        except StreamwireError as e:
-            _raise(e)
-
-    def is_connected(self) -> bool:
-        """Whether the consumer has a live connection to its broker."""
-        return self._c.is_connected()
-
-    def get_last_message_id(self) -> MessageId:
-        """The id of the topic's last message."""
-        try:
-            return MessageId.wrap(self._c.get_last_message_id())
-        except StreamwireError as e:
-            _raise(e)
-
-
-class Reader(_AfterSeek):
-    """The official ``pulsar.Reader`` on a :class:`streamwire.Reader` (made by
-    ``Client.create_reader``, with the ``schema`` its messages decode with)."""
-
-    _r: _native.Reader
-
-    def __init__(self, schema: Schema) -> None:
-        self._schema = schema
-
-    @property
-    def native(self) -> _native.Reader:
-        """The underlying :class:`streamwire.Reader`."""
-        return self._r
-
-    def topic(self) -> str:
-        """The topic read."""
-        return self._r.topic
-
-    def read_next(self, timeout_millis: Optional[int] = None) -> Message:
-        """The next message; with ``timeout_millis``, ``Timeout`` when none came in time."""
-        try:
-            return Message(self._next(self._r.read_next, timeout_millis), self._schema)
-        except StreamwireError as e:
-            _raise(e)
-
-    def has_message_available(self) -> bool:
-        """Whether a message is there to read from the current position."""
-        try:
-            return self._r.has_message_available()
-        except StreamwireError as e:
-            _raise(e)
-
-    def seek(self, messageid: Union[MessageId, _native.MessageId, int]) -> None:
-        """Move the reader to ``messageid`` (a ``MessageId``) or to a publish time (an int,
-        ms since the epoch)."""
-        if not isinstance(messageid, (MessageId, _native.MessageId, int)):
-            raise ValueError(f"invalid seek_arg type {type(messageid)}")
-        try:
-            self._r.seek(_native_id(messageid))
-            self._seeking(messageid)
-        except StreamwireError as e:
-            _raise(e)
-
-    def close(self) -> None:
-        """Close the reader."""
-        try:
-            self._r.close()
-        except StreamwireError as e:
-            _raise(e)
-
-    def is_connected(self) -> bool:
-        """Whether the reader has a live connection to its broker."""
-        return self._r.is_connected()
+        self._client.close()
