@@ -595,7 +595,6 @@ impl Actor {
                 }
             }
             Some(Type::CloseProducer) => {
-                self.shared.stats.on_reconnect();
                 self.recreate(Error::new(
                     ErrorKind::Disconnected,
                     "broker closed the producer",
@@ -643,8 +642,12 @@ impl Actor {
         self.live.take()
     }
 
-    /// Close the broker-side producer and schedule an immediate re-creation.
+    /// Close the broker-side producer and schedule an immediate re-creation. Counted as a
+    /// reconnect whatever the cause: a topic being unloaded may answer the sends in flight
+    /// with a SendError before its CloseProducer (which then finds no handler), and both mean
+    /// the same to the user.
     async fn recreate(&mut self, why: Error) {
+        self.shared.stats.on_reconnect();
         if let Some(live) = self.take_live() {
             live.conn.unregister_handler(live.producer_id);
             let rid = live.conn.new_request_id();
