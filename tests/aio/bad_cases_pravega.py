@@ -32,6 +32,15 @@ async def _client(uri: str, **kwargs: Any) -> apv.Client:
     return apv.Client(uri, **kwargs)
 
 
+async def _byte_stream_call(c: AioPravegaCtx, call: str, *args: Any) -> Any:
+    """``call(*args)`` on a fresh byte stream of the one-segment stream ``s``."""
+    bs = await c.client.create_byte_stream(c.scope, "s")
+    try:
+        return await getattr(bs, call)(*args)
+    finally:
+        await bs.close()
+
+
 AIO_PRAVEGA_CASES: list[AioPravegaCase] = [
     AioPravegaCase(
         "aio.pravega.Client()",
@@ -118,5 +127,23 @@ AIO_PRAVEGA_CASES: list[AioPravegaCase] = [
         AlreadyClosedError,
         lambda c: c.closed_reader.read(timeout=1),
         group="closed",
+    ),
+    AioPravegaCase(
+        "aio.pravega.Client.create_byte_stream",
+        "stream name with a space",
+        INV,
+        lambda c: c.client.create_byte_stream(c.scope, "a b"),
+    ),
+    AioPravegaCase(
+        "aio.pravega.ByteStream.write",
+        "a str",
+        TYP,
+        lambda c: _byte_stream_call(c, "write", "text"),
+    ),
+    AioPravegaCase(
+        "aio.pravega.ByteStream.seek",
+        "whence=3",
+        INV,
+        lambda c: _byte_stream_call(c, "seek", 0, 3),
     ),
 ]

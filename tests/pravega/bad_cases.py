@@ -34,6 +34,8 @@ class PravegaCtx:
     closed_writer: pravega.Writer
     closed_reader: pravega.Reader
     tiny_writer: pravega.Writer  # memory_limit=4 KiB, does not block
+    byte_stream: pravega.ByteStream  # on a one-segment stream
+    closed_byte_stream: pravega.ByteStream
 
 
 PravegaCase = BadCase[PravegaCtx, object]
@@ -314,6 +316,77 @@ PRAVEGA_CASES: list[PravegaCase] = [
         "closed reader",
         AlreadyClosedError,
         lambda c: c.closed_reader.position(),
+        group="closed",
+    ),
+    # -- byte streams
+    C(
+        "pravega.Client.create_byte_stream()",
+        "a stream of two segments",
+        CFG,
+        lambda c: c.client.create_byte_stream(c.scope, c.stream),
+    ),
+    C(
+        "pravega.Client.create_byte_stream()",
+        "a sealed stream",
+        AlreadyClosedError,
+        lambda c: c.client.create_byte_stream(c.scope, c.sealed),
+    ),
+    C(
+        "pravega.Client.create_byte_stream()",
+        "unknown stream",
+        TopicNotFoundError,
+        lambda c: c.client.create_byte_stream(c.scope, "nope"),
+    ),
+    C(
+        "pravega.Client.create_byte_stream()",
+        "stream name with a space",
+        INV,
+        lambda c: c.client.create_byte_stream(c.scope, "a b"),
+    ),
+    C(
+        "pravega.ByteStream.write()",
+        "a str",
+        TYP,
+        lambda c: c.byte_stream.write("text"),  # type: ignore[arg-type]
+    ),
+    C(
+        "pravega.ByteStream.read()",
+        "size not an int ('10')",
+        TYP,
+        lambda c: c.byte_stream.read("10"),  # type: ignore[arg-type]
+    ),
+    C(
+        "pravega.ByteStream.readinto()",
+        "a read-only buffer",
+        TYP,
+        lambda c: c.byte_stream.readinto(memoryview(b"ro")),  # type: ignore[arg-type]
+    ),
+    C(
+        "pravega.ByteStream.seek()",
+        "before the start (-1)",
+        INV,
+        lambda c: c.byte_stream.seek(-1),
+    ),
+    C("pravega.ByteStream.seek()", "whence=3", INV, lambda c: c.byte_stream.seek(0, 3)),
+    C(
+        "pravega.ByteStream.truncate()",
+        "offset=-1",
+        INV,
+        lambda c: c.byte_stream.truncate(-1),
+    ),
+    C("pravega.ByteStream", "pickled", TYP, lambda c: pickle.dumps(c.byte_stream)),
+    C(
+        "pravega.ByteStream.write()",
+        "closed byte stream",
+        AlreadyClosedError,
+        lambda c: c.closed_byte_stream.write(b"x"),
+        group="closed",
+    ),
+    C(
+        "pravega.ByteStream.read()",
+        "closed byte stream",
+        AlreadyClosedError,
+        lambda c: c.closed_byte_stream.read(1, timeout=1),
         group="closed",
     ),
     # -- after fork (run in a forked child)

@@ -23,6 +23,10 @@ def pctx(pravega: PravegaStandalone) -> Iterator[PravegaCtx]:
         client.create_stream(scope, "s", segments=2)
         client.create_stream(scope, "sealed")
         client.seal_stream(scope, "sealed")
+        client.create_stream(scope, "bytes", segments=1)
+        byte_stream = client.create_byte_stream(scope, "bytes")
+        closed_byte_stream = client.create_byte_stream(scope, "bytes")
+        closed_byte_stream.close()
         closed_client = pv.Client(url)
         closed_client.close()
         closed_writer = client.create_writer(scope, "s")
@@ -47,7 +51,10 @@ def pctx(pravega: PravegaStandalone) -> Iterator[PravegaCtx]:
             closed_writer=closed_writer,
             closed_reader=closed_reader,
             tiny_writer=tiny_writer,
+            byte_stream=byte_stream,
+            closed_byte_stream=closed_byte_stream,
         )
+        byte_stream.close()
         writer.close()
         reader.close()
         tiny_writer.close()

@@ -1,4 +1,4 @@
-"""asyncio face of the Pravega client: ``Client``, ``Writer``, ``Reader``.
+"""asyncio face of the Pravega client: ``Client``, ``Writer``, ``Reader``, ``ByteStream``.
 
 The same native objects as :mod:`streamwire.pravega` (one class serves both faces), so the
 same options, checks and errors; every wait is an ``asyncio.Future`` the engine resolves
@@ -31,8 +31,9 @@ from streamwire._native import PravegaWriter as _NativeWriter
 from streamwire.aio import _Closing
 from streamwire.exceptions import AlreadyClosedError
 from streamwire.pravega import _ClientBase, _ReaderBase, _Wrapped
+from streamwire.pravega.byte_stream import _ByteStreamBase
 
-__all__ = ["Client", "Event", "Reader", "Writer"]
+__all__ = ["ByteStream", "Client", "Event", "Reader", "Writer"]
 
 _ONE, _MANY, _ARROW = 0, 1, 2
 _FACE = "streamwire.aio.pravega"
@@ -166,7 +167,19 @@ class Reader(_ReaderBase, Awaiting, _Closing):
                 raise StopAsyncIteration
 
 
-class Client(_ClientBase[Writer, Reader], Awaiting, _Closing):
+class ByteStream(_ByteStreamBase, Awaiting, _Closing):
+    """A Pravega stream of one segment as bytes, for coroutines: the calls of
+    :class:`streamwire.pravega.ByteStream`, each a coroutine here (the same definitions,
+    awaited; calls on one byte stream run in call order).
+
+    Args:
+        native: the engine's byte stream; made by :meth:`Client.create_byte_stream`.
+    """
+
+    _FACE = _FACE
+
+
+class Client(_ClientBase[Writer, Reader, ByteStream], Awaiting, _Closing):
     """A connection to a Pravega controller for coroutines (``tcp://host:port`` or
     ``tls://host:port``): the calls of :class:`streamwire.pravega.Client`, each a coroutine
     here (the same definitions, awaited).
@@ -185,6 +198,9 @@ class Client(_ClientBase[Writer, Reader], Awaiting, _Closing):
 
     def _reader(self, native: _native.PravegaReader) -> Reader:
         return Reader(native)
+
+    def _byte_stream(self, native: _native.PravegaByteStream) -> ByteStream:
+        return ByteStream(native)
 
     async def close(self) -> None:
         """Close the client; later calls raise ``AlreadyClosedError``. Idempotent."""

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, NamedTuple, Optional, TypeVar, Union
 
 from streamwire._faces import Blocking, Steps, call, two_faces
+from streamwire._native import PravegaByteStream as _NativeByteStream
 from streamwire._native import PravegaClient as _NativeClient
 from streamwire._native import PravegaEvent as Event
 from streamwire._native import PravegaReader as _NativeReader
@@ -55,9 +56,11 @@ from streamwire.pravega.admin import (
     scaling_arg,
     tags_arg,
 )
+from streamwire.pravega.byte_stream import ByteStream
 
 __all__ = [
     "UNCHANGED",
+    "ByteStream",
     "Client",
     "ClientConfig",
     "Event",
@@ -325,13 +328,14 @@ def _tag_checked(tag: object) -> str:
 
 _W = TypeVar("_W")
 _R = TypeVar("_R")
+_B = TypeVar("_B")
 
 
-class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R]):
+class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R, _B]):
     """What :class:`Client` and ``streamwire.aio.pravega.Client`` share: the connection (the
     options are :class:`Client`'s), its state, and every call that waits, written once
-    (``@two_faces``: returning on the blocking face, awaited on the asyncio face). ``_W`` and
-    ``_R`` are the face's writer and reader classes."""
+    (``@two_faces``: returning on the blocking face, awaited on the asyncio face). ``_W``,
+    ``_R`` and ``_B`` are the face's writer, reader and byte stream classes."""
 
     def __init__(
         self,
@@ -367,6 +371,10 @@ class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R]):
     @abc.abstractmethod
     def _reader(self, native: _NativeReader) -> _R:
         """The face's reader over ``native``."""
+
+    @abc.abstractmethod
+    def _byte_stream(self, native: _NativeByteStream) -> _B:
+        """The face's byte stream over ``native``."""
 
     @property
     def controller_uri(self) -> str:
@@ -625,6 +633,19 @@ class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R]):
         return self._reader(native)
 
     @two_faces
+    def create_byte_stream(self, scope: str, stream: str) -> Steps[_B]:
+        """The ``stream`` of ``scope`` as bytes (:class:`ByteStream`): it must have exactly
+        one segment (``create_stream(..., segments=1)``, no auto-scaling). Reading starts at
+        offset 0, writing at the tail.
+
+        Args:
+            scope: the stream's scope.
+            stream: the stream name.
+        """
+        native: _NativeByteStream = yield call("create_byte_stream", scope, stream)
+        return self._byte_stream(native)
+
+    @two_faces
     def head(self, scope: str, stream: str) -> Steps[StreamCut]:
         """The stream cut at the oldest events the ``stream`` of ``scope`` holds."""
         text: str = yield call("stream_cut", scope, stream, "head")
@@ -655,7 +676,7 @@ class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R]):
         return got
 
 
-class Client(_ClientBase[Writer, Reader], Blocking):
+class Client(_ClientBase[Writer, Reader, ByteStream], Blocking):
     """A connection to a Pravega controller (``tcp://host:port``, or ``tls://host:port``)
     and the segment stores it names. Thread-safe; create one per process and share it.
     Clients do not pickle; pass a :class:`ClientConfig` to other processes instead. After
@@ -683,6 +704,9 @@ class Client(_ClientBase[Writer, Reader], Blocking):
 
     def _reader(self, native: _NativeReader) -> Reader:
         return Reader(native)
+
+    def _byte_stream(self, native: _NativeByteStream) -> ByteStream:
+        return ByteStream(native)
 
     def close(self) -> None:
         """Close the client's connections; later calls raise ``AlreadyClosedError``."""

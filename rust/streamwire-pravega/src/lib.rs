@@ -16,9 +16,11 @@
 //!   method), delegation tokens' expiry. TLS itself is `streamwire_core::tls` (shared with
 //!   Pulsar); segment store connections (`connection`) wrap it when the URI is `tls://`.
 //!
-//! The event writer and the stream reader are built on these.
+//! The event writer and the stream reader are built on these; `byte_stream` reads and
+//! writes a one-segment stream as plain bytes (conditional appends, no event framing).
 #![forbid(unsafe_code)]
 
+pub mod byte_stream;
 pub mod client;
 pub mod connection;
 pub mod controller;

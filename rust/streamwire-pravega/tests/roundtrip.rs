@@ -147,6 +147,10 @@ fn reply() -> impl Strategy<Value = Reply> {
             }
         }),
         // Commands the client does not act on stay raw (ids it does not decode).
+        (i(), s()).prop_map(|(request_id, segment)| Reply::SegmentTruncated {
+            request_id,
+            segment
+        }),
         (200..1000i32, data()).prop_map(|(type_id, payload)| Reply::Other { type_id, payload }),
     ]
 }
@@ -200,6 +204,13 @@ proptest! {
         encode_conditional_append(&mut b, writer, n, m, &event, req).unwrap();
         prop_assert_eq!(one_request(&mut b), Request::ConditionalAppend {
             writer_id: writer, event_number: n, expected_offset: m, event, request_id: req });
+        encode_conditional_block_end(&mut b, writer, n, m, &block, req).unwrap();
+        prop_assert_eq!(one_request(&mut b), Request::ConditionalBlockEnd {
+            writer_id: writer, event_number: n, expected_offset: m,
+            data: Bytes::from(block.clone()), request_id: req });
+        encode_truncate_segment(&mut b, req, &seg, m, &token).unwrap();
+        prop_assert_eq!(one_request(&mut b), Request::TruncateSegment {
+            request_id: req, segment: seg.clone(), offset: m, token: token.clone() });
         encode_read_segment(&mut b, &seg, n, k, &token, req).unwrap();
         prop_assert_eq!(one_request(&mut b), Request::ReadSegment {
             segment: seg.clone(), offset: n, suggested_length: k, token: token.clone(), request_id: req });

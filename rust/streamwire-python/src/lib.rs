@@ -77,6 +77,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pulsar::aio_consumer::Received>()?;
     m.add_class::<pravega::client::PravegaNativeClient>()?;
     m.add_class::<pravega::writer::PravegaWriter>()?;
+    m.add_class::<pravega::byte_stream::PravegaByteStream>()?;
     m.add_class::<pravega::writer::PravegaWriteFuture>()?;
     m.add_class::<pravega::reader::PravegaReader>()?;
     m.add_class::<pravega::reader::PravegaEventObj>()?;

@@ -110,6 +110,7 @@ impl Reply {
             | SegmentRead { .. }
             | StreamSegmentInfo { .. }
             | SegmentCreated { .. }
+            | SegmentTruncated { .. }
             | Other { .. } => return None,
         })
     }

@@ -45,6 +45,8 @@ pub mod ids {
     pub const GET_STREAM_SEGMENT_INFO: i32 = 11;
     pub const STREAM_SEGMENT_INFO: i32 = 12;
     pub const CREATE_SEGMENT: i32 = 20;
+    pub const TRUNCATE_SEGMENT: i32 = 38;
+    pub const SEGMENT_TRUNCATED: i32 = 39;
     pub const SEGMENT_CREATED: i32 = 21;
     pub const WRONG_HOST: i32 = 50;
     pub const SEGMENT_IS_SEALED: i32 = 51;
@@ -55,6 +57,7 @@ pub mod ids {
     pub const OPERATION_UNSUPPORTED: i32 = 57;
     pub const AUTH_TOKEN_CHECK_FAILED: i32 = 60;
     pub const ERROR_MESSAGE: i32 = 61;
+    pub const CONDITIONAL_BLOCK_END: i32 = 89;
     pub const KEEP_ALIVE: i32 = 100;
 }
 

@@ -46,6 +46,20 @@ pub enum Request {
         event: Bytes,
         request_id: i64,
     },
+    /// Raw bytes (no EVENT header), conditional on the segment's length.
+    ConditionalBlockEnd {
+        writer_id: u128,
+        event_number: i64,
+        expected_offset: i64,
+        data: Bytes,
+        request_id: i64,
+    },
+    TruncateSegment {
+        request_id: i64,
+        segment: String,
+        offset: i64,
+        token: String,
+    },
     ReadSegment {
         segment: String,
         offset: i64,
@@ -132,6 +146,25 @@ impl Request {
                     request_id: c.opt_i64(-1)?,
                 }
             }
+            ids::CONDITIONAL_BLOCK_END => {
+                let writer_id = c.uuid()?;
+                let event_number = c.i64()?;
+                let expected_offset = c.i64()?;
+                let n = c.i32()?;
+                Request::ConditionalBlockEnd {
+                    writer_id,
+                    event_number,
+                    expected_offset,
+                    data: data_of(&payload, c, n)?,
+                    request_id: c.i64()?,
+                }
+            }
+            ids::TRUNCATE_SEGMENT => Request::TruncateSegment {
+                request_id: c.i64()?,
+                segment: c.utf()?,
+                offset: c.i64()?,
+                token: c.utf()?,
+            },
             ids::READ_SEGMENT => Request::ReadSegment {
                 segment: c.utf()?,
                 offset: c.i64()?,
@@ -201,6 +234,7 @@ impl Reply {
             SegmentRead { .. } => ids::SEGMENT_READ,
             StreamSegmentInfo { .. } => ids::STREAM_SEGMENT_INFO,
             SegmentCreated { .. } => ids::SEGMENT_CREATED,
+            SegmentTruncated { .. } => ids::SEGMENT_TRUNCATED,
             WrongHost { .. } => ids::WRONG_HOST,
             SegmentIsSealed { .. } => ids::SEGMENT_IS_SEALED,
             SegmentIsTruncated { .. } => ids::SEGMENT_IS_TRUNCATED,
@@ -287,6 +321,10 @@ impl Reply {
                 out.put_i64(*start_offset);
             }
             SegmentCreated {
+                request_id,
+                segment,
+            }
+            | SegmentTruncated {
                 request_id,
                 segment,
             } => {

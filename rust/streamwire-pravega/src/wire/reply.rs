@@ -56,6 +56,10 @@ pub enum Reply {
         request_id: i64,
         segment: String,
     },
+    SegmentTruncated {
+        request_id: i64,
+        segment: String,
+    },
     WrongHost {
         request_id: i64,
         segment: String,
@@ -127,6 +131,7 @@ impl Reply {
             | SegmentRead { request_id, .. }
             | StreamSegmentInfo { request_id, .. }
             | SegmentCreated { request_id, .. }
+            | SegmentTruncated { request_id, .. }
             | WrongHost { request_id, .. }
             | SegmentIsSealed { request_id, .. }
             | SegmentIsTruncated { request_id, .. }
@@ -197,6 +202,10 @@ impl Reply {
                 start_offset: c.opt_i64(0)?,
             },
             ids::SEGMENT_CREATED => Reply::SegmentCreated {
+                request_id: c.i64()?,
+                segment: c.utf()?,
+            },
+            ids::SEGMENT_TRUNCATED => Reply::SegmentTruncated {
                 request_id: c.i64()?,
                 segment: c.utf()?,
             },

@@ -123,6 +123,44 @@ pub fn encode_conditional_append(
     end(out, at)
 }
 
+/// `CONDITIONAL_BLOCK_END`: raw bytes (no EVENT header: a byte stream's data), written only
+/// if the segment is `expected_offset` long; `event_number` orders the writer's blocks.
+pub fn encode_conditional_block_end(
+    out: &mut BytesMut,
+    writer_id: u128,
+    event_number: i64,
+    expected_offset: i64,
+    data: &[u8],
+    request_id: i64,
+) -> Result<(), WireError> {
+    let n =
+        i32::try_from(data.len()).map_err(|_| WireError::InvalidArgument("block over 2 GiB"))?;
+    let at = begin(out, ids::CONDITIONAL_BLOCK_END);
+    put_uuid(out, writer_id);
+    out.put_i64(event_number);
+    out.put_i64(expected_offset);
+    out.put_i32(n);
+    out.put_slice(data);
+    out.put_i64(request_id);
+    end(out, at)
+}
+
+/// `TRUNCATE_SEGMENT`: drop the segment's data before `offset` (its new start offset).
+pub fn encode_truncate_segment(
+    out: &mut BytesMut,
+    request_id: i64,
+    segment: &str,
+    offset: i64,
+    token: &str,
+) -> Result<(), WireError> {
+    let at = begin(out, ids::TRUNCATE_SEGMENT);
+    out.put_i64(request_id);
+    put_utf(out, segment)?;
+    out.put_i64(offset);
+    put_utf(out, token)?;
+    end(out, at)
+}
+
 /// `READ_SEGMENT`: up to `suggested_length` bytes from `offset` (held at the tail).
 pub fn encode_read_segment(
     out: &mut BytesMut,

@@ -12,6 +12,7 @@ use streamwire_core::budget::MemoryBudget;
 use streamwire_core::error::{Error, ErrorKind};
 use streamwire_core::runtime;
 use streamwire_core::tls::{TlsConnector, TlsOptions};
+use streamwire_pravega::byte_stream::ByteStream;
 use streamwire_pravega::client::{ClientConfig, PravegaClient};
 use streamwire_pravega::controller::ScopedStream;
 use streamwire_pravega::reader::{
@@ -24,6 +25,7 @@ use crate::common::blocking::{count_arg, positive_secs, timeout_arg, wait};
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::faces::Op;
 use crate::common::pickle::refuse_pickle;
+use crate::pravega::byte_stream::PravegaByteStream;
 use crate::pravega::reader::PravegaReader;
 use crate::pravega::writer::PravegaWriter;
 
@@ -341,6 +343,23 @@ crate::two_faces! {
             Op::new("create_writer", Some(self.timeout), async move {
                 let w = EventWriter::create(&c, st, config, budget).await?;
                 Ok(PravegaWriter::new(w, pid, block_if_queue_full))
+            })
+        }
+
+        /// A byte stream on `stream`, which must have exactly one segment (create it with
+        /// `segments=1` and no auto-scaling). Reading starts at offset 0, writing at the
+        /// tail.
+        fn create_byte_stream / _acreate_byte_stream (
+            &self,
+            py,
+            scope: &str,
+            stream: &str,
+        ) -> PravegaByteStream {
+            let st = self.stream(scope, stream)?;
+            let (c, pid, timeout) = (self.live()?, self.pid, self.timeout);
+            Op::new("create_byte_stream", Some(self.timeout), async move {
+                let b = ByteStream::open(&c, st).await?;
+                Ok(PravegaByteStream::new(b, pid, timeout))
             })
         }
 

@@ -1,9 +1,10 @@
 //! The Pravega classes of `streamwire.pravega` and `streamwire.aio.pravega` (one native class
 //! each, serving both faces; `python/streamwire/pravega/` and `aio/pravega.py`
 //! add the typed wrappers): client with the controller calls (stream administration in
-//! `admin`), writer with its futures, reader and events.
+//! `admin`), writer with its futures, reader and events, byte streams.
 
 mod admin;
+pub mod byte_stream;
 pub mod client;
 mod framing;
 mod inline;
