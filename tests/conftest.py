@@ -198,3 +198,21 @@ def apache_cluster() -> Iterator[ApacheCluster]:
         timings = ", ".join(f"{k} {v:.1f}s" for k, v in cluster.timings.items())
         print(f"\ncluster started in {cluster.last_start_seconds:.1f}s ({timings})")
         yield cluster
+
+
+# The same cluster with TLS ports and token authentication + authorization on brokers and
+# proxy (tests/cluster/test_secured.py); started only when such a test is collected.
+_secured_cluster_failure: list[str] = []
+
+
+@pytest.fixture(scope="session")
+def apache_cluster_secured() -> Iterator[ApacheCluster]:
+    what = "the secured Apache Pulsar cluster"
+
+    def make() -> ApacheCluster:
+        return ApacheCluster(secured=True)
+
+    with started(make, what, ApacheClusterError, _secured_cluster_failure) as cluster:
+        timings = ", ".join(f"{k} {v:.1f}s" for k, v in cluster.timings.items())
+        print(f"\nsecured cluster started in {cluster.last_start_seconds:.1f}s ({timings})")
+        yield cluster

@@ -20,11 +20,15 @@ class Unavailable(Exception):
 
 @dataclass
 class Context:
-    """What every implementation gets: the broker URL and per-workload scratch state."""
+    """What every implementation gets: the broker URL, the credentials and CA it needs (a
+    secured cluster), and per-workload scratch state."""
 
     service_url: str
     iterations: int
     state: dict[str, Any] = field(default_factory=dict)
+    #: A JWT both clients send (token authentication), and the CA bundle both trust.
+    auth_token: str | None = None
+    tls_ca: str | None = None
 
 
 RoundFn = Callable[[Context], float]
@@ -70,3 +74,25 @@ def import_official() -> Any:
 def quiet_logger(pulsar: Any) -> Any:
     """A logger for the official client that prints errors only (its INFO lines are noise)."""
     return pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
+
+
+def ours_client(ctx: Context) -> Any:
+    """Our client on ``ctx``'s broker, with its token and CA when it has them."""
+    streamwire = import_streamwire()
+    kwargs: dict[str, Any] = {}
+    if ctx.auth_token:
+        kwargs["auth_token"] = ctx.auth_token
+    if ctx.tls_ca:
+        kwargs["tls_trust_certs_file"] = ctx.tls_ca
+    return streamwire.Client(ctx.service_url, **kwargs)
+
+
+def theirs_client(ctx: Context) -> Any:
+    """The official client on ``ctx``'s broker (errors-only logger), token and CA likewise."""
+    pulsar = import_official()
+    kwargs: dict[str, Any] = {"logger": quiet_logger(pulsar)}
+    if ctx.auth_token:
+        kwargs["authentication"] = pulsar.AuthenticationToken(ctx.auth_token)
+    if ctx.tls_ca:
+        kwargs["tls_trust_certs_file_path"] = ctx.tls_ca
+    return pulsar.Client(ctx.service_url, **kwargs)

@@ -1,7 +1,7 @@
 """Run side-by-side benchmarks: ours (streamwire) vs theirs (official pulsar-client).
 
     python benches/sidebyside/run.py [--rounds N] [--workload NAME ...]
-                                     [--broker lite|apache|proxy|cluster|pulsar://HOST:PORT]
+                                     [--broker lite|apache|proxy|proxy-tls|cluster|URL]
                                      [--rust]
     python -m benches.sidebyside.run ...            (same thing, from the repository root)
 
@@ -9,8 +9,11 @@ Both implementations run the same workload against the same broker in the same p
 alternating order (A/B, then B/A, ...) for ``--rounds`` rounds. The table shows the median of the
 rounds for each side and the ratio ours/theirs; the unit says whether higher or lower is better.
 One machine-readable line follows, prefixed ``BENCH_JSON ``. When ``streamwire`` cannot be
-imported, its column reads ``n/a`` (no number is made up). ``--rust`` also runs
-``cargo bench -p streamwire-benches --bench codec`` and reports its throughput lines.
+imported, its column reads ``n/a`` (no number is made up). ``--broker proxy-tls`` runs both
+clients through the Pulsar proxy of a secured two-broker cluster: ``pulsar+ssl://`` with the
+test CA and a token whose role is authorized by the brokers (the proxy forwards it).
+``--rust`` also runs ``cargo bench -p streamwire-benches --bench codec`` and reports its
+throughput lines.
 """
 
 from __future__ import annotations
@@ -57,6 +60,33 @@ class SideResult:
         return statistics.median(self.samples) if self.samples and self.status == "ok" else None
 
 
+@dataclass(frozen=True)
+class Target:
+    """Where the workloads run: a service URL and, for a secured cluster, a token and CA."""
+
+    url: str
+    auth_token: str | None = None
+    tls_ca: str | None = None
+
+
+@contextlib.contextmanager
+def broker_target(spec: str) -> Iterator[Target]:
+    """A :class:`Target` for ``spec`` (see :func:`broker_url`), secured for ``proxy-tls``."""
+    if spec == "proxy-tls":
+        from tests.peers.apache_cluster import ApacheCluster
+
+        with ApacheCluster(secured=True) as cluster:
+            assert cluster.security is not None
+            # A role of its own with a namespace grant: the brokers authorize it per producer
+            # and consumer, as they would a production client's (not a super-user).
+            cluster.admin().grant_namespace_permission("bench", ["produce", "consume"])
+            token = cluster.security.token("bench")
+            yield Target(cluster.proxy_tls_url, token, str(cluster.security.pki.ca))
+        return
+    with broker_url(spec) as url:
+        yield Target(url)
+
+
 @contextlib.contextmanager
 def broker_url(spec: str) -> Iterator[str]:
     """Yield a service URL: start pulsar-lite / Apache Pulsar, or use the given URL as is."""
@@ -88,12 +118,21 @@ def broker_url(spec: str) -> Iterator[str]:
                 yield f"pulsar://{hosts}"
         return
     raise SystemExit(
-        f"--broker must be lite, apache, proxy, cluster or a pulsar:// URL, not {spec!r}"
+        f"--broker must be lite, apache, proxy, proxy-tls, cluster or a pulsar:// URL, not {spec!r}"
     )
 
 
-def run_workload(wl: Workload, url: str, rounds: int, iterations: int | None) -> dict[str, Any]:
-    ctx = Context(service_url=url, iterations=iterations or wl.default_iterations)
+def run_workload(
+    wl: Workload, target: Target | str, rounds: int, iterations: int | None
+) -> dict[str, Any]:
+    if isinstance(target, str):  # a bare service URL
+        target = Target(target)
+    ctx = Context(
+        service_url=target.url,
+        iterations=iterations or wl.default_iterations,
+        auth_token=target.auth_token,
+        tls_ca=target.tls_ca,
+    )
     if wl.setup is not None:
         wl.setup(ctx)
     results = {side: SideResult() for side in SIDES}
@@ -197,7 +236,9 @@ def main(argv: list[str] | None = None) -> int:
         "--workload", nargs="+", choices=sorted(WORKLOADS), default=None, help="default: all"
     )
     parser.add_argument(
-        "--broker", default="lite", help="lite | apache | proxy | cluster | pulsar://HOST:PORT"
+        "--broker",
+        default="lite",
+        help="lite | apache | proxy | proxy-tls | cluster | pulsar://HOST:PORT",
     )
     parser.add_argument("--rust", action="store_true", help="also run the criterion codec bench")
     parser.add_argument("--rust-timeout", type=float, default=1800.0)
@@ -212,9 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     names = args.workload or list(WORKLOADS)
     rows: list[dict[str, Any]] = []
     t0 = time.monotonic()
-    with broker_url(args.broker) as url:
+    with broker_target(args.broker) as target:
         for name in names:
-            rows.append(run_workload(WORKLOADS[name], url, args.rounds, args.iterations))
+            rows.append(run_workload(WORKLOADS[name], target, args.rounds, args.iterations))
     print()
     print(f"broker: {args.broker}  rounds: {args.rounds}  (A/B order alternates per round)")
     print_table(rows)

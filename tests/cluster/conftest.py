@@ -19,7 +19,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if "apache_cluster" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        if "apache_cluster" in fixtures or "apache_cluster_secured" in fixtures:
             item.add_marker(pytest.mark.cluster)
 
 

@@ -93,18 +93,24 @@ def tcp_peers(pid: int | None = None) -> list[tuple[str, int]]:
 
 
 def broker_ports(cluster: ApacheCluster) -> dict[int, str]:
-    """Every binary-protocol port of the brokers -> ``"b<i>-internal"`` / ``"b<i>-external"``."""
+    """Every binary-protocol port of the brokers -> ``"b<i>-internal"`` / ``"b<i>-external"``
+    (and ``"b<i>-tls"`` on a secured cluster)."""
     out: dict[int, str] = {}
     for b in cluster.brokers:
         out[b.internal_port] = f"b{b.index}-internal"
         out[b.external_port] = f"b{b.index}-external"
+        if b.tls_port:  # a secured cluster
+            out[b.tls_port] = f"b{b.index}-tls"
     return out
 
 
 def dialled(cluster: ApacheCluster) -> dict[str, int]:
-    """How many of this process's connections go to each broker listener and to the proxy."""
+    """How many of this process's connections go to each broker listener and to the proxy
+    (``proxy``, and a secured cluster's ``proxy-tls``)."""
     names = broker_ports(cluster)
     names[cluster.proxy_port] = "proxy"
+    if cluster.proxy_tls_port:
+        names[cluster.proxy_tls_port] = "proxy-tls"
     counts: dict[str, int] = {}
     for _addr, port in tcp_peers():
         if port in names:

@@ -57,6 +57,7 @@ from .apache import (
     resolve_classpath,
     throwaway_pom,
 )
+from .cluster_security import ClusterSecurity
 from .process import Peer, ProcessOwner, ServerProcess, serve_until_signal
 from .util import LOOPBACK, free_ports, tail, tcp_accepts, wait_until
 
@@ -245,32 +246,41 @@ def broker_conf(
     return _props(conf)
 
 
-def proxy_conf(zk_port: int, service_port: int, web_port: int, broker_ports: list[int]) -> str:
-    return _props(
-        {
-            "clusterName": CLUSTER_NAME,
-            "metadataStoreUrl": _zk_url(zk_port),
-            "configurationMetadataStoreUrl": _zk_url(zk_port),
-            "servicePort": str(service_port),
-            "webServicePort": str(web_port),
-            "bindAddress": LOOPBACK,
-            "advertisedAddress": LOOPBACK,
-            # The default allows only 6650/6651 and "*" is refused: name every broker port.
-            "brokerProxyAllowedTargetPorts": ",".join(str(p) for p in broker_ports),
-            "brokerProxyAllowedHostNames": "*",
-            "brokerProxyAllowedIPAddresses": "*",
-            "authenticationEnabled": "false",
-            "authorizationEnabled": "false",
-        }
-    )
+def proxy_conf(
+    zk_port: int,
+    service_port: int,
+    web_port: int,
+    broker_ports: list[int],
+    extra: dict[str, str] | None = None,
+) -> str:
+    conf = {
+        "clusterName": CLUSTER_NAME,
+        "metadataStoreUrl": _zk_url(zk_port),
+        "configurationMetadataStoreUrl": _zk_url(zk_port),
+        "servicePort": str(service_port),
+        "webServicePort": str(web_port),
+        "bindAddress": LOOPBACK,
+        "advertisedAddress": LOOPBACK,
+        # The default allows only 6650/6651 and "*" is refused: name every broker port.
+        "brokerProxyAllowedTargetPorts": ",".join(str(p) for p in broker_ports),
+        "brokerProxyAllowedHostNames": "*",
+        "brokerProxyAllowedIPAddresses": "*",
+        "authenticationEnabled": "false",
+        "authorizationEnabled": "false",
+    }
+    conf.update(extra or {})
+    return _props(conf)
 
 
 # --------------------------------------------------------------------------------------------
 # The cluster
 # --------------------------------------------------------------------------------------------
-def _http_ok(url: str, timeout: float = 2.0) -> bool:
+def _http_ok(url: str, timeout: float = 2.0, token: str | None = None) -> bool:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
+        with urllib.request.urlopen(
+            urllib.request.Request(url, headers=headers), timeout=timeout
+        ) as resp:
             return 200 <= int(resp.status) < 300
     except (urllib.error.URLError, OSError, ValueError):
         return False
@@ -304,7 +314,12 @@ _OPENER = urllib.request.build_opener(_KeepMethodRedirects)
 
 
 def admin_call(
-    web_url: str, method: str, path: str, *, params: dict[str, str] | None = None
+    web_url: str,
+    method: str,
+    path: str,
+    *,
+    params: dict[str, str] | None = None,
+    token: str | None = None,
 ) -> Any:
     """``method {web_url}/admin/v2/{path}`` following redirects to the owning broker; the
     decoded JSON answer (None when empty). Raises :class:`ApacheClusterError` on HTTP errors."""
@@ -312,6 +327,8 @@ def admin_call(
     if params:
         url += "?" + urllib.parse.urlencode(params)
     headers = {"Accept": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
     data = None
     if method in ("PUT", "POST"):
         # Some endpoints (bundle split) take an optional JSON body and refuse other types.
@@ -336,6 +353,9 @@ class ClusterBroker(ProcessOwner):
     external_port: int
     web_port: int
     workdir: Path
+    #: TLS ports (0 unless the cluster is secured).
+    tls_port: int = 0
+    web_tls_port: int = 0
     process: ServerProcess = field(init=False)
 
     def __post_init__(self) -> None:
@@ -362,13 +382,25 @@ class ClusterBroker(ProcessOwner):
         return f"http://{LOOPBACK}:{self.web_port}"
 
     @property
+    def tls_url(self) -> str:
+        """The ``internal`` listener's ``pulsar+ssl://`` address (secured clusters)."""
+        return f"pulsar+ssl://{LOOPBACK}:{self.tls_port}"
+
+    @property
+    def web_tls_url(self) -> str:
+        return f"https://{LOOPBACK}:{self.web_tls_port}"
+
+    @property
     def broker_id(self) -> str:
         """How the load manager names this broker (``host:webPort``)."""
         return f"{LOOPBACK}:{self.web_port}"
 
     def owns(self, url: str) -> bool:
         """True when ``url`` (a lookup answer) names one of this broker's listeners."""
-        return url.rstrip("/") in (self.service_url, self.external_url, self.web_url)
+        own = [self.service_url, self.external_url, self.web_url]
+        if self.tls_port:
+            own += [self.tls_url, self.web_tls_url]
+        return url.rstrip("/") in own
 
 
 class ApacheCluster(Peer):
@@ -382,14 +414,20 @@ class ApacheCluster(Peer):
         start_timeout: float = 180.0,
         workdir: str | Path | None = None,
         broker_extra_conf: dict[str, str] | None = None,
+        secured: bool = False,
     ) -> None:
         self.requested_version = version
         self.version: str | None = None
         self.start_timeout = start_timeout
         self.broker_extra_conf = dict(broker_extra_conf or {})
         self._make_workdir(workdir, "streamwire-cluster-")
-        ports = free_ports(4 + 3 * brokers)
+        #: TLS material, tokens and settings when ``secured`` (see tests/peers/cluster_security.py).
+        self.security = ClusterSecurity.make(self.workdir / "pki") if secured else None
+        # One call, so that no port is handed out twice.
+        ports = free_ports(4 + 3 * brokers + (2 + 2 * brokers if secured else 0))
         self.zk_port, self.bookie_port, self.proxy_port, self.proxy_web_port = ports[:4]
+        tls = ports[4 + 3 * brokers :]
+        self.proxy_tls_port, self.proxy_web_tls_port = (tls[0], tls[1]) if secured else (0, 0)
         self.brokers: list[ClusterBroker] = [
             ClusterBroker(
                 i,
@@ -397,6 +435,7 @@ class ApacheCluster(Peer):
                 ports[5 + 3 * i],
                 ports[6 + 3 * i],
                 self.workdir / f"broker{i}",
+                *((tls[2 + 2 * i], tls[3 + 2 * i]) if secured else (0, 0)),
             )
             for i in range(brokers)
         ]
@@ -435,8 +474,22 @@ class ApacheCluster(Peer):
         """Broker 0's admin/web service."""
         return self.brokers[0].web_url
 
+    @property
+    def proxy_tls_url(self) -> str:
+        """The proxy's ``pulsar+ssl://`` port (secured clusters)."""
+        return f"pulsar+ssl://{LOOPBACK}:{self.proxy_tls_port}"
+
+    @property
+    def proxy_web_tls_url(self) -> str:
+        return f"https://{LOOPBACK}:{self.proxy_web_tls_port}"
+
+    @property
+    def admin_token(self) -> str | None:
+        """The super-user's token of a secured cluster (None otherwise)."""
+        return self.security.admin_token if self.security else None
+
     def admin(self, broker: int = 0) -> PulsarAdmin:
-        return PulsarAdmin(self.brokers[broker].web_url)
+        return PulsarAdmin(self.brokers[broker].web_url, token=self.admin_token)
 
     def _live_web(self) -> str:
         for b in self.brokers:
@@ -445,11 +498,13 @@ class ApacheCluster(Peer):
         raise ApacheClusterError("no broker is running")
 
     def _live_admin(self) -> PulsarAdmin:
-        return PulsarAdmin(self._live_web())
+        return PulsarAdmin(self._live_web(), token=self.admin_token)
 
     def admin_call(self, method: str, path: str, **params: str) -> Any:
         """An admin REST call to a running broker, redirects to the owner followed."""
-        return admin_call(self._live_web(), method, path, params=params or None)
+        return admin_call(
+            self._live_web(), method, path, params=params or None, token=self.admin_token
+        )
 
     # -- start --------------------------------------------------------------------------------
     def _java(self, role: str, main: str, *args: str, proxy: bool = False) -> list[str]:
@@ -524,6 +579,8 @@ class ApacheCluster(Peer):
             "--default-namespace-bundle-number",
             str(NAMESPACE_BUNDLES),
         )
+        if self.security is not None:
+            cmd += ["--web-service-url-tls", b0.web_tls_url, "--broker-service-url-tls", b0.tls_url]
         log = self.workdir / "setup" / "console.log"
         with open(log, "ab") as out:
             rc = subprocess.call(
@@ -559,10 +616,19 @@ class ApacheCluster(Peer):
 
     def _broker_cmd(self, b: ClusterBroker) -> list[str]:
         conf = b.workdir / "broker.conf"
-        conf.write_text(
-            broker_conf(
-                self.zk_port, b.internal_port, b.external_port, b.web_port, self.broker_extra_conf
+        extra: dict[str, str] = {}
+        if self.security is not None:
+            extra = self.security.broker_conf(b.tls_port, b.web_tls_port)
+            # The internal listener gets the TLS address too: lookups of TLS clients (and of
+            # the proxy, which talks TLS to the brokers) answer with it.
+            extra["advertisedListeners"] = (
+                f"internal:pulsar://{LOOPBACK}:{b.internal_port},"
+                f"internal:pulsar+ssl://{LOOPBACK}:{b.tls_port},"
+                f"external:pulsar://{LOOPBACK}:{b.external_port}"
             )
+        extra.update(self.broker_extra_conf)
+        conf.write_text(
+            broker_conf(self.zk_port, b.internal_port, b.external_port, b.web_port, extra)
         )
         return self._java(
             f"broker{b.index}",
@@ -572,8 +638,10 @@ class ApacheCluster(Peer):
         )
 
     def _broker_ready(self, b: ClusterBroker) -> bool:
-        return _http_ok(f"{b.web_url}/admin/v2/brokers/ready") and tcp_accepts(
-            LOOPBACK, b.external_port
+        return (
+            _http_ok(f"{b.web_url}/admin/v2/brokers/ready", token=self.admin_token)
+            and tcp_accepts(LOOPBACK, b.external_port)
+            and (not b.tls_port or tcp_accepts(LOOPBACK, b.tls_port))
         )
 
     def _start_broker(self, b: ClusterBroker) -> None:
@@ -624,7 +692,13 @@ class ApacheCluster(Peer):
         d = self.workdir / "proxy"
         conf = d / "proxy.conf"
         ports = [p for b in self.brokers for p in (b.internal_port, b.external_port)]
-        conf.write_text(proxy_conf(self.zk_port, self.proxy_port, self.proxy_web_port, ports))
+        extra: dict[str, str] = {}
+        if self.security is not None:
+            ports += [b.tls_port for b in self.brokers]
+            extra = self.security.proxy_conf(self.proxy_tls_port, self.proxy_web_tls_port)
+        conf.write_text(
+            proxy_conf(self.zk_port, self.proxy_port, self.proxy_web_port, ports, extra)
+        )
         cmd = self._java(
             "proxy",
             "org.apache.pulsar.proxy.server.ProxyServiceStarter",
@@ -637,6 +711,7 @@ class ApacheCluster(Peer):
             lambda: (
                 tcp_accepts(LOOPBACK, self.proxy_port)
                 and tcp_accepts(LOOPBACK, self.proxy_web_port)
+                and (not self.proxy_tls_port or tcp_accepts(LOOPBACK, self.proxy_tls_port))
             ),
             timeout=120,
             cwd=self.workdir,
@@ -771,6 +846,16 @@ class ApacheCluster(Peer):
                 for b in self.brokers
             ],
             "workdir": str(self.workdir),
+            **(
+                {
+                    "proxy_tls_url": self.proxy_tls_url,
+                    "proxy_web_tls_url": self.proxy_web_tls_url,
+                    "broker_tls_urls": [b.tls_url for b in self.brokers],
+                    "ca": str(self.security.pki.ca),
+                }
+                if self.security is not None
+                else {}
+            ),
         }
 
     def __repr__(self) -> str:
@@ -782,6 +867,11 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m tests.peers.apache_cluster", description=__doc__
     )
     parser.add_argument("--resolve-only", action="store_true", help="download jars and exit")
+    parser.add_argument(
+        "--secured",
+        action="store_true",
+        help="TLS ports and token authentication (admin token printed)",
+    )
     args = parser.parse_args(argv)
     t0 = time.monotonic()
     version, cp = resolve_classpath(verbose=True)
@@ -794,11 +884,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.resolve_only:
         return 0
-    cluster = ApacheCluster(version=version)
+    cluster = ApacheCluster(version=version, secured=args.secured)
 
     def start() -> None:
         cluster.start()
         print(json.dumps(cluster.describe(), indent=2), flush=True)
+        if cluster.admin_token:
+            print(f"admin token (role admin): {cluster.admin_token}", flush=True)
         timings = ", ".join(f"{k} {v:.1f}s" for k, v in cluster.timings.items())
         print(f"started in {cluster.last_start_seconds:.1f}s ({timings}); Ctrl-C to stop")
 

@@ -6,13 +6,18 @@ import statistics
 import time
 import uuid
 
-from ..registry import Context, Workload, import_official, import_streamwire, quiet_logger, register
+from ..registry import (
+    Context,
+    Workload,
+    ours_client,
+    register,
+    theirs_client,
+)
 
 
 def setup(ctx: Context) -> None:
-    pulsar = import_official()
     topic = f"persistent://public/default/bench-lookup-{uuid.uuid4().hex[:12]}"
-    client = pulsar.Client(ctx.service_url, logger=quiet_logger(pulsar))
+    client = theirs_client(ctx)
     try:
         client.create_producer(topic).close()  # make sure the topic exists
     finally:
@@ -21,12 +26,11 @@ def setup(ctx: Context) -> None:
 
 
 def theirs(ctx: Context) -> float:
-    pulsar = import_official()
     topic = ctx.state["topic"]
     samples = []
     for _ in range(ctx.iterations):
         t0 = time.perf_counter()
-        client = pulsar.Client(ctx.service_url, logger=quiet_logger(pulsar))
+        client = theirs_client(ctx)
         try:
             partitions = client.get_topic_partitions(topic)
             samples.append(time.perf_counter() - t0)
@@ -37,12 +41,11 @@ def theirs(ctx: Context) -> float:
 
 
 def ours(ctx: Context) -> float:
-    streamwire = import_streamwire()
     topic = ctx.state["topic"]
     samples = []
     for _ in range(ctx.iterations):
         t0 = time.perf_counter()
-        with streamwire.Client(ctx.service_url) as client:
+        with ours_client(ctx) as client:
             client.lookup().partitions(topic)
             samples.append(time.perf_counter() - t0)
     return statistics.median(samples) * 1000.0

@@ -27,17 +27,24 @@ import time
 import uuid
 from typing import Any, Callable
 
-from ..registry import Context, Workload, import_official, import_streamwire, quiet_logger, register
+from ..registry import (
+    Context,
+    Workload,
+    import_official,
+    import_streamwire,
+    ours_client,
+    register,
+    theirs_client,
+)
 
 COUNTS = {100: 200_000, 1024: 100_000, 16384: 20_000}
 
 
 def _setup(size: int) -> Callable[[Context], None]:
     def setup(ctx: Context) -> None:
-        streamwire = import_streamwire()
         topic = f"persistent://public/default/bench-consume-{uuid.uuid4().hex[:12]}"
         count = COUNTS[size]
-        with streamwire.Client(ctx.service_url) as client:
+        with ours_client(ctx) as client:
             p = client.create_producer(topic, batching_max_messages=1000, batching_max_delay=0.005)
             chunk = [b"y" * size] * 1_000
             for _ in range(count // len(chunk)):
@@ -66,7 +73,7 @@ def _per_mb(ctx: Context, used: float) -> float:
 
 def _theirs(ctx: Context, cpu: bool = False) -> float:
     pulsar = import_official()
-    client = pulsar.Client(ctx.service_url, logger=quiet_logger(pulsar))
+    client = theirs_client(ctx)
     try:
         c = client.subscribe(
             ctx.state["topic"],
@@ -90,8 +97,7 @@ def _ours(
     take: Callable[[Any], int], *, subscription_type: str = "exclusive", cpu: bool = False
 ) -> Any:
     def run(ctx: Context) -> float:
-        streamwire = import_streamwire()
-        with streamwire.Client(ctx.service_url) as client:
+        with ours_client(ctx) as client:
             c = client.subscribe(
                 ctx.state["topic"],
                 _sub(),

@@ -16,7 +16,13 @@ import resource
 import time
 import uuid
 
-from ..registry import Context, Workload, import_official, import_streamwire, quiet_logger, register
+from ..registry import (
+    Context,
+    Workload,
+    ours_client,
+    register,
+    theirs_client,
+)
 
 COUNT = {100: 200_000, 1024: 100_000, 16384: 20_000}
 
@@ -35,10 +41,9 @@ def _cpu() -> float:
 
 
 def _theirs(size: int, ctx: Context, cpu: bool = False) -> float:
-    pulsar = import_official()
     n = COUNT[size]
     payload = b"x" * size
-    client = pulsar.Client(ctx.service_url, logger=quiet_logger(pulsar))
+    client = theirs_client(ctx)
     try:
         producer = client.create_producer(
             _topic(),
@@ -59,10 +64,9 @@ def _theirs(size: int, ctx: Context, cpu: bool = False) -> float:
 
 
 def _ours(size: int, ctx: Context, cpu: bool = False) -> float:
-    streamwire = import_streamwire()
     n = COUNT[size]
     payload = b"x" * size
-    with streamwire.Client(ctx.service_url) as client:
+    with ours_client(ctx) as client:
         producer = client.create_producer(_topic(), max_pending_messages=10_000)
         c0, t0 = _cpu(), time.perf_counter()
         for _ in range(n):
@@ -74,10 +78,9 @@ def _ours(size: int, ctx: Context, cpu: bool = False) -> float:
 
 
 def _ours_many(ctx: Context) -> float:
-    streamwire = import_streamwire()
     n = COUNT[100]
     chunk = [b"x" * 100] * 10_000
-    with streamwire.Client(ctx.service_url) as client:
+    with ours_client(ctx) as client:
         producer = client.create_producer(_topic(), max_pending_messages=10_000)
         t0 = time.perf_counter()
         for _ in range(n // len(chunk)):

@@ -199,6 +199,10 @@ pub fn handshake_error(peer: &str, host: &str, e: &std::io::Error) -> Error {
     let tls = e
         .get_ref()
         .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+    // A certificate the client refuses (untrusted CA, wrong name, expired) is refused again
+    // on every attempt: not retriable, so a producer or a lookup fails at once instead of
+    // redialling until its operation timeout.
+    let permanent = matches!(tls, Some(rustls::Error::InvalidCertificate(_)));
     let why = match tls {
         Some(rustls::Error::InvalidCertificate(c)) => certificate_problem(c, host),
         Some(rustls::Error::AlertReceived(alert)) => format!(
@@ -209,10 +213,15 @@ pub fn handshake_error(peer: &str, host: &str, e: &std::io::Error) -> Error {
         Some(other) => format!("TLS error: {other}"),
         None => format!("TLS handshake failed: {e}"),
     };
-    Error::new(
+    let err = Error::new(
         ErrorKind::Connect,
         format!("cannot connect to {peer}: {why}"),
-    )
+    );
+    if permanent {
+        err.with_retriable(false)
+    } else {
+        err
+    }
 }
 
 fn certificate_problem(c: &CertificateError, host: &str) -> String {
@@ -441,6 +450,7 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::Connect);
         assert!(e.message().contains("not signed by a trusted CA"), "{e}");
         assert!(e.message().contains(peer), "{e}");
+        assert!(!e.is_retriable(), "a refused certificate is refused again");
         let io = std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             rustls::Error::InvalidCertificate(CertificateError::NotValidForName),

@@ -334,19 +334,8 @@ impl PulsarClient {
             )
             .await
             .map_err(|e| e.context(format!("partition metadata of {topic_str}")))?;
-        let resp = frame
-            .command
-            .partition_metadata_response
-            .unwrap_or_default();
-        use pb::command_partitioned_topic_metadata_response::LookupType;
-        match resp.response() {
-            LookupType::Failed => Err(server_error(
-                resp.error.unwrap_or(0),
-                resp.message.as_deref().unwrap_or(""),
-            )
-            .context(format!("partition metadata of {topic_str}"))),
-            LookupType::Success => Ok(resp.partitions.unwrap_or(0)),
-        }
+        partition_count(frame.command)
+            .map_err(|e| e.context(format!("partition metadata of {topic_str}")))
     }
 
     pub fn close(&self) {
@@ -456,9 +445,85 @@ fn unknown_listener_error(err: Error, listener: Option<&str>, topic: &str) -> Er
     }
 }
 
+/// The partition count a PARTITIONED_METADATA request was answered with.
+///
+/// Pulsar's proxy (4.0) answers such a request it could not serve (the client's role may
+/// not look the topic up, say) with a failed LOOKUP_RESPONSE carrying the request id, not
+/// with a PARTITIONED_METADATA_RESPONSE; the Java and C++ clients, which match responses by
+/// request id alone, report its error. Reading the absent partition response as its default
+/// (Success, 0 partitions) would silently call a partitioned topic non-partitioned.
+fn partition_count(cmd: pb::BaseCommand) -> Result<u32> {
+    let kind = cmd.r#type();
+    if let Some(resp) = cmd.partition_metadata_response {
+        use pb::command_partitioned_topic_metadata_response::LookupType;
+        return match resp.response() {
+            LookupType::Failed => Err(server_error(
+                resp.error.unwrap_or(0),
+                resp.message.as_deref().unwrap_or(""),
+            )),
+            LookupType::Success => Ok(resp.partitions.unwrap_or(0)),
+        };
+    }
+    if let Some(resp) = cmd.lookup_topic_response {
+        use pb::command_lookup_topic_response::LookupType;
+        if resp.response() == LookupType::Failed {
+            return Err(server_error(
+                resp.error.unwrap_or(0),
+                resp.message.as_deref().unwrap_or(""),
+            ));
+        }
+    }
+    Err(Error::new(
+        ErrorKind::Protocol,
+        format!("partition metadata request answered with {kind:?}"),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::unknown_listener;
+    use super::{partition_count, pb, unknown_listener};
+    use streamwire_core::error::ErrorKind;
+
+    fn command(build: impl FnOnce(&mut pb::BaseCommand)) -> pb::BaseCommand {
+        let mut cmd = pb::BaseCommand::default();
+        build(&mut cmd);
+        cmd
+    }
+
+    #[test]
+    fn partition_metadata_answers() {
+        use pb::base_command::Type;
+        let ok = command(|c| {
+            c.set_type(Type::PartitionedMetadataResponse);
+            c.partition_metadata_response =
+                Some(Box::new(pb::CommandPartitionedTopicMetadataResponse {
+                    partitions: Some(6),
+                    request_id: 7,
+                    ..Default::default()
+                }));
+        });
+        assert_eq!(partition_count(ok).unwrap(), 6);
+        // What Pulsar's proxy sends when the broker refused the role: a failed lookup answer.
+        let refused = command(|c| {
+            c.set_type(Type::LookupResponse);
+            let mut r = pb::CommandLookupTopicResponse {
+                request_id: 7,
+                message: Some("Client is not authorized to Get Partition Metadata".into()),
+                ..Default::default()
+            };
+            r.set_response(pb::command_lookup_topic_response::LookupType::Failed);
+            r.set_error(pb::ServerError::AuthorizationError);
+            c.lookup_topic_response = Some(Box::new(r));
+        });
+        let e = partition_count(refused).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Authorization);
+        assert!(e.to_string().contains("not authorized"), "{e}");
+        let odd = command(|c| c.set_type(Type::Success));
+        assert_eq!(
+            partition_count(odd).unwrap_err().kind(),
+            ErrorKind::Protocol
+        );
+    }
 
     #[test]
     fn the_brokers_unknown_listener_message_is_recognised() {

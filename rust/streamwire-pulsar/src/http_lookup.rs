@@ -179,10 +179,20 @@ fn parse_location(location: &str) -> Result<(BrokerAddr, String)> {
 /// The engine error for a non-2xx, non-redirect answer.
 fn status_error(status: StatusCode, body: &[u8], what: &str) -> Error {
     // Pulsar's REST errors are `{"reason": "..."}`; keep the first line of the reason.
-    let reason = serde_json::from_slice::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| v.get("reason").and_then(|r| r.as_str()).map(str::to_owned))
-        .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
+    // Jetty's own error answers (to `Accept: application/json`) are
+    // `{"message": "...", "status": "401", ...}` instead, and HTML pages otherwise.
+    let json = serde_json::from_slice::<serde_json::Value>(body).ok();
+    let field = |key: &str| {
+        json.as_ref()
+            .and_then(|v| v.get(key))
+            .and_then(|r| r.as_str())
+            .map(str::to_owned)
+    };
+    let pulsar_reason = field("reason");
+    let from_resource = pulsar_reason.is_some();
+    let reason = pulsar_reason
+        .or_else(|| field("message"))
+        .unwrap_or_else(|| plain_reason(body));
     let reason = reason
         .lines()
         .map(str::trim)
@@ -191,6 +201,12 @@ fn status_error(status: StatusCode, body: &[u8], what: &str) -> Error {
         .trim_start_matches("Message: ")
         .to_owned();
     let kind = match status {
+        // Pulsar answers 401 both when the credentials are refused (its authentication filter,
+        // before any REST resource runs: Jetty's HTML error page) and when an authenticated
+        // role lacks the permission (the resource's `{"reason": "Unauthorized to ..."}`). The
+        // binary protocol tells the two apart (AuthenticationError / AuthorizationError), so
+        // a JSON reason, which only a resource past authentication writes, is authorization.
+        StatusCode::UNAUTHORIZED if from_resource => ErrorKind::Authorization,
         StatusCode::UNAUTHORIZED => ErrorKind::Authentication,
         StatusCode::FORBIDDEN => ErrorKind::Authorization,
         StatusCode::NOT_FOUND => ErrorKind::TopicNotFound,
@@ -201,6 +217,20 @@ fn status_error(status: StatusCode, body: &[u8], what: &str) -> Error {
     // ServiceNotReady is retried likewise.
     let retriable = status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS;
     Error::new(kind, format!("{what}: HTTP {status}: {reason}")).with_retriable(retriable)
+}
+
+/// The text of a non-JSON error body. Jetty's error pages (the answer of Pulsar's
+/// authentication filter, and of the proxy's) are HTML whose first line is `<html>`: their
+/// `<title>` ("Error 401 Authentication required") is the message.
+fn plain_reason(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    if let Some(start) = text.find("<title>") {
+        let rest = &text[start + "<title>".len()..];
+        if let Some(end) = rest.find("</title>") {
+            return rest[..end].trim().to_owned();
+        }
+    }
+    text.into_owned()
 }
 
 /// The `Authorization` header for the configured auth method.
@@ -555,6 +585,35 @@ mod tests {
         let e = status_error(StatusCode::UNAUTHORIZED, b"", "lookup");
         assert_eq!(e.kind(), ErrorKind::Authentication);
         assert!(!e.is_retriable());
+        // Refused credentials: the authentication filter's Jetty answer, JSON or HTML.
+        let jetty = b"{\n\"servlet\":\"x\",\n\"message\":\"Authentication required\",\n\"status\":\"401\"\n}";
+        let e = status_error(StatusCode::UNAUTHORIZED, jetty, "lookup");
+        assert_eq!(e.kind(), ErrorKind::Authentication);
+        assert!(
+            e.to_string()
+                .ends_with("HTTP 401 Unauthorized: Authentication required"),
+            "{e}"
+        );
+        // The HTML page (its title is the message).
+        let page = b"<html>\n<head>\n<meta http-equiv=\"Content-Type\" content=\"text/html\"/>\n\
+            <title>Error 401 Authentication required</title>\n</head>\n<body>...</body></html>";
+        let e = status_error(StatusCode::UNAUTHORIZED, page, "lookup");
+        assert_eq!(e.kind(), ErrorKind::Authentication);
+        assert!(
+            e.to_string()
+                .ends_with("HTTP 401 Unauthorized: Error 401 Authentication required"),
+            "{e}"
+        );
+        // An authenticated role without the permission: the REST resource's JSON reason.
+        let body = br#"{"reason":"Unauthorized to validateTopicOperation for operation [LOOKUP] on topic [persistent://public/default/t]"}"#;
+        let e = status_error(StatusCode::UNAUTHORIZED, body, "lookup");
+        assert_eq!(e.kind(), ErrorKind::Authorization);
+        assert!(!e.is_retriable());
+        assert!(
+            e.to_string()
+                .contains("Unauthorized to validateTopicOperation"),
+            "{e}"
+        );
         assert_eq!(
             status_error(
                 StatusCode::NOT_FOUND,

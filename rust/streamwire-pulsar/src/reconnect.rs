@@ -39,9 +39,11 @@ pub fn retry_delay(backoff: &mut Backoff, failure: &Error) -> Duration {
 /// A failure to reach the broker a lookup named (refused, reset, timed out on connect), or
 /// `ServiceNotReady` — what a Pulsar proxy answers a lookup or a connection with while the
 /// owner it forwards to refuses connections (measured through the suite's proxy) — as
-/// opposed to a live broker's refusal.
+/// opposed to a live broker's refusal. A connect error marked not retriable (a TLS
+/// certificate the client refuses) is a refusal too: dialling again meets the same one.
 pub fn owner_unreachable(failure: &Error) -> bool {
-    matches!(failure.kind(), ErrorKind::Connect | ErrorKind::Disconnected)
+    (matches!(failure.kind(), ErrorKind::Connect | ErrorKind::Disconnected)
+        && failure.is_retriable())
         || failure.server_code() == Some(code::SERVICE_NOT_READY)
 }
 
@@ -52,6 +54,16 @@ mod tests {
 
     fn backoff() -> Backoff {
         Backoff::with_jitter(BackoffConfig::default(), FixedJitter(0.0))
+    }
+
+    #[test]
+    fn a_refused_certificate_is_not_an_unreachable_owner() {
+        assert!(owner_unreachable(&Error::new(
+            ErrorKind::Connect,
+            "refused"
+        )));
+        let cert = Error::new(ErrorKind::Connect, "certificate not trusted").with_retriable(false);
+        assert!(!owner_unreachable(&cert));
     }
 
     #[test]

@@ -74,9 +74,15 @@ impl Coordinator {
         }
         let topic = TopicName::parse(TC_ASSIGN_TOPIC)?;
         // A broker without transactions has no such topic (or refuses to say): anything but
-        // a passing network failure means there is no coordinator to talk to.
+        // a passing network failure, or a refusal of our credentials or role, means there is
+        // no coordinator to talk to. A role that may not look the coordinators' topic up
+        // (it lives in `pulsar/system`) is told so, not that transactions are off.
         let n = self.client.partitions(&topic).await.map_err(|e| {
-            if e.is_retriable() {
+            let refused = matches!(
+                e.kind(),
+                ErrorKind::Authentication | ErrorKind::Authorization
+            );
+            if e.is_retriable() || refused {
                 e
             } else {
                 not_enabled(&e.to_string())

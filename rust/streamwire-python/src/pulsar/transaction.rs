@@ -92,6 +92,8 @@ crate::two_faces! {
         ///     InvalidArgumentError: `timeout` is not a positive number.
         ///     NotSupportedError: the cluster runs no transaction coordinator (pulsar-lite, or
         ///         transactions disabled).
+        ///     AuthorizationError: the client's role may not look up the coordinators' topic
+        ///         (in the `pulsar/system` namespace, which the role needs a grant on).
         ///     TransactionError: the coordinator did not answer within the operation timeout.
         #[pyo3(signature = (timeout=60.0))]
         fn transaction / _atransaction (&self, py, timeout: f64) -> PyTransaction {
