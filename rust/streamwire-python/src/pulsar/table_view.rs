@@ -121,12 +121,17 @@ crate::two_faces! {
         ///     subscription_name: the reader's (non-durable) subscription name. Default
         ///         None: a random one.
         ///     receiver_queue_size: messages the broker may push ahead. Default 1000.
+        ///     auto_update_partitions_interval: seconds between checks whether a partitioned
+        ///         topic gained partitions (`admin topics update-partitioned-topic`); the new
+        ///         partitions are read from their start, so their keys join the view without
+        ///         re-creating it (Java's `autoUpdatePartitionsInterval`). Default 60; 0: never.
         ///
         /// Raises:
-        ///     ConfigError: an empty `subscription_name` or a bad `receiver_queue_size`.
+        ///     ConfigError: an empty `subscription_name`, a bad `receiver_queue_size` or a
+        ///         negative or non-finite `auto_update_partitions_interval`.
         ///     IncompatibleSchemaError: `schema` does not match the topic's.
         #[pyo3(signature = (topic, *, schema=None, subscription_name=None,
-                            receiver_queue_size=1000))]
+                            receiver_queue_size=1000, auto_update_partitions_interval=60.0))]
         fn create_table_view / _acreate_table_view (
             &self,
             py,
@@ -134,6 +139,7 @@ crate::two_faces! {
             schema: Option<&Bound<'_, PyAny>>,
             subscription_name: Option<String>,
             receiver_queue_size: i64,
+            auto_update_partitions_interval: f64,
         ) -> TableView {
             let client = self.live()?.clone();
             let t = TopicName::parse(topic).py_err()?;
@@ -147,6 +153,16 @@ crate::two_faces! {
                     ),
                 )));
             }
+            if !(auto_update_partitions_interval.is_finite() && auto_update_partitions_interval >= 0.0)
+            {
+                return Err(to_py(Error::new(
+                    ErrorKind::Config,
+                    format!(
+                        "auto_update_partitions_interval must be a non-negative number of \
+                         seconds, got {auto_update_partitions_interval}"
+                    ),
+                )));
+            }
             if subscription_name.as_deref() == Some("") {
                 return Err(to_py(Error::new(
                     ErrorKind::Config,
@@ -157,6 +173,7 @@ crate::two_faces! {
                 subscription: subscription_name,
                 receiver_queue_size: receiver_queue_size as u32,
                 schema: codec.as_ref().map(|c| c.info.to_proto()),
+                auto_update_partitions: Duration::from_secs_f64(auto_update_partitions_interval),
             };
             let op_timeout = self.operation_timeout;
             Op::new("create table view", None, async move {
