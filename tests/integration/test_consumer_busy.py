@@ -1,6 +1,7 @@
 """A subscription or topic held by another exclusive party fails at once, on Apache Pulsar.
 
-The official clients report ``ConsumerBusy`` (a second consumer on an Exclusive subscription)
+The official clients report ``ConsumerBusy`` (a second consumer on an Exclusive subscription,
+or one of another type than the subscription's consumers)
 and ``ProducerBusy``/``ProducerFenced`` (a second producer on a topic with an exclusive
 producer) right away; ours raises its typed error as fast, not after retrying until the
 operation timeout (30 s here, so a retry loop would fail the time bound). Through a partitioned
@@ -77,6 +78,27 @@ def test_second_exclusive_consumer_fails_fast_as_the_official_client(
             assert holder.is_connected()
             holder.close()
             client.subscribe(unique_topic, "held").close()
+
+            # A subscription held with another type refuses the same way ("Subscription is
+            # of different type"), while a second failover consumer joins.
+            failover = client.subscribe(unique_topic, "fo", subscription_type="failover")
+            ours = _time_to_raise(
+                exc.ConsumerBusyError,
+                lambda: client.subscribe(unique_topic, "fo", subscription_type="exclusive"),
+            )
+            theirs = _time_to_raise(
+                pulsar.ConsumerBusy,
+                lambda: official.subscribe(
+                    unique_topic, "fo", consumer_type=pulsar.ConsumerType.Shared
+                ),
+            )
+            note = f"other type, time to ConsumerBusy: ours {ours:.3f} s, official {theirs:.3f} s"
+            assert ours < FAST, note
+            assert theirs < FAST, note
+            print(note)
+            second = client.subscribe(unique_topic, "fo", subscription_type="failover")
+            second.close()
+            failover.close()
     finally:
         official.close()
 
