@@ -14,6 +14,7 @@ without being re-created; a view that does not check does not).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import subprocess
@@ -25,6 +26,7 @@ from typing import Any
 
 import pytest
 import streamwire
+from streamwire import aio
 
 from tests.integration._table_view_util import (
     History,
@@ -309,3 +311,26 @@ def test_view_follows_partitions_the_topic_gains_as_java(
             java.wait()
     assert java.returncode == 0, out[-2000:]
     assert _parse_dump(out, [unique_topic])[unique_topic] == want
+
+
+def test_asyncio_view_follows_partitions_the_topic_gains(
+    apache_broker: ApachePulsar, apache_admin: PulsarAdmin, unique_topic: str
+) -> None:
+    url = apache_broker.service_url
+    apache_admin.create_partitioned_topic(unique_topic, 1)
+    publish(url, unique_topic, [("old", b"1")])
+
+    async def main() -> dict[str, Any]:
+        async with aio.Client(url) as client:
+            view = await client.create_table_view(unique_topic, auto_update_partitions_interval=0.5)
+            assert dict(view.items()) == {"old": b"1"}
+            apache_admin.request("POST", f"{topic_path(unique_topic)}/partitions", 2)
+            publish(url, f"{unique_topic}-partition-1", [("new", b"2")])
+            deadline = time.monotonic() + 20
+            while view.get("new") is None and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            items = dict(view.items())
+            await view.close()
+            return items
+
+    assert asyncio.run(main()) == {"old": b"1", "new": b"2"}
