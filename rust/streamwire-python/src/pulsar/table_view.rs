@@ -105,6 +105,9 @@ impl Drop for TableView {
     }
 }
 
+/// The longest `auto_update_partitions_interval` accepted, in seconds (about 11.6 days).
+const MAX_PARTITIONS_INTERVAL: f64 = 1_000_000.0;
+
 crate::two_faces! {
     impl Client {
         /// Read `topic` as a map from message key to its latest value (a `TableView`).
@@ -124,11 +127,12 @@ crate::two_faces! {
         ///     auto_update_partitions_interval: seconds between checks whether a partitioned
         ///         topic gained partitions (`admin topics update-partitioned-topic`); the new
         ///         partitions are read from their start, so their keys join the view without
-        ///         re-creating it (Java's `autoUpdatePartitionsInterval`). Default 60; 0: never.
+        ///         re-creating it (Java's `autoUpdatePartitionsInterval`). Default 60; 0: never;
+        ///         at most 1000000.
         ///
         /// Raises:
-        ///     ConfigError: an empty `subscription_name`, a bad `receiver_queue_size` or a
-        ///         negative or non-finite `auto_update_partitions_interval`.
+        ///     ConfigError: an empty `subscription_name`, a bad `receiver_queue_size`, or an
+        ///         `auto_update_partitions_interval` outside 0..1000000 (or NaN).
         ///     IncompatibleSchemaError: `schema` does not match the topic's.
         #[pyo3(signature = (topic, *, schema=None, subscription_name=None,
                             receiver_queue_size=1000, auto_update_partitions_interval=60.0))]
@@ -153,13 +157,14 @@ crate::two_faces! {
                     ),
                 )));
             }
-            if !(auto_update_partitions_interval.is_finite() && auto_update_partitions_interval >= 0.0)
-            {
+            // Bounded above too: a huge period would overflow the timer's deadline (a panic,
+            // not an error) and means "never", which 0 says.
+            if !(0.0..=MAX_PARTITIONS_INTERVAL).contains(&auto_update_partitions_interval) {
                 return Err(to_py(Error::new(
                     ErrorKind::Config,
                     format!(
-                        "auto_update_partitions_interval must be a non-negative number of \
-                         seconds, got {auto_update_partitions_interval}"
+                        "auto_update_partitions_interval must be a number of seconds from 0 \
+                         to {MAX_PARTITIONS_INTERVAL}, got {auto_update_partitions_interval}"
                     ),
                 )));
             }
