@@ -861,6 +861,36 @@ CASES: list[Case] = [
     ),
     Case(
         "Client.create_table_view()",
+        "auto_update_partitions_interval=-1",
+        CFG,
+        lambda c: c.client.create_table_view(_fresh(c), auto_update_partitions_interval=-1),
+    ),
+    Case(
+        "Client.create_table_view()",
+        "auto_update_partitions_interval=nan",
+        CFG,
+        lambda c: c.client.create_table_view(
+            _fresh(c), auto_update_partitions_interval=float("nan")
+        ),
+    ),
+    Case(
+        "Client.create_table_view()",
+        "auto_update_partitions_interval=1e30",
+        CFG,
+        lambda c: c.client.create_table_view(_fresh(c), auto_update_partitions_interval=1e30),
+        note="a period that long would overflow the timer; 0 means never",
+    ),
+    Case(
+        "Client.create_table_view()",
+        "auto_update_partitions_interval='1'",
+        TYP,
+        lambda c: c.client.create_table_view(
+            _fresh(c),
+            auto_update_partitions_interval="1",  # type: ignore[arg-type]
+        ),
+    ),
+    Case(
+        "Client.create_table_view()",
         "schema given positionally",
         TYP,
         lambda c: c.client.create_table_view(_fresh(c), "sub"),  # type: ignore[misc]

@@ -210,6 +210,7 @@ class Client:
         schema: Optional[Schema] = None,
         subscription_name: Optional[str] = None,
         receiver_queue_size: int = 1000,
+        auto_update_partitions_interval: float = 60.0,
     ) -> TableView: ...
     def _acreate_table_view(
         self,
@@ -218,6 +219,7 @@ class Client:
         schema: Optional[Schema] = None,
         subscription_name: Optional[str] = None,
         receiver_queue_size: int = 1000,
+        auto_update_partitions_interval: float = 60.0,
     ) -> Any: ...
     def transaction(self, timeout: float = 60.0) -> Transaction: ...
     def _atransaction(self, timeout: float = 60.0) -> Any: ...

@@ -154,6 +154,12 @@ AIO_CASES: list[AioCase] = [
         CFG,
         lambda c: c.client.create_table_view(c.topic, subscription_name=""),
     ),
+    AioCase(
+        "aio.Client.create_table_view",
+        "auto_update_partitions_interval=-1",
+        CFG,
+        lambda c: c.client.create_table_view(c.topic, auto_update_partitions_interval=-1),
+    ),
     AioCase("aio.Producer.send", "value is an int", TYP, lambda c: _aw(c.producer.send, 5)),
     AioCase(
         "aio.Producer.send",

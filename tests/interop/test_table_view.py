@@ -6,12 +6,15 @@ updates and deletions. Our view must equal the expected map, the official Python
 ``TableView`` and the Java client's ``TableView`` (``java/TableViewDump.java``, compiled once
 per session against the Apache fixture's classpath, one JVM run per test) of the same topic.
 That the compacted data was really read is checked too: a compacted reader of the topic gets
-fewer messages than were sent. Also a partitioned topic, and a listener receiving changes
-made after a compaction.
+fewer messages than were sent. Also a partitioned topic, a listener receiving changes
+made after a compaction, and a partitioned topic that gains partitions while the views are
+open (ours and the Java client's, both checking every second, see the new partitions' keys
+without being re-created; a view that does not check does not).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import subprocess
@@ -23,6 +26,7 @@ from typing import Any
 
 import pytest
 import streamwire
+from streamwire import aio
 
 from tests.integration._table_view_util import (
     History,
@@ -32,6 +36,7 @@ from tests.integration._table_view_util import (
     publish,
     wait_for,
 )
+from tests.interop._official_read import java_partition
 from tests.peers.admin import PulsarAdmin, topic_path
 from tests.peers.apache import JAVA, ApachePulsar, resolve_classpath
 
@@ -51,12 +56,11 @@ def _javac() -> str:
     return found
 
 
-@pytest.fixture(scope="session")
-def table_view_java(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """``java ... TableViewDump`` (append the service URL and the topics)."""
+def _compiled(tmp_path_factory: pytest.TempPathFactory, main: str) -> list[str]:
+    """``java ... <main>`` for ``java/<main>.java``, compiled against the client API."""
     _, cp = resolve_classpath()
-    classes = tmp_path_factory.mktemp("tableview-java")
-    java = HERE / "TableViewDump.java"
+    classes = tmp_path_factory.mktemp(f"tableview-java-{main}")
+    java = HERE / f"{main}.java"
     api = [j for j in cp.split(os.pathsep) if os.path.basename(j).startswith("pulsar-client-api-")]
     out = subprocess.run(
         [_javac(), "-nowarn", "-d", str(classes), "-cp", os.pathsep.join(api), str(java)],
@@ -67,7 +71,19 @@ def table_view_java(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     )
     if out.returncode != 0:
         pytest.fail(f"javac failed (rc={out.returncode}):\n{out.stderr[-4000:]}", pytrace=False)
-    return [JAVA, *JVM_FLAGS, "-cp", f"{classes}{os.pathsep}{cp}", "TableViewDump"]
+    return [JAVA, *JVM_FLAGS, "-cp", f"{classes}{os.pathsep}{cp}", main]
+
+
+@pytest.fixture(scope="session")
+def table_view_java(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """``java ... TableViewDump`` (append the service URL and the topics)."""
+    return _compiled(tmp_path_factory, "TableViewDump")
+
+
+@pytest.fixture(scope="session")
+def table_view_grow_java(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """``java ... TableViewGrow`` (append the service URL and the topic)."""
+    return _compiled(tmp_path_factory, "TableViewGrow")
 
 
 def java_maps(cmd: list[str], url: str, topics: list[str]) -> dict[str, dict[str, bytes]]:
@@ -77,9 +93,14 @@ def java_maps(cmd: list[str], url: str, topics: list[str]) -> dict[str, dict[str
     )
     if out.returncode != 0:
         pytest.fail(f"Java TableViewDump failed:\n{out.stderr[-4000:]}", pytrace=False)
+    return _parse_dump(out.stdout, topics)
+
+
+def _parse_dump(stdout: str, topics: list[str]) -> dict[str, dict[str, bytes]]:
+    """The maps a Java program printed as TableViewDump prints them."""
     maps: dict[str, dict[str, bytes]] = {t: {} for t in topics}
     sizes: dict[str, int] = {}
-    for line in out.stdout.splitlines():
+    for line in stdout.splitlines():
         if line.startswith("END "):
             _, topic, size = line.split(" ")
             sizes[topic] = int(size)
@@ -87,7 +108,7 @@ def java_maps(cmd: list[str], url: str, topics: list[str]) -> dict[str, dict[str
         fields = line.split("\t")
         if len(fields) == 3 and fields[0] in maps:  # else a log line of the Java client
             maps[fields[0]][fields[1]] = base64.b64decode(fields[2])
-    assert sizes == {t: len(m) for t, m in maps.items()}, out.stdout[-2000:]
+    assert sizes == {t: len(m) for t, m in maps.items()}, stdout[-2000:]
     return maps
 
 
@@ -237,3 +258,79 @@ def test_view_of_a_topic_compacted_up_to_a_deletion(
     assert time.monotonic() - t < 10
     assert official_map(official_pulsar, url, unique_topic) == want
     assert java_maps(table_view_java, url, [unique_topic])[unique_topic] == want
+
+
+def test_view_follows_partitions_the_topic_gains_as_java(
+    apache_broker: ApachePulsar,
+    apache_admin: PulsarAdmin,
+    table_view_grow_java: list[str],
+    unique_topic: str,
+) -> None:
+    url = apache_broker.service_url
+    apache_admin.create_partitioned_topic(unique_topic, 2)
+    first = history(20, 2, "two")
+    publish(url, unique_topic, first)
+    java = subprocess.Popen(
+        [*table_view_grow_java, url, unique_topic],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=JAVA_ENV,
+    )
+    try:
+        assert java.stdout is not None and java.stdin is not None
+        ready = next(line for line in java.stdout if line.startswith("READY "))
+        assert int(ready.split()[1]) == len(expected(first))
+        with streamwire.Client(url) as client:
+            with (
+                client.create_table_view(unique_topic, auto_update_partitions_interval=1.0) as view,
+                client.create_table_view(unique_topic, auto_update_partitions_interval=0) as fixed,
+            ):
+                assert dict(view.items()) == expected(first)
+                apache_admin.request("POST", f"{topic_path(unique_topic)}/partitions", 4)
+                # Keys written straight to the new partitions (and one more to an old one).
+                grown = {
+                    2: [(f"n{i}", b"p2-%d" % i) for i in range(5)],
+                    3: [(f"m{i}", b"p3-%d" % i) for i in range(5)],
+                }
+                for part, hist in grown.items():
+                    publish(url, f"{unique_topic}-partition-{part}", list(hist))
+                home = f"{unique_topic}-partition-{java_partition('k000', 2)}"
+                publish(url, home, [("k000", b"updated")])
+                want = expected(first + grown[2] + grown[3] + [("k000", b"updated")])
+                wait_for(lambda: dict(view.items()) == want, "the new partitions' keys")
+                # The view that does not check sees the old partitions' change only.
+                wait_for(lambda: fixed.get("k000") == b"updated", "the old partition's change")
+                time.sleep(2.0)  # two periods of the checking view: nothing may come
+                assert dict(fixed.items()) == expected([*first, ("k000", b"updated")])
+        out, _ = java.communicate(f"{len(want)}\n", timeout=120)
+    finally:
+        if java.poll() is None:
+            java.kill()
+            java.wait()
+    assert java.returncode == 0, out[-2000:]
+    assert _parse_dump(out, [unique_topic])[unique_topic] == want
+
+
+def test_asyncio_view_follows_partitions_the_topic_gains(
+    apache_broker: ApachePulsar, apache_admin: PulsarAdmin, unique_topic: str
+) -> None:
+    url = apache_broker.service_url
+    apache_admin.create_partitioned_topic(unique_topic, 1)
+    publish(url, unique_topic, [("old", b"1")])
+
+    async def main() -> dict[str, Any]:
+        async with aio.Client(url) as client:
+            view = await client.create_table_view(unique_topic, auto_update_partitions_interval=0.5)
+            assert dict(view.items()) == {"old": b"1"}
+            apache_admin.request("POST", f"{topic_path(unique_topic)}/partitions", 2)
+            publish(url, f"{unique_topic}-partition-1", [("new", b"2")])
+            deadline = time.monotonic() + 20
+            while view.get("new") is None and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            items = dict(view.items())
+            await view.close()
+            return items
+
+    assert asyncio.run(main()) == {"old": b"1", "new": b"2"}

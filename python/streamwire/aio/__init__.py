@@ -192,6 +192,7 @@ class Client(_Closing):
         schema: Optional[Schema] = None,
         subscription_name: Optional[str] = None,
         receiver_queue_size: int = 1000,
+        auto_update_partitions_interval: float = 60.0,
     ) -> TableView:
         """Read ``topic`` as a map from key to latest value, as
         :meth:`streamwire.Client.create_table_view`; resolves once the view has caught up.
@@ -202,12 +203,15 @@ class Client(_Closing):
                 None: bytes.
             subscription_name: the reader's subscription name. Default None: a random one.
             receiver_queue_size: messages the broker may push ahead. Default 1000.
+            auto_update_partitions_interval: seconds between checks for partitions the topic
+                gained (read from their start). Default 60; 0: never.
         """
         native: _native.TableView = await self._native._acreate_table_view(
             topic,
             schema=schema,
             subscription_name=subscription_name,
             receiver_queue_size=receiver_queue_size,
+            auto_update_partitions_interval=auto_update_partitions_interval,
         )
         return TableView(native)
 

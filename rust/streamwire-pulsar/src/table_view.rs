@@ -47,6 +47,10 @@ pub struct TableViewConfig {
     pub receiver_queue_size: u32,
     /// The schema the reader declares to the broker (checked against the topic's).
     pub schema: Option<pb::Schema>,
+    /// How often the view asks whether its partitioned topic gained partitions, and reads
+    /// the new ones from their start (Java's `autoUpdatePartitionsInterval`, 60 s by
+    /// default). Zero: never.
+    pub auto_update_partitions: Duration,
 }
 
 impl Default for TableViewConfig {
@@ -55,6 +59,7 @@ impl Default for TableViewConfig {
             subscription: None,
             receiver_queue_size: 1000,
             schema: None,
+            auto_update_partitions: Duration::from_secs(60),
         }
     }
 }
@@ -189,6 +194,8 @@ struct Inner {
     /// Why the tail stopped, if it failed (kept for `error()`).
     failed: Mutex<Option<Error>>,
     tail: Mutex<Option<JoinHandle<()>>>,
+    /// The task adding the partitions the topic gains (None: not watching).
+    watch: Mutex<Option<JoinHandle<()>>>,
 }
 
 /// A topic as a key → latest message map, kept up to date (see the module docs).
@@ -239,6 +246,7 @@ impl TableView {
                 closed: AtomicBool::new(false),
                 failed: Mutex::new(None),
                 tail: Mutex::new(None),
+                watch: Mutex::new(None),
             }),
         };
         let started = std::time::Instant::now();
@@ -275,7 +283,24 @@ impl TableView {
         let follower = view.clone();
         let task = tokio::spawn(async move { follower.follow().await });
         *view.lock_tail() = Some(task);
+        if !cfg.auto_update_partitions.is_zero() && topic.partition_index().is_none() {
+            let watch = tokio::spawn(watch_partitions(
+                Arc::downgrade(&view.inner),
+                topic.clone(),
+                cfg.auto_update_partitions,
+            ));
+            *view.inner.watch.lock().unwrap_or_else(|p| p.into_inner()) = Some(watch);
+        }
         Ok(view)
+    }
+
+    /// Stop the background tasks (the tail and the partition watch).
+    fn stop_tasks(&self) {
+        for slot in [&self.inner.tail, &self.inner.watch] {
+            if let Some(task) = slot.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                task.abort();
+            }
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Table> {
@@ -470,18 +495,57 @@ impl TableView {
     /// it the last reference to the reader, whose own drop lets go of its partitions.
     pub fn abandon(&self) {
         self.begin_close();
-        if let Some(task) = self.lock_tail().take() {
-            task.abort();
-        }
+        self.stop_tasks();
     }
 
     /// Stop following the topic and close the reader. Idempotent.
     pub async fn close(&self) -> Result<()> {
         self.begin_close();
-        if let Some(task) = self.lock_tail().take() {
-            task.abort();
-        }
+        self.stop_tasks();
         self.inner.reader.close().await
+    }
+}
+
+/// Every `period`, subscribe the view's reader to the partitions `topic` gained (their keys
+/// then come in with the tail, as Java's TableView sees them through its multi-topic reader's
+/// partition auto-update). Holds the view weakly: a dropped view ends it. A failed round
+/// (broker away) is logged and tried again next period.
+async fn watch_partitions(view: std::sync::Weak<Inner>, topic: TopicName, period: Duration) {
+    let start = tokio::time::Instant::now() + period;
+    let mut tick = tokio::time::interval_at(start, period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(inner) = view.upgrade() else {
+            return;
+        };
+        if inner.closed.load(Ordering::Acquire) {
+            return;
+        }
+        match inner.reader.add_grown_partitions(&topic).await {
+            Ok(0) => {}
+            Ok(n) => streamwire_core::log::event(
+                streamwire_core::log::Level::Info,
+                "pulsar.table_view",
+                || {
+                    (
+                        "table view reads new partitions".to_owned(),
+                        vec![("topic", inner.topic.clone()), ("added", n.to_string())],
+                    )
+                },
+            ),
+            Err(e) if !inner.closed.load(Ordering::Acquire) => streamwire_core::log::event(
+                streamwire_core::log::Level::Warning,
+                "pulsar.table_view",
+                || {
+                    (
+                        format!("checking for new partitions failed ({e}); again later"),
+                        vec![("topic", inner.topic.clone())],
+                    )
+                },
+            ),
+            Err(_) => return,
+        }
     }
 }
 

@@ -66,6 +66,15 @@ pub(crate) struct Actor {
     pub chunks: ChunkAssembler,
 }
 
+/// Whether the first subscribe is tried again after `e` (until the operation timeout).
+/// `ConsumerBusy` is not: another consumer holds the exclusive subscription (or a Key_Shared
+/// one with other settings) and will not let go because we wait, so the caller learns it at
+/// once, as the official clients report it. A reconnect still retries it (the broker may
+/// not have noticed yet that our previous connection is gone).
+fn retry_first_subscribe(e: &Error) -> bool {
+    e.is_retriable() && e.kind() != ErrorKind::ConsumerBusy
+}
+
 enum Exit {
     Reconnect,
     Stop,
@@ -79,7 +88,7 @@ impl Actor {
         let mut live = loop {
             match self.connect().await {
                 Ok(l) => break l,
-                Err(e) if e.is_retriable() && Instant::now() < deadline => {
+                Err(e) if retry_first_subscribe(&e) && Instant::now() < deadline => {
                     tokio::time::sleep(crate::reconnect::retry_delay(&mut backoff, &e)).await;
                 }
                 Err(e) => {
@@ -894,4 +903,32 @@ fn chunk_meta(section: &PayloadSection) -> Option<ChunkMeta> {
         total_size: usize::try_from(m.total_chunk_msg_size.unwrap_or(0)).unwrap_or(0),
         publish_time: m.publish_time,
     })
+}
+
+#[cfg(test)]
+mod first_subscribe_tests {
+    use super::*;
+    use crate::server_error::{code, server_error};
+
+    #[test]
+    fn consumer_busy_ends_the_first_subscribe_other_retriable_errors_do_not() {
+        let busy = server_error(
+            code::CONSUMER_BUSY,
+            "Exclusive consumer is already connected",
+        );
+        assert!(busy.is_retriable(), "a reconnect still retries it");
+        assert!(!retry_first_subscribe(&busy));
+        assert!(retry_first_subscribe(&server_error(
+            code::SERVICE_NOT_READY,
+            ""
+        )));
+        assert!(retry_first_subscribe(&Error::new(
+            ErrorKind::Connect,
+            "refused"
+        )));
+        assert!(!retry_first_subscribe(&server_error(
+            code::TOPIC_NOT_FOUND,
+            ""
+        )));
+    }
 }

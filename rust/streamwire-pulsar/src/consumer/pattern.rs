@@ -220,6 +220,33 @@ impl Consumer {
         }
     }
 
+    /// Subscribe to the partitions `topic` (a partitioned topic this consumer reads) gained
+    /// since it was subscribed, as Java's multi-topic consumer's partition auto-update does;
+    /// the number added. New partitions start where the consumer's configuration says (a
+    /// table view's reader: their earliest message). A topic that is not partitioned, or not
+    /// read by this consumer, adds nothing.
+    pub(crate) async fn add_grown_partitions(&self, topic: &TopicName) -> Result<usize> {
+        self.check_open()?;
+        let Some(have) = self.consumed().remove(&topic.base().to_string()) else {
+            return Ok(0);
+        };
+        if have.contains(&-1) {
+            return Ok(0);
+        }
+        // Partitions are never taken away (Pulsar only lets their number grow); a count of
+        // 0 (the metadata of a topic deleted meanwhile) adds nothing.
+        let count = self.inner.client.partitions(topic).await?;
+        let targets: Vec<TopicName> = (0..count)
+            .filter(|i| !have.contains(&(*i as i32)))
+            .map(|i| topic.partition(i))
+            .collect();
+        let n = targets.len();
+        if n > 0 {
+            self.add_partitions(targets).await?;
+        }
+        Ok(n)
+    }
+
     /// Base topic -> partition indices consumed now (-1: not partitioned).
     fn consumed(&self) -> BTreeMap<String, BTreeSet<i32>> {
         let mut m: BTreeMap<String, BTreeSet<i32>> = BTreeMap::new();

@@ -4,8 +4,8 @@
 //! producer that routes to few partitions (single-partition routing, a router of one's own)
 //! holds no broker producer and no connection for the others. Until then flushes and closes
 //! answer at once; the first send connects, and then the producer runs as any other. If
-//! creating it fails, the messages that started it (and any sent meanwhile) fail with that
-//! error and the producer is closed. A child module of `actor` (it drives the actor).
+//! creating it fails, the messages that started it, and every one sent to it later, fail with
+//! that error until the producer is closed. A child module of `actor` (it drives the actor).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -47,10 +47,12 @@ pub(in crate::producer) async fn start_lazily(
             actor.run().await;
         }
         Err((err, mut rx)) => {
-            // Nothing can be sent: refuse what comes next, fail what is queued.
-            shared.closed.store(true, Ordering::Release);
+            // Nothing can be sent here: every message routed to this partition, now and
+            // later, fails with the error that stopped it (as a producer fenced or refused
+            // after it ran), not with "closed" — the application did not close anything.
+            // The official client also keeps failing them (with NotConnected). The task
+            // lives until the producer is closed or dropped.
             fail(&shared, items, &err);
-            rx.close();
             while let Some(cmd) = rx.recv().await {
                 match cmd {
                     Command::Send(items) => fail(&shared, items, &err),
@@ -59,7 +61,9 @@ pub(in crate::producer) async fn start_lazily(
                     }
                     Command::Trigger => {}
                     Command::Close(tx) => {
+                        shared.closed.store(true, Ordering::Release);
                         let _ = tx.send(Ok(()));
+                        return;
                     }
                 }
             }

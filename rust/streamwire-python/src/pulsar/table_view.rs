@@ -105,6 +105,9 @@ impl Drop for TableView {
     }
 }
 
+/// The longest `auto_update_partitions_interval` accepted, in seconds (about 11.6 days).
+const MAX_PARTITIONS_INTERVAL: f64 = 1_000_000.0;
+
 crate::two_faces! {
     impl Client {
         /// Read `topic` as a map from message key to its latest value (a `TableView`).
@@ -121,12 +124,18 @@ crate::two_faces! {
         ///     subscription_name: the reader's (non-durable) subscription name. Default
         ///         None: a random one.
         ///     receiver_queue_size: messages the broker may push ahead. Default 1000.
+        ///     auto_update_partitions_interval: seconds between checks whether a partitioned
+        ///         topic gained partitions (`admin topics update-partitioned-topic`); the new
+        ///         partitions are read from their start, so their keys join the view without
+        ///         re-creating it (Java's `autoUpdatePartitionsInterval`). Default 60; 0: never;
+        ///         at most 1000000.
         ///
         /// Raises:
-        ///     ConfigError: an empty `subscription_name` or a bad `receiver_queue_size`.
+        ///     ConfigError: an empty `subscription_name`, a bad `receiver_queue_size`, or an
+        ///         `auto_update_partitions_interval` outside 0..1000000 (or NaN).
         ///     IncompatibleSchemaError: `schema` does not match the topic's.
         #[pyo3(signature = (topic, *, schema=None, subscription_name=None,
-                            receiver_queue_size=1000))]
+                            receiver_queue_size=1000, auto_update_partitions_interval=60.0))]
         fn create_table_view / _acreate_table_view (
             &self,
             py,
@@ -134,6 +143,7 @@ crate::two_faces! {
             schema: Option<&Bound<'_, PyAny>>,
             subscription_name: Option<String>,
             receiver_queue_size: i64,
+            auto_update_partitions_interval: f64,
         ) -> TableView {
             let client = self.live()?.clone();
             let t = TopicName::parse(topic).py_err()?;
@@ -147,6 +157,17 @@ crate::two_faces! {
                     ),
                 )));
             }
+            // Bounded above too: a huge period would overflow the timer's deadline (a panic,
+            // not an error) and means "never", which 0 says.
+            if !(0.0..=MAX_PARTITIONS_INTERVAL).contains(&auto_update_partitions_interval) {
+                return Err(to_py(Error::new(
+                    ErrorKind::Config,
+                    format!(
+                        "auto_update_partitions_interval must be a number of seconds from 0 \
+                         to {MAX_PARTITIONS_INTERVAL}, got {auto_update_partitions_interval}"
+                    ),
+                )));
+            }
             if subscription_name.as_deref() == Some("") {
                 return Err(to_py(Error::new(
                     ErrorKind::Config,
@@ -157,6 +178,7 @@ crate::two_faces! {
                 subscription: subscription_name,
                 receiver_queue_size: receiver_queue_size as u32,
                 schema: codec.as_ref().map(|c| c.info.to_proto()),
+                auto_update_partitions: Duration::from_secs_f64(auto_update_partitions_interval),
             };
             let op_timeout = self.operation_timeout;
             Op::new("create table view", None, async move {
