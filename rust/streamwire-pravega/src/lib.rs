@@ -16,7 +16,8 @@
 //!   method), delegation tokens' expiry. TLS itself is `streamwire_core::tls` (shared with
 //!   Pulsar); segment store connections (`connection`) wrap it when the URI is `tls://`.
 //!
-//! The event writer and the stream reader are built on these.
+//! The event writer and the stream reader are built on these; `txn` (transactional writes)
+//! on the writer.
 #![forbid(unsafe_code)]
 
 pub mod client;
@@ -26,5 +27,6 @@ pub mod fuzzing;
 pub mod reader;
 pub mod routing;
 pub mod security;
+pub mod txn;
 pub mod wire;
 pub mod writer;
