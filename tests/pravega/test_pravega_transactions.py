@@ -188,6 +188,14 @@ def test_ended_transactions_and_closed_writers_raise_typed_errors(
         other.commit()
     with pytest.raises(InvalidTransactionStateError):
         other.write_many([b"late"])
+    # A block that raises after its own commit: the commit stands, the exception is the
+    # block's (not an abort refused).
+    with pytest.raises(KeyError):
+        with tw.begin() as done:
+            done.write(b"kept")
+            done.commit()
+            raise KeyError("after the commit")
+    assert done.status() == "COMMITTED"
     tw.close()
     assert tw.closed
     with pytest.raises(AlreadyClosedError):

@@ -101,7 +101,7 @@ class Writer(_Wrapped[_NativeWriter], _Closing):
 class Transaction(_Wrapped[_NativeTxn], _Entered):
     """A Pravega transaction for coroutines: as :class:`streamwire.pravega.Transaction`,
     its waiting calls awaited. ``async with`` commits it at the end of the block, or aborts
-    it when the block raises.
+    it when the block raises (one that ended in the block is left as it is).
 
     Args:
         native: the engine's transaction; made by :meth:`TransactionalWriter.begin`.
@@ -167,9 +167,11 @@ class Transaction(_Wrapped[_NativeTxn], _Entered):
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> None:
+        if not self._native.open:
+            return  # committed or aborted in the block: left as it is
         if exc_type is not None:
             await self.abort()
-        elif self._native.open:
+        else:
             await self.commit()
 
 

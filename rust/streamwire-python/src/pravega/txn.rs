@@ -368,13 +368,16 @@ impl PravegaTransaction {
     }
 
     /// Leaving the block: an exception aborts the transaction, else it is committed (and
-    /// waited for) unless it already ended.
+    /// waited for); one that already ended (committed or aborted in the block) is left as is.
     #[pyo3(signature = (*args))]
     fn __exit__(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        if !self.txn().is_open() {
+            return Ok(false);
+        }
         let failed = args.get_item(0).is_ok_and(|e| !e.is_none());
         if failed {
             self.abort(py)?;
-        } else if self.txn().is_open() {
+        } else {
             self.commit(py, true, None, None)?;
         }
         Ok(false)
