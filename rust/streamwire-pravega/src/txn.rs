@@ -233,10 +233,16 @@ async fn keep_alive(txn: Weak<TxnInner>, lease: Duration) {
             Err(e) if e.is_retriable() || e.kind() == ErrorKind::Timeout => {}
             Err(e) => {
                 let mut s = lock(&t.state);
-                if matches!(*s, Local::Open) {
-                    *s = Local::Lost(e);
+                match *s {
+                    Local::Open => {
+                        *s = Local::Lost(e);
+                        return;
+                    }
+                    // A commit under way answers the ping "committed": the commit decides
+                    // (it stops the pings when it succeeds; if it fails, they go on).
+                    Local::Committing => {}
+                    _ => return,
                 }
-                return;
             }
         }
     }
@@ -360,8 +366,6 @@ impl Transaction {
                 ),
             ));
         }
-        self.stop_pinging();
-        self.close_writer();
         let controller = t.client.controller();
         let asked = controller
             .commit_transaction(&t.stream, t.id, &t.writer_id, timestamp.unwrap_or(i64::MIN))
@@ -372,12 +376,19 @@ impl Transaction {
             if let Ok(s) = state {
                 if s.is_aborted() {
                     *lock(&t.state) = Local::Aborted;
+                    self.stop_pinging();
+                    self.close_writer();
                     return Err(self.timed_out(s));
                 }
             }
+            // Still open (the controller unreachable, say): the pings and the writer go on,
+            // so the commit can be asked again with everything written still held.
             *lock(&t.state) = Local::Open;
             return Err(e);
         }
+        // Only now: a commit that failed above leaves the transaction usable.
+        self.stop_pinging();
+        self.close_writer();
         *lock(&t.state) = Local::Committed;
         if !wait {
             return Ok(());
