@@ -8,7 +8,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
-from streamwire import AlreadyClosedError
+from streamwire import AlreadyClosedError, InvalidTransactionStateError
 from streamwire.aio import pravega as apv
 
 from tests.bad_runner import CFG, INV, TYP, BadCase, now
@@ -22,6 +22,8 @@ class AioPravegaCtx:
     reader: apv.Reader
     closed_writer: apv.Writer
     closed_reader: apv.Reader
+    txn: apv.Transaction
+    committed_txn: apv.Transaction
 
 
 AioPravegaCase = BadCase[AioPravegaCtx, Awaitable[Any]]
@@ -101,6 +103,30 @@ AIO_PRAVEGA_CASES: list[AioPravegaCase] = [
         "routing_keys of the wrong length",
         INV,
         lambda c: now(lambda: c.writer.write_many([b"a", b"b"], routing_keys=["k"])),
+    ),
+    AioPravegaCase(
+        "aio.pravega.Client.create_transactional_writer",
+        "lease=0",
+        CFG,
+        lambda c: c.client.create_transactional_writer(c.scope, "s", lease=0),
+    ),
+    AioPravegaCase(
+        "aio.pravega.Transaction.write",
+        "event not bytes-like (5)",
+        TYP,
+        lambda c: now(lambda: c.txn.write(5)),
+    ),
+    AioPravegaCase(
+        "aio.pravega.Transaction.write_many",
+        "routing_keys of the wrong length",
+        INV,
+        lambda c: now(lambda: c.txn.write_many([b"a", b"b"], routing_keys=["k"])),
+    ),
+    AioPravegaCase(
+        "aio.pravega.Transaction.commit",
+        "committed twice",
+        InvalidTransactionStateError,
+        lambda c: c.committed_txn.commit(),
     ),
     AioPravegaCase(
         "aio.pravega.Reader.read_many",

@@ -25,6 +25,9 @@ async def _run(url: str, case: AioPravegaCase) -> None:
         await closed_writer.close()
         closed_reader = await client.create_reader(scope, "s")
         await closed_reader.close()
+        txn_writer = await client.create_transactional_writer(scope, "s")
+        committed_txn = await txn_writer.begin()
+        await committed_txn.commit()
         ctx = AioPravegaCtx(
             scope=scope,
             client=client,
@@ -32,8 +35,11 @@ async def _run(url: str, case: AioPravegaCase) -> None:
             reader=await client.create_reader(scope, "s"),
             closed_writer=closed_writer,
             closed_reader=closed_reader,
+            txn=await txn_writer.begin(),
+            committed_txn=committed_txn,
         )
         await check_raises_async(case, ctx)
+        await ctx.txn.abort()
         # Still working: an event written now is the next one read.
         await ctx.writer.write(b"still works")
         event = await ctx.reader.read(timeout=10)

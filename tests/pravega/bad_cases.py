@@ -11,6 +11,7 @@ from streamwire import (
     AlreadyClosedError,
     ConnectError,
     ForkedProcessError,
+    InvalidTransactionStateError,
     MessageTooBigError,
     ProducerQueueFullError,
     ReadOnlyError,
@@ -36,6 +37,11 @@ class PravegaCtx:
     tiny_writer: pravega.Writer  # memory_limit=4 KiB, does not block
     byte_stream: pravega.ByteStream  # on a one-segment stream
     closed_byte_stream: pravega.ByteStream
+    txn_writer: pravega.TransactionalWriter
+    closed_txn_writer: pravega.TransactionalWriter
+    open_txn: pravega.Transaction
+    committed_txn: pravega.Transaction
+    aborted_txn: pravega.Transaction
 
 
 PravegaCase = BadCase[PravegaCtx, object]
@@ -275,6 +281,97 @@ PRAVEGA_CASES: list[PravegaCase] = [
     ),
     C("pravega.Reader", "pickled", TYP, lambda c: pickle.dumps(c.reader)),
     C("pravega.StreamCut.parse()", "not a cut", INV, lambda c: pravega.StreamCut.parse("x")),
+    C(
+        "pravega.Client.create_transactional_writer()",
+        "lease=0",
+        CFG,
+        lambda c: c.client.create_transactional_writer(c.scope, c.stream, lease=0),
+    ),
+    C(
+        "pravega.Client.create_transactional_writer()",
+        "writer_id empty",
+        INV,
+        lambda c: c.client.create_transactional_writer(c.scope, c.stream, writer_id=""),
+    ),
+    C(
+        "pravega.Client.create_transactional_writer()",
+        "unknown stream",
+        TopicNotFoundError,
+        lambda c: c.client.create_transactional_writer(c.scope, "no-such-stream"),
+    ),
+    C(
+        "pravega.Client.create_transactional_writer()",
+        "sealed stream",
+        ReadOnlyError,
+        lambda c: c.client.create_transactional_writer(c.scope, c.sealed),
+    ),
+    C(
+        "pravega.TransactionalWriter.begin()",
+        "lease over the controller's maximum (1 h)",
+        INV,
+        lambda c: c.client.create_transactional_writer(c.scope, c.stream, lease=3600).begin(),
+    ),
+    C(
+        "pravega.TransactionalWriter",
+        "pickled",
+        TYP,
+        lambda c: pickle.dumps(c.txn_writer),
+    ),
+    C(
+        "pravega.Transaction.write()",
+        "an int event",
+        TYP,
+        lambda c: c.open_txn.write(5),  # type: ignore[arg-type]
+    ),
+    C(
+        "pravega.Transaction.write()",
+        "an int routing key",
+        TYP,
+        lambda c: c.open_txn.write(b"x", routing_key=5),  # type: ignore[arg-type]
+    ),
+    C(
+        "pravega.Transaction.write_many()",
+        "routing_keys of the wrong length",
+        INV,
+        lambda c: c.open_txn.write_many([b"a", b"b"], routing_keys=["k"]),
+    ),
+    C(
+        "pravega.Transaction.flush()",
+        "timeout=-1",
+        INV,
+        lambda c: c.open_txn.flush(timeout=-1),
+    ),
+    C("pravega.Transaction", "pickled", TYP, lambda c: pickle.dumps(c.open_txn)),
+    C(
+        "pravega.Transaction.commit()",
+        "committed twice",
+        InvalidTransactionStateError,
+        lambda c: c.committed_txn.commit(),
+    ),
+    C(
+        "pravega.Transaction.write()",
+        "after the commit",
+        InvalidTransactionStateError,
+        lambda c: c.committed_txn.write(b"late"),
+    ),
+    C(
+        "pravega.Transaction.abort()",
+        "after the commit",
+        InvalidTransactionStateError,
+        lambda c: c.committed_txn.abort(),
+    ),
+    C(
+        "pravega.Transaction.commit()",
+        "after an abort",
+        InvalidTransactionStateError,
+        lambda c: c.aborted_txn.commit(),
+    ),
+    C(
+        "pravega.Transaction.write_many()",
+        "after an abort",
+        InvalidTransactionStateError,
+        lambda c: c.aborted_txn.write_many([b"late"]),
+    ),
     # -- closed handles
     C(
         "pravega.Client.streams()",
@@ -302,6 +399,13 @@ PRAVEGA_CASES: list[PravegaCase] = [
         "closed writer",
         AlreadyClosedError,
         lambda c: c.closed_writer.flush(),
+        group="closed",
+    ),
+    C(
+        "pravega.TransactionalWriter.begin()",
+        "closed writer",
+        AlreadyClosedError,
+        lambda c: c.closed_txn_writer.begin(),
         group="closed",
     ),
     C(
@@ -402,6 +506,13 @@ PRAVEGA_CASES: list[PravegaCase] = [
         "used in a forked child",
         ForkedProcessError,
         lambda c: c.writer.write(b"x"),
+        group="fork",
+    ),
+    C(
+        "pravega.Transaction.write()",
+        "used in a forked child",
+        ForkedProcessError,
+        lambda c: c.open_txn.write(b"x"),
         group="fork",
     ),
     C(

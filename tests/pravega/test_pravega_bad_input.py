@@ -39,6 +39,14 @@ def pctx(pravega: PravegaStandalone) -> Iterator[PravegaCtx]:
         tiny_writer = tiny.create_writer(scope, "s", block_if_queue_full=False)
         writer = client.create_writer(scope, "s")
         reader = client.create_reader(scope, "s", "tail")
+        txn_writer = client.create_transactional_writer(scope, "s")
+        closed_txn_writer = client.create_transactional_writer(scope, "s")
+        closed_txn_writer.close()
+        committed_txn = txn_writer.begin()
+        committed_txn.commit()
+        aborted_txn = txn_writer.begin()
+        aborted_txn.abort()
+        open_txn = txn_writer.begin()
         yield PravegaCtx(
             url=url,
             scope=scope,
@@ -53,8 +61,15 @@ def pctx(pravega: PravegaStandalone) -> Iterator[PravegaCtx]:
             tiny_writer=tiny_writer,
             byte_stream=byte_stream,
             closed_byte_stream=closed_byte_stream,
+            txn_writer=txn_writer,
+            closed_txn_writer=closed_txn_writer,
+            open_txn=open_txn,
+            committed_txn=committed_txn,
+            aborted_txn=aborted_txn,
         )
         byte_stream.close()
+        open_txn.abort()
+        txn_writer.close()
         writer.close()
         reader.close()
         tiny_writer.close()

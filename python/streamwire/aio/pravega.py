@@ -1,4 +1,5 @@
-"""asyncio face of the Pravega client: ``Client``, ``Writer``, ``Reader``, ``ByteStream``.
+"""asyncio face of the Pravega client: ``Client``, ``Writer``, ``Reader``,
+``TransactionalWriter``, ``Transaction`` and ``ByteStream``.
 
 The same native objects as :mod:`streamwire.pravega` (one class serves both faces), so the
 same options, checks and errors; every wait is an ``asyncio.Future`` the engine resolves
@@ -22,18 +23,29 @@ counted as unread by ``position()``).
 from __future__ import annotations
 
 import asyncio
+from types import TracebackType
 from typing import Any, Optional
 
 from streamwire import _native
 from streamwire._faces import Awaiting
 from streamwire._native import PravegaEvent as Event
+from streamwire._native import PravegaTransaction as _NativeTxn
+from streamwire._native import PravegaTransactionalWriter as _NativeTxnWriter
 from streamwire._native import PravegaWriter as _NativeWriter
-from streamwire.aio import _Closing
+from streamwire.aio import _Closing, _Entered
 from streamwire.exceptions import AlreadyClosedError
 from streamwire.pravega import _ClientBase, _ReaderBase, _Wrapped
 from streamwire.pravega.byte_stream import _ByteStreamBase
 
-__all__ = ["ByteStream", "Client", "Event", "Reader", "Writer"]
+__all__ = [
+    "ByteStream",
+    "Client",
+    "Event",
+    "Reader",
+    "Transaction",
+    "TransactionalWriter",
+    "Writer",
+]
 
 _ONE, _MANY, _ARROW = 0, 1, 2
 _FACE = "streamwire.aio.pravega"
@@ -92,6 +104,132 @@ class Writer(_Wrapped[_NativeWriter], _Closing):
 
     async def close(self) -> None:
         """As :meth:`streamwire.pravega.Writer.close`, awaited. Idempotent."""
+        await self._native._aclose()
+
+
+class Transaction(_Wrapped[_NativeTxn], _Entered):
+    """A Pravega transaction for coroutines: as :class:`streamwire.pravega.Transaction`,
+    its waiting calls awaited. ``async with`` commits it at the end of the block, or aborts
+    it when the block raises (one that ended in the block is left as it is).
+
+    Args:
+        native: the engine's transaction; made by :meth:`TransactionalWriter.begin`.
+    """
+
+    _FACE = _FACE
+
+    @property
+    def id(self) -> int:
+        """As :attr:`streamwire.pravega.Transaction.id`."""
+        return self._native.id
+
+    @property
+    def scope(self) -> str:
+        """The stream's scope."""
+        return self._native.scope
+
+    @property
+    def stream(self) -> str:
+        """The stream's name (without the scope)."""
+        return self._native.stream
+
+    @property
+    def open(self) -> bool:
+        """As :attr:`streamwire.pravega.Transaction.open`."""
+        return self._native.open
+
+    def write(self, event: Any, routing_key: Optional[str] = None) -> asyncio.Future[None]:
+        """As :meth:`streamwire.pravega.Transaction.write`, awaited: resolves once the event
+        is handed over (in call order; a full memory budget waits without blocking the
+        loop)."""
+        fut: asyncio.Future[None] = self._native._awrite(event, routing_key)
+        return fut
+
+    def write_many(self, events: Any, routing_keys: Any = None) -> asyncio.Future[int]:
+        """As :meth:`streamwire.pravega.Transaction.write_many`, awaited: resolves to the
+        count once handed over."""
+        fut: asyncio.Future[int] = self._native._awrite_many(events, routing_keys)
+        return fut
+
+    async def flush(self, timeout: Optional[float] = None) -> None:
+        """As :meth:`streamwire.pravega.Transaction.flush`, awaited."""
+        await self._native._aflush(timeout)
+
+    async def commit(
+        self, *, wait: bool = True, timestamp: Optional[int] = None, timeout: Optional[float] = None
+    ) -> None:
+        """As :meth:`streamwire.pravega.Transaction.commit`, awaited."""
+        await self._native._acommit(wait=wait, timestamp=timestamp, timeout=timeout)
+
+    async def abort(self) -> None:
+        """As :meth:`streamwire.pravega.Transaction.abort`, awaited."""
+        await self._native._aabort()
+
+    async def status(self) -> str:
+        """As :meth:`streamwire.pravega.Transaction.status`, awaited."""
+        state: str = await self._native._astatus()
+        return state
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        if not self._native.open:
+            return  # committed or aborted in the block: left as it is
+        if exc_type is not None:
+            await self.abort()
+        else:
+            await self.commit()
+
+
+class TransactionalWriter(_Wrapped[_NativeTxnWriter], _Closing):
+    """Begins transactions on one stream, for coroutines: as
+    :class:`streamwire.pravega.TransactionalWriter`.
+
+    Args:
+        native: the engine's writer; made by :meth:`Client.create_transactional_writer`.
+    """
+
+    _FACE = _FACE
+
+    @property
+    def scope(self) -> str:
+        """The stream's scope."""
+        return self._native.scope
+
+    @property
+    def stream(self) -> str:
+        """The stream's name (without the scope)."""
+        return self._native.stream
+
+    @property
+    def writer_id(self) -> str:
+        """As :attr:`streamwire.pravega.TransactionalWriter.writer_id`."""
+        return self._native.writer_id
+
+    @property
+    def lease(self) -> float:
+        """As :attr:`streamwire.pravega.TransactionalWriter.lease`."""
+        return self._native.lease
+
+    @property
+    def closed(self) -> bool:
+        """Whether the writer is closed."""
+        return self._native.closed
+
+    def metrics(self) -> dict[str, Any]:
+        """This writer's metrics (docs/observability.md)."""
+        return self._native.metrics()
+
+    async def begin(self, *, ping: bool = True) -> Transaction:
+        """As :meth:`streamwire.pravega.TransactionalWriter.begin`, awaited."""
+        native: _NativeTxn = await self._native._abegin(ping=ping)
+        return Transaction(native)
+
+    async def close(self) -> None:
+        """As :meth:`streamwire.pravega.TransactionalWriter.close`, awaited. Idempotent."""
         await self._native._aclose()
 
 
@@ -179,7 +317,7 @@ class ByteStream(_ByteStreamBase, Awaiting, _Closing):
     _FACE = _FACE
 
 
-class Client(_ClientBase[Writer, Reader, ByteStream], Awaiting, _Closing):
+class Client(_ClientBase[Writer, Reader, TransactionalWriter, ByteStream], Awaiting, _Closing):
     """A connection to a Pravega controller for coroutines (``tcp://host:port`` or
     ``tls://host:port``): the calls of :class:`streamwire.pravega.Client`, each a coroutine
     here (the same definitions, awaited).
@@ -198,6 +336,9 @@ class Client(_ClientBase[Writer, Reader, ByteStream], Awaiting, _Closing):
 
     def _reader(self, native: _native.PravegaReader) -> Reader:
         return Reader(native)
+
+    def _txn_writer(self, native: _NativeTxnWriter) -> TransactionalWriter:
+        return TransactionalWriter(native)
 
     def _byte_stream(self, native: _native.PravegaByteStream) -> ByteStream:
         return ByteStream(native)

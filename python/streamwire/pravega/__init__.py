@@ -42,6 +42,8 @@ from streamwire._native import PravegaByteStream as _NativeByteStream
 from streamwire._native import PravegaClient as _NativeClient
 from streamwire._native import PravegaEvent as Event
 from streamwire._native import PravegaReader as _NativeReader
+from streamwire._native import PravegaTransaction as Transaction
+from streamwire._native import PravegaTransactionalWriter as TransactionalWriter
 from streamwire._native import PravegaWriteFuture as WriteFuture
 from streamwire._native import PravegaWriter as Writer
 from streamwire.pravega.admin import (
@@ -70,6 +72,8 @@ __all__ = [
     "SegmentInfo",
     "StreamConfig",
     "StreamCut",
+    "Transaction",
+    "TransactionalWriter",
     "WriteFuture",
     "Writer",
 ]
@@ -328,14 +332,16 @@ def _tag_checked(tag: object) -> str:
 
 _W = TypeVar("_W")
 _R = TypeVar("_R")
+_TW = TypeVar("_TW")
 _B = TypeVar("_B")
 
 
-class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R, _B]):
+class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R, _TW, _B]):
     """What :class:`Client` and ``streamwire.aio.pravega.Client`` share: the connection (the
     options are :class:`Client`'s), its state, and every call that waits, written once
-    (``@two_faces``: returning on the blocking face, awaited on the asyncio face). ``_W``,
-    ``_R`` and ``_B`` are the face's writer, reader and byte stream classes."""
+    (``@two_faces``: returning on the blocking face, awaited on the asyncio face). ``_W`` and
+    ``_R`` are the face's writer and reader classes, ``_TW`` its transactional writer, ``_B``
+    its byte stream."""
 
     def __init__(
         self,
@@ -371,6 +377,10 @@ class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R, _B]):
     @abc.abstractmethod
     def _reader(self, native: _NativeReader) -> _R:
         """The face's reader over ``native``."""
+
+    @abc.abstractmethod
+    def _txn_writer(self, native: TransactionalWriter) -> _TW:
+        """The face's transactional writer over ``native``."""
 
     @abc.abstractmethod
     def _byte_stream(self, native: _NativeByteStream) -> _B:
@@ -602,6 +612,50 @@ class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R, _B]):
         return self._writer(native)
 
     @two_faces
+    def create_transactional_writer(
+        self,
+        scope: str,
+        stream: str,
+        *,
+        writer_id: Optional[str] = None,
+        lease: float = 30.0,
+        block_if_queue_full: bool = True,
+        max_block: int = 1024 * 1024,
+        window: int = 8 * 1024 * 1024,
+        send_timeout: float = 60.0,
+    ) -> Steps[_TW]:
+        """A writer of transactions to the ``stream`` of ``scope``: ``begin()`` a
+        :class:`Transaction`, write to it, then ``commit()`` (its events become visible
+        together) or ``abort()`` (none ever does).
+
+        Args:
+            scope: the stream's scope.
+            stream: the stream name.
+            writer_id: the id sent with each commit (the stream's watermarks are kept per
+                writer). Default None: a random UUID.
+            lease: seconds a transaction lives without a ping; an open transaction is pinged
+                in the background, so the lease only runs out when the process stops (or
+                ``begin(ping=False)``). The controller refuses a lease outside its bounds.
+                Default 30.0.
+            block_if_queue_full: as for :meth:`create_writer`. Default True.
+            max_block: as for :meth:`create_writer`. Default 1 MiB.
+            window: as for :meth:`create_writer`. Default 8 MiB.
+            send_timeout: as for :meth:`create_writer`. Default 60.0.
+        """
+        native: TransactionalWriter = yield call(
+            "create_transactional_writer",
+            scope,
+            stream,
+            writer_id=writer_id,
+            lease=lease,
+            block_if_queue_full=block_if_queue_full,
+            max_block=max_block,
+            window=window,
+            send_timeout=send_timeout,
+        )
+        return self._txn_writer(native)
+
+    @two_faces
     def create_reader(
         self,
         scope: str,
@@ -676,7 +730,7 @@ class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R, _B]):
         return got
 
 
-class Client(_ClientBase[Writer, Reader, ByteStream], Blocking):
+class Client(_ClientBase[Writer, Reader, TransactionalWriter, ByteStream], Blocking):
     """A connection to a Pravega controller (``tcp://host:port``, or ``tls://host:port``)
     and the segment stores it names. Thread-safe; create one per process and share it.
     Clients do not pickle; pass a :class:`ClientConfig` to other processes instead. After
@@ -704,6 +758,9 @@ class Client(_ClientBase[Writer, Reader, ByteStream], Blocking):
 
     def _reader(self, native: _NativeReader) -> Reader:
         return Reader(native)
+
+    def _txn_writer(self, native: TransactionalWriter) -> TransactionalWriter:
+        return native
 
     def _byte_stream(self, native: _NativeByteStream) -> ByteStream:
         return ByteStream(native)

@@ -16,8 +16,9 @@
 //!   method), delegation tokens' expiry. TLS itself is `streamwire_core::tls` (shared with
 //!   Pulsar); segment store connections (`connection`) wrap it when the URI is `tls://`.
 //!
-//! The event writer and the stream reader are built on these; `byte_stream` reads and
-//! writes a one-segment stream as plain bytes (conditional appends, no event framing).
+//! The event writer and the stream reader are built on these; `txn` (transactional writes)
+//! on the writer; `byte_stream` reads and writes a one-segment stream as plain bytes
+//! (conditional appends, no event framing).
 #![forbid(unsafe_code)]
 
 pub mod byte_stream;
@@ -28,5 +29,6 @@ pub mod fuzzing;
 pub mod reader;
 pub mod routing;
 pub mod security;
+pub mod txn;
 pub mod wire;
 pub mod writer;

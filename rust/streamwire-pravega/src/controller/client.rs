@@ -14,6 +14,7 @@ use super::admin::{self, StreamSettings};
 use super::proto;
 use super::proto::controller_service_client::ControllerServiceClient;
 use super::transport::{connect_error, AuthHeader, TlsGrpcConnector};
+use super::txn::{self, CreatedTxn, TxnState};
 use super::types::{self, *};
 use crate::security::{ControllerUri, Credentials};
 
@@ -462,6 +463,81 @@ impl Controller {
             )
             .await?;
         types::scale_done(r)
+    }
+}
+
+/// Transactions (`txn` builds the messages and reads the answers).
+impl Controller {
+    /// Open a transaction on `stream` that lives `lease_ms` without a ping.
+    pub async fn create_transaction(
+        &self,
+        stream: &ScopedStream,
+        lease_ms: i64,
+    ) -> Result<CreatedTxn> {
+        let req = txn::create_request(stream, lease_ms);
+        let r = self
+            .call("createTransaction", |mut c| async move {
+                c.create_transaction(req).await
+            })
+            .await
+            .map_err(|e| txn::create_refused(e, lease_ms))?;
+        txn::created(stream, r)
+    }
+
+    /// Renew transaction `id`'s lease for `lease_ms`.
+    pub async fn ping_transaction(
+        &self,
+        stream: &ScopedStream,
+        id: u128,
+        lease_ms: i64,
+    ) -> Result<()> {
+        let req = txn::ping_request(stream, id, lease_ms);
+        let r = self
+            .call("pingTransaction", |mut c| async move {
+                c.ping_transaction(req).await
+            })
+            .await?;
+        txn::pinged(id, r)
+    }
+
+    /// Ask for transaction `id` to be committed (it is COMMITTING when this returns);
+    /// `writer_id` and `timestamp` (ms, `i64::MIN`: none) feed the stream's watermarks.
+    pub async fn commit_transaction(
+        &self,
+        stream: &ScopedStream,
+        id: u128,
+        writer_id: &str,
+        timestamp: i64,
+    ) -> Result<()> {
+        let req = txn::txn_request(stream, id, writer_id, timestamp);
+        let r = self
+            .call("commitTransaction", |mut c| async move {
+                c.commit_transaction(req).await
+            })
+            .await?;
+        txn::txn_status("commitTransaction", id, r)
+    }
+
+    /// Ask for transaction `id` to be aborted.
+    pub async fn abort_transaction(&self, stream: &ScopedStream, id: u128) -> Result<()> {
+        let req = txn::txn_request(stream, id, "", i64::MIN);
+        let r = self
+            .call("abortTransaction", |mut c| async move {
+                c.abort_transaction(req).await
+            })
+            .await?;
+        txn::txn_status("abortTransaction", id, r)
+    }
+
+    /// Transaction `id`'s state now.
+    pub async fn transaction_state(&self, stream: &ScopedStream, id: u128) -> Result<TxnState> {
+        let req = txn::txn_request(stream, id, "", i64::MIN);
+        let r = self
+            .call("checkTransactionState", |mut c| async move {
+                c.check_transaction_state(req).await
+            })
+            .await?;
+        txn::state(r)
     }
 }
 

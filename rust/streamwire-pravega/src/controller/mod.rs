@@ -4,12 +4,13 @@
 //! Layout: `proto` is generated at build time from `proto/pravega_controller.proto` (our own
 //! description of the RPCs a data client uses); `types` holds our Rust types and every
 //! request/answer mapping, pure and unit-tested, `admin` the same for stream administration
-//! (retention, tags, updates, truncation); `client` and `transport` (plain or TLS channel,
+//! (retention, tags, updates, truncation), `txn` for transactions; `client` and `transport` (plain or TLS channel,
 //! credentials on every call) are the only parts that do I/O.
 
 pub mod admin;
 pub mod client;
 pub mod transport;
+pub mod txn;
 pub mod types;
 
 #[cfg(test)]
@@ -17,6 +18,7 @@ mod tests;
 
 pub use admin::{Retention, StreamSettings, NO_MAX};
 pub use client::{endpoint_of, Controller, DEFAULT_TIMEOUT};
+pub use txn::{txn_id_text, txn_segment_name, CreatedTxn, TxnState};
 pub use types::{
     scale_request, segment_name, status_error, stream_config, CurrentSegments, NodeUri,
     ScalingPolicy, ScopedStream, Segment, StreamCut, Successor,

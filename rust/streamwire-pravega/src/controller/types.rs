@@ -225,7 +225,7 @@ pub fn scale_request(
     })
 }
 
-fn segment_of(range: &proto::SegmentRange, fallback: &ScopedStream) -> Segment {
+pub(crate) fn segment_of(range: &proto::SegmentRange, fallback: &ScopedStream) -> Segment {
     let (stream, id) = match &range.segment_id {
         Some(s) if s.stream_info.is_some() => (
             ScopedStream::from_info(s.stream_info.as_ref()),
@@ -312,13 +312,13 @@ pub(crate) fn stream_cut(r: proto::SegmentsAtTime) -> StreamCut {
     }
 }
 
-fn refused(kind: ErrorKind, what: &str, status: &str) -> Error {
+pub(crate) fn refused(kind: ErrorKind, what: &str, status: &str) -> Error {
     Error::new(kind, format!("controller refused {what}: {status}"))
 }
 
 /// A status enum's value; one this client does not know (a newer controller) is an error,
 /// never the enum's default (which is SUCCESS: prost's getters fall back to it).
-fn known<T: TryFrom<i32>>(what: &str, v: i32) -> Result<T> {
+pub(crate) fn known<T: TryFrom<i32>>(what: &str, v: i32) -> Result<T> {
     T::try_from(v).map_err(|_| {
         Error::new(
             ErrorKind::Server,

@@ -21,7 +21,9 @@ use super::queue::{Acked, SegmentQueue};
 use super::{Command, WriterConfig};
 use crate::client::PravegaClient;
 use crate::connection::{dial, Connection};
-use crate::controller::{CurrentSegments, ScopedStream, Segment, Successor};
+use crate::controller::{
+    txn_id_text, txn_segment_name, CurrentSegments, ScopedStream, Segment, Successor,
+};
 use crate::routing::{segment_for, KeyRange};
 use crate::wire::{self, Reply};
 
@@ -94,6 +96,9 @@ struct Actor {
     /// Set when the whole writer can no longer write (stream sealed or deleted).
     fatal: Option<Error>,
     rng: u64,
+    /// Writing inside this transaction: appends go to its segments beside the stream's, and
+    /// a sealed or missing one means the transaction is over (never a scale to follow).
+    txn: Option<u128>,
 }
 
 /// Large batches are cut into pieces of at most a block over this, at event boundaries.
@@ -103,10 +108,12 @@ fn random_u64() -> u64 {
     rand::random::<u64>()
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run(
     client: PravegaClient,
     stream: ScopedStream,
     current: CurrentSegments,
+    txn: Option<u128>,
     config: WriterConfig,
     mut rx: mpsc::Receiver<Command>,
     pending: Arc<AtomicUsize>,
@@ -128,6 +135,7 @@ pub(crate) async fn run(
         failure: None,
         fatal: None,
         rng: random_u64() | 1,
+        txn,
     };
     for s in current.segments {
         actor.ranges.push(s.key_range());
@@ -194,7 +202,10 @@ impl Actor {
         if self.segs.contains_key(&id) {
             return;
         }
-        let name = segment.qualified_name();
+        let name = match self.txn {
+            Some(t) => txn_segment_name(&segment.qualified_name(), t),
+            None => segment.qualified_name(),
+        };
         self.segs.insert(
             id,
             Seg {
@@ -643,6 +654,10 @@ impl Actor {
     }
 
     fn on_sealed(&mut self, seg: i64) {
+        if let Some(t) = self.txn {
+            // A transaction's segment is sealed by its commit or abort, not by a scale.
+            return self.on_fatal(txn_over(t, "its segment is sealed"));
+        }
         let Some(s) = self.segs.get_mut(&seg) else {
             return;
         };
@@ -752,6 +767,11 @@ impl Actor {
 
     /// The writer can no longer write: fail everything held and every later write.
     fn on_fatal(&mut self, e: Error) {
+        let e = match self.txn {
+            // A transaction's segment gone: the transaction was aborted (or timed out).
+            Some(t) if e.kind() == ErrorKind::PartitionNotFound => txn_over(t, e.message()),
+            _ => e,
+        };
         event(Level::Error, "pravega.writer", || {
             (
                 format!("writer failed: {e}"),
@@ -771,6 +791,17 @@ impl Actor {
         }
         self.fatal = Some(e);
     }
+}
+
+/// The error of writes to a transaction that is no longer open.
+fn txn_over(txn: u128, why: &str) -> Error {
+    Error::new(
+        ErrorKind::InvalidTransactionState,
+        format!(
+            "transaction {} is no longer open ({why}): committed, aborted or timed out",
+            txn_id_text(txn)
+        ),
+    )
 }
 
 /// Connect to the segment's store and set the append up; the store answers the last event

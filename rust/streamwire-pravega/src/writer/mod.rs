@@ -25,7 +25,7 @@ use streamwire_core::error::{Error, ErrorKind, Result};
 use streamwire_core::metrics::{EntityMetrics, Kind, G};
 
 use crate::client::PravegaClient;
-use crate::controller::ScopedStream;
+use crate::controller::{CurrentSegments, ScopedStream};
 pub use batch::{one_event, BatchBuilder, EventBatch, Points};
 
 /// Settings of a writer.
@@ -136,27 +136,60 @@ impl EventWriter {
                 format!("stream {}/{} is sealed", stream.scope, stream.stream),
             ));
         }
-        let (tx, rx) = mpsc::channel(4096);
-        let pending = Arc::new(AtomicUsize::new(0));
         let metrics = EntityMetrics::register(client.entity_labels(
             Kind::Writer,
             format!("{}/{}", stream.scope, stream.stream),
             String::new(),
         ));
-        let p = Arc::clone(&pending);
-        metrics.set_sampler(Box::new(move |g| {
+        let w = Self::start(client, stream, current, None, config, budget, metrics);
+        let p = Arc::clone(&w.inner.pending);
+        w.inner.metrics.set_sampler(Box::new(move |g| {
             g[G::PendingMessages as usize] = Some(p.load(Ordering::Relaxed) as i64);
         }));
+        Ok(w)
+    }
+
+    /// A writer of transaction `txn`'s events: appends to the transaction's segments beside
+    /// `segments` (the ones `createTransaction` answered), counted in `metrics` (the
+    /// transactional writer's).
+    pub fn in_transaction(
+        client: &PravegaClient,
+        stream: ScopedStream,
+        segments: Vec<crate::controller::Segment>,
+        txn: u128,
+        config: WriterConfig,
+        budget: MemoryBudget,
+        metrics: Arc<EntityMetrics>,
+    ) -> EventWriter {
+        let current = CurrentSegments {
+            segments,
+            delegation_token: String::new(),
+        };
+        Self::start(client, stream, current, Some(txn), config, budget, metrics)
+    }
+
+    fn start(
+        client: &PravegaClient,
+        stream: ScopedStream,
+        current: CurrentSegments,
+        txn: Option<u128>,
+        config: WriterConfig,
+        budget: MemoryBudget,
+        metrics: Arc<EntityMetrics>,
+    ) -> EventWriter {
+        let (tx, rx) = mpsc::channel(4096);
+        let pending = Arc::new(AtomicUsize::new(0));
         tokio::spawn(actor::run(
             client.clone(),
             stream.clone(),
             current,
+            txn,
             config,
             rx,
             pending.clone(),
             Arc::clone(&metrics),
         ));
-        Ok(EventWriter {
+        EventWriter {
             inner: Arc::new(Inner {
                 stream,
                 tx,
@@ -165,7 +198,7 @@ impl EventWriter {
                 metrics,
                 closing: AtomicBool::new(false),
             }),
-        })
+        }
     }
 
     /// This writer's metric cells.

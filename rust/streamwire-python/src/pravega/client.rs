@@ -19,6 +19,7 @@ use streamwire_pravega::reader::{
     head_cut, segments_between, tail_cut, ReaderConfig, Start, StreamCut, StreamReader,
 };
 use streamwire_pravega::security::{ControllerUri, Credentials};
+use streamwire_pravega::txn::{random_writer_id, TransactionalWriter, TxnConfig};
 use streamwire_pravega::writer::{EventWriter, WriterConfig};
 
 use crate::common::blocking::{count_arg, positive_secs, timeout_arg, wait};
@@ -27,6 +28,7 @@ use crate::common::faces::Op;
 use crate::common::pickle::refuse_pickle;
 use crate::pravega::byte_stream::PravegaByteStream;
 use crate::pravega::reader::PravegaReader;
+use crate::pravega::txn::PravegaTransactionalWriter;
 use crate::pravega::writer::PravegaWriter;
 
 const PICKLE_HINT: &str = "pass the controller URI instead and create the client inside the \
@@ -363,6 +365,42 @@ crate::two_faces! {
             })
         }
 
+        /// A writer of transactions to one stream (each lives `lease` seconds without a
+        /// ping; its appends take `create_writer`'s settings).
+        #[pyo3(signature = (scope, stream, *, writer_id=None, lease=30.0,
+                            block_if_queue_full=true, max_block=1_048_576, window=8_388_608,
+                            send_timeout=60.0))]
+        fn create_transactional_writer / _acreate_transactional_writer (
+            &self,
+            py,
+            scope: &str,
+            stream: &str,
+            writer_id: Option<String>,
+            lease: f64,
+            block_if_queue_full: bool,
+            max_block: i64,
+            window: i64,
+            send_timeout: f64,
+        ) -> PravegaTransactionalWriter {
+            let st = self.stream(scope, stream)?;
+            let config = TxnConfig {
+                lease: lease_arg(lease)?,
+                writer: writer_config(max_block, window, send_timeout)?,
+            };
+            let writer_id = match writer_id {
+                Some(w) if w.is_empty() => {
+                    return Err(to_py(Error::invalid("writer_id must not be empty")))
+                }
+                Some(w) => w,
+                None => random_writer_id(),
+            };
+            let (c, budget, pid) = (self.live()?, self.budget.clone(), self.pid);
+            Op::new("create_transactional_writer", Some(self.timeout), async move {
+                let w = TransactionalWriter::create(&c, st, writer_id, config, budget).await?;
+                Ok(PravegaTransactionalWriter::new(w, pid, block_if_queue_full))
+            })
+        }
+
         /// A reader of one stream from `start`: "head", "tail" or a stream cut's text.
         #[pyo3(signature = (scope, stream, start="head", *, read_ahead=16,
                             read_length=1_048_576))]
@@ -452,6 +490,19 @@ fn writer_config(max_block: i64, window: i64, send_timeout: f64) -> PyResult<Wri
         )));
     }
     Ok(config)
+}
+
+/// A transaction's lease: whole milliseconds, at least one (the controller sets its own
+/// bounds and refuses a lease outside them).
+fn lease_arg(lease: f64) -> PyResult<Duration> {
+    let d = positive_secs("lease", lease).py_err()?;
+    if d < Duration::from_millis(1) {
+        return Err(to_py(Error::new(
+            ErrorKind::Config,
+            format!("lease must be at least 0.001 seconds, got {lease}"),
+        )));
+    }
+    Ok(d)
 }
 
 /// The checked start and `ReaderConfig` of `create_reader`'s options.

@@ -1,7 +1,8 @@
 //! The Pravega classes of `streamwire.pravega` and `streamwire.aio.pravega` (one native class
 //! each, serving both faces; `python/streamwire/pravega/` and `aio/pravega.py`
 //! add the typed wrappers): client with the controller calls (stream administration in
-//! `admin`), writer with its futures, reader and events, byte streams.
+//! `admin`), writer with its futures, reader and events, transactional writer and
+//! transactions (`txn`), byte streams.
 
 mod admin;
 pub mod byte_stream;
@@ -10,4 +11,5 @@ mod framing;
 mod inline;
 pub mod reader;
 mod take;
+pub mod txn;
 pub mod writer;

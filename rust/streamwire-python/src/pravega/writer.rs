@@ -132,20 +132,6 @@ impl PravegaWriter {
         Ok(self.inner.clone())
     }
 
-    /// One event framed from `write`'s arguments (bytes taken without a copy to a buffer).
-    fn one(
-        &self,
-        event: &Bound<'_, PyAny>,
-        routing_key: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<EventBatch> {
-        let key = key_arg(routing_key)?;
-        match event.cast::<PyBytes>() {
-            Ok(b) => one_event(b.as_bytes(), key.as_deref()),
-            Err(_) => one_event(&payload_of(event)?, key.as_deref()),
-        }
-        .py_err()
-    }
-
     /// Reserve budget now if there is room; `None` when the caller must wait for it.
     fn try_reserve(&self, bytes: u64) -> PyResult<Option<Reservation>> {
         reserve::try_reserve(self.inner.budget(), bytes, self.block_if_queue_full).py_err()
@@ -223,7 +209,7 @@ impl PravegaWriter {
     ) -> PyResult<()> {
         let w = self.live(py)?;
         let timeout = timeout_arg("timeout", timeout).py_err()?;
-        let batch = self.one(event, routing_key)?;
+        let batch = frame_one(event, routing_key)?;
         let reservation = self.reserve(py, batch.data.len() as u64)?;
         wait_here(py, "write", timeout, async move {
             w.write(batch, Some(reservation)).await
@@ -243,7 +229,7 @@ impl PravegaWriter {
         routing_key: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PravegaWriteFuture> {
         let w = self.live(py)?;
-        let batch = self.one(event, routing_key)?;
+        let batch = frame_one(event, routing_key)?;
         let reservation = self.reserve(py, batch.data.len() as u64 + PER_EVENT_OVERHEAD)?;
         let state = Arc::<FutureState>::default();
         let done = Done::Notify(state.clone());
@@ -375,7 +361,7 @@ impl PravegaWriter {
         routing_key: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         self.live(py)?;
-        let batch = self.one(event, routing_key)?;
+        let batch = frame_one(event, routing_key)?;
         self.start(py, batch, None)
     }
 
@@ -438,8 +424,23 @@ crate::two_faces! {
     }
 }
 
-/// The framed events of `write_many`'s arguments as one batch (the awaitable `write_many`).
-fn event_batch(
+/// One event framed from `write`'s arguments (bytes taken without a copy to a buffer); the
+/// transactions' `write` frames the same way.
+pub(crate) fn frame_one(
+    event: &Bound<'_, PyAny>,
+    routing_key: Option<&Bound<'_, PyAny>>,
+) -> PyResult<EventBatch> {
+    let key = key_arg(routing_key)?;
+    match event.cast::<PyBytes>() {
+        Ok(b) => one_event(b.as_bytes(), key.as_deref()),
+        Err(_) => one_event(&payload_of(event)?, key.as_deref()),
+    }
+    .py_err()
+}
+
+/// The framed events of `write_many`'s arguments as one batch (the awaitable `write_many`,
+/// and both faces of a transaction's `write_many`).
+pub(crate) fn event_batch(
     events: &Bound<'_, PyAny>,
     routing_keys: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<EventBatch> {
