@@ -122,6 +122,34 @@ CASES: list[Case] = [
         lambda c: streamwire.AutoClusterFailover(c.url, [c.url], check_interval=0),
     ),
     Case(
+        "AutoClusterFailover()",
+        "a secondary neither a URL nor a ServiceInfo (42)",
+        TYP,
+        lambda c: streamwire.AutoClusterFailover(c.url, [42]),  # type: ignore[list-item]
+    ),
+    Case(
+        "ServiceInfo()",
+        "auth_token and auth_token_file both",
+        CFG,
+        lambda c: streamwire.ServiceInfo(c.url, auth_token="t", auth_token_file="f"),
+    ),
+    Case(
+        "ServiceInfo()",
+        "auth_token not a str or callable (42)",
+        TYP,
+        lambda c: streamwire.ServiceInfo(c.url, auth_token=42),  # type: ignore[arg-type]
+    ),
+    Case(
+        "Client()",
+        "AutoClusterFailover with a ServiceInfo whose CA file is missing",
+        CFG,
+        lambda c: streamwire.Client(
+            streamwire.AutoClusterFailover(
+                c.url, [streamwire.ServiceInfo(c.url, tls_trust_certs_file="/nonexistent.pem")]
+            )
+        ),
+    ),
+    Case(
         "Client()",
         "AutoClusterFailover with a bad secondary URL (kafka://)",
         CFG,

@@ -19,11 +19,29 @@ def _metrics_snapshot() -> list[dict[str, Any]]: ...
 def _metrics_prometheus_text() -> str: ...
 
 @final
+class ServiceInfo:
+    def __new__(
+        cls,
+        service_url: str,
+        *,
+        auth_token: Union[str, Callable[[], str], None] = None,
+        auth_token_file: Union[str, os.PathLike[str], None] = None,
+        auth: Optional[AuthPlugin] = None,
+        tls_trust_certs_file: Union[str, os.PathLike[str], None] = None,
+    ) -> ServiceInfo: ...
+    @property
+    def service_url(self) -> str: ...
+    @property
+    def tls_trust_certs_file(self) -> Optional[str]: ...
+    @property
+    def auth_method(self) -> Optional[str]: ...
+
+@final
 class AutoClusterFailover:
     def __new__(
         cls,
-        primary: str,
-        secondary: list[str],
+        primary: Union[str, ServiceInfo],
+        secondary: Sequence[Union[str, ServiceInfo]],
         *,
         check_interval: float = 5.0,
         failover_threshold: int = 1,

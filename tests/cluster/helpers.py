@@ -146,14 +146,17 @@ class Outcomes:
         return min(later) - t if later else None
 
 
-def read_all(url: str, topic: str, *, idle: float = 3.0, deadline: float = 120.0) -> list[bytes]:
-    """Every message stored on ``topic`` in order (a fresh client and reader from the start).
+def read_all(
+    url: str, topic: str, *, idle: float = 3.0, deadline: float = 120.0, **client_options: Any
+) -> list[bytes]:
+    """Every message stored on ``topic`` in order (a fresh client, made with
+    ``client_options``, and a reader from the start).
 
     It reads until the broker says nothing more is available, not until a read times out:
     right after a broker restart the topic may be loading (or moving back) for longer than
     ``idle``, and an empty read then is not the end of the topic."""
     out: list[bytes] = []
-    with streamwire.Client(url, operation_timeout=30) as client:
+    with streamwire.Client(url, operation_timeout=30, **client_options) as client:
         with client.create_reader(topic, streamwire.MessageId.earliest) as reader:
             end = time.monotonic() + deadline
             while time.monotonic() < end and reader.has_message_available():

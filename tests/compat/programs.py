@@ -844,3 +844,32 @@ def compression_and_chunks(pulsar: ModuleType, url: str, topic: str) -> dict[str
     got = [consumer.receive(timeout_millis=10000).data() for _ in range(len(kinds) + 1)]
     client.close()
     return {"small": [g[:8] for g in got[:-1]], "big_intact": got[-1] == big}
+
+
+def table_view(pulsar: ModuleType, url: str, topic: str) -> dict[str, Any]:
+    """A keyed topic read as a table: the latest value per key, for_each over what is there,
+    for_each_and_listen seeing what comes later, len(), str()."""
+    client = pulsar.Client(url, operation_timeout_seconds=10)
+    producer = client.create_producer(topic, schema=pulsar.schema.StringSchema())
+    for key, value in [("a", "1"), ("b", "2"), ("a", "3")]:
+        producer.send(value, partition_key=key)
+    view = client.create_table_view(topic, schema=pulsar.schema.StringSchema())
+    _wait(lambda: len(view) == 2)
+    seen: list[tuple[str, Any]] = []
+    view.for_each(lambda k, v: seen.append((k, v)))
+    listened: list[tuple[str, Any]] = []
+    view.for_each_and_listen(lambda k, v: listened.append((k, v)))
+    producer.send("4", partition_key="c")
+    _wait(lambda: ("c", "4") in listened)
+    out = {
+        "a": view.get("a"),
+        "b": view.get("b"),
+        "missing": view.get("zz"),
+        "seen": sorted(seen),
+        "listened": sorted(listened),
+        "len": len(view),
+        "str": str(view).replace(topic, "<topic>"),
+    }
+    view.close()
+    client.close()
+    return out

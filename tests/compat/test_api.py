@@ -165,15 +165,16 @@ def test_unsupported_options_say_what(official_pulsar: ModuleType) -> None:
         compat.AuthenticationAthenz("{}")
     with pytest.raises(NotImplementedError, match="shared library"):
         compat.Authentication("libauth.so", "")
-    with pytest.raises(NotImplementedError, match="AutoClusterFailover"):
-        compat.AutoClusterFailover(None, [])
+    with pytest.raises(NotImplementedError, match="ServiceInfoProvider"):
+        compat.ServiceInfoProvider()
+    # The official argument checks (and their ValueError) for the failover objects.
+    with pytest.raises(ValueError, match="primary"):
+        compat.AutoClusterFailover(None, [])  # type: ignore[arg-type]
     # Options are checked before anything connects: no broker is needed for these.
     client = compat.Client("pulsar://127.0.0.1:1")
     try:
         with pytest.raises(compat.InvalidConfiguration, match="crypto_key_reader"):
             client.create_producer("t", encryption_key="k")
-        with pytest.raises(NotImplementedError, match="TableView"):
-            client.create_table_view("t")
         with pytest.raises(ValueError, match="consumer_type"):
             client.subscribe("t", "s", consumer_type="shared")  # type: ignore[arg-type]
     finally:

@@ -114,6 +114,21 @@ EXPECT: dict[str, Callable[[Any], None]] = {
         (r == {"counts": [0, 1], "fine": [b"fine"], "dead": (b"poison", "1")})
         or pytest.fail(repr(r))
     ),
+    "table_view": lambda r: (
+        (
+            r
+            == {
+                "a": "3",
+                "b": "2",
+                "missing": None,
+                "seen": [("a", "3"), ("b", "2")],
+                "listened": [("a", "3"), ("b", "2"), ("c", "4")],
+                "len": 3,
+                "str": "TableView(topic=<topic>)",
+            }
+        )
+        or pytest.fail(repr(r))
+    ),
     "queue_full": lambda r: (
         (r == {"kinds": ["Result.Ok", "Result.ProducerQueueIsFull"], "count": 200})
         or pytest.fail(repr(r))

@@ -31,9 +31,16 @@ REDIRECT, CONNECT = 0, 1
 
 class LookupPeer:
     """Answers CONNECT, partition metadata (not partitioned), and every LOOKUP with
-    ``response`` towards ``target_url``."""
+    ``response`` towards ``target_url``; PRODUCER requests with the broker errors of
+    ``producer_errors`` (codes of the protocol's ServerError), one per request, then with
+    success; CLOSE_PRODUCER with success."""
 
-    def __init__(self, response: int, target_url: str | None = None) -> None:
+    def __init__(
+        self,
+        response: int,
+        target_url: str | None = None,
+        producer_errors: tuple[int, ...] = (),
+    ) -> None:
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(8)
@@ -42,6 +49,8 @@ class LookupPeer:
         self.target_url = target_url or self.url
         self.response = response
         self.lookups = 0
+        self.producer_errors = list(producer_errors)
+        self.producer_requests = 0
         self._stop = False
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -84,6 +93,23 @@ class LookupPeer:
                             (5, 0),  # type: ignore[arg-type]
                         )
                         conn.sendall(encode_command("LOOKUP_RESPONSE", 24, body))
+                    elif frame.command_type == COMMAND_TYPES["PRODUCER"]:
+                        self.producer_requests += 1
+                        fields = decode_uint_fields(frame.command)
+                        rid = int(decode_uint_fields(fields[5])[3])  # type: ignore[arg-type]
+                        if self.producer_errors:
+                            code = self.producer_errors.pop(0)
+                            body = encode_uint_fields((1, rid), (2, code)) + _len_field(
+                                3, b"scripted failure"
+                            )
+                            conn.sendall(encode_command("ERROR", 14, body))
+                        else:
+                            body = encode_uint_fields((1, rid)) + _len_field(2, b"scripted")
+                            conn.sendall(encode_command("PRODUCER_SUCCESS", 17, body))
+                    elif frame.command_type == COMMAND_TYPES["CLOSE_PRODUCER"]:
+                        fields = decode_uint_fields(frame.command)
+                        rid = int(decode_uint_fields(fields[15])[2])  # type: ignore[arg-type]
+                        conn.sendall(encode_command("SUCCESS", 13, encode_uint_fields((1, rid))))
 
     def close(self) -> None:
         self._stop = True
@@ -123,5 +149,36 @@ def test_unreachable_owner_is_a_connect_error() -> None:
             with pytest.raises(exc.ConnectError, match=dead.split("//")[1]):
                 client.create_producer("owned")
             assert 1.5 < time.monotonic() - t0 < 4
+    finally:
+        peer.close()
+
+
+UNKNOWN_ERROR, METADATA_ERROR, PRODUCER_BUSY = 0, 1, 16
+
+
+@pytest.mark.parametrize("code", [UNKNOWN_ERROR, METADATA_ERROR])
+def test_producer_creation_retries_a_brokers_transient_error(code: int) -> None:
+    """A broker that lost its metadata session answers PRODUCER with UnknownError (seen on the
+    suite's cluster under load: ZooKeeper ConnectionLoss) or MetadataError; the Java client
+    retries those within the operation timeout, and so does ours."""
+    peer = LookupPeer(CONNECT, producer_errors=(code, code))
+    try:
+        with streamwire.Client(peer.url, operation_timeout=10.0) as client:
+            producer = client.create_producer("flaky")
+            assert peer.producer_requests == 3
+            producer.close()
+    finally:
+        peer.close()
+
+
+def test_producer_creation_fails_at_once_on_a_busy_name() -> None:
+    peer = LookupPeer(CONNECT, producer_errors=(PRODUCER_BUSY,))
+    try:
+        with streamwire.Client(peer.url, operation_timeout=10.0) as client:
+            t0 = time.monotonic()
+            with pytest.raises(exc.ProducerBusyError):
+                client.create_producer("busy", producer_name="taken")
+            assert time.monotonic() - t0 < 2
+            assert peer.producer_requests == 1
     finally:
         peer.close()

@@ -47,6 +47,7 @@ from streamwire.compat._options import (
     ServiceInfo,
     ServiceInfoProvider,
 )
+from streamwire.compat._table_view import TableView
 from streamwire.compat.exceptions import (
     AlreadyClosed,
     AuthenticationError,
@@ -170,6 +171,7 @@ __all__ = [
     "ServiceInfoProvider",
     "ServiceUnitNotReady",
     "SubscriptionNotFound",
+    "TableView",
     "Timeout",
     "TooManyLookupRequestException",
     "TopicNotFound",

@@ -46,6 +46,7 @@ from streamwire.compat._message import (
 )
 from streamwire.compat._options import (
     _DEFAULT_BATCH,
+    AutoClusterFailover,
     ConsumerBatchReceivePolicy,
     ConsumerDeadLetterPolicy,
     ConsumerKeySharedPolicy,
@@ -53,6 +54,7 @@ from streamwire.compat._options import (
     _install_logger,
 )
 from streamwire.compat._producer import Producer
+from streamwire.compat._table_view import TableView
 from streamwire.compat.schema import BytesSchema, Schema
 from streamwire.exceptions import StreamwireError
 
@@ -68,8 +70,10 @@ class Client:
     two have none in the official client either; TLS follows the URL's scheme).
 
     Args:
-        service_url: ``pulsar://host:port`` or ``pulsar+ssl://host:port`` (a str).
-        authentication: an ``Authentication*`` object, or None.
+        service_url: ``pulsar://host:port`` or ``pulsar+ssl://host:port`` (a str), or an
+            :class:`AutoClusterFailover` (clusters to move between).
+        authentication: an ``Authentication*`` object, or None (with failover: for the
+            clusters whose ``ServiceInfo`` has none of its own).
         operation_timeout_seconds: the timeout of lookups, subscribes, closes... (int seconds).
         io_threads: the engine's I/O threads for the process (the first setting takes
             effect); the official default, 1, leaves the engine's own default.
@@ -91,7 +95,7 @@ class Client:
 
     def __init__(
         self,
-        service_url: str,
+        service_url: Union[str, AutoClusterFailover],
         authentication: Optional[Authentication] = None,
         operation_timeout_seconds: int = 30,
         io_threads: int = 1,
@@ -109,8 +113,13 @@ class Client:
         tls_private_key_file_path: Optional[str] = None,
         tls_certificate_file_path: Optional[str] = None,
     ) -> None:
-        if not isinstance(service_url, str):
-            raise ValueError("Argument service_url is expected to be of type 'str'")
+        if not isinstance(service_url, (str, AutoClusterFailover)):
+            raise ValueError(
+                "Argument service_url is expected to be of type 'str' or 'AutoClusterFailover'"
+            )
+        target: Union[str, streamwire.AutoClusterFailover] = (
+            service_url if isinstance(service_url, str) else service_url._native
+        )
         _check_type_or_none(Authentication, authentication, "authentication")
         _check_type(int, operation_timeout_seconds, "operation_timeout_seconds")
         _check_type(int, connection_timeout_ms, "connection_timeout_ms")
@@ -133,7 +142,7 @@ class Client:
             # off here: streamwire verifies the broker's host name unless the connection is
             # explicitly insecure (see docs/from-pulsar-client.md).
             self._client = streamwire.Client(
-                service_url,
+                target,
                 operation_timeout=float(operation_timeout_seconds),
                 connection_timeout=connection_timeout_ms / 1000.0,
                 # The official default (1) is the C++ client's tuning: it leaves streamwire's
@@ -466,10 +475,31 @@ class Client:
             _raise(e)
         return reader
 
-    def create_table_view(self, topic: str, *args: Any, **kwargs: Any) -> NoReturn:
-        """Not supported yet: raises ``NotImplementedError`` whatever ``topic``, ``args`` and
-        ``kwargs`` are."""
-        _missing("TableView (create_table_view)")
+    def create_table_view(
+        self,
+        topic: str,
+        subscription_name: Optional[str] = None,
+        schema: Schema = BytesSchema(),  # noqa: B008  (the official signature)
+    ) -> TableView:
+        """A :class:`TableView` of ``topic``: the latest value of each key, decoded with
+        ``schema``, read from the start of the topic and then followed.
+
+        Args:
+            topic: the topic (partitioned or not).
+            subscription_name: the name of the view's reader subscription (None: a
+                generated one).
+            schema: a ``pulsar.schema`` schema (default ``BytesSchema()``).
+        """
+        _check_type(str, topic, "topic")
+        _check_type_or_none(str, subscription_name, "subscription_name")
+        _check_type(Schema, schema, "schema")
+        try:
+            view = self._client.create_table_view(
+                topic, schema=schema._native, subscription_name=subscription_name
+            )
+        except StreamwireError as e:
+            _raise(e)
+        return TableView(view, topic, subscription_name)
 
     def get_service_info(self) -> NoReturn:
         """Not supported (``NotImplementedError``): streamwire has no ServiceInfo."""

@@ -1,6 +1,6 @@
 """The official client's option objects: dead-letter, Key_Shared and batch-receive policies,
-loggers, and the classes streamwire has no equivalent for (``CryptoKeyReader``,
-``AutoClusterFailover``, ``ServiceInfo``...), which say so."""
+loggers, cluster failover (``AutoClusterFailover``, ``ServiceInfo``), and the classes
+streamwire has no equivalent for (``ServiceInfoProvider``), which say so."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ import sys
 from typing import Any, Optional, Union
 
 import streamwire
-from streamwire.compat._common import _check_type, _missing
+from streamwire.compat._auth import Authentication
+from streamwire.compat._common import _check_type, _check_type_or_none, _missing, _raise
 from streamwire.compat._enums import KeySharedMode, LoggerLevel
+from streamwire.exceptions import StreamwireError
 
 __all__ = [
     "AutoClusterFailover",
@@ -25,21 +27,93 @@ __all__ = [
 ]
 
 
-class AutoClusterFailover:
-    """The official cluster failover configuration: not supported here (streamwire's own
-    ``streamwire.AutoClusterFailover`` takes plain service URLs; use it with
-    ``streamwire.Client``). Any ``args`` and ``kwargs`` raise ``NotImplementedError``."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        _missing("pulsar.AutoClusterFailover (use streamwire.AutoClusterFailover)")
-
-
 class ServiceInfo:
-    """The official per-cluster service description: not supported here (any ``args`` and
-    ``kwargs`` raise ``NotImplementedError``)."""
+    """One cluster for :class:`AutoClusterFailover`: its service URL, and optionally its own
+    authentication and CA bundle -> :class:`streamwire.ServiceInfo`.
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        _missing("pulsar.ServiceInfo")
+    Args:
+        service_url: the cluster's service URL.
+        authentication: how to authenticate to this cluster (token, basic, OAuth2; a TLS
+            client certificate per cluster is not supported and raises
+            ``NotImplementedError``). None: the client's ``authentication``.
+        tls_trust_certs_file_path: the CA bundle for this cluster. None: the client's.
+    """
+
+    def __init__(
+        self,
+        service_url: str,
+        authentication: Optional[Authentication] = None,
+        tls_trust_certs_file_path: Optional[str] = None,
+    ) -> None:
+        _check_type(str, service_url, "service_url")
+        _check_type_or_none(Authentication, authentication, "authentication")
+        _check_type_or_none(str, tls_trust_certs_file_path, "tls_trust_certs_file_path")
+        options = authentication.client_options() if authentication is not None else {}
+        if "tls_cert_file" in options:
+            _missing("a TLS client certificate per cluster (ServiceInfo with AuthenticationTLS)")
+        self._authentication = authentication
+        self._native = streamwire.ServiceInfo(
+            service_url, tls_trust_certs_file=tls_trust_certs_file_path, **options
+        )
+
+    @property
+    def service_url(self) -> str:
+        return self._native.service_url
+
+    @property
+    def use_tls(self) -> bool:
+        return self.service_url.startswith(("pulsar+ssl://", "https://"))
+
+    @property
+    def tls_trust_certs_file_path(self) -> Optional[str]:
+        return self._native.tls_trust_certs_file
+
+    def __repr__(self) -> str:
+        return (
+            f"ServiceInfo(service_url={self.service_url!r}, use_tls={self.use_tls!r}, "
+            f"tls_trust_certs_file_path={self.tls_trust_certs_file_path!r})"
+        )
+
+
+class AutoClusterFailover:
+    """Automatic failover between clusters, given to :class:`Client` as its
+    ``service_url`` -> :class:`streamwire.AutoClusterFailover` (same rules).
+
+    Args:
+        primary: the preferred cluster.
+        secondary: the fallback clusters, in order.
+        check_interval_ms: milliseconds between probes.
+        failover_threshold: failed probes in a row before moving away.
+        switch_back_threshold: good probes of the primary in a row before moving back.
+    """
+
+    def __init__(
+        self,
+        primary: ServiceInfo,
+        secondary: list[ServiceInfo],
+        check_interval_ms: int = 5000,
+        failover_threshold: int = 1,
+        switch_back_threshold: int = 1,
+    ) -> None:
+        _check_type(ServiceInfo, primary, "primary")
+        _check_type(list, secondary, "secondary")
+        for s in secondary:
+            _check_type(ServiceInfo, s, "secondary")
+        _check_type(int, check_interval_ms, "check_interval_ms")
+        _check_type(int, failover_threshold, "failover_threshold")
+        _check_type(int, switch_back_threshold, "switch_back_threshold")
+        self.primary = primary
+        self.secondary = list(secondary)
+        try:
+            self._native = streamwire.AutoClusterFailover(
+                primary._native,
+                [s._native for s in secondary],
+                check_interval=check_interval_ms / 1000.0,
+                failover_threshold=failover_threshold,
+                switch_back_threshold=switch_back_threshold,
+            )
+        except StreamwireError as e:
+            _raise(e)
 
 
 class ServiceInfoProvider:

@@ -44,33 +44,42 @@ pub struct TopicOwner {
     pub physical: BrokerAddr,
 }
 
-/// One service URL, parsed.
+/// One cluster of a client given several ([`PulsarClient::with_failover`]): its service URL
+/// and the connection settings for it (its own credentials and TLS trust, as the official
+/// clients' `ServiceInfo`).
+pub struct Cluster {
+    pub url: String,
+    pub config: ConnectionConfig,
+}
+
+/// One service URL, parsed, with the settings its connections are made with.
 struct Endpoint {
     url: String,
     service: ServiceUrl,
     /// Set for an `http(s)://` service URL (then `service` has no hosts).
     http: Option<HttpService>,
+    config: Arc<ConnectionConfig>,
 }
 
 impl Endpoint {
-    fn parse(url: &str) -> Result<Endpoint> {
+    fn new(url: &str, mut config: ConnectionConfig) -> Result<Endpoint> {
         let http = parse_http_service(url)?;
         let service = match &http {
             Some(_) => ServiceUrl { hosts: Vec::new() },
             None => ServiceUrl::parse(url)?,
         };
+        let wants_tls = http.as_ref().is_some_and(|h| h.hosts.iter().any(|h| h.tls))
+            || service.hosts.iter().any(|h| h.tls);
+        if config.tls.is_none() && wants_tls {
+            // System roots, full verification; built once instead of per connection.
+            config.tls = Some(TlsConnector::new(&TlsOptions::default())?);
+        }
         Ok(Endpoint {
             url: url.to_owned(),
             service,
             http,
+            config: Arc::new(config),
         })
-    }
-
-    fn wants_tls(&self) -> bool {
-        self.http
-            .as_ref()
-            .is_some_and(|h| h.hosts.iter().any(|h| h.tls))
-            || self.service.hosts.iter().any(|h| h.tls)
     }
 
     /// Where a reachability probe dials.
@@ -102,37 +111,31 @@ pub struct PulsarClient {
 
 impl PulsarClient {
     pub fn new(service_url: &str, config: ConnectionConfig) -> Result<PulsarClient> {
-        PulsarClient::build(vec![Arc::new(Endpoint::parse(service_url)?)], config)
+        PulsarClient::build(vec![Arc::new(Endpoint::new(service_url, config)?)])
     }
 
-    /// A client that starts on `urls[0]` (the primary) and moves between the clusters of
-    /// `urls` as `policy` says (see [`crate::failover`]). Every URL is checked now.
-    pub fn with_failover(
-        urls: &[String],
-        policy: FailoverPolicy,
-        config: ConnectionConfig,
-    ) -> Result<PulsarClient> {
-        if urls.len() < 2 {
+    /// A client that starts on `clusters[0]` (the primary) and moves between `clusters` as
+    /// `policy` says (see [`crate::failover`]), connecting to each with its own settings.
+    /// Every URL is checked now.
+    pub fn with_failover(clusters: Vec<Cluster>, policy: FailoverPolicy) -> Result<PulsarClient> {
+        if clusters.len() < 2 {
             return Err(Error::new(
                 ErrorKind::Config,
                 "cluster failover needs a primary and at least one secondary service URL",
             ));
         }
-        let endpoints = urls
-            .iter()
-            .map(|u| Endpoint::parse(u).map(Arc::new))
+        let endpoints = clusters
+            .into_iter()
+            .map(|c| Endpoint::new(&c.url, c.config).map(Arc::new))
             .collect::<Result<Vec<_>>>()?;
-        let client = PulsarClient::build(endpoints.clone(), config)?;
+        let client = PulsarClient::build(endpoints.clone())?;
         let handle = streamwire_core::runtime::handle()?;
         handle.spawn(monitor(Arc::downgrade(&client.inner), endpoints, policy));
         Ok(client)
     }
 
-    fn build(endpoints: Vec<Arc<Endpoint>>, mut config: ConnectionConfig) -> Result<PulsarClient> {
-        if config.tls.is_none() && endpoints.iter().any(|e| e.wants_tls()) {
-            // System roots, full verification; built once instead of per connection.
-            config.tls = Some(TlsConnector::new(&TlsOptions::default())?);
-        }
+    fn build(endpoints: Vec<Arc<Endpoint>>) -> Result<PulsarClient> {
+        let config = ConnectionConfig::clone(&endpoints[0].config);
         let metrics = EntityMetrics::register(Labels {
             protocol: "pulsar",
             kind: Kind::Client,
@@ -171,7 +174,8 @@ impl PulsarClient {
         self.endpoint().url.clone()
     }
 
-    pub fn config(&self) -> &ConnectionConfig {
+    /// The connection settings in use (those of the cluster in use, after a failover).
+    pub fn config(&self) -> Arc<ConnectionConfig> {
         self.inner.pool.config()
     }
 
@@ -232,10 +236,11 @@ impl PulsarClient {
     pub async fn lookup_topic(&self, topic: &TopicName) -> Result<TopicOwner> {
         let topic_str = topic.to_string();
         self.inner.metrics.add(C::Lookups, 1);
-        let listener = self.config().listener_name.as_deref();
+        let config = self.config();
+        let listener = config.listener_name.as_deref();
         if let Some(http) = self.http_service() {
             let owner = http
-                .lookup(self.config(), topic)
+                .lookup(&config, topic)
                 .await
                 .map_err(|e| unknown_listener_error(e, listener, &topic_str))?;
             return Ok(TopicOwner {
@@ -321,7 +326,7 @@ impl PulsarClient {
     /// Number of partitions of `topic` (0 for a non-partitioned topic).
     pub async fn partitions(&self, topic: &TopicName) -> Result<u32> {
         if let Some(http) = self.http_service() {
-            return http.partitions(self.config(), topic).await;
+            return http.partitions(&self.config(), topic).await;
         }
         let topic_str = topic.to_string();
         let conn = self.service_connection().await?;
@@ -368,6 +373,7 @@ impl Inner {
             from
         };
         self.next_host.store(0, Ordering::Relaxed);
+        self.pool.set_config(Arc::clone(&to.config));
         event(Level::Warning, "pulsar.failover", || {
             (
                 format!("cluster failover: {} -> {}", from.url, to.url),

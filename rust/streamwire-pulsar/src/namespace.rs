@@ -32,7 +32,7 @@ impl PulsarClient {
             )));
         }
         if let Some(http) = self.http_service() {
-            return http.namespace_topics(self.config(), namespace, mode).await;
+            return http.namespace_topics(&self.config(), namespace, mode).await;
         }
         let conn = self.service_connection().await?;
         let rid = conn.new_request_id();

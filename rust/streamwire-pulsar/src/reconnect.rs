@@ -13,9 +13,10 @@
 //! recovery within a second of the takeover. Other failures (a broker refusing the producer,
 //! throttled lookups) keep the full doubling, so a struggling cluster is not pressed harder.
 //!
-//! Creating a producer retries the same failures until the operation timeout (as the official
-//! clients retry a lookup within it), so a producer created during a failover waits for the
-//! takeover instead of failing at once; it then raises the last failure.
+//! Creating a producer retries the same failures, and a broker's transient errors, until the
+//! operation timeout (as the official clients retry a lookup within it), so a producer created
+//! during a failover waits for the takeover instead of failing at once; it then raises the
+//! last failure.
 
 use std::time::Duration;
 
@@ -47,6 +48,17 @@ pub fn owner_unreachable(failure: &Error) -> bool {
         || failure.server_code() == Some(code::SERVICE_NOT_READY)
 }
 
+/// Whether creating a producer should try again after `failure` (until the operation
+/// timeout): the owner is unreachable, or a broker answered with a transient error —
+/// `ServiceNotReady`, `TooManyRequests`, `MetadataError`, `PersistenceError`, `UnknownError`
+/// (what a broker whose metadata session was lost answers under load: seen on the suite's
+/// cluster as a ZooKeeper `ConnectionLoss`) — as the Java client's `isRetriableError` has it.
+/// A busy producer name fails at once: another producer holds it, and will go on holding it.
+pub fn retry_creation(failure: &Error) -> bool {
+    owner_unreachable(failure)
+        || (failure.is_retriable() && failure.kind() != ErrorKind::ProducerBusy)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,6 +66,35 @@ mod tests {
 
     fn backoff() -> Backoff {
         Backoff::with_jitter(BackoffConfig::default(), FixedJitter(0.0))
+    }
+
+    #[test]
+    fn creation_retries_transient_broker_errors_but_not_refusals() {
+        use crate::server_error::server_error;
+        for c in [
+            code::UNKNOWN_ERROR,
+            code::METADATA_ERROR,
+            code::PERSISTENCE_ERROR,
+            code::SERVICE_NOT_READY,
+            code::TOO_MANY_REQUESTS,
+        ] {
+            assert!(retry_creation(&server_error(c, "x")), "{c}");
+        }
+        for c in [
+            code::PRODUCER_BUSY,
+            code::AUTHORIZATION_ERROR,
+            code::AUTHENTICATION_ERROR,
+            code::TOPIC_NOT_FOUND,
+            code::INCOMPATIBLE_SCHEMA,
+            code::TOPIC_TERMINATED_ERROR,
+            code::PRODUCER_FENCED,
+            code::NOT_ALLOWED_ERROR,
+        ] {
+            assert!(!retry_creation(&server_error(c, "x")), "{c}");
+        }
+        assert!(retry_creation(&Error::new(ErrorKind::Connect, "refused")));
+        let cert = Error::new(ErrorKind::Connect, "certificate").with_retriable(false);
+        assert!(!retry_creation(&cert));
     }
 
     #[test]

@@ -59,6 +59,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::Client>()?;
     m.add_class::<client::Lookup>()?;
     m.add_class::<pulsar::failover::AutoClusterFailover>()?;
+    m.add_class::<pulsar::failover::ServiceInfo>()?;
     m.add_class::<message_id::PyMessageId>()?;
     m.add_class::<consumer::Consumer>()?;
     m.add_class::<consumer::Reader>()?;

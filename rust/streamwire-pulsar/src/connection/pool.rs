@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::Mutex as AsyncMutex;
 
@@ -19,7 +19,9 @@ use crate::service_url::BrokerAddr;
 type Key = (BrokerAddr, BrokerAddr);
 
 pub struct ConnectionPool {
-    config: ConnectionConfig,
+    /// Replaced by a cluster failover when the clusters have their own credentials or TLS
+    /// trust: connections made after the switch use the new cluster's.
+    config: RwLock<Arc<ConnectionConfig>>,
     slots: Mutex<HashMap<Key, Arc<AsyncMutex<Option<Connection>>>>>,
     /// Set by `close_all`: no new connection is made afterwards, so producers and consumers
     /// of a closed client stop instead of reconnecting.
@@ -31,15 +33,22 @@ pub struct ConnectionPool {
 impl ConnectionPool {
     pub fn new(config: ConnectionConfig, metrics: Arc<EntityMetrics>) -> Self {
         ConnectionPool {
-            config,
+            config: RwLock::new(Arc::new(config)),
             slots: Mutex::new(HashMap::new()),
             closed: AtomicBool::new(false),
             metrics,
         }
     }
 
-    pub fn config(&self) -> &ConnectionConfig {
-        &self.config
+    /// The settings new connections are made with.
+    pub fn config(&self) -> Arc<ConnectionConfig> {
+        Arc::clone(&self.config.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Make later connections with `config` (a cluster failover, before it closes the
+    /// connections to the cluster it leaves).
+    pub fn set_config(&self, config: Arc<ConnectionConfig>) {
+        *self.config.write().unwrap_or_else(|p| p.into_inner()) = config;
     }
 
     /// A live connection to `logical` through `physical`, reusing one if it is still open.
@@ -62,7 +71,8 @@ impl ConnectionPool {
             }
         }
         let proxy_to = (logical != physical).then_some(logical);
-        let conn = Connection::connect(physical, proxy_to, &self.config).await?;
+        let config = self.config();
+        let conn = Connection::connect(physical, proxy_to, &config).await?;
         self.metrics.add(C::Connections, 1);
         if self.is_closed() {
             conn.close();

@@ -178,7 +178,7 @@ impl Actor {
         loop {
             match actor.establish(true).await {
                 Ok(()) => return Ok(actor),
-                Err(e) if crate::reconnect::owner_unreachable(&e) => {
+                Err(e) if crate::reconnect::retry_creation(&e) => {
                     let delay = crate::reconnect::retry_delay(&mut actor.backoff, &e);
                     if Instant::now() + delay >= deadline {
                         return Err((e, actor.rx));

@@ -55,7 +55,7 @@ async fn partitions_retried(client: &PulsarClient, topic: &TopicName) -> Result<
     let mut backoff = streamwire_core::backoff::Backoff::default();
     loop {
         match client.partitions(topic).await {
-            Err(e) if crate::reconnect::owner_unreachable(&e) => {
+            Err(e) if crate::reconnect::retry_creation(&e) => {
                 let delay = crate::reconnect::retry_delay(&mut backoff, &e);
                 if std::time::Instant::now() + delay >= deadline {
                     return Err(e);

@@ -4,12 +4,17 @@
 //! connection and every AUTH_CHALLENGE); each call attaches to the interpreter only for the
 //! duration of the Python call, never while waiting on I/O.
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
 use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
 use streamwire_core::error::{Error, ErrorKind, Result};
-use streamwire_pulsar::connection::AuthProvider;
+use streamwire_pulsar::connection::{Auth, AuthProvider};
+
+use crate::common::errors::{to_py, IntoPyResult};
 
 fn auth_err(msg: String) -> Error {
     Error::new(ErrorKind::Authentication, msg)
@@ -129,4 +134,43 @@ impl AuthProvider for Plugin {
             to_bytes(&what, &v)
         })
     }
+}
+
+/// One `Auth` out of the three mutually exclusive auth options.
+pub(crate) fn build_auth(
+    auth_token: Option<&Bound<'_, PyAny>>,
+    auth_token_file: Option<PathBuf>,
+    auth: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<Auth>> {
+    let given = [
+        auth_token.is_some(),
+        auth_token_file.is_some(),
+        auth.is_some(),
+    ];
+    if given.iter().filter(|g| **g).count() > 1 {
+        return Err(to_py(Error::new(
+            ErrorKind::Config,
+            "pass at most one of auth_token, auth_token_file and auth",
+        )));
+    }
+    if let Some(t) = auth_token {
+        if let Ok(s) = t.extract::<String>() {
+            return Auth::token(s).map(Some).py_err();
+        }
+        if t.is_callable() {
+            return Ok(Some(Auth::custom(Arc::new(CallableToken(
+                t.clone().unbind(),
+            )))));
+        }
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "auth_token must be a str or a callable returning a str",
+        ));
+    }
+    if let Some(path) = auth_token_file {
+        return Ok(Some(Auth::token_file(path)));
+    }
+    if let Some(obj) = auth {
+        return Ok(Some(Auth::custom(Arc::new(Plugin::new(obj)?))));
+    }
+    Ok(None)
 }

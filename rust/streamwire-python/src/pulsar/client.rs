@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
@@ -13,7 +12,7 @@ use streamwire_core::budget::MemoryBudget;
 use streamwire_core::error::{Error, ErrorKind};
 use streamwire_core::runtime;
 use streamwire_pulsar::client::PulsarClient;
-use streamwire_pulsar::connection::{Auth, ConnectionConfig, TlsConnector, TlsOptions};
+use streamwire_pulsar::connection::{ConnectionConfig, TlsConnector, TlsOptions};
 use streamwire_pulsar::http_lookup::parse_http_service;
 use streamwire_pulsar::service_url::ServiceUrl;
 use streamwire_pulsar::topic::TopicName;
@@ -22,7 +21,7 @@ use crate::common::blocking::positive_secs;
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::faces::Op;
 use crate::common::pickle::refuse_pickle;
-use crate::pulsar::auth::{CallableToken, Plugin};
+use crate::pulsar::auth::build_auth;
 use crate::pulsar::failover::AutoClusterFailover;
 
 const PICKLE_HINT: &str = "pass the service URL and options instead (for Spark, a \
@@ -100,44 +99,6 @@ fn config_err(msg: &str) -> PyErr {
     to_py(Error::new(ErrorKind::Config, msg))
 }
 
-/// One `Auth` out of the three mutually exclusive auth options.
-fn build_auth(
-    auth_token: Option<&Bound<'_, PyAny>>,
-    auth_token_file: Option<PathBuf>,
-    auth: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Option<Auth>> {
-    let given = [
-        auth_token.is_some(),
-        auth_token_file.is_some(),
-        auth.is_some(),
-    ];
-    if given.iter().filter(|g| **g).count() > 1 {
-        return Err(config_err(
-            "pass at most one of auth_token, auth_token_file and auth",
-        ));
-    }
-    if let Some(t) = auth_token {
-        if let Ok(s) = t.extract::<String>() {
-            return Auth::token(s).map(Some).py_err();
-        }
-        if t.is_callable() {
-            return Ok(Some(Auth::custom(Arc::new(CallableToken(
-                t.clone().unbind(),
-            )))));
-        }
-        return Err(pyo3::exceptions::PyTypeError::new_err(
-            "auth_token must be a str or a callable returning a str",
-        ));
-    }
-    if let Some(path) = auth_token_file {
-        return Ok(Some(Auth::token_file(path)));
-    }
-    if let Some(obj) = auth {
-        return Ok(Some(Auth::custom(Arc::new(Plugin::new(obj)?))));
-    }
-    Ok(None)
-}
-
 impl Client {
     /// The engine client, if this handle is usable here and now.
     pub(crate) fn live(&self) -> PyResult<&PulsarClient> {
@@ -191,10 +152,11 @@ impl Client {
         listener_name: Option<String>,
         message_listener_threads: i64,
     ) -> PyResult<Self> {
-        let (urls, failover) = match service_url.cast::<AutoClusterFailover>() {
-            Ok(f) => (f.get().urls.clone(), Some(f.get().policy)),
-            Err(_) => match service_url.extract::<String>() {
-                Ok(url) => (vec![url], None),
+        let failover = service_url.cast::<AutoClusterFailover>().ok();
+        let urls = match &failover {
+            Some(f) => f.get().urls(),
+            None => match service_url.extract::<String>() {
+                Ok(url) => vec![url],
                 Err(_) => {
                     return Err(pyo3::exceptions::PyTypeError::new_err(
                         "service_url must be a str or a streamwire.AutoClusterFailover",
@@ -275,8 +237,11 @@ impl Client {
             ..config
         };
         let auth_method = config.auth.as_ref().map(|a| a.method_name().to_owned());
-        let inner = match failover {
-            Some(policy) => PulsarClient::with_failover(&urls, policy, config),
+        let inner = match &failover {
+            Some(f) => {
+                let clusters = f.get().clusters(&config, &tls_options)?;
+                PulsarClient::with_failover(clusters, f.get().policy)
+            }
             None => PulsarClient::new(&urls[0], config),
         }
         .py_err()?;

@@ -1,17 +1,148 @@
 //! `streamwire.AutoClusterFailover`: a primary cluster and its secondaries, given to `Client`
-//! instead of a service URL. The rules and the probing live in the engine
-//! (`streamwire_pulsar::failover`, `streamwire_pulsar::client`); this is the option object.
+//! instead of a service URL, each a URL or a `streamwire.ServiceInfo` (a URL with its own
+//! credentials and TLS trust). The rules and the probing live in the engine
+//! (`streamwire_pulsar::failover`, `streamwire_pulsar::client`); these are the option objects,
+//! and the per-cluster connection settings they make out of the client's.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
 use streamwire_core::error::{Error, ErrorKind};
+use streamwire_pulsar::client::Cluster;
+use streamwire_pulsar::connection::{Auth, ConnectionConfig, TlsConnector, TlsOptions};
 use streamwire_pulsar::failover::FailoverPolicy;
 
 use crate::common::blocking::positive_secs;
 use crate::common::errors::{to_py, IntoPyResult};
+use crate::pulsar::auth::build_auth;
+
+/// One cluster for `AutoClusterFailover`: its service URL and, where it differs from the
+/// client's, how to authenticate to it and which CA to trust.
+///
+/// What is not given here is the `Client`'s own setting: a cluster that needs no
+/// credentials while another does is given with the credentials on the other's
+/// `ServiceInfo`, none on the `Client`. (The official client's `pulsar.ServiceInfo` carries
+/// the same two things.)
+///
+/// Args:
+///     service_url: the cluster's service URL (`pulsar://`, `pulsar+ssl://`, `http(s)://`).
+///     auth_token: a token (str) or a callable returning one, for this cluster.
+///     auth_token_file: a file holding this cluster's token (read on every connection).
+///     auth: an authentication plug-in object for this cluster (as `Client`'s `auth`).
+///     tls_trust_certs_file: the CA bundle this cluster's certificates are checked against
+///         (the client's other TLS settings apply).
+///
+/// Raises:
+///     ConfigError: more than one of `auth_token`, `auth_token_file` and `auth`.
+#[pyclass(frozen, module = "streamwire._native")]
+pub struct ServiceInfo {
+    cluster: Entry,
+}
+
+/// A cluster as the failover option holds it.
+#[derive(Clone)]
+pub(crate) struct Entry {
+    url: String,
+    auth: Option<Auth>,
+    trust: Option<PathBuf>,
+}
+
+impl Entry {
+    fn of(item: &Bound<'_, PyAny>) -> PyResult<Entry> {
+        if let Ok(info) = item.cast::<ServiceInfo>() {
+            return Ok(info.get().cluster.clone());
+        }
+        let url: String = item.extract().map_err(|_| {
+            pyo3::exceptions::PyTypeError::new_err(
+                "a cluster must be a service URL (str) or a streamwire.ServiceInfo",
+            )
+        })?;
+        Ok(Entry {
+            url,
+            auth: None,
+            trust: None,
+        })
+    }
+
+    /// This cluster's settings: the client's, with this cluster's credentials and CA.
+    fn cluster(&self, base: &ConnectionConfig, tls: &TlsOptions) -> PyResult<Cluster> {
+        let mut config = base.clone();
+        if let Some(auth) = &self.auth {
+            config.auth = Some(auth.clone());
+        }
+        if let Some(trust) = &self.trust {
+            let options = TlsOptions {
+                trust_certs_file: Some(trust.clone()),
+                ..tls.clone()
+            };
+            // Built now so a bad CA bundle fails at the Client call, not on failover.
+            config.tls = Some(TlsConnector::new(&options).py_err()?);
+        }
+        Ok(Cluster {
+            url: self.url.clone(),
+            config,
+        })
+    }
+}
+
+#[pymethods]
+impl ServiceInfo {
+    #[new]
+    #[pyo3(signature = (service_url, *, auth_token=None, auth_token_file=None, auth=None,
+                        tls_trust_certs_file=None))]
+    fn new(
+        service_url: String,
+        auth_token: Option<&Bound<'_, PyAny>>,
+        auth_token_file: Option<PathBuf>,
+        auth: Option<&Bound<'_, PyAny>>,
+        tls_trust_certs_file: Option<PathBuf>,
+    ) -> PyResult<Self> {
+        Ok(ServiceInfo {
+            cluster: Entry {
+                url: service_url,
+                auth: build_auth(auth_token, auth_token_file, auth)?,
+                trust: tls_trust_certs_file,
+            },
+        })
+    }
+
+    /// The cluster's service URL.
+    #[getter]
+    fn service_url(&self) -> &str {
+        &self.cluster.url
+    }
+
+    /// The CA bundle for this cluster, if it has its own.
+    #[getter]
+    fn tls_trust_certs_file(&self) -> Option<String> {
+        self.cluster
+            .trust
+            .as_ref()
+            .map(|p| p.to_string_lossy().into_owned())
+    }
+
+    /// The authentication method this cluster's credentials use (`"token"`, ...), if it
+    /// has its own (the credentials themselves are not shown).
+    #[getter]
+    fn auth_method(&self) -> Option<String> {
+        self.cluster
+            .auth
+            .as_ref()
+            .map(|a| a.method_name().to_owned())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "ServiceInfo({:?}, auth_method={:?}, tls_trust_certs_file={:?})",
+            self.cluster.url,
+            self.auth_method(),
+            self.cluster.trust
+        )
+    }
+}
 
 /// Automatic failover between Pulsar clusters, given to `Client` as its `service_url`.
 ///
@@ -22,13 +153,15 @@ use crate::common::errors::{to_py, IntoPyResult};
 /// is closed so producers and consumers reconnect there (messages not yet acknowledged are
 /// sent again to the new cluster). While on a secondary, once the primary has passed
 /// `switch_back_threshold` probes in a row the client moves back. The same rules as the
-/// official client's `pulsar.AutoClusterFailover`; the client's auth and TLS options apply
-/// to every cluster.
+/// official client's `pulsar.AutoClusterFailover`. The client's auth and TLS options apply
+/// to every cluster given as a plain URL; a `ServiceInfo` replaces them for its cluster.
 ///
 /// Args:
-///     primary: the preferred cluster's service URL (`pulsar://`, `pulsar+ssl://`,
-///         `http(s)://`; several hosts may be listed).
-///     secondary: the fallback clusters' service URLs, in order of preference (at least one).
+///     primary: the preferred cluster: its service URL (`pulsar://`, `pulsar+ssl://`,
+///         `http(s)://`; several hosts may be listed) or a `ServiceInfo` (the URL with its
+///         own credentials or CA).
+///     secondary: the fallback clusters, in order of preference (at least one), each a
+///         service URL or a `ServiceInfo`.
 ///     check_interval: seconds between probes. Default 5.0.
 ///     failover_threshold: failed probes in a row before moving away. Default 1.
 ///     switch_back_threshold: successful probes of the primary in a row before moving back.
@@ -38,8 +171,8 @@ use crate::common::errors::{to_py, IntoPyResult};
 ///     ConfigError: no secondary, a non-positive interval or threshold.
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct AutoClusterFailover {
-    /// The primary's URL first, then the secondaries'.
-    pub(crate) urls: Vec<String>,
+    /// The primary first, then the secondaries.
+    clusters: Vec<Entry>,
     pub(crate) policy: FailoverPolicy,
 }
 
@@ -49,7 +182,7 @@ impl AutoClusterFailover {
     #[pyo3(signature = (primary, secondary, *, check_interval=5.0, failover_threshold=1,
                         switch_back_threshold=1))]
     fn new(
-        primary: String,
+        primary: &Bound<'_, PyAny>,
         secondary: &Bound<'_, PyAny>,
         check_interval: f64,
         failover_threshold: i64,
@@ -61,8 +194,10 @@ impl AutoClusterFailover {
                 "secondary must be a list of service URLs, not a str",
             ));
         }
-        let secondary: Vec<String> = secondary.extract().map_err(|_| {
-            pyo3::exceptions::PyTypeError::new_err("secondary must be a list of service URLs")
+        let secondary: Vec<Bound<'_, PyAny>> = secondary.extract().map_err(|_| {
+            pyo3::exceptions::PyTypeError::new_err(
+                "secondary must be a list of service URLs or ServiceInfo objects",
+            )
         })?;
         if secondary.is_empty() {
             return Err(config("secondary must name at least one service URL"));
@@ -74,10 +209,12 @@ impl AutoClusterFailover {
                 .ok_or_else(|| config(&format!("{name} must be at least 1, got {v}")))
         };
         let check_interval: Duration = positive_secs("check_interval", check_interval).py_err()?;
-        let mut urls = vec![primary];
-        urls.extend(secondary);
+        let mut clusters = vec![Entry::of(primary)?];
+        for s in &secondary {
+            clusters.push(Entry::of(s)?);
+        }
         Ok(AutoClusterFailover {
-            urls,
+            clusters,
             policy: FailoverPolicy {
                 check_interval,
                 failover_threshold: threshold("failover_threshold", failover_threshold)?,
@@ -89,13 +226,13 @@ impl AutoClusterFailover {
     /// The primary cluster's service URL.
     #[getter]
     fn primary(&self) -> &str {
-        &self.urls[0]
+        &self.clusters[0].url
     }
 
     /// The secondary clusters' service URLs, in order.
     #[getter]
     fn secondary(&self) -> Vec<String> {
-        self.urls[1..].to_vec()
+        self.clusters[1..].iter().map(|c| c.url.clone()).collect()
     }
 
     /// Seconds between probes.
@@ -120,12 +257,29 @@ impl AutoClusterFailover {
         format!(
             "AutoClusterFailover(primary={:?}, secondary={:?}, check_interval={}, \
              failover_threshold={}, switch_back_threshold={})",
-            self.urls[0],
-            &self.urls[1..],
+            self.primary(),
+            self.secondary(),
             self.policy.check_interval.as_secs_f64(),
             self.policy.failover_threshold,
             self.policy.switch_back_threshold
         )
+    }
+}
+
+impl AutoClusterFailover {
+    /// Every cluster's URL (the primary first) and connection settings, made from the
+    /// client's `base` settings and its TLS options.
+    pub(crate) fn clusters(
+        &self,
+        base: &ConnectionConfig,
+        tls: &TlsOptions,
+    ) -> PyResult<Vec<Cluster>> {
+        self.clusters.iter().map(|c| c.cluster(base, tls)).collect()
+    }
+
+    /// Every cluster's service URL, the primary first.
+    pub(crate) fn urls(&self) -> Vec<String> {
+        self.clusters.iter().map(|c| c.url.clone()).collect()
     }
 }
 
