@@ -1,6 +1,6 @@
 # The developer entry point. `make demo` and `make test` are the README's two commands; both
 # set everything up themselves on a fresh machine (virtualenv, release build, test peers).
-.PHONY: demo test setup bench lint fmt docs dist
+.PHONY: demo test setup bench bench-quick lint fmt docs dist
 
 setup:
 	bash scripts/bootstrap.sh
@@ -13,6 +13,9 @@ test:
 
 bench: setup
 	.venv/bin/python benches/sidebyside/run.py $(ARGS)
+
+bench-quick: setup
+	.venv/bin/python benches/quick.py $(ARGS)
 
 fmt:
 	cargo fmt --all

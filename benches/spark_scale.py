@@ -36,7 +36,8 @@ def produce(url: str, topic: str, n: int, start: int) -> None:
     import streamwire
 
     with streamwire.Client(url) as client:
-        p = client.create_producer(topic, batching=False)
+        # A long backlog on a loaded machine: a slow receipt is waited for, not failed.
+        p = client.create_producer(topic, batching=False, send_timeout=600)
         for i in range(start, start + n, 20_000):
             p.send_many(
                 [f"m{j:09d}".encode() + b"x" * 90 for j in range(i, min(i + 20_000, start + n))]

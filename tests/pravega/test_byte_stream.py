@@ -62,7 +62,11 @@ def test_ours_writes_the_official_client_reads(
     parts = [b"hello ", blob(3 * 1024 * 1024 + 17), b"", b" end"]
     with pv_client.create_byte_stream(scope, "bytes") as bs:
         assert [bs.write(p) for p in parts] == [len(p) for p in parts]
-        assert bs.current_tail_offset() >= 3 * 1024 * 1024, "whole blocks went out before flush"
+        # Whole blocks went out before flush (in flight, not waited for: they land soon).
+        deadline = time.monotonic() + 20
+        while bs.current_tail_offset() < 3 * 1024 * 1024:
+            assert time.monotonic() < deadline, "whole blocks did not go out before flush"
+            time.sleep(0.05)
         bs.flush()
         total = sum(map(len, parts))
         assert bs.current_tail_offset() == total
@@ -114,6 +118,33 @@ def test_two_writers_never_interleave_the_second_one_raises(
     a.seek(0)
     assert read_exactly(a, 17) == b"A" * 10 + b"B" * 5 + b"C" * 2
     assert a.current_tail_offset() == 17
+    a.close()
+    b.close()
+
+
+def test_a_window_of_blocks_behind_a_conflict_is_reported_whole_and_nothing_lands(
+    pv_client: pravega.Client, scope: str
+) -> None:
+    """Several 1 MiB blocks go out before the first is answered, each conditional on the one
+    before it: when another writer got in between, none of them lands and the error counts
+    every byte of them and of what was still buffered."""
+    pv_client.create_stream(scope, "window", segments=1)
+    a = pv_client.create_byte_stream(scope, "window")
+    b = pv_client.create_byte_stream(scope, "window")
+    a.write(b"A")
+    a.flush()
+    b.write(b"B")
+    b.flush()
+    big = 5 * 1024 * 1024 + 7
+    with pytest.raises(ServerError, match="another writer") as err:
+        a.write(b"x" * big)
+        a.flush()
+    assert f"{big} bytes" in str(err.value), str(err.value)
+    assert a.current_tail_offset() == 2
+    a.write(b"C")
+    a.flush()
+    a.seek(0)
+    assert read_exactly(a, 3) == b"ABC"
     a.close()
     b.close()
 

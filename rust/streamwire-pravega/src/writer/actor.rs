@@ -805,8 +805,9 @@ fn txn_over(txn: u128, why: &str) -> Error {
 }
 
 /// Connect to the segment's store and set the append up; the store answers the last event
-/// number it holds for this writer.
-async fn setup(
+/// number it holds for this writer. Every later frame of the connection arrives on the
+/// receiver (appends are acknowledged by event number, one answer for several blocks).
+pub(crate) async fn setup(
     client: &PravegaClient,
     stream: &ScopedStream,
     id: i64,

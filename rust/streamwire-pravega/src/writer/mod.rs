@@ -9,6 +9,7 @@
 //! (a scale) hands its unsettled events, in order, to its successors before anything newer.
 
 mod actor;
+pub(crate) use actor::setup;
 pub mod batch;
 pub mod queue;
 
