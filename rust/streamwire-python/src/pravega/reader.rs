@@ -369,7 +369,18 @@ crate::two_faces! {
             Op::new("position", None, async move { src.position().await })
         }
 
-        /// Close the reader: a pending read ends with `AlreadyClosedError`. Idempotent.
+        /// A reader group's reader leaves its group: its segments go back to the group at
+        /// the position after the last event handed out; reads then raise
+        /// `AlreadyClosedError`. False when it was offline already. `InvalidArgumentError`
+        /// for a reader that is not in a group.
+        fn offline / _aoffline (&self, py) -> bool {
+            self.live(py)?;
+            let src = self.src.clone();
+            Op::new("offline", None, async move { src.offline().await })
+        }
+
+        /// Close the reader: a pending read ends with `AlreadyClosedError`. A reader group's
+        /// reader goes offline first. Idempotent.
         fn close / _aclose (&self, py) -> () as none {
             self.src.stop();
             let src = self.src.clone();
