@@ -467,7 +467,10 @@ mod tests {
         let key = key_from_bytes(&hex(GOLDEN_UNASSIGNED_KEY)).unwrap();
         let seg = SegKey::new(&g, 1);
         assert_eq!(key, composite_key(UNASSIGNED, Some(&seg.name())));
-        assert_eq!(split_key(&key).unwrap(), (UNASSIGNED, Some("g/s/1.#epoch.0")));
+        assert_eq!(
+            split_key(&key).unwrap(),
+            (UNASSIGNED, Some("g/s/1.#epoch.0"))
+        );
         let stored = Stored::decode(&hex(GOLDEN_UNASSIGNED)).unwrap();
         assert_eq!(decode_offset(&stored.data).unwrap(), 55);
         assert_eq!(

@@ -142,9 +142,7 @@ impl Member {
                 let off = r.drop_segment(seg).await.unwrap_or(0);
                 let key = SegKey::new(&stream, seg);
                 self.table
-                    .update(|snap| {
-                        state::release(snap, &reader, &key, off).map(|c| Some((c, ())))
-                    })
+                    .update(|snap| state::release(snap, &reader, &key, off).map(|c| Some((c, ()))))
                     .await?;
                 self.recorded.remove(&seg);
             }
@@ -154,7 +152,11 @@ impl Member {
 
     /// Leave the group: the segments go back at `positions` (segment id → offset; the
     /// recorded ones for segments missing there). False when it was offline already.
-    pub(crate) async fn leave(&mut self, stream: &crate::controller::ScopedStream, positions: &BTreeMap<i64, i64>) -> Result<bool> {
+    pub(crate) async fn leave(
+        &mut self,
+        stream: &crate::controller::ScopedStream,
+        positions: &BTreeMap<i64, i64>,
+    ) -> Result<bool> {
         if self.offline {
             return Ok(false);
         }

@@ -256,7 +256,11 @@ impl ReaderGroup {
                     (StartCut::At(c.positions.clone()), c.positions)
                 }
             };
-            segments.extend(positions.into_iter().map(|(id, o)| (SegKey::new(&stream, id), o)));
+            segments.extend(
+                positions
+                    .into_iter()
+                    .map(|(id, o)| (SegKey::new(&stream, id), o)),
+            );
             config.streams.push((stream, cut));
         }
         let table = GroupTable::new(client, scope, name);
@@ -316,9 +320,7 @@ impl ReaderGroup {
     ) -> Result<bool> {
         let done = self
             .table
-            .update(|snap| {
-                Ok(state::remove_reader(snap, reader, positions)?.map(|c| (c, ())))
-            })
+            .update(|snap| Ok(state::remove_reader(snap, reader, positions)?.map(|c| (c, ()))))
             .await?;
         Ok(done.is_some())
     }

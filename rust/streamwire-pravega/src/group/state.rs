@@ -443,10 +443,7 @@ mod tests {
         apply(&mut s, &c, &mut v);
         assert!(remove_reader(&s, "a", None).unwrap().is_none());
         assert_eq!(s.readers(), ["b"]);
-        assert_eq!(
-            s.unassigned().unwrap(),
-            [(seg(0), 10), (seg(1), 12)].into()
-        );
+        assert_eq!(s.unassigned().unwrap(), [(seg(0), 10), (seg(1), 12)].into());
         assert_eq!(s.to_acquire("b").unwrap(), 2);
         // A stale change fails: its versions are older than the table's.
         let stale = s.clone();

@@ -525,8 +525,8 @@ impl StreamReader {
             Fetched::End { segment, offset } if self.group.is_some() => {
                 // The group decides who reads the successors (once all predecessors end).
                 self.tasks.remove(&segment);
-                if self.positions.contains_key(&segment) {
-                    self.positions.insert(segment, offset);
+                if let Some(at) = self.positions.get_mut(&segment) {
+                    *at = offset;
                     self.completed.push(segment);
                 }
                 Ok(())

@@ -72,7 +72,9 @@ pub struct TableEntry {
 /// What the segment store answered to a table command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TableReply {
-    Updated { versions: Vec<i64> },
+    Updated {
+        versions: Vec<i64>,
+    },
     Removed,
     /// A conditional update or removal named a version the key does not have.
     BadVersion,
@@ -224,7 +226,8 @@ pub fn decode_table_reply(type_id: i32, payload: &[u8]) -> Result<Option<TableRe
     Ok(Some(match type_id {
         TABLE_ENTRIES_UPDATED => {
             c.i64()?;
-            let n = usize::try_from(c.i32()?).map_err(|_| WireError::Malformed("negative count"))?;
+            let n =
+                usize::try_from(c.i32()?).map_err(|_| WireError::Malformed("negative count"))?;
             if n > c.remaining() / 8 {
                 return Err(WireError::Malformed("version count over the frame"));
             }
@@ -271,7 +274,9 @@ mod tests {
         p.put_slice(b"abc");
         p.put_slice(&[0, 1]);
         p.put_i64(0x97d);
-        let r = decode_table_reply(TABLE_ENTRIES_DELTA_READ, &p).unwrap().unwrap();
+        let r = decode_table_reply(TABLE_ENTRIES_DELTA_READ, &p)
+            .unwrap()
+            .unwrap();
         assert_eq!(
             r,
             TableReply::DeltaRead {

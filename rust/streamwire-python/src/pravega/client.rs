@@ -583,7 +583,11 @@ fn lease_arg(lease: f64) -> PyResult<Duration> {
 }
 
 /// The checked start and `ReaderConfig` of `create_reader`'s options.
-pub(crate) fn reader_plan(start: &str, read_ahead: i64, read_length: i64) -> PyResult<(Start, ReaderConfig)> {
+pub(crate) fn reader_plan(
+    start: &str,
+    read_ahead: i64,
+    read_length: i64,
+) -> PyResult<(Start, ReaderConfig)> {
     let start = match start {
         "head" | "earliest" => Start::Head,
         "tail" | "latest" => Start::Tail,

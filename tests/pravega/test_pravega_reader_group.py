@@ -1,0 +1,227 @@
+"""Reader groups against the Pravega standalone, shared with the official client (PyPI
+``pravega``, imported as ``pravega_client``): a group either side creates is read by the
+other, our readers split a stream's segments and hand them over when one leaves, and an
+official reader and ours in one group read every event exactly once between them."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+from streamwire import aio, pravega
+from streamwire.exceptions import (
+    AlreadyClosedError,
+    InvalidArgumentError,
+    TopicNotFoundError,
+)
+
+from tests.peers.pravega import PravegaStandalone
+
+
+def write_keyed(
+    client: pravega.Client, scope: str, stream: str, keys: int, per_key: int
+) -> list[bytes]:
+    """``keys * per_key`` events ``k<key>:<n>``, each key's in order under its routing key."""
+    events = [f"k{k}:{n}".encode() for n in range(per_key) for k in range(keys)]
+    with client.create_writer(scope, stream) as w:
+        for i in range(0, len(events), 500):
+            chunk = events[i : i + 500]
+            w.write_many(chunk, routing_keys=[e.decode().split(":")[0] for e in chunk])
+    return events
+
+
+def in_key_order(events: list[bytes]) -> bool:
+    seen: dict[str, int] = {}
+    for e in events:
+        k, n = e.decode().split(":")
+        if seen.get(k, -1) >= int(n):
+            return False
+        seen[k] = int(n)
+    return True
+
+
+def official_manager(url: str) -> Any:
+    import pravega_client
+
+    return pravega_client.StreamManager(url)
+
+
+def test_a_group_the_official_client_made_is_ours_to_read(
+    pravega: PravegaStandalone, pv_client: pravega.Client, scope: str
+) -> None:
+    pv_client.create_stream(scope, "s", segments=2)
+    manager = official_manager(pravega.controller_url)
+    manager.create_reader_group("og", scope, "s")
+    group = pv_client.open_reader_group(scope, "og")
+    assert group.streams == [f"{scope}/s"]
+    assert group.readers() == []
+    official = manager.create_reader_group("og", scope, "s").create_reader("off-1")
+    assert group.readers() == ["off-1"], "we see the official reader join"
+    # Its position in the official format: both segments at 0 (the head).
+    [cut] = group.stream_cuts()
+    assert cut.positions == {0: 0, 1: 0}
+    official.reader_offline()
+    assert group.readers() == []
+    assert pv_client.delete_reader_group(scope, "og")
+    with pytest.raises(TopicNotFoundError):
+        pv_client.open_reader_group(scope, "og")
+    assert not pv_client.delete_reader_group(scope, "og")
+
+
+def test_a_group_we_made_is_the_official_readers_to_read(
+    pravega: PravegaStandalone, pv_client: pravega.Client, scope: str
+) -> None:
+    pv_client.create_stream(scope, "s", segments=3)
+    events = write_keyed(pv_client, scope, "s", keys=12, per_key=10)
+    group = pv_client.create_reader_group(scope, "rg", "s")
+    ours = group.create_reader("sw-1")
+    assert group.readers() == ["sw-1"]
+    manager = official_manager(pravega.controller_url)
+    # The official create opens the group we made (its state is left as it is).
+    official = manager.create_reader_group("rg", scope, "s").create_reader("off-1")
+    assert group.readers() == ["off-1", "sw-1"]
+    ours.offline()
+    assert group.readers() == ["off-1"]
+
+    async def read_all() -> list[bytes]:
+        got: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(got) < len(events) and time.monotonic() < deadline:
+            s = await official.get_segment_slice_async()
+            got += [bytes(e.data()) for e in s]
+            official.release_segment(s)
+        return got
+
+    got = asyncio.run(read_all())
+    official.reader_offline()
+    assert sorted(got) == sorted(events), "the official reader read our group's segments"
+
+
+def test_one_reader_reads_the_whole_stream(pv_client: pravega.Client, scope: str) -> None:
+    pv_client.create_stream(scope, "s", segments=4)
+    events = write_keyed(pv_client, scope, "s", keys=20, per_key=25)
+    group = pv_client.create_reader_group(scope, "rg", ["s"])
+    with group.create_reader("only", refresh=0.2) as r:
+        assert r.group_reader
+        got: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(got) < len(events) and time.monotonic() < deadline:
+            got += [e.value for e in r.read_many(1000, timeout=0.5)]
+        assert sorted(got) == sorted(events), "complete, no duplicate"
+        assert in_key_order(got)
+        assert r.read_many(100, timeout=0.5) == []
+    # Closing took it offline at its end: the group's position is the stream's tail.
+    assert group.readers() == []
+    [cut] = group.stream_cuts()
+    assert cut.positions == pv_client.tail(scope, "s").positions
+
+
+def test_two_readers_split_the_segments_and_one_hands_over(
+    pv_client: pravega.Client, scope: str
+) -> None:
+    pv_client.create_stream(scope, "s", segments=4)
+    events = write_keyed(pv_client, scope, "s", keys=40, per_key=50)
+    group = pv_client.create_reader_group(scope, "rg", "s")
+    a = group.create_reader("a", refresh=0.2, read_length=4096)
+    b = group.create_reader("b", refresh=0.2, read_length=4096)
+    got_a: list[bytes] = []
+    got_b: list[bytes] = []
+    deadline = time.monotonic() + 60
+    while len(got_a) + len(got_b) < len(events) // 2 and time.monotonic() < deadline:
+        got_a += [e.value for e in a.read_many(50, timeout=0.1)]
+        got_b += [e.value for e in b.read_many(50, timeout=0.1)]
+    assert got_a and got_b, "both readers were given segments"
+    assert a.offline()
+    assert not a.offline(), "a second offline says it was offline"
+    with pytest.raises(AlreadyClosedError):
+        a.read_many(10, timeout=0.1)
+    assert group.readers() == ["b"]
+    while len(got_a) + len(got_b) < len(events) and time.monotonic() < deadline:
+        got_b += [e.value for e in b.read_many(1000, timeout=0.2)]
+    b.close()
+    counts = Counter(got_a + got_b)
+    assert set(counts) == set(events), "nothing lost in the hand-over"
+    assert max(counts.values()) == 1, "each event read once"
+    assert in_key_order(got_a) and in_key_order(got_b)
+
+
+def test_an_official_reader_and_ours_share_one_group(
+    pravega: PravegaStandalone, pv_client: pravega.Client, scope: str
+) -> None:
+    pv_client.create_stream(scope, "s", segments=4)
+    events = write_keyed(pv_client, scope, "s", keys=40, per_key=50)
+    manager = official_manager(pravega.controller_url)
+    official_group = manager.create_reader_group("mixed", scope, "s")
+
+    async def run() -> tuple[list[bytes], list[bytes]]:
+        async with aio.pravega.Client(pravega.controller_url) as client:
+            group = await client.open_reader_group(scope, "mixed")
+            ours = await group.create_reader("sw", refresh=0.2)
+            # Joined before the official reader, which then takes its half at creation;
+            # ours takes the rest at its first read.
+            official = official_group.create_reader("off")
+            assert await group.readers() == ["off", "sw"]
+            got_ours: list[bytes] = []
+            got_off: list[bytes] = []
+            done = asyncio.Event()
+
+            async def read_ours() -> None:
+                while not done.is_set():
+                    got_ours.extend(e.value for e in await ours.read_many(500, timeout=0.2))
+                    if len(got_ours) + len(got_off) >= len(events):
+                        done.set()
+
+            async def read_official() -> None:
+                while not done.is_set():
+                    s = await official.get_segment_slice_async()
+                    got_off.extend(bytes(e.data()) for e in s)
+                    official.release_segment(s)
+                    if len(got_ours) + len(got_off) >= len(events):
+                        done.set()
+
+            tasks = [asyncio.ensure_future(read_ours()), asyncio.ensure_future(read_official())]
+            try:
+                await asyncio.wait_for(done.wait(), 90)
+            finally:
+                for t in tasks:
+                    t.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+            # Nothing more arrives for either (no event read twice).
+            got_ours.extend(e.value for e in await ours.read_many(1000, timeout=1.0))
+            await ours.offline()
+            official.reader_offline()
+            assert await group.readers() == []
+            return got_ours, got_off
+
+    got_ours, got_off = asyncio.run(run())
+    assert got_ours and got_off, "both readers read part of the stream"
+    counts = Counter(got_ours + got_off)
+    assert set(counts) == set(events), "the union is what was written"
+    assert max(counts.values()) == 1, "every event read exactly once"
+    assert in_key_order(got_ours) and in_key_order(got_off)
+
+
+def test_reader_group_bad_input(pv_client: pravega.Client, scope: str) -> None:
+    pv_client.create_stream(scope, "s", segments=1)
+    with pytest.raises(TopicNotFoundError):
+        pv_client.create_reader_group(scope, "rg", "nope")
+    with pytest.raises(InvalidArgumentError):
+        pv_client.create_reader_group(scope, "rg", [])
+    with pytest.raises(InvalidArgumentError):
+        pv_client.create_reader_group(scope, "bad name", "s")
+    group = pv_client.create_reader_group(scope, "rg", "s")
+    with group.create_reader("r"):
+        with pytest.raises(InvalidArgumentError):
+            group.create_reader("r")
+    with pytest.raises(InvalidArgumentError):
+        group.create_reader("")
+    with pytest.raises(InvalidArgumentError):
+        group.create_reader("x", refresh=0)
+    assert not group.reader_offline("never")
+    with pv_client.create_reader(scope, "s") as plain:
+        assert not plain.group_reader
+        with pytest.raises(InvalidArgumentError):
+            plain.offline()
