@@ -271,3 +271,30 @@ def test_successors_after_a_scale_follow_their_predecessors(
     assert in_key_order(got_a) and in_key_order(got_b)
     [cut] = group.stream_cuts()
     assert set(cut.positions) == {s.segment_id for s in pv_client.segments(scope, "s")}
+
+
+def test_a_dead_official_readers_segments_are_taken_offline_to_ours(
+    pravega: PravegaStandalone, pv_client: pravega.Client, scope: str
+) -> None:
+    """``group.reader_offline(id, position)`` for a reader whose process is gone: its
+    segments resume at the position given (here a checkpoint taken after the first 100
+    events), or at its last recorded offsets."""
+    pv_client.create_stream(scope, "s", segments=2)
+    first = write_keyed(pv_client, scope, "s", keys=10, per_key=10)
+    checkpoint = pv_client.tail(scope, "s")
+    rest = [f"k{k}:{n}".encode() for n in range(10, 20) for k in range(10)]
+    with pv_client.create_writer(scope, "s") as w:
+        w.write_many(rest, routing_keys=[e.decode().split(":")[0] for e in rest])
+    manager = official_manager(pravega.controller_url)
+    manager.create_reader_group("rg", scope, "s").create_reader("dead")  # takes both
+    group = pv_client.open_reader_group(scope, "rg")
+    with group.create_reader("heir", refresh=0.2) as heir:
+        assert heir.read_many(10, timeout=0.5) == [], "nothing free while 'dead' holds all"
+        assert group.reader_offline("dead", position=checkpoint)
+        assert not group.reader_offline("dead")
+        got: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while len(got) < len(rest) and time.monotonic() < deadline:
+            got += [e.value for e in heir.read_many(1000, timeout=0.3)]
+        assert sorted(got) == sorted(rest), "resumed at the checkpoint, nothing before it"
+        assert not set(got) & set(first)
