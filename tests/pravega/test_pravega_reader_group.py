@@ -155,38 +155,43 @@ def test_two_readers_split_the_segments_and_one_hands_over(
 def test_an_official_reader_and_ours_share_one_group(
     pravega: PravegaStandalone, pv_client: pravega.Client, scope: str
 ) -> None:
-    pv_client.create_stream(scope, "s", segments=4)
-    events = write_keyed(pv_client, scope, "s", keys=40, per_key=50)
+    """Two of our readers (asyncio face) and an official reader in one group of a
+    6-segment stream: each holds two segments, and every event is read exactly once."""
+    pv_client.create_stream(scope, "s", segments=6)
+    events = write_keyed(pv_client, scope, "s", keys=60, per_key=40)
     manager = official_manager(pravega.controller_url)
     official_group = manager.create_reader_group("mixed", scope, "s")
 
-    async def run() -> tuple[list[bytes], list[bytes]]:
+    async def run() -> dict[str, list[bytes]]:
         async with apv.Client(pravega.controller_url) as client:
             group = await client.open_reader_group(scope, "mixed")
-            ours = await group.create_reader("sw", refresh=0.2)
-            # Joined before the official reader, which then takes its half at creation;
-            # ours takes the rest at its first read.
+            ours = [await group.create_reader(f"sw-{i}", refresh=0.2) for i in (1, 2)]
+            # Ours joined before the official reader, which then takes its share (2 of 6)
+            # at creation; ours take theirs at their first read.
             official = official_group.create_reader("off")
-            assert await group.readers() == ["off", "sw"]
-            got_ours: list[bytes] = []
-            got_off: list[bytes] = []
+            assert await group.readers() == ["off", "sw-1", "sw-2"]
+            got: dict[str, list[bytes]] = {"sw-1": [], "sw-2": [], "off": []}
             done = asyncio.Event()
 
-            async def read_ours() -> None:
+            def check() -> None:
+                if sum(len(v) for v in got.values()) >= len(events):
+                    done.set()
+
+            async def read_ours(name: str, reader: apv.Reader) -> None:
                 while not done.is_set():
-                    got_ours.extend(e.value for e in await ours.read_many(500, timeout=0.2))
-                    if len(got_ours) + len(got_off) >= len(events):
-                        done.set()
+                    got[name].extend(e.value for e in await reader.read_many(500, timeout=0.2))
+                    check()
 
             async def read_official() -> None:
                 while not done.is_set():
                     s = await official.get_segment_slice_async()
-                    got_off.extend(bytes(e.data()) for e in s)
+                    got["off"].extend(bytes(e.data()) for e in s)
                     official.release_segment(s)
-                    if len(got_ours) + len(got_off) >= len(events):
-                        done.set()
+                    check()
 
-            reading = asyncio.gather(read_ours(), read_official())
+            reading = asyncio.gather(
+                read_ours("sw-1", ours[0]), read_ours("sw-2", ours[1]), read_official()
+            )
             await asyncio.wait_for(done.wait(), 90)
             # The official read pending waits for data in its segments: one event per
             # routing key (so in every segment) ends it. They are left out of the count.
@@ -195,20 +200,19 @@ def test_an_official_reader_and_ours_share_one_group(
                     w.write(b"end:%d" % k, routing_key=f"k{k}")
             await asyncio.wait_for(reading, 60)
             # Nothing more arrives for ours (no event read twice).
-            got_ours.extend(e.value for e in await ours.read_many(1000, timeout=1.0))
-            await ours.offline()
+            for name, r in zip(("sw-1", "sw-2"), ours):
+                got[name].extend(e.value for e in await r.read_many(1000, timeout=1.0))
+                await r.offline()
             official.reader_offline()
             assert await group.readers() == []
-            return got_ours, got_off
+            return got
 
-    got_ours, got_off = asyncio.run(run())
-    got_ours = [e for e in got_ours if not e.startswith(b"end:")]
-    got_off = [e for e in got_off if not e.startswith(b"end:")]
-    assert got_ours and got_off, "both readers read part of the stream"
-    counts = Counter(got_ours + got_off)
+    got = {k: [e for e in v if not e.startswith(b"end:")] for k, v in asyncio.run(run()).items()}
+    assert all(got.values()), f"every reader read part of the stream: {got.keys()}"
+    counts = Counter(e for v in got.values() for e in v)
     assert set(counts) == set(events), "the union is what was written"
     assert max(counts.values()) == 1, "every event read exactly once"
-    assert in_key_order(got_ours) and in_key_order(got_off)
+    assert all(in_key_order(v) for v in got.values())
 
 
 def test_reader_group_bad_input(pv_client: pravega.Client, scope: str) -> None:
