@@ -17,6 +17,7 @@ from streamwire.exceptions import (
     AlreadyClosedError,
     ConfigError,
     InvalidArgumentError,
+    NotSupportedError,
     TopicNotFoundError,
 )
 
@@ -232,6 +233,12 @@ def test_reader_group_bad_input(pv_client: pravega.Client, scope: str) -> None:
     with pytest.raises(ConfigError):
         group.create_reader("x", refresh=0)
     assert not group.reader_offline("never")
+    pv_client.create_stream(scope, "t", segments=1)
+    two = pv_client.create_reader_group(scope, "two", ["s", "t"])
+    assert two.streams == [f"{scope}/s", f"{scope}/t"]
+    with pytest.raises(NotSupportedError):
+        two.create_reader("r")
+    assert two.readers() == [], "a refused reader did not join"
     with pv_client.create_reader(scope, "s") as plain:
         assert not plain.group_reader
         with pytest.raises(InvalidArgumentError):
