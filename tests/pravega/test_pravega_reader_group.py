@@ -309,3 +309,25 @@ def test_a_dead_official_readers_segments_are_taken_offline_to_ours(
             got += [e.value for e in heir.read_many(1000, timeout=0.3)]
         assert sorted(got) == sorted(rest), "resumed at the checkpoint, nothing before it"
         assert not set(got) & set(first)
+
+
+def test_closing_an_awaited_group_reader_mid_read_takes_it_offline(
+    pravega: PravegaStandalone, pv_client: pravega.Client, scope: str
+) -> None:
+    pv_client.create_stream(scope, "s", segments=2)
+    pv_client.create_reader_group(scope, "rg", "s")
+
+    async def run() -> list[str]:
+        async with apv.Client(pravega.controller_url) as client:
+            group = await client.open_reader_group(scope, "rg")
+            reader = await group.create_reader("r", refresh=0.05)
+            pending = asyncio.ensure_future(reader.read_many(10))  # no data: waits
+            await asyncio.sleep(0.3)  # several membership rounds while it waits
+            await reader.close()
+            with pytest.raises(AlreadyClosedError):
+                await pending
+            return await group.readers()
+
+    assert asyncio.run(run()) == []
+    [cut] = pv_client.open_reader_group(scope, "rg").stream_cuts()
+    assert cut.positions == {0: 0, 1: 0}, "its segments went back at 0"

@@ -21,7 +21,7 @@ use super::{GroupTable, SegKey};
 use crate::controller::Segment;
 use crate::reader::StreamReader;
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Member {
     pub(crate) table: GroupTable,
     pub(crate) reader: String,

@@ -159,6 +159,9 @@ pub struct StreamReader {
     /// A reader group member: the group gives and takes its segments (`group::member`);
     /// ended segments are reported to the group instead of followed here.
     group: Option<Box<Member>>,
+    /// The membership as it was at creation: put back if `group` was lost (a read dropped
+    /// while its membership round awaited), so the reader can still read and leave.
+    group_seed: Option<Box<Member>>,
     /// Fetched items put back while a released segment's were picked out of the queue.
     pending: VecDeque<Fetched>,
     /// Segments read to their end, not yet reported to the group.
@@ -230,6 +233,7 @@ impl StreamReader {
             current: None,
             metrics,
             group: None,
+            group_seed: None,
             pending: VecDeque::new(),
             completed: Vec::new(),
         };
@@ -258,6 +262,7 @@ impl StreamReader {
             format!("{}/{}", r.stream.scope, r.stream.stream),
             name,
         ));
+        r.group_seed = Some(Box::new(member.clone()));
         r.group = Some(Box::new(member));
         Ok(r)
     }
@@ -268,7 +273,7 @@ impl StreamReader {
 
     /// The group reader's id, for a group member.
     pub fn group_reader(&self) -> Option<&str> {
-        self.group.as_deref().map(Member::reader)
+        self.group_seed.as_deref().map(Member::reader)
     }
 
     /// Start reading a segment the group gave.
@@ -340,8 +345,11 @@ impl StreamReader {
     /// positions when `None`): false when it was offline already. Reads then fail with
     /// `AlreadyClosedError`.
     pub async fn leave_group(&mut self, positions: Option<BTreeMap<i64, i64>>) -> Result<bool> {
-        if self.group.is_none() {
+        if self.group_seed.is_none() {
             return Err(Error::invalid("this reader is not a reader group's member"));
+        }
+        if self.group.is_none() {
+            self.group = self.group_seed.clone();
         }
         let positions = positions.unwrap_or_else(|| self.positions.clone());
         let stream = self.stream.clone();
@@ -386,7 +394,7 @@ impl StreamReader {
     /// Every segment ended and none follows (a sealed stream read to its end). Never for a
     /// group member: the group may give it segments at any time.
     pub fn at_end(&self) -> bool {
-        self.group.is_none()
+        self.group_seed.is_none()
             && self.current.is_none()
             && self.tasks.is_empty()
             && self.waiting.is_empty()
@@ -401,7 +409,7 @@ impl StreamReader {
     ) -> Result<()> {
         let deadline = Instant::now() + timeout;
         let start = out.len();
-        let res = if self.group.is_some() {
+        let res = if self.group_seed.is_some() {
             self.read_member(max, deadline, start, out).await
         } else {
             self.read_into(max, deadline, start, out).await
@@ -428,6 +436,9 @@ impl StreamReader {
         out: &mut Vec<ReadEvent>,
     ) -> Result<()> {
         loop {
+            if self.group.is_none() {
+                self.group = self.group_seed.clone();
+            }
             let next_sync = match self.group.as_mut() {
                 Some(m) if m.due() || m.offline => {
                     let mut m = self.group.take().expect("checked");
@@ -522,7 +533,7 @@ impl StreamReader {
                 self.tasks.remove(&segment);
                 Err(error)
             }
-            Fetched::End { segment, offset } if self.group.is_some() => {
+            Fetched::End { segment, offset } if self.group_seed.is_some() => {
                 // The group decides who reads the successors (once all predecessors end).
                 self.tasks.remove(&segment);
                 if let Some(at) = self.positions.get_mut(&segment) {
