@@ -331,3 +331,42 @@ def test_closing_an_awaited_group_reader_mid_read_takes_it_offline(
     assert asyncio.run(run()) == []
     [cut] = pv_client.open_reader_group(scope, "rg").stream_cuts()
     assert cut.positions == {0: 0, 1: 0}, "its segments went back at 0"
+
+
+def test_a_group_starts_at_a_stream_cut_or_the_tail(
+    pravega: PravegaStandalone, pv_client: pravega.Client, scope: str
+) -> None:
+    pv_client.create_stream(scope, "s", segments=2)
+    write_keyed(pv_client, scope, "s", keys=4, per_key=5)
+    cut = pv_client.tail(scope, "s")
+    at_cut = pv_client.create_reader_group(scope, "at-cut", "s", start=cut)
+    at_tail = pv_client.create_reader_group(scope, "at-tail", "s", start="tail")
+    later = [f"k{k}:{n}".encode() for n in range(5, 8) for k in range(4)]
+    with pv_client.create_writer(scope, "s") as w:
+        w.write_many(later, routing_keys=[e.decode().split(":")[0] for e in later])
+    for group in (at_cut, at_tail):
+        assert group.stream_cuts() == [cut]
+        with group.create_reader("r", refresh=0.2) as r:
+            got: list[bytes] = []
+            deadline = time.monotonic() + 30
+            while len(got) < len(later) and time.monotonic() < deadline:
+                got += [e.value for e in r.read_many(100, timeout=0.3)]
+            assert sorted(got) == sorted(later)
+    # The official reader reads the group we started at the cut from there too.
+    manager = official_manager(pravega.controller_url)
+    official = manager.create_reader_group("at-cut", scope, "s").create_reader("off")
+
+    async def read() -> list[bytes]:
+        got: list[bytes] = []
+        while len(got) < len(later):
+            s = await official.get_segment_slice_async()
+            got += [bytes(e.data()) for e in s]
+            official.release_segment(s)
+        return got
+
+    # Our reader left at the end: the official one starts there and finds nothing new;
+    # one more event per key shows where it reads from.
+    with pv_client.create_writer(scope, "s") as w:
+        w.write_many(later, routing_keys=[e.decode().split(":")[0] for e in later])
+    assert sorted(asyncio.run(asyncio.wait_for(read(), 30))) == sorted(later)
+    official.reader_offline()
