@@ -81,6 +81,18 @@ AIO_PRAVEGA_CASES: list[AioPravegaCase] = [
         lambda c: c.client.create_reader(c.scope, "s", start=5),  # type: ignore[arg-type]
     ),
     AioPravegaCase(
+        "aio.pravega.Client.create_reader_group",
+        "no stream (streams=[])",
+        INV,
+        lambda c: c.client.create_reader_group(c.scope, "rg-bad", []),
+    ),
+    AioPravegaCase(
+        "aio.pravega.Reader.offline",
+        "a reader outside a group",
+        INV,
+        lambda c: c.reader.offline(),
+    ),
+    AioPravegaCase(
         "aio.pravega.Writer.write",
         "event not bytes-like (5)",
         TYP,

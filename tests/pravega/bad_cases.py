@@ -209,6 +209,44 @@ PRAVEGA_CASES: list[PravegaCase] = [
         lambda c: c.client.create_reader(c.scope, c.stream, read_ahead=0),
     ),
     C(
+        "pravega.Client.create_reader_group()",
+        "unknown stream",
+        TopicNotFoundError,
+        lambda c: c.client.create_reader_group(c.scope, "rg-bad", "no-such-stream"),
+    ),
+    C(
+        "pravega.Client.create_reader_group()",
+        "no stream (streams=[])",
+        INV,
+        lambda c: c.client.create_reader_group(c.scope, "rg-bad", []),
+    ),
+    C(
+        "pravega.Client.create_reader_group()",
+        "group name with a space",
+        INV,
+        lambda c: c.client.create_reader_group(c.scope, "rg bad", c.stream),
+    ),
+    C(
+        "pravega.Client.create_reader_group()",
+        "a cut of a stream it does not read",
+        INV,
+        lambda c: c.client.create_reader_group(
+            c.scope, "rg-bad", c.stream, pravega.StreamCut("a/b:0=0")
+        ),
+    ),
+    C(
+        "pravega.Client.open_reader_group()",
+        "unknown group",
+        TopicNotFoundError,
+        lambda c: c.client.open_reader_group(c.scope, "no-such-group"),
+    ),
+    C(
+        "pravega.Reader.offline()",
+        "a reader outside a group",
+        INV,
+        lambda c: c.reader.offline(),
+    ),
+    C(
         "pravega.Writer.write()",
         "event over 8 MiB",
         MessageTooBigError,

@@ -34,7 +34,7 @@ from streamwire._native import PravegaTransactionalWriter as _NativeTxnWriter
 from streamwire._native import PravegaWriter as _NativeWriter
 from streamwire.aio import _Closing, _Entered
 from streamwire.exceptions import AlreadyClosedError
-from streamwire.pravega import _ClientBase, _ReaderBase, _Wrapped
+from streamwire.pravega import _ClientBase, _ReaderBase, _ReaderGroupBase, _Wrapped
 from streamwire.pravega.byte_stream import _ByteStreamBase
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "Client",
     "Event",
     "Reader",
+    "ReaderGroup",
     "Transaction",
     "TransactionalWriter",
     "Writer",
@@ -317,7 +318,24 @@ class ByteStream(_ByteStreamBase, Awaiting, _Closing):
     _FACE = _FACE
 
 
-class Client(_ClientBase[Writer, Reader, TransactionalWriter, ByteStream], Awaiting, _Closing):
+class ReaderGroup(_ReaderGroupBase[Reader], Awaiting):
+    """A reader group for coroutines: the calls of :class:`streamwire.pravega.ReaderGroup`,
+    each a coroutine here (the same definitions, awaited); its readers are
+    :class:`Reader` objects.
+
+    Args:
+        native: the engine's group; made by :meth:`Client.create_reader_group`.
+    """
+
+    _FACE = _FACE
+
+    def _reader(self, native: _native.PravegaReader) -> Reader:
+        return Reader(native)
+
+
+class Client(
+    _ClientBase[Writer, Reader, TransactionalWriter, ByteStream, ReaderGroup], Awaiting, _Closing
+):
     """A connection to a Pravega controller for coroutines (``tcp://host:port`` or
     ``tls://host:port``): the calls of :class:`streamwire.pravega.Client`, each a coroutine
     here (the same definitions, awaited).
@@ -342,6 +360,9 @@ class Client(_ClientBase[Writer, Reader, TransactionalWriter, ByteStream], Await
 
     def _byte_stream(self, native: _native.PravegaByteStream) -> ByteStream:
         return ByteStream(native)
+
+    def _group(self, native: _native.PravegaReaderGroup) -> ReaderGroup:
+        return ReaderGroup(native)
 
     async def close(self) -> None:
         """Close the client; later calls raise ``AlreadyClosedError``. Idempotent."""

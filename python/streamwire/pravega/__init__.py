@@ -5,7 +5,8 @@ changes. This module is its client: scopes and streams through the controller, w
 route events by routing key exactly as the official clients do (a key's events land in the
 same segment whoever writes them), batch them into append blocks and re-send after a lost
 connection or a scale without duplicates, and readers that follow every segment and its
-successors and report their position as a :class:`StreamCut`.
+successors and report their position as a :class:`StreamCut`, and reader groups shared with
+the official clients' readers (:meth:`Client.create_reader_group`).
 
 >>> from streamwire import pravega
 >>> with pravega.Client("tcp://127.0.0.1:9090") as client:        # doctest: +SKIP
@@ -42,6 +43,7 @@ from streamwire._native import PravegaByteStream as _NativeByteStream
 from streamwire._native import PravegaClient as _NativeClient
 from streamwire._native import PravegaEvent as Event
 from streamwire._native import PravegaReader as _NativeReader
+from streamwire._native import PravegaReaderGroup as _NativeGroup
 from streamwire._native import PravegaTransaction as Transaction
 from streamwire._native import PravegaTransactionalWriter as TransactionalWriter
 from streamwire._native import PravegaWriteFuture as WriteFuture
@@ -67,6 +69,7 @@ __all__ = [
     "ClientConfig",
     "Event",
     "Reader",
+    "ReaderGroup",
     "Retention",
     "Scaling",
     "SegmentInfo",
@@ -201,10 +204,25 @@ class _ReaderBase(_Wrapped[_NativeReader]):
         text: str = yield call("position")
         return StreamCut(text)
 
+    @property
+    def group_reader(self) -> bool:
+        """True for a reader group's reader (made by ``ReaderGroup.create_reader``)."""
+        return self._native.group_reader is not None
+
+    @two_faces
+    def offline(self) -> Steps[bool]:
+        """A reader group's reader leaves its group: its segments go back to the group at
+        the position after the last event handed out (another reader continues from there,
+        nothing lost, nothing read twice); later reads raise ``AlreadyClosedError``. False
+        when it was offline already; ``InvalidArgumentError`` for a reader outside a group.
+        ``close()`` does it too."""
+        done: bool = yield call("offline")
+        return done
+
     @two_faces
     def close(self) -> Steps[None]:
-        """Close the reader's connections; a pending read raises ``AlreadyClosedError``.
-        Idempotent."""
+        """Close the reader's connections; a pending read raises ``AlreadyClosedError``. A
+        reader group's reader goes :meth:`offline` first. Idempotent."""
         yield call("close")
 
 
@@ -274,6 +292,106 @@ class Reader(_ReaderBase, Blocking):
         self.close()
 
 
+_GR = TypeVar("_GR")
+
+
+class _ReaderGroupBase(_Wrapped[_NativeGroup], abc.ABC, Generic[_GR]):
+    """What :class:`ReaderGroup` and ``streamwire.aio.pravega.ReaderGroup`` share; ``_R`` is
+    the face's reader class."""
+
+    @abc.abstractmethod
+    def _reader(self, native: _NativeReader) -> _GR:
+        """The face's reader over ``native``."""
+
+    @property
+    def scope(self) -> str:
+        """The scope the group belongs to."""
+        return self._native.scope
+
+    @property
+    def name(self) -> str:
+        """The group's name."""
+        return self._native.name
+
+    @property
+    def streams(self) -> list[str]:
+        """The streams the group reads, as ``scope/stream``."""
+        return self._native.streams
+
+    @two_faces
+    def create_reader(
+        self,
+        reader_id: str,
+        *,
+        refresh: Optional[float] = None,
+        read_ahead: int = 16,
+        read_length: int = 1024 * 1024,
+    ) -> Steps[_GR]:
+        """A reader joining the group as ``reader_id``: a :class:`Reader` whose segments the
+        group gives. At its first read it takes its fair share (``ceil(segments /
+        readers)``) of the unassigned segments; every ``refresh`` seconds it records its
+        positions, takes more when segments are free and it is under its share, and hands
+        one back when over it (the official readers' rule). A sealed segment read to its end
+        goes back to the group, which hands its successors out once all their predecessors
+        are read. :meth:`Reader.offline` (or ``close()``) leaves the group.
+
+        Args:
+            reader_id: the reader's id in the group (unique among the readers online).
+            refresh: seconds between membership rounds. Default None: the group's refresh
+                time (3 s).
+            read_ahead: chunks fetched ahead of the caller, at most. Default 16.
+            read_length: bytes per chunk at most. Default 1 MiB.
+        """
+        native: _NativeReader = yield call(
+            "create_reader",
+            reader_id,
+            refresh=refresh,
+            read_ahead=read_ahead,
+            read_length=read_length,
+        )
+        return self._reader(native)
+
+    @two_faces
+    def readers(self) -> Steps[list[str]]:
+        """The ids of the readers online (ours and the official clients'), sorted."""
+        ids: list[str] = yield call("readers")
+        return ids
+
+    @two_faces
+    def reader_offline(self, reader_id: str, position: Optional[StreamCut] = None) -> Steps[bool]:
+        """Take reader ``reader_id`` offline (one whose process died): its segments go back
+        to the group at ``position`` (segments missing there at the offsets it last
+        recorded). False when it was not online.
+
+        Args:
+            reader_id: the reader's id.
+            position: where it stopped. Default None: its last recorded offsets.
+        """
+        text = None if position is None else _cut_text(position)
+        done: bool = yield call("reader_offline", reader_id, text)
+        return done
+
+    @two_faces
+    def stream_cuts(self) -> Steps[list[StreamCut]]:
+        """The group's position: a :class:`StreamCut` per stream it reads (each segment
+        being read or waiting to be, at its last recorded offset)."""
+        texts: list[str] = yield call("stream_cuts")
+        return [StreamCut(t) for t in texts]
+
+
+class ReaderGroup(_ReaderGroupBase[Reader], Blocking):
+    """A reader group: readers (ours and the official ``pravega`` clients') that split
+    its streams' segments. Made by :meth:`Client.create_reader_group` or
+    :meth:`Client.open_reader_group`.
+
+    Args:
+        native: the engine's group; made by the client, not by callers.
+    """
+
+    def _reader(self, native: _NativeReader) -> Reader:
+        return Reader(native)
+
+
 def _start_text(start: Start) -> str:
     """``create_reader``'s ``start`` as the engine's text."""
     if isinstance(start, StreamCut):
@@ -334,14 +452,15 @@ _W = TypeVar("_W")
 _R = TypeVar("_R")
 _TW = TypeVar("_TW")
 _B = TypeVar("_B")
+_G = TypeVar("_G")
 
 
-class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R, _TW, _B]):
+class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R, _TW, _B, _G]):
     """What :class:`Client` and ``streamwire.aio.pravega.Client`` share: the connection (the
     options are :class:`Client`'s), its state, and every call that waits, written once
     (``@two_faces``: returning on the blocking face, awaited on the asyncio face). ``_W`` and
     ``_R`` are the face's writer and reader classes, ``_TW`` its transactional writer, ``_B``
-    its byte stream."""
+    its byte stream, ``_G`` its reader group."""
 
     def __init__(
         self,
@@ -385,6 +504,10 @@ class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R, _TW, _B]):
     @abc.abstractmethod
     def _byte_stream(self, native: _NativeByteStream) -> _B:
         """The face's byte stream over ``native``."""
+
+    @abc.abstractmethod
+    def _group(self, native: _NativeGroup) -> _G:
+        """The face's reader group over ``native``."""
 
     @property
     def controller_uri(self) -> str:
@@ -687,6 +810,51 @@ class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R, _TW, _B]):
         return self._reader(native)
 
     @two_faces
+    def create_reader_group(
+        self,
+        scope: str,
+        group: str,
+        streams: Union[str, list[str]],
+        start: Optional[Start] = None,
+    ) -> Steps[_G]:
+        """Reader group ``group`` of ``scope`` reading ``streams`` (names in ``scope``), or
+        the existing one of that name, left as it is. Its state is kept where and as the
+        official clients keep it (the table segment ``<scope>/<group>_kvtable``), so readers
+        of the ``pravega`` package (``StreamManager.create_reader_group``, same scope and
+        name) and ours (:meth:`ReaderGroup.create_reader`) split its segments between them.
+
+        Args:
+            scope: the group's scope (and its streams').
+            group: the group's name.
+            streams: a stream name, or several.
+            start: ``"head"``, ``"tail"`` or a :class:`StreamCut` of one of the streams (the
+                others start at their head). Default None: the head.
+        """
+        names = [streams] if isinstance(streams, str) else list(streams)
+        native: _NativeGroup = yield call(
+            "create_reader_group",
+            scope,
+            group,
+            names,
+            "head" if start is None else _start_text(start),
+        )
+        return self._group(native)
+
+    @two_faces
+    def open_reader_group(self, scope: str, group: str) -> Steps[_G]:
+        """The existing reader group ``group`` of ``scope`` (whoever created it);
+        ``TopicNotFoundError`` when there is none."""
+        native: _NativeGroup = yield call("open_reader_group", scope, group)
+        return self._group(native)
+
+    @two_faces
+    def delete_reader_group(self, scope: str, group: str) -> Steps[bool]:
+        """Delete reader group ``group`` of ``scope`` (its state): False when there was
+        none. Its readers' next membership round fails."""
+        done: bool = yield call("delete_reader_group", scope, group)
+        return done
+
+    @two_faces
     def create_byte_stream(self, scope: str, stream: str) -> Steps[_B]:
         """The ``stream`` of ``scope`` as bytes (:class:`ByteStream`): it must have exactly
         one segment (``create_stream(..., segments=1)``, no auto-scaling). Reading starts at
@@ -730,7 +898,7 @@ class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R, _TW, _B]):
         return got
 
 
-class Client(_ClientBase[Writer, Reader, TransactionalWriter, ByteStream], Blocking):
+class Client(_ClientBase[Writer, Reader, TransactionalWriter, ByteStream, ReaderGroup], Blocking):
     """A connection to a Pravega controller (``tcp://host:port``, or ``tls://host:port``)
     and the segment stores it names. Thread-safe; create one per process and share it.
     Clients do not pickle; pass a :class:`ClientConfig` to other processes instead. After
@@ -764,6 +932,9 @@ class Client(_ClientBase[Writer, Reader, TransactionalWriter, ByteStream], Block
 
     def _byte_stream(self, native: _NativeByteStream) -> ByteStream:
         return ByteStream(native)
+
+    def _group(self, native: _NativeGroup) -> ReaderGroup:
+        return ReaderGroup(native)
 
     def close(self) -> None:
         """Close the client's connections; later calls raise ``AlreadyClosedError``."""

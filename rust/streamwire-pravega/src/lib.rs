@@ -16,7 +16,8 @@
 //!   method), delegation tokens' expiry. TLS itself is `streamwire_core::tls` (shared with
 //!   Pulsar); segment store connections (`connection`) wrap it when the URI is `tls://`.
 //!
-//! The event writer and the stream reader are built on these; `txn` (transactional writes)
+//! The event writer and the stream reader are built on these; `group` (reader groups,
+//! shared with the official clients: state in a table segment, `wire::table`) on the reader; `txn` (transactional writes)
 //! on the writer; `byte_stream` reads and writes a one-segment stream as plain bytes
 //! (conditional appends, no event framing).
 #![forbid(unsafe_code)]
@@ -26,6 +27,7 @@ pub mod client;
 pub mod connection;
 pub mod controller;
 pub mod fuzzing;
+pub mod group;
 pub mod reader;
 pub mod routing;
 pub mod security;

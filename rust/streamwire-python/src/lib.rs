@@ -81,6 +81,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pravega::byte_stream::PravegaByteStream>()?;
     m.add_class::<pravega::writer::PravegaWriteFuture>()?;
     m.add_class::<pravega::reader::PravegaReader>()?;
+    m.add_class::<pravega::group::PravegaReaderGroup>()?;
     m.add_class::<pravega::reader::PravegaEventObj>()?;
     m.add_class::<pravega::txn::PravegaTransactionalWriter>()?;
     m.add_class::<pravega::txn::PravegaTransaction>()?;

@@ -11,7 +11,7 @@ pub mod chunk;
 pub mod cut;
 pub mod fetch;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,6 +24,7 @@ use streamwire_core::metrics::{EntityMetrics, Kind, C, G};
 
 use crate::client::PravegaClient;
 use crate::controller::{ScopedStream, Segment};
+use crate::group::member::Member;
 pub use chunk::Chunk;
 pub use cut::StreamCut;
 pub use fetch::{FetchConfig, Fetched};
@@ -155,6 +156,23 @@ pub struct StreamReader {
     /// Exported metrics: events and bytes handed out, chunks fetched, re-dials; the
     /// receive-queue gauge is the number of chunks read ahead, set after each read.
     metrics: Arc<EntityMetrics>,
+    /// A reader group member: the group gives and takes its segments (`group::member`);
+    /// ended segments are reported to the group instead of followed here.
+    group: Option<Box<Member>>,
+    /// The membership as it was at creation: put back if `group` was lost (a read dropped
+    /// while its membership round awaited), so the reader can still read and leave.
+    group_seed: Option<Box<Member>>,
+    /// Fetched items put back while a released segment's were picked out of the queue.
+    pending: VecDeque<Fetched>,
+    /// Segments read to their end, not yet reported to the group.
+    completed: Vec<i64>,
+}
+
+fn fetched_segment(f: &Fetched) -> i64 {
+    match f {
+        Fetched::Chunk(c) => c.segment,
+        Fetched::Failed { segment, .. } | Fetched::End { segment, .. } => *segment,
+    }
 }
 
 impl Drop for StreamReader {
@@ -214,11 +232,132 @@ impl StreamReader {
             tasks: HashMap::new(),
             current: None,
             metrics,
+            group: None,
+            group_seed: None,
+            pending: VecDeque::new(),
+            completed: Vec::new(),
         };
         for (seg, off) in positions {
             reader.start_segment(seg, off);
         }
         Ok(reader)
+    }
+
+    /// A reader group member reading `stream`: no segment until its first read, where the
+    /// group gives it its share.
+    pub async fn create_member(
+        client: &PravegaClient,
+        stream: ScopedStream,
+        member: Member,
+        config: ReaderConfig,
+    ) -> Result<StreamReader> {
+        let name = member.reader().to_owned();
+        let cut = StreamCut {
+            stream: stream.clone(),
+            positions: BTreeMap::new(),
+        };
+        let mut r = StreamReader::create(client, stream, Start::Cut(cut), config).await?;
+        r.metrics = EntityMetrics::register(client.entity_labels(
+            Kind::Reader,
+            format!("{}/{}", r.stream.scope, r.stream.stream),
+            name,
+        ));
+        r.group_seed = Some(Box::new(member.clone()));
+        r.group = Some(Box::new(member));
+        Ok(r)
+    }
+
+    pub(crate) fn client(&self) -> &PravegaClient {
+        &self.client
+    }
+
+    /// The group reader's id, for a group member.
+    pub fn group_reader(&self) -> Option<&str> {
+        self.group_seed.as_deref().map(Member::reader)
+    }
+
+    /// Start reading a segment the group gave.
+    pub(crate) fn add_segment(&mut self, segment: i64, offset: i64) {
+        if !self.positions.contains_key(&segment) {
+            self.start_segment(segment, offset);
+        }
+    }
+
+    /// The offsets of the segments held (after the last event handed out).
+    pub(crate) fn held_positions(&self) -> BTreeMap<i64, i64> {
+        self.positions
+            .iter()
+            .filter(|(s, _)| !self.completed.contains(s))
+            .map(|(s, o)| (*s, *o))
+            .collect()
+    }
+
+    pub(crate) fn take_completed(&mut self) -> Vec<i64> {
+        std::mem::take(&mut self.completed)
+    }
+
+    /// Forget a segment reported complete.
+    pub(crate) fn forget_segment(&mut self, segment: i64) {
+        self.positions.remove(&segment);
+    }
+
+    /// Stop reading `segment` (released to the group): its offset after the last event
+    /// handed out. Its fetch task is ended and joined first, so that nothing it fetched is
+    /// left queued to be mistaken for a later fetch of the same segment.
+    pub(crate) async fn drop_segment(&mut self, segment: i64) -> Option<i64> {
+        if let Some(t) = self.tasks.remove(&segment) {
+            t.abort();
+            let _ = t.await;
+        }
+        let mut keep = VecDeque::new();
+        for f in self.pending.drain(..) {
+            if fetched_segment(&f) != segment {
+                keep.push_back(f);
+            }
+        }
+        while let Ok(f) = self.rx.try_recv() {
+            if fetched_segment(&f) != segment {
+                keep.push_back(f);
+            }
+        }
+        self.pending = keep;
+        if matches!(&self.current, Some((c, _)) if c.segment == segment) {
+            self.current = None;
+        }
+        self.completed.retain(|s| *s != segment);
+        self.positions.remove(&segment)
+    }
+
+    /// Stop reading every segment (offline).
+    pub(crate) fn drop_all(&mut self) {
+        for t in self.tasks.values() {
+            t.abort();
+        }
+        self.tasks.clear();
+        self.pending.clear();
+        while self.rx.try_recv().is_ok() {}
+        self.current = None;
+        self.completed.clear();
+        self.positions.clear();
+    }
+
+    /// Leave the reader's group, handing its segments over at `positions` (its own
+    /// positions when `None`): false when it was offline already. Reads then fail with
+    /// `AlreadyClosedError`.
+    pub async fn leave_group(&mut self, positions: Option<BTreeMap<i64, i64>>) -> Result<bool> {
+        if self.group_seed.is_none() {
+            return Err(Error::invalid("this reader is not a reader group's member"));
+        }
+        if self.group.is_none() {
+            self.group = self.group_seed.clone();
+        }
+        let positions = positions.unwrap_or_else(|| self.positions.clone());
+        let stream = self.stream.clone();
+        self.drop_all();
+        match self.group.as_mut() {
+            Some(member) => member.leave(&stream, &positions).await,
+            None => Ok(false),
+        }
     }
 
     pub fn stream(&self) -> &ScopedStream {
@@ -252,9 +391,13 @@ impl StreamReader {
         }
     }
 
-    /// Every segment ended and none follows (a sealed stream read to its end).
+    /// Every segment ended and none follows (a sealed stream read to its end). Never for a
+    /// group member: the group may give it segments at any time.
     pub fn at_end(&self) -> bool {
-        self.current.is_none() && self.tasks.is_empty() && self.waiting.is_empty()
+        self.group_seed.is_none()
+            && self.current.is_none()
+            && self.tasks.is_empty()
+            && self.waiting.is_empty()
     }
 
     /// Hand out up to `max` events, waiting up to `timeout` for the first; `out` gets them.
@@ -266,7 +409,11 @@ impl StreamReader {
     ) -> Result<()> {
         let deadline = Instant::now() + timeout;
         let start = out.len();
-        let res = self.read_into(max, deadline, start, out).await;
+        let res = if self.group_seed.is_some() {
+            self.read_member(max, deadline, start, out).await
+        } else {
+            self.read_into(max, deadline, start, out).await
+        };
         let handed = &out[start..];
         if !handed.is_empty() {
             let bytes: usize = handed.iter().map(|e| e.data.len()).sum();
@@ -277,6 +424,39 @@ impl StreamReader {
             .gauge(G::ReceiveQueue)
             .set(self.rx.len() as i64);
         res
+    }
+
+    /// A group member's read: the membership work when due, then reads of the segments held
+    /// until events come, `deadline`, or the next membership round.
+    async fn read_member(
+        &mut self,
+        max: usize,
+        deadline: Instant,
+        start: usize,
+        out: &mut Vec<ReadEvent>,
+    ) -> Result<()> {
+        loop {
+            if self.group.is_none() {
+                self.group = self.group_seed.clone();
+            }
+            let next_sync = match self.group.as_mut() {
+                Some(m) if m.due() || m.offline => {
+                    let mut m = self.group.take().expect("checked");
+                    let res = m.sync(self).await;
+                    let next = m.next_sync;
+                    self.group = Some(m);
+                    res?;
+                    next
+                }
+                Some(m) => m.next_sync,
+                None => return Err(Error::invalid("not a group member")),
+            };
+            self.read_into(max, deadline.min(next_sync), start, out)
+                .await?;
+            if out.len() > start || Instant::now() >= deadline {
+                return Ok(());
+            }
+        }
     }
 
     async fn read_into(
@@ -292,7 +472,11 @@ impl StreamReader {
                 return Ok(());
             }
             // More already fetched: keep filling without waiting.
-            let next = match self.rx.try_recv() {
+            let queued = match self.pending.pop_front() {
+                Some(f) => Ok(f),
+                None => self.rx.try_recv(),
+            };
+            let next = match queued {
                 Ok(f) => f,
                 Err(_) if out.len() > start => return Ok(()),
                 Err(_) if self.at_end() => return Ok(()),
@@ -348,6 +532,15 @@ impl StreamReader {
             Fetched::Failed { segment, error } => {
                 self.tasks.remove(&segment);
                 Err(error)
+            }
+            Fetched::End { segment, offset } if self.group_seed.is_some() => {
+                // The group decides who reads the successors (once all predecessors end).
+                self.tasks.remove(&segment);
+                if let Some(at) = self.positions.get_mut(&segment) {
+                    *at = offset;
+                    self.completed.push(segment);
+                }
+                Ok(())
             }
             Fetched::End { segment, offset } => {
                 self.tasks.remove(&segment);

@@ -9,6 +9,7 @@ pub mod events;
 pub mod peer;
 pub mod reply;
 pub mod request;
+pub mod table;
 pub mod utf;
 
 pub use cursor::Cursor;

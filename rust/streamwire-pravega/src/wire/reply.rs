@@ -124,7 +124,15 @@ impl Reply {
     pub fn request_id(&self) -> Option<i64> {
         use Reply::*;
         match self {
-            Hello { .. } | KeepAlive | Other { .. } => None,
+            Hello { .. } | KeepAlive => None,
+            // Table replies are not decoded here (`wire::table` does), but their first
+            // field is the request id: the connection routes them with it.
+            Other { type_id, payload }
+                if super::table::REPLIES.contains(type_id) && payload.len() >= 8 =>
+            {
+                Some(i64::from_be_bytes(payload[..8].try_into().ok()?))
+            }
+            Other { .. } => None,
             AppendSetup { request_id, .. }
             | DataAppended { request_id, .. }
             | ConditionalCheckFailed { request_id, .. }

@@ -15,6 +15,7 @@ use streamwire_core::tls::{TlsConnector, TlsOptions};
 use streamwire_pravega::byte_stream::ByteStream;
 use streamwire_pravega::client::{ClientConfig, PravegaClient};
 use streamwire_pravega::controller::ScopedStream;
+use streamwire_pravega::group::ReaderGroup;
 use streamwire_pravega::reader::{
     head_cut, segments_between, tail_cut, ReaderConfig, Start, StreamCut, StreamReader,
 };
@@ -27,6 +28,7 @@ use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::faces::Op;
 use crate::common::pickle::refuse_pickle;
 use crate::pravega::byte_stream::PravegaByteStream;
+use crate::pravega::group::PravegaReaderGroup;
 use crate::pravega::reader::PravegaReader;
 use crate::pravega::txn::PravegaTransactionalWriter;
 use crate::pravega::writer::PravegaWriter;
@@ -422,6 +424,81 @@ crate::two_faces! {
             })
         }
 
+        /// Create reader group `group` of `scope` reading `streams` (names in `scope`) from
+        /// `start` ("head", "tail" or a stream cut's text of one of them; the others from
+        /// their head), or open it when it exists: the state is kept where and as the
+        /// official clients keep it, so their readers can join it.
+        #[pyo3(signature = (scope, group, streams, start="head"))]
+        fn create_reader_group / _acreate_reader_group (
+            &self,
+            py,
+            scope: &str,
+            group: &str,
+            streams: Vec<String>,
+            start: &str,
+        ) -> PravegaReaderGroup {
+            name_arg("reader group", group)?;
+            if streams.is_empty() {
+                return Err(to_py(Error::invalid("streams must name at least one stream")));
+            }
+            let mut plan = Vec::with_capacity(streams.len());
+            let (first_start, _) = reader_plan(start, 1, 8)?;
+            for s in &streams {
+                let st = self.stream(scope, s)?;
+                let start = match &first_start {
+                    Start::Cut(c) if c.stream != st => Start::Head,
+                    other => other.clone(),
+                };
+                plan.push((st, start));
+            }
+            if let Start::Cut(c) = &first_start {
+                if !plan.iter().any(|(s, _)| *s == c.stream) {
+                    return Err(to_py(Error::invalid(format!(
+                        "the stream cut is of {}, which the group does not read", c.stream
+                    ))));
+                }
+            }
+            let (c, pid, t) = (self.live()?, self.pid, self.timeout);
+            let (scope, group) = (scope.to_owned(), group.to_owned());
+            Op::new("create_reader_group", Some(self.timeout), async move {
+                let g = ReaderGroup::create(&c, &scope, &group, plan).await?;
+                Ok(PravegaReaderGroup::new(g, pid, t))
+            })
+        }
+
+        /// An existing reader group (`TopicNotFoundError` when there is none).
+        fn open_reader_group / _aopen_reader_group (
+            &self,
+            py,
+            scope: &str,
+            group: &str,
+        ) -> PravegaReaderGroup {
+            name_arg("scope", scope)?;
+            name_arg("reader group", group)?;
+            let (c, pid, t) = (self.live()?, self.pid, self.timeout);
+            let (scope, group) = (scope.to_owned(), group.to_owned());
+            Op::new("open_reader_group", Some(self.timeout), async move {
+                let g = ReaderGroup::open(&c, &scope, &group).await?;
+                Ok(PravegaReaderGroup::new(g, pid, t))
+            })
+        }
+
+        /// Delete a reader group's state: False when there was none.
+        fn delete_reader_group / _adelete_reader_group (
+            &self,
+            py,
+            scope: &str,
+            group: &str,
+        ) -> bool {
+            name_arg("scope", scope)?;
+            name_arg("reader group", group)?;
+            let c = self.live()?;
+            let (scope, group) = (scope.to_owned(), group.to_owned());
+            Op::new("delete_reader_group", Some(self.timeout), async move {
+                ReaderGroup::delete(&c, &scope, &group).await
+            })
+        }
+
         /// The stream's `"head"` or `"tail"` as a stream cut's text.
         fn stream_cut / _astream_cut (
             &self,
@@ -506,7 +583,11 @@ fn lease_arg(lease: f64) -> PyResult<Duration> {
 }
 
 /// The checked start and `ReaderConfig` of `create_reader`'s options.
-fn reader_plan(start: &str, read_ahead: i64, read_length: i64) -> PyResult<(Start, ReaderConfig)> {
+pub(crate) fn reader_plan(
+    start: &str,
+    read_ahead: i64,
+    read_length: i64,
+) -> PyResult<(Start, ReaderConfig)> {
     let start = match start {
         "head" | "earliest" => Start::Head,
         "tail" | "latest" => Start::Tail,

@@ -97,6 +97,8 @@ pub struct PravegaReader {
     pid: u32,
     stream: Arc<str>,
     metrics: Arc<EntityMetrics>,
+    /// The reader's id in its reader group, for a group's reader.
+    group_reader: Option<String>,
     /// The event vector of the last call, emptied, for the next: a new one per call of
     /// 10,000 events (480 KB) had the allocator map fresh pages each time (6% of a
     /// `read_many` profile was the kernel zeroing them). At most `TAKE_CAP` events' worth.
@@ -145,7 +147,9 @@ impl PravegaReader {
         let s = r.stream();
         let stream: Arc<str> = Arc::from(format!("{}/{}", s.scope, s.stream));
         let metrics = Arc::clone(r.metrics());
+        let group_reader = r.group_reader().map(str::to_owned);
         PravegaReader {
+            group_reader,
             src: Source::new(r),
             pid,
             stream,
@@ -248,6 +252,12 @@ impl PravegaReader {
     #[getter]
     fn stream(&self) -> &str {
         &self.stream
+    }
+
+    /// The reader's id in its reader group (None for a reader outside a group).
+    #[getter]
+    fn group_reader(&self) -> Option<&str> {
+        self.group_reader.as_deref()
     }
 
     /// The next event, or None when none arrived within `timeout` seconds (None: wait).
@@ -369,7 +379,18 @@ crate::two_faces! {
             Op::new("position", None, async move { src.position().await })
         }
 
-        /// Close the reader: a pending read ends with `AlreadyClosedError`. Idempotent.
+        /// A reader group's reader leaves its group: its segments go back to the group at
+        /// the position after the last event handed out; reads then raise
+        /// `AlreadyClosedError`. False when it was offline already. `InvalidArgumentError`
+        /// for a reader that is not in a group.
+        fn offline / _aoffline (&self, py) -> bool {
+            self.live(py)?;
+            let src = self.src.clone();
+            Op::new("offline", None, async move { src.offline().await })
+        }
+
+        /// Close the reader: a pending read ends with `AlreadyClosedError`. A reader group's
+        /// reader goes offline first. Idempotent.
         fn close / _aclose (&self, py) -> () as none {
             self.src.stop();
             let src = self.src.clone();

@@ -13,7 +13,7 @@
 //! held event's), so a persisted position resumes with no gap. `close` ends a pending
 //! awaitable read (its events are dropped with the reader); a blocking read ends first.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -30,6 +30,9 @@ pub(crate) struct Source {
     /// The engine reader's `at_end` after its last read (it changes only in reads).
     at_end: AtomicBool,
     closing: watch::Sender<bool>,
+    /// Where the events held when the reader was stopped were (segment → offset of the
+    /// oldest): a group reader leaving at close hands its segments over from there.
+    dropped_at: Mutex<BTreeMap<i64, i64>>,
 }
 
 impl Source {
@@ -39,6 +42,7 @@ impl Source {
             reader: tokio::sync::Mutex::new(Some(r)),
             held: Mutex::default(),
             closing: watch::channel(false).0,
+            dropped_at: Mutex::default(),
         })
     }
 
@@ -126,22 +130,58 @@ impl Source {
             .as_ref()
             .ok_or_else(|| Error::closed("Pravega reader"))?;
         let mut cut = r.position();
-        for e in self.held().iter().rev() {
-            // Walking back from the newest, the oldest held event of a segment wins.
-            cut.positions.insert(e.segment, e.offset);
-        }
+        cut.positions.extend(self.held_positions());
         Ok(cut.to_text())
     }
 
-    /// Mark the reader closed: pending reads end, held events are dropped.
+    /// Each segment's offset of its oldest held event.
+    fn held_positions(&self) -> BTreeMap<i64, i64> {
+        let mut out = BTreeMap::new();
+        for e in self.held().iter().rev() {
+            // Walking back from the newest, the oldest held event of a segment wins.
+            out.insert(e.segment, e.offset);
+        }
+        out
+    }
+
+    /// Mark the reader closed: pending reads end, held events are dropped (where they
+    /// were is kept for a group reader's hand-over).
     pub fn stop(&self) {
         self.closing.send_replace(true);
+        let at = self.held_positions();
+        self.dropped_at
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(at);
         self.held().clear();
     }
 
-    /// Drop the engine reader (after `stop`; waits for a read in progress to end).
+    /// Take a group reader offline: its segments go back to the group at the position
+    /// after the last event handed out (held events put back). False when it was offline.
+    pub async fn offline(&self) -> Result<bool> {
+        let mut guard = self.reader.lock().await;
+        let r = guard
+            .as_mut()
+            .ok_or_else(|| Error::closed("Pravega reader"))?;
+        let mut at = r.position().positions;
+        at.extend(self.held_positions());
+        at.extend(std::mem::take(
+            &mut *self.dropped_at.lock().unwrap_or_else(|p| p.into_inner()),
+        ));
+        self.held().clear();
+        r.leave_group(Some(at)).await
+    }
+
+    /// Drop the engine reader (after `stop`; waits for a read in progress to end). A group
+    /// reader leaves its group first, as the official readers do when dropped.
     pub async fn close(&self) -> Result<()> {
+        let grouped = matches!(&*self.reader.lock().await, Some(r) if r.group_reader().is_some());
+        let res = if grouped {
+            self.offline().await.map(|_| ())
+        } else {
+            Ok(())
+        };
         self.reader.lock().await.take();
-        Ok(())
+        res
     }
 }
