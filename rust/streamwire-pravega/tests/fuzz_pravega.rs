@@ -1,9 +1,9 @@
-//! A bounded, deterministic run of the Pravega reply fuzz body (`STREAMWIRE_FUZZ_ITERS`,
-//! default 2000): mutated valid frames and random bytes never panic the decoders.
+//! A bounded, deterministic run of the Pravega fuzz bodies (`STREAMWIRE_FUZZ_ITERS`, default
+//! 2000): mutated valid frames, group state values and random bytes never panic the decoders.
 
 use bytes::{BufMut, BytesMut};
 
-use streamwire_pravega::fuzzing::fuzz_reply;
+use streamwire_pravega::fuzzing::{fuzz_group_state, fuzz_reply};
 use streamwire_pravega::wire::put_event;
 
 fn seeds() -> Vec<Vec<u8>> {
@@ -63,5 +63,32 @@ fn bounded_fuzz_run_of_the_pravega_decoders() {
             }
         }
         fuzz_reply(&d);
+        fuzz_group_state(&d);
+    }
+    // Group state values as the official client writes them, mutated.
+    let mut assigned = std::collections::BTreeMap::new();
+    assigned.insert(
+        streamwire_pravega::group::cbor::SegKey::parse("scope/stream/3.#epoch.1").unwrap(),
+        42,
+    );
+    let values = [
+        streamwire_pravega::group::cbor::encode_assigned(&assigned),
+        streamwire_pravega::group::cbor::encode_offset(7),
+        streamwire_pravega::group::cbor::key_bytes("17assigned_segments/r1"),
+    ];
+    for i in 0..iters {
+        let mut d = values[i % values.len()].clone();
+        for _ in 0..=(next() % 8) {
+            if d.is_empty() {
+                break;
+            }
+            let at = (next() % d.len() as u64) as usize;
+            match next() % 3 {
+                0 => d[at] = next() as u8,
+                1 => d.truncate(at),
+                _ => d.insert(at, next() as u8),
+            }
+        }
+        fuzz_group_state(&d);
     }
 }
