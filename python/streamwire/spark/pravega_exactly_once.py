@@ -62,6 +62,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -155,8 +156,9 @@ _lock = threading.Lock()
 #: Transactions handed to the driver, kept referenced so that this process goes on renewing
 #: their leases until the driver ends them (a dropped transaction stops being pinged).
 _handed: list[Any] = []
-#: (pid, client config, scope, stream) of the intents streams this process made sure exist.
-_made: set[tuple[int, pravega.ClientConfig, str, str]] = set()
+#: This process's writer of each intents stream (which it made sure exists), by (pid, client
+#: config, scope, stream): a task's intent costs one append, not a new writer.
+_intent_writers: dict[tuple[int, pravega.ClientConfig, str, str], Any] = {}
 _txn_writers: dict[tuple[pravega.ClientConfig, str, str, float], tuple[int, Any]] = {}
 
 
@@ -180,13 +182,25 @@ def _txn_writer(client: Any, config: Any, scope: str, stream: str, lease: float)
     return writer
 
 
-def _ensure_intents(client: Any, config: Any, scope: str, name: str) -> None:
+def _record_intent(client: Any, config: Any, scope: str, name: str, record: bytes) -> None:
+    """Append ``record`` to the intents stream ``name`` and wait until it is stored."""
     key = (os.getpid(), config, scope, name)
-    if key in _made:
-        return
-    client.create_stream(scope, name, segments=1)  # False when it exists: fine
     with _lock:
-        _made.add(key)
+        writer = _intent_writers.get(key)
+    if writer is None:
+        client.create_stream(scope, name, segments=1)  # False when it exists: fine
+        writer = client.create_writer(scope, name)
+        with _lock:
+            _intent_writers[key] = writer
+    try:
+        writer.write(record)
+        writer.flush()
+    except BaseException:
+        # A writer that failed is not reused (the next task makes a new one).
+        with _lock:
+            _intent_writers.pop(key, None)
+        writer.close()
+        raise
 
 
 def _task_attempt() -> int:
@@ -252,8 +266,6 @@ def _begin(
     """A new transaction, its intent recorded (and stored) before anything is written in it:
     a driver that finds it later (this process died, or the driver did) can end it."""
     scope, stream = config.scope, config.stream
-    intents = eo.intents_stream(query)
-    _ensure_intents(client, config.client, scope, intents)
     txn = _txn_writer(client, config.client, scope, stream, eo.lease).begin()
     try:
         record = {
@@ -263,9 +275,8 @@ def _begin(
             "attempt": _task_attempt() if attempt is None else attempt,
             "txn": f"{txn.id:032x}",
         }
-        with client.create_writer(scope, intents) as w:
-            w.write(json.dumps(record).encode())
-            w.flush()
+        intents = eo.intents_stream(query)
+        _record_intent(client, config.client, scope, intents, json.dumps(record).encode())
     except BaseException:
         txn.abort()
         raise
@@ -354,17 +365,24 @@ def commit_batch(
     # The others first: none is ever committed once it is aborted.
     for txn_id in stale:
         _abort_quietly(client, config, txn_id)
-    committed = skipped = 0
-    for partition in sorted(current):
-        c = current[partition]
-        assert c.txn is not None
-        handle = client.transaction(config.scope, config.stream, c.txn)
+    committed = sum(c.rows for p, c in current.items() if p not in done)
+    skipped = sum(c.rows for p, c in current.items() if p in done)
+
+    def end(partition: int) -> None:
+        txn_id = current[partition].txn
+        assert txn_id is not None
+        handle = client.transaction(config.scope, config.stream, txn_id)
         if partition in done:
             handle.abort()
-            skipped += c.rows
         else:
-            handle.commit()
-            committed += c.rows
+            handle.commit()  # returns once COMMITTED
+
+    # Side by side: each is a controller call and a wait for its workflow (the calls release
+    # the interpreter). A crash half-way leaves each either COMMITTING/COMMITTED (skipped by
+    # the re-run) or OPEN (committed by it); the first failure is raised once all have ended.
+    with ThreadPoolExecutor(max_workers=min(16, len(current))) as pool:
+        for f in [pool.submit(end, p) for p in sorted(current)]:
+            f.result()
     if skipped:
         log.warning(
             "streamwire (Pravega): micro-batch %d was written before (partitions %s): "
