@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -78,9 +79,10 @@ def copy(spark: Any, url: str, scope: str, source: str, target: str, cap: int, m
         .start()
     )
     query.awaitTermination()
+    seconds = time.perf_counter() - t0
+    shutil.rmtree(ckpt, ignore_errors=True)
     if query.exception() is not None:
         raise RuntimeError(str(query.exception()))
-    seconds = time.perf_counter() - t0
     batches = len([p for p in query.recentProgress if p["numInputRows"]])
     return seconds, batches
 
