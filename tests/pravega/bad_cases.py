@@ -16,6 +16,7 @@ from streamwire import (
     ProducerQueueFullError,
     ReadOnlyError,
     TopicNotFoundError,
+    TransactionTimeoutError,
     pravega,
 )
 
@@ -409,6 +410,66 @@ PRAVEGA_CASES: list[PravegaCase] = [
         "after an abort",
         InvalidTransactionStateError,
         lambda c: c.aborted_txn.write_many([b"late"]),
+    ),
+    C(
+        "pravega.Client.transaction()",
+        "txn_id not a UUID ('xyz')",
+        INV,
+        lambda c: c.client.transaction(c.scope, c.stream, "xyz"),
+    ),
+    C(
+        "pravega.Client.transaction()",
+        "txn_id negative (-1)",
+        INV,
+        lambda c: c.client.transaction(c.scope, c.stream, -1),
+    ),
+    C(
+        "pravega.Client.transaction()",
+        "txn_id a float (1.5)",
+        INV,
+        lambda c: c.client.transaction(c.scope, c.stream, 1.5),  # type: ignore[arg-type]
+    ),
+    C(
+        "pravega.Client.transaction()",
+        "stream name with a space",
+        INV,
+        lambda c: c.client.transaction(c.scope, "a b", 1),
+    ),
+    C(
+        "pravega.TransactionHandle.commit()",
+        "a transaction the controller does not know",
+        InvalidTransactionStateError,
+        lambda c: c.client.transaction(c.scope, c.stream, 0x5EED).commit(),
+    ),
+    C(
+        "pravega.TransactionHandle.commit()",
+        "an aborted transaction",
+        TransactionTimeoutError,
+        lambda c: c.client.transaction(c.scope, c.stream, c.aborted_txn.id).commit(),
+    ),
+    C(
+        "pravega.TransactionHandle.commit()",
+        "writer_id empty",
+        INV,
+        lambda c: c.client.transaction(c.scope, c.stream, c.open_txn.id).commit(writer_id=""),
+    ),
+    C(
+        "pravega.TransactionHandle.abort()",
+        "a committed transaction",
+        InvalidTransactionStateError,
+        lambda c: c.client.transaction(c.scope, c.stream, c.committed_txn.id).abort(),
+    ),
+    C(
+        "pravega.TransactionHandle.ping()",
+        "lease=0",
+        CFG,
+        lambda c: c.client.transaction(c.scope, c.stream, c.open_txn.id).ping(0),
+    ),
+    C(
+        "pravega.TransactionHandle",
+        "pickled",
+        TYP,
+        lambda c: pickle.dumps(c.client.transaction(c.scope, c.stream, c.open_txn.id)),
     ),
     # -- closed handles
     C(

@@ -244,5 +244,85 @@ def test_asyncio_face(pravega: PravegaStandalone, scope: str) -> None:
     assert a_order == list(range(50)), "gathered writes keep their call order"
 
 
+def test_a_transaction_is_ended_by_its_id_from_another_client(
+    pravega: PravegaStandalone, pv_client: pravega.Client, scope: str
+) -> None:
+    """``Client.transaction(scope, stream, id)``: what a Spark driver does with its tasks'
+    transactions. Begun and written by one client, committed, aborted, pinged and asked
+    about by another, by the int id or the UUID text."""
+    pv_client.create_stream(scope, "s", segments=2)
+    tw = pv_client.create_transactional_writer(scope, "s")
+    kept, dropped, late = tw.begin(), tw.begin(), tw.begin()
+    kept.write_many([b"kept-%d" % i for i in range(30)], routing_keys="k")
+    dropped.write_many([b"dropped"])
+    late.write(b"late")
+    for t in (kept, dropped, late):
+        t.flush()
+    with type(pv_client)(pravega.controller_url) as other:
+        h = other.transaction(scope, "s", kept.id)
+        assert (h.id, h.scope, h.stream) == (kept.id, scope, "s")
+        assert str(uuid.UUID(int=kept.id)) in repr(h)
+        assert h.status() == "OPEN"
+        with pv_client.create_reader(scope, "s", "head") as r:
+            assert nothing_more(r, 1.0) == [], "nothing is visible before the commit"
+            h.commit()
+            assert h.status() == "COMMITTED"
+            h.commit()  # asked again (a lost answer, a re-run): nothing happens
+            got = read_n(r, 30) + nothing_more(r, 1.0)
+        assert sorted(e.value for e in got) == sorted(b"kept-%d" % i for i in range(30))
+        with pytest.raises(InvalidTransactionStateError, match="COMMITTED"):
+            h.abort()
+        by_text = other.transaction(scope, "s", str(uuid.UUID(int=dropped.id)))
+        by_text.abort()
+        by_text.abort()  # idempotent
+        assert by_text.status() in ("ABORTING", "ABORTED")
+        with pytest.raises(TransactionTimeoutError):
+            by_text.commit()
+        pinged = other.transaction(scope, "s", late.id)
+        pinged.ping(30.0)
+        pinged.commit(wait=False, writer_id="driver", timestamp=1_700_000_000_000)
+        assert pinged.status() in ("COMMITTING", "COMMITTED")
+        assert other.transaction(scope, "s", 0x5EED).status() == "UNKNOWN"
+        with pytest.raises(InvalidTransactionStateError, match="unknown"):
+            other.transaction(scope, "s", 0x5EED).commit()
+    with pv_client.create_reader(scope, "s", "head") as r:
+        got = read_n(r, 31) + nothing_more(r)
+    assert sorted(e.value for e in got) == sorted([b"kept-%d" % i for i in range(30)] + [b"late"])
+
+
+def test_the_official_clients_transaction_is_committed_by_our_handle(
+    pravega: PravegaStandalone, pv_client: pravega.Client, scope: str
+) -> None:
+    """The official client's transaction committed by our handle (its own ``get_txn`` cannot
+    commit a transaction its writer did not write: ``TxnFailedException``); the asyncio handle
+    too."""
+    import pravega_client
+
+    pv_client.create_stream(scope, "s")
+    manager = pravega_client.StreamManager(pravega.controller_url)
+    theirs = manager.create_transaction_writer(scope, "s", 11)
+    their_txn = theirs.begin_txn()
+    their_txn.write_event_bytes(b"theirs")
+    pv_client.transaction(scope, "s", their_txn.get_txn_id()).commit()
+    assert pv_client.transaction(scope, "s", their_txn.get_txn_id()).status() == "COMMITTED"
+
+    async def aio_commit() -> str:
+        async with apravega.Client(pravega.controller_url) as client:
+            t = await client.create_transactional_writer(scope, "s")
+            txn = await t.begin()
+            await txn.write(b"aio")
+            await txn.flush()
+            h = client.transaction(scope, "s", txn.id)
+            assert isinstance(h, apravega.TransactionHandle)
+            assert repr(h).startswith("<streamwire.aio.pravega.TransactionHandle")
+            await h.ping(30.0)
+            await h.commit()
+            return await h.status()
+
+    assert asyncio.run(aio_commit()) == "COMMITTED"
+    got = official_read_all(pravega.controller_url, scope, "s", 2)
+    assert sorted(got) == [b"aio", b"theirs"]
+
+
 #: The shortest lease the standalone's controller accepts (seconds); see the lease test.
 LEASE = 10.0

@@ -79,6 +79,20 @@ def _stream_write(
     return run
 
 
+def _log_stream_write(url: str, **options: str) -> Callable[[SparkCtx], object]:
+    """A streaming sink on TANK or Pravega (``url``): its options are checked when Spark asks
+    for the writer, before anything connects."""
+
+    def run(c: SparkCtx) -> object:
+        from streamwire.spark.datasource import StreamwireDataSource
+
+        where = {"service_url": url, "topic": "t", "scope": "sc", "stream": "st"}
+        source = StreamwireDataSource({**where, **options})
+        return source.streamWriter(_struct("value binary"), False)
+
+    return run
+
+
 def _struct(ddl: str) -> Any:
     """A StructType from ``name type, ...`` with simple types (no JVM needed)."""
     from pyspark.sql import types as T
@@ -139,6 +153,34 @@ SPARK_SCHEMA_CASES: list[SparkCase] = [
         "exactly_once with a topic column and no transactionMarkerTopic",
         ConfigError,
         _stream_write("value binary, topic string", None, deliveryGuarantee="exactly_once"),
+    ),
+    SparkCase(
+        "writeStream (TANK): deliveryGuarantee",
+        "exactly_once (TANK has no transactions)",
+        ConfigError,
+        _log_stream_write("tank://127.0.0.1:1", deliveryGuarantee="exactly_once"),
+    ),
+    SparkCase(
+        "writeStream (Pravega): transactionTimeoutMs",
+        "500 (under a second)",
+        ConfigError,
+        _log_stream_write(
+            "tcp://127.0.0.1:1", deliveryGuarantee="exactly_once", transactionTimeoutMs="500"
+        ),
+    ),
+    SparkCase(
+        "writeStream (Pravega): transactionIntentsPrefix",
+        "with a '/'",
+        ConfigError,
+        _log_stream_write(
+            "tcp://127.0.0.1:1", deliveryGuarantee="exactly_once", transactionIntentsPrefix="a/b"
+        ),
+    ),
+    SparkCase(
+        "writeStream (Pravega): deliveryGuarantee",
+        "neither at_least_once nor exactly_once",
+        ConfigError,
+        _log_stream_write("tcp://127.0.0.1:1", deliveryGuarantee="twice"),
     ),
     SparkCase(
         "read: pulsar.reader.* option",

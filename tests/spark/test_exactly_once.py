@@ -232,13 +232,16 @@ def test_options_are_checked() -> None:
         )
 
 
-@pytest.mark.parametrize("url", ["tank://127.0.0.1:1", "tcp://127.0.0.1:1"])
-def test_exactly_once_is_refused_for_tank_and_pravega(url: str) -> None:
+def test_exactly_once_is_refused_for_tank() -> None:
     from pyspark.sql.types import BinaryType, StructField, StructType
     from streamwire.spark.datasource import StreamwireDataSource
 
     source = StreamwireDataSource(
-        {"service_url": url, "topic": "t", "stream": "s", "deliveryGuarantee": "exactly_once"}
+        {
+            "service_url": "tank://127.0.0.1:1",
+            "topic": "t",
+            "deliveryGuarantee": "exactly_once",
+        }
     )
-    with pytest.raises(ConfigError, match="transactions"):
+    with pytest.raises(ConfigError, match="TANK has none"):
         source.streamWriter(StructType([StructField("value", BinaryType())]), False)

@@ -1,5 +1,5 @@
 """asyncio face of the Pravega client: ``Client``, ``Writer``, ``Reader``,
-``TransactionalWriter``, ``Transaction`` and ``ByteStream``.
+``TransactionalWriter``, ``Transaction``, ``TransactionHandle`` and ``ByteStream``.
 
 The same native objects as :mod:`streamwire.pravega` (one class serves both faces), so the
 same options, checks and errors; every wait is an ``asyncio.Future`` the engine resolves
@@ -31,6 +31,7 @@ from streamwire._faces import Awaiting
 from streamwire._native import PravegaEvent as Event
 from streamwire._native import PravegaTransaction as _NativeTxn
 from streamwire._native import PravegaTransactionalWriter as _NativeTxnWriter
+from streamwire._native import PravegaTransactionHandle as _NativeTxnHandle
 from streamwire._native import PravegaWriter as _NativeWriter
 from streamwire.aio import _Closing, _Entered
 from streamwire.exceptions import AlreadyClosedError
@@ -44,6 +45,7 @@ __all__ = [
     "Reader",
     "ReaderGroup",
     "Transaction",
+    "TransactionHandle",
     "TransactionalWriter",
     "Writer",
 ]
@@ -183,6 +185,58 @@ class Transaction(_Wrapped[_NativeTxn], _Entered):
             await self.abort()
         else:
             await self.commit()
+
+
+class TransactionHandle(_Wrapped[_NativeTxnHandle]):
+    """A transaction known by its id, for coroutines: as
+    :class:`streamwire.pravega.TransactionHandle`, its calls awaited.
+
+    Args:
+        native: the engine's handle; made by :meth:`Client.transaction`.
+    """
+
+    _FACE = _FACE
+
+    @property
+    def id(self) -> int:
+        """As :attr:`streamwire.pravega.TransactionHandle.id`."""
+        return self._native.id
+
+    @property
+    def scope(self) -> str:
+        """The stream's scope."""
+        return self._native.scope
+
+    @property
+    def stream(self) -> str:
+        """The stream's name (without the scope)."""
+        return self._native.stream
+
+    async def commit(
+        self,
+        *,
+        writer_id: Optional[str] = None,
+        wait: bool = True,
+        timestamp: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> None:
+        """As :meth:`streamwire.pravega.TransactionHandle.commit`, awaited."""
+        await self._native._acommit(
+            writer_id=writer_id, wait=wait, timestamp=timestamp, timeout=timeout
+        )
+
+    async def abort(self) -> None:
+        """As :meth:`streamwire.pravega.TransactionHandle.abort`, awaited."""
+        await self._native._aabort()
+
+    async def status(self) -> str:
+        """As :meth:`streamwire.pravega.TransactionHandle.status`, awaited."""
+        state: str = await self._native._astatus()
+        return state
+
+    async def ping(self, lease: float) -> None:
+        """As :meth:`streamwire.pravega.TransactionHandle.ping`, awaited."""
+        await self._native._aping(lease)
 
 
 class TransactionalWriter(_Wrapped[_NativeTxnWriter], _Closing):
@@ -334,7 +388,9 @@ class ReaderGroup(_ReaderGroupBase[Reader], Awaiting):
 
 
 class Client(
-    _ClientBase[Writer, Reader, TransactionalWriter, ByteStream, ReaderGroup], Awaiting, _Closing
+    _ClientBase[Writer, Reader, TransactionalWriter, ByteStream, ReaderGroup, TransactionHandle],
+    Awaiting,
+    _Closing,
 ):
     """A connection to a Pravega controller for coroutines (``tcp://host:port`` or
     ``tls://host:port``): the calls of :class:`streamwire.pravega.Client`, each a coroutine
@@ -363,6 +419,9 @@ class Client(
 
     def _group(self, native: _native.PravegaReaderGroup) -> ReaderGroup:
         return ReaderGroup(native)
+
+    def _txn_handle(self, native: _NativeTxnHandle) -> TransactionHandle:
+        return TransactionHandle(native)
 
     async def close(self) -> None:
         """Close the client; later calls raise ``AlreadyClosedError``. Idempotent."""

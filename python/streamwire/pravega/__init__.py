@@ -46,6 +46,7 @@ from streamwire._native import PravegaReader as _NativeReader
 from streamwire._native import PravegaReaderGroup as _NativeGroup
 from streamwire._native import PravegaTransaction as Transaction
 from streamwire._native import PravegaTransactionalWriter as TransactionalWriter
+from streamwire._native import PravegaTransactionHandle as TransactionHandle
 from streamwire._native import PravegaWriteFuture as WriteFuture
 from streamwire._native import PravegaWriter as Writer
 from streamwire.pravega.admin import (
@@ -76,6 +77,7 @@ __all__ = [
     "StreamConfig",
     "StreamCut",
     "Transaction",
+    "TransactionHandle",
     "TransactionalWriter",
     "WriteFuture",
     "Writer",
@@ -453,14 +455,16 @@ _R = TypeVar("_R")
 _TW = TypeVar("_TW")
 _B = TypeVar("_B")
 _G = TypeVar("_G")
+_TH = TypeVar("_TH")
 
 
-class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R, _TW, _B, _G]):
+class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R, _TW, _B, _G, _TH]):
     """What :class:`Client` and ``streamwire.aio.pravega.Client`` share: the connection (the
     options are :class:`Client`'s), its state, and every call that waits, written once
     (``@two_faces``: returning on the blocking face, awaited on the asyncio face). ``_W`` and
     ``_R`` are the face's writer and reader classes, ``_TW`` its transactional writer, ``_B``
-    its byte stream, ``_G`` its reader group."""
+    its byte stream, ``_G`` its reader group, ``_TH`` its handle of a transaction known by
+    id."""
 
     def __init__(
         self,
@@ -508,6 +512,23 @@ class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R, _TW, _B, _G]
     @abc.abstractmethod
     def _group(self, native: _NativeGroup) -> _G:
         """The face's reader group over ``native``."""
+
+    @abc.abstractmethod
+    def _txn_handle(self, native: TransactionHandle) -> _TH:
+        """The face's transaction handle over ``native``."""
+
+    def transaction(self, scope: str, stream: str, txn_id: Union[int, str]) -> _TH:
+        """The transaction ``txn_id`` of the ``stream`` of ``scope``, begun elsewhere (another
+        process: e.g. a Spark task whose driver commits it): a :class:`TransactionHandle`
+        that commits, aborts, pings or asks the status by id. Nothing is asked of the
+        controller until one of those is called.
+
+        Args:
+            scope: the stream's scope.
+            stream: the stream name.
+            txn_id: :attr:`Transaction.id` (an int), or the id's UUID text.
+        """
+        return self._txn_handle(self._native.transaction(scope, stream, txn_id))
 
     @property
     def controller_uri(self) -> str:
@@ -898,7 +919,10 @@ class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R, _TW, _B, _G]
         return got
 
 
-class Client(_ClientBase[Writer, Reader, TransactionalWriter, ByteStream, ReaderGroup], Blocking):
+class Client(
+    _ClientBase[Writer, Reader, TransactionalWriter, ByteStream, ReaderGroup, TransactionHandle],
+    Blocking,
+):
     """A connection to a Pravega controller (``tcp://host:port``, or ``tls://host:port``)
     and the segment stores it names. Thread-safe; create one per process and share it.
     Clients do not pickle; pass a :class:`ClientConfig` to other processes instead. After
@@ -935,6 +959,9 @@ class Client(_ClientBase[Writer, Reader, TransactionalWriter, ByteStream, Reader
 
     def _group(self, native: _NativeGroup) -> ReaderGroup:
         return ReaderGroup(native)
+
+    def _txn_handle(self, native: TransactionHandle) -> TransactionHandle:
+        return native
 
     def close(self) -> None:
         """Close the client's connections; later calls raise ``AlreadyClosedError``."""

@@ -340,26 +340,24 @@ class StreamwireDataSource(DataSource):
         return StreamwireStreamReader(options, read_options=_pulsar_read_options(options, schema))
 
     def streamWriter(self, schema: Any, overwrite: bool) -> _StreamWriterBase:
-        if _is_tank(self.options) or _is_pravega(self.options):
-            from streamwire.exceptions import ConfigError
-            from streamwire.spark.exactly_once import ExactlyOnce
-
-            if ExactlyOnce.from_options({"topic": "-", **self.options}) is not None:
-                raise ConfigError(
-                    "deliveryGuarantee=exactly_once needs Pulsar transactions: TANK has none, "
-                    "and Pravega's are not in streamwire yet (its streaming writes are "
-                    "at-least-once)"
-                )
         if _is_tank(self.options):
+            from streamwire.exceptions import ConfigError
             from streamwire.spark._log_source import LogStreamWriter
+            from streamwire.spark.exactly_once import wants_exactly_once
             from streamwire.spark.tank_source import TankWriter
 
+            if wants_exactly_once(self.options):
+                raise ConfigError(
+                    "deliveryGuarantee=exactly_once needs transactions (Pulsar's or "
+                    "Pravega's): TANK has none, nor producer sequence numbers to deduplicate "
+                    "by, so its streaming writes are at-least-once"
+                )
             return LogStreamWriter(TankWriter(dict(self.options)), "TANK")
         if _is_pravega(self.options):
-            from streamwire.spark._log_source import LogStreamWriter
-            from streamwire.spark.pravega_source import PravegaWriter
+            from streamwire.spark.pravega_exactly_once import stream_writer
 
-            return LogStreamWriter(PravegaWriter(dict(self.options)), "Pravega")
+            writer: _StreamWriterBase = stream_writer(dict(self.options))
+            return writer
         return StreamwireStreamWriter(dict(self.options), schema)
 
 

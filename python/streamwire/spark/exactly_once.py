@@ -53,6 +53,7 @@ __all__ = [
     "abort_batch",
     "batch_records",
     "commit_batch",
+    "wants_exactly_once",
     "write_task",
 ]
 
@@ -82,14 +83,8 @@ class ExactlyOnce:
         """None unless ``deliveryGuarantee`` is ``exactly_once``."""
         from streamwire.exceptions import ConfigError
 
-        text = str(get_option(options, "deliveryGuarantee", default="at_least_once"))
-        mode = text.strip().lower().replace("-", "_")
-        if mode in ("at_least_once", "atleastonce"):
+        if not wants_exactly_once(options):
             return None
-        if mode not in ("exactly_once", "exactlyonce"):
-            raise ConfigError(
-                f"deliveryGuarantee must be 'at_least_once' or 'exactly_once', not {text!r}"
-            )
         marker = get_option(options, "transactionMarkerTopic")
         topic = get_option(options, "topic")
         if not marker:
@@ -103,6 +98,22 @@ class ExactlyOnce:
         if not timeout_ms > 0:
             raise ConfigError(f"transactionTimeoutMs must be positive, not {timeout_ms!r}")
         return cls(normalize_topic(str(marker)), timeout_ms / 1000.0)
+
+
+def wants_exactly_once(options: Mapping[str, str]) -> bool:
+    """Whether ``deliveryGuarantee`` asks for ``exactly_once`` (else ``at_least_once``, the
+    default); any other value is a ``ConfigError``. Every protocol's sink reads it so."""
+    from streamwire.exceptions import ConfigError
+
+    text = str(get_option(options, "deliveryGuarantee", default="at_least_once"))
+    mode = text.strip().lower().replace("-", "_")
+    if mode in ("at_least_once", "atleastonce"):
+        return False
+    if mode not in ("exactly_once", "exactlyonce"):
+        raise ConfigError(
+            f"deliveryGuarantee must be 'at_least_once' or 'exactly_once', not {text!r}"
+        )
+    return True
 
 
 @dataclass

@@ -393,26 +393,11 @@ impl Transaction {
         if !wait {
             return Ok(());
         }
-        loop {
-            let s = controller.transaction_state(&t.stream, t.id).await?;
-            match s {
-                TxnState::Committed => return Ok(()),
-                s if s.is_aborted() => return Err(self.timed_out(s)),
-                _ => tokio::time::sleep(COMMIT_POLL).await,
-            }
-        }
+        wait_committed(&t.client, &t.stream, t.id).await
     }
 
     fn timed_out(&self, s: TxnState) -> Error {
-        Error::new(
-            ErrorKind::TransactionTimeout,
-            format!(
-                "transaction {} is {} (its lease ran out, or it was aborted elsewhere): \
-                 nothing of it is visible",
-                txn_id_text(self.inner.id),
-                s.name()
-            ),
-        )
+        timed_out(self.inner.id, s)
     }
 
     fn close_writer(&self) {
@@ -460,5 +445,165 @@ impl Transaction {
             .controller()
             .transaction_state(&t.stream, t.id)
             .await
+    }
+}
+
+/// The error of a transaction that ended aborted when it was to commit.
+fn timed_out(id: u128, s: TxnState) -> Error {
+    Error::new(
+        ErrorKind::TransactionTimeout,
+        format!(
+            "transaction {} is {} (its lease ran out, or it was aborted elsewhere): \
+             nothing of it is visible",
+            txn_id_text(id),
+            s.name()
+        ),
+    )
+}
+
+/// Poll the controller until transaction `id` is COMMITTED (an abort raises).
+async fn wait_committed(client: &PravegaClient, stream: &ScopedStream, id: u128) -> Result<()> {
+    loop {
+        let s = client.controller().transaction_state(stream, id).await?;
+        match s {
+            TxnState::Committed => return Ok(()),
+            s if s.is_aborted() => return Err(timed_out(id, s)),
+            _ => tokio::time::sleep(COMMIT_POLL).await,
+        }
+    }
+}
+
+/// A transaction known by its id only: begun elsewhere (another process, or before a
+/// restart), ended here through the controller. Commit, abort and status are controller
+/// calls by (stream, id), so the process that ends a transaction need not be the one that
+/// wrote it: a Spark driver commits what its tasks wrote. It writes nothing, so its `commit`
+/// cannot wait for the events to be stored: the writer must have flushed before handing the
+/// id on (an event not yet stored when the commit lands is lost with the transaction's
+/// segments, as with the official clients' `getTxn`).
+#[derive(Clone)]
+pub struct TxnHandle {
+    client: PravegaClient,
+    stream: ScopedStream,
+    id: u128,
+}
+
+impl TxnHandle {
+    pub fn new(client: &PravegaClient, stream: ScopedStream, id: u128) -> TxnHandle {
+        TxnHandle {
+            client: client.clone(),
+            stream,
+            id,
+        }
+    }
+
+    pub fn id(&self) -> u128 {
+        self.id
+    }
+
+    pub fn stream(&self) -> &ScopedStream {
+        &self.stream
+    }
+
+    /// Its state at the controller now (UNKNOWN: no such transaction, or one the controller
+    /// has forgotten: completed transactions are kept for `controller.transaction.ttl.hours`,
+    /// 24 by default, and dropped in daily batches).
+    pub async fn status(&self) -> Result<TxnState> {
+        self.client
+            .controller()
+            .transaction_state(&self.stream, self.id)
+            .await
+    }
+
+    /// Renew its lease for `lease` from now (the controller's bounds apply).
+    pub async fn ping(&self, lease: Duration) -> Result<()> {
+        let ms = lease.as_millis() as i64;
+        self.client
+            .controller()
+            .ping_transaction(&self.stream, self.id, ms)
+            .await
+    }
+
+    /// Commit it. Already committing or committed: nothing is asked (so a commit asked again
+    /// after a lost answer succeeds). Aborting or aborted: `TransactionTimeout` (nothing of it
+    /// is visible). Unknown to the controller: `InvalidTransactionState`. With `wait`, returns
+    /// once it is COMMITTED.
+    pub async fn commit(&self, writer_id: &str, wait: bool, timestamp: Option<i64>) -> Result<()> {
+        let controller = self.client.controller();
+        match self.status().await? {
+            TxnState::Open => {
+                let asked = controller
+                    .commit_transaction(
+                        &self.stream,
+                        self.id,
+                        writer_id,
+                        timestamp.unwrap_or(i64::MIN),
+                    )
+                    .await;
+                if let Err(e) = asked {
+                    // Its lease ran out between the two calls, most likely.
+                    return match self.status().await? {
+                        s if s.is_aborted() => Err(timed_out(self.id, s)),
+                        s if s.is_committed() => Ok(()),
+                        _ => Err(e),
+                    };
+                }
+            }
+            s if s.is_committed() => {}
+            s if s.is_aborted() => return Err(timed_out(self.id, s)),
+            _ => return Err(self.unknown()),
+        }
+        if wait {
+            wait_committed(&self.client, &self.stream, self.id).await
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Abort it: nothing of it becomes visible. Already aborting or aborted: nothing to do.
+    /// Committing or committed: `InvalidTransactionState`; unknown: the same.
+    pub async fn abort(&self) -> Result<()> {
+        let refused = |s: TxnState| {
+            Error::new(
+                ErrorKind::InvalidTransactionState,
+                format!(
+                    "transaction {} is {}: it cannot be aborted",
+                    txn_id_text(self.id),
+                    s.name()
+                ),
+            )
+        };
+        match self.status().await? {
+            TxnState::Open => {}
+            s if s.is_aborted() => return Ok(()),
+            TxnState::Unknown => return Err(self.unknown()),
+            s => return Err(refused(s)),
+        }
+        let r = self
+            .client
+            .controller()
+            .abort_transaction(&self.stream, self.id)
+            .await;
+        match r {
+            Ok(()) => Ok(()),
+            Err(e) => match self.status().await? {
+                // Its lease ran out meanwhile: aborted all the same.
+                s if s.is_aborted() => Ok(()),
+                s if s.is_committed() => Err(refused(s)),
+                _ => Err(e),
+            },
+        }
+    }
+
+    fn unknown(&self) -> Error {
+        Error::new(
+            ErrorKind::InvalidTransactionState,
+            format!(
+                "transaction {} of {} is unknown to the controller (never begun, or ended \
+                 longer ago than the controller keeps completed transactions: \
+                 controller.transaction.ttl.hours, 24 by default)",
+                txn_id_text(self.id),
+                self.stream
+            ),
+        )
     }
 }

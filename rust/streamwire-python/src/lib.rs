@@ -85,6 +85,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pravega::reader::PravegaEventObj>()?;
     m.add_class::<pravega::txn::PravegaTransactionalWriter>()?;
     m.add_class::<pravega::txn::PravegaTransaction>()?;
+    m.add_class::<pravega::txn::PravegaTransactionHandle>()?;
     m.add_class::<tank::client::TankNativeClient>()?;
     m.add_class::<tank::producer::TankProducer>()?;
     m.add_class::<tank::producer::TankSendFuture>()?;

@@ -18,7 +18,7 @@ mod tests;
 
 pub use admin::{Retention, StreamSettings, NO_MAX};
 pub use client::{endpoint_of, Controller, DEFAULT_TIMEOUT};
-pub use txn::{txn_id_text, txn_segment_name, CreatedTxn, TxnState};
+pub use txn::{parse_txn_id, txn_id_text, txn_segment_name, CreatedTxn, TxnState};
 pub use types::{
     scale_request, segment_name, status_error, stream_config, CurrentSegments, NodeUri,
     ScalingPolicy, ScopedStream, Segment, StreamCut, Successor,

@@ -89,6 +89,26 @@ pub fn txn_id_text(id: u128) -> String {
     )
 }
 
+/// A transaction id from its UUID text (8-4-4-4-12 hex digits, as [`txn_id_text`] prints
+/// it, or the 32 digits without dashes).
+pub fn parse_txn_id(text: &str) -> Result<u128> {
+    let t = text.trim();
+    let groups: Vec<&str> = t.split('-').collect();
+    let shape_ok = match groups.len() {
+        1 => t.len() == 32,
+        5 => groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12]),
+        _ => false,
+    };
+    let digits: String = groups.concat();
+    if !shape_ok || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(Error::invalid(format!(
+            "a transaction id is a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx) or its 128-bit \
+             integer, not {text:?}"
+        )));
+    }
+    u128::from_str_radix(&digits, 16).map_err(|e| Error::invalid(e.to_string()))
+}
+
 pub(crate) fn create_request(stream: &ScopedStream, lease_ms: i64) -> proto::CreateTxnRequest {
     proto::CreateTxnRequest {
         stream_info: Some(stream.info()),
@@ -249,6 +269,30 @@ mod tests {
             "s/t/0.#epoch.0#transaction.00000000000000010000000000000002"
         );
         assert_eq!(txn_id_text(ID), "01234567-89ab-cdef-fedc-ba9876543210");
+    }
+
+    #[test]
+    fn an_id_parses_back_from_its_text_and_bad_text_is_refused() {
+        assert_eq!(parse_txn_id(&txn_id_text(ID)).unwrap(), ID);
+        assert_eq!(
+            parse_txn_id("0123456789abcdeffedcba9876543210").unwrap(),
+            ID
+        );
+        assert_eq!(
+            parse_txn_id(" 01234567-89AB-cdef-fedc-ba9876543210 ").unwrap(),
+            ID
+        );
+        for bad in [
+            "",
+            "xyz",
+            "01234567-89ab-cdef-fedc-ba987654321",
+            "0123456789abcdef-fedcba9876543210",
+            "g1234567-89ab-cdef-fedc-ba9876543210",
+            "+123456789abcdeffedcba9876543210",
+        ] {
+            let e = parse_txn_id(bad).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{bad:?}");
+        }
     }
 
     #[test]

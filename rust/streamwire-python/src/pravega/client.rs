@@ -30,7 +30,9 @@ use crate::common::pickle::refuse_pickle;
 use crate::pravega::byte_stream::PravegaByteStream;
 use crate::pravega::group::PravegaReaderGroup;
 use crate::pravega::reader::PravegaReader;
-use crate::pravega::txn::PravegaTransactionalWriter;
+use crate::pravega::txn::{
+    handle as txn_handle, txn_id_arg, PravegaTransactionHandle, PravegaTransactionalWriter,
+};
 use crate::pravega::writer::PravegaWriter;
 
 const PICKLE_HINT: &str = "pass the controller URI instead and create the client inside the \
@@ -112,6 +114,20 @@ impl PravegaNativeClient {
 
 #[pymethods]
 impl PravegaNativeClient {
+    /// The transaction `txn_id` (an int, as `Transaction.id` gives, or the UUID's text) of
+    /// `stream`, begun elsewhere: commit, abort, status and ping by its id. Nothing is asked
+    /// of the controller until one of those is called.
+    fn transaction(
+        &self,
+        scope: &str,
+        stream: &str,
+        txn_id: &Bound<'_, PyAny>,
+    ) -> PyResult<PravegaTransactionHandle> {
+        let st = self.stream(scope, stream)?;
+        let id = txn_id_arg(txn_id)?;
+        Ok(txn_handle(&self.live()?, st, id, self.pid))
+    }
+
     /// The client's metrics: connections, pending bytes, and the totals of every writer and
     /// reader it created (closed ones included).
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {

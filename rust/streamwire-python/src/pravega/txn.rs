@@ -8,6 +8,8 @@
 //! budget queues the write in call order instead of blocking the loop), resolving once the
 //! write is handed over. Events are framed by the writer's functions (`frame_one`,
 //! `event_batch`); every waiting call that is not a write is written once (`two_faces!`).
+//! `TransactionHandle` ends a transaction known by its id only (begun by another process,
+//! e.g. a Spark task whose driver commits it): the controller's commit, abort, status, ping.
 
 use std::future::Future;
 
@@ -17,13 +19,13 @@ use pyo3::types::PyTuple;
 use streamwire_core::budget::{MemoryBudget, Reservation};
 use streamwire_core::completion::Done;
 use streamwire_core::error::{Error, Result};
-use streamwire_pravega::controller::txn_id_text;
-use streamwire_pravega::txn::{Transaction, TransactionalWriter};
+use streamwire_pravega::controller::{parse_txn_id, txn_id_text};
+use streamwire_pravega::txn::{random_writer_id, Transaction, TransactionalWriter, TxnHandle};
 use streamwire_pravega::writer::{EventBatch, Rejected};
 
 use super::writer::{event_batch, frame_one};
 use crate::common::aio;
-use crate::common::blocking::{timeout_arg, wait};
+use crate::common::blocking::{positive_secs, timeout_arg, wait};
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::faces::Op;
 use crate::common::lane::{Lane, Sink};
@@ -466,4 +468,152 @@ crate::two_faces! {
             })
         }
     }
+}
+
+/// A transaction id from Python: the int `Transaction.id` gives, or the UUID's text.
+pub fn txn_id_arg(id: &Bound<'_, PyAny>) -> PyResult<u128> {
+    if let Ok(text) = id.extract::<String>() {
+        return parse_txn_id(&text).py_err();
+    }
+    match id.extract::<u128>() {
+        Ok(n) => Ok(n),
+        Err(_) => Err(to_py(Error::invalid(format!(
+            "a transaction id is an int from 0 to 2**128 - 1 or a UUID's text, not {}",
+            id.repr().map(|r| r.to_string()).unwrap_or_default()
+        )))),
+    }
+}
+
+/// A transaction known by its id only (begun by another process, e.g. a Spark task):
+/// commit, abort, status and lease renewal through the controller. Made by
+/// `streamwire.pravega.Client.transaction`.
+#[pyclass(frozen, module = "streamwire._native")]
+pub struct PravegaTransactionHandle {
+    inner: TxnHandle,
+    pid: u32,
+}
+
+impl PravegaTransactionHandle {
+    pub fn new(inner: TxnHandle, pid: u32) -> Self {
+        PravegaTransactionHandle { inner, pid }
+    }
+
+    fn live(&self, py: Python<'_>) -> PyResult<TxnHandle> {
+        aio::check_same_process(py, self.pid, "Pravega transaction handle")?;
+        Ok(self.inner.clone())
+    }
+}
+
+#[pymethods]
+impl PravegaTransactionHandle {
+    /// The transaction's id (a UUID's 128 bits).
+    #[getter]
+    fn id(&self) -> u128 {
+        self.inner.id()
+    }
+
+    /// The stream's scope.
+    #[getter]
+    fn scope(&self) -> &str {
+        &self.inner.stream().scope
+    }
+
+    /// The stream's name (without the scope).
+    #[getter]
+    fn stream(&self) -> &str {
+        &self.inner.stream().stream
+    }
+
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(refuse_pickle(
+            "Pravega TransactionHandle",
+            "pass the transaction's id and call Client.transaction in the other process",
+        ))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<streamwire.pravega.TransactionHandle {} stream={}>",
+            txn_id_text(self.inner.id()),
+            self.inner.stream()
+        )
+    }
+}
+
+crate::two_faces! {
+    impl PravegaTransactionHandle {
+        /// Commit the transaction (whoever wrote it must have flushed it first). One already
+        /// committing or committed: nothing is asked, so a commit asked again succeeds. One
+        /// aborted (its lease ran out) raises `TransactionTimeoutError`; one the controller
+        /// does not know (never begun, or forgotten: completed transactions are kept about a
+        /// day) `InvalidTransactionStateError`.
+        ///
+        /// Args:
+        ///     writer_id: the writer id sent with the commit (the stream's watermarks are per
+        ///         writer). Default None: a random UUID.
+        ///     wait: return once the controller reports COMMITTED. Default True.
+        ///     timestamp: the writer's time mark (ms) for the stream's watermarks. Default
+        ///         None.
+        ///     timeout: seconds to wait at most (None: no limit). Default None.
+        #[pyo3(signature = (*, writer_id=None, wait=true, timestamp=None, timeout=None))]
+        fn commit / _acommit (
+            &self,
+            py,
+            writer_id: Option<String>,
+            wait: bool,
+            timestamp: Option<i64>,
+            timeout: Option<f64>,
+        ) -> () as none {
+            let t = self.live(py)?;
+            let timeout = timeout_arg("timeout", timeout).py_err()?;
+            let writer_id = match writer_id {
+                Some(w) if w.is_empty() => {
+                    return Err(to_py(Error::invalid("writer_id must not be empty")))
+                }
+                Some(w) => w,
+                None => random_writer_id(),
+            };
+            Op::new("commit", timeout, async move {
+                t.commit(&writer_id, wait, timestamp).await
+            })
+        }
+
+        /// Abort the transaction: nothing of it becomes visible. Idempotent; a committed
+        /// (or unknown) transaction raises `InvalidTransactionStateError`.
+        fn abort / _aabort (&self, py) -> () as none {
+            let t = self.live(py)?;
+            Op::new("abort", None, async move { t.abort().await })
+        }
+
+        /// The state at the controller: OPEN, COMMITTING, COMMITTED, ABORTING, ABORTED or
+        /// UNKNOWN (never begun, or forgotten since it ended).
+        fn status / _astatus (&self, py) -> String {
+            let t = self.live(py)?;
+            Op::new("status", None, async move {
+                Ok(t.status().await?.name().to_string())
+            })
+        }
+
+        /// Renew the transaction's lease: it lives `lease` seconds from now (the controller
+        /// refuses a lease outside its bounds, 10 to 600 s by default).
+        ///
+        /// Args:
+        ///     lease: seconds.
+        #[pyo3(signature = (lease))]
+        fn ping / _aping (&self, py, lease: f64) -> () as none {
+            let t = self.live(py)?;
+            let lease = positive_secs("lease", lease).py_err()?;
+            Op::new("ping", None, async move { t.ping(lease).await })
+        }
+    }
+}
+
+/// The handle of transaction `id` of `stream` (no call to the controller yet).
+pub fn handle(
+    client: &streamwire_pravega::client::PravegaClient,
+    stream: streamwire_pravega::controller::ScopedStream,
+    id: u128,
+    pid: u32,
+) -> PravegaTransactionHandle {
+    PravegaTransactionHandle::new(TxnHandle::new(client, stream, id), pid)
 }
