@@ -890,6 +890,50 @@ CASES: list[Case] = [
         ),
     ),
     Case(
+        "Client.create_producer()",
+        "auto_update_partitions_interval=-1",
+        CFG,
+        lambda c: c.client.create_producer(_fresh(c), auto_update_partitions_interval=-1),
+    ),
+    Case(
+        "Client.create_producer()",
+        "auto_update_partitions_interval=inf",
+        CFG,
+        lambda c: c.client.create_producer(
+            _fresh(c), auto_update_partitions_interval=float("inf")
+        ),
+        note="0 means never",
+    ),
+    Case(
+        "Client.subscribe()",
+        "auto_update_partitions_interval=-1",
+        CFG,
+        lambda c: c.client.subscribe(_fresh(c), "s", auto_update_partitions_interval=-1),
+    ),
+    Case(
+        "Client.subscribe()",
+        "auto_update_partitions_interval=nan",
+        CFG,
+        lambda c: c.client.subscribe(
+            _fresh(c), "s", auto_update_partitions_interval=float("nan")
+        ),
+    ),
+    Case(
+        "Client.create_reader()",
+        "auto_update_partitions_interval=1e30",
+        CFG,
+        lambda c: c.client.create_reader(_fresh(c), auto_update_partitions_interval=1e30),
+    ),
+    Case(
+        "Client.create_producer()",
+        "auto_update_partitions_interval='1'",
+        TYP,
+        lambda c: c.client.create_producer(
+            _fresh(c),
+            auto_update_partitions_interval="1",  # type: ignore[arg-type]
+        ),
+    ),
+    Case(
         "Client.create_table_view()",
         "schema given positionally",
         TYP,

@@ -85,6 +85,7 @@ class Client:
         replicate_subscription_state: bool = False,
         pattern_auto_discovery_period: float = 60.0,
         regex_subscription_mode: str = "persistent",
+        auto_update_partitions_interval: float = 60.0,
         dead_letter_policy: Optional[Mapping[str, Union[int, str, None]]] = None,
         max_pending_chunked_messages: int = 10,
         expire_time_of_incomplete_chunked_message: float = 60.0,
@@ -109,6 +110,7 @@ class Client:
         reader_listener: Optional[Callable[[Reader, Message], object]] = None,
         crypto_key_reader: Optional[CryptoKeyReader] = None,
         crypto_failure_action: str = "fail",
+        auto_update_partitions_interval: float = 60.0,
     ) -> Reader: ...
     def create_producer(
         self,
@@ -129,6 +131,7 @@ class Client:
         routing: str = "round_robin",
         message_router: Optional[Callable[[Optional[str], int], int]] = None,
         lazy_start_partitioned_producers: bool = False,
+        auto_update_partitions_interval: float = 60.0,
         chunking: bool = False,
         properties: Optional[Mapping[str, str]] = None,
         schema: Optional[Schema] = None,
@@ -155,6 +158,7 @@ class Client:
         routing: str = "round_robin",
         message_router: Optional[Callable[[Optional[str], int], int]] = None,
         lazy_start_partitioned_producers: bool = False,
+        auto_update_partitions_interval: float = 60.0,
         chunking: bool = False,
         properties: Optional[Mapping[str, str]] = None,
         schema: Optional[Schema] = None,
@@ -178,6 +182,7 @@ class Client:
         replicate_subscription_state: bool = False,
         pattern_auto_discovery_period: float = 60.0,
         regex_subscription_mode: str = "persistent",
+        auto_update_partitions_interval: float = 60.0,
         dead_letter_policy: Optional[Mapping[str, Union[int, str, None]]] = None,
         max_pending_chunked_messages: int = 10,
         expire_time_of_incomplete_chunked_message: float = 60.0,
@@ -202,6 +207,7 @@ class Client:
         reader_listener: Optional[Callable[[Reader, Message], object]] = None,
         crypto_key_reader: Optional[CryptoKeyReader] = None,
         crypto_failure_action: str = "fail",
+        auto_update_partitions_interval: float = 60.0,
     ) -> Any: ...
     def create_table_view(
         self,
@@ -464,6 +470,8 @@ class Consumer:
     @property
     def topic(self) -> str: ...
     @property
+    def num_partitions(self) -> int: ...
+    @property
     def subscription_name(self) -> str: ...
     @property
     def consumer_name(self) -> Optional[str]: ...
@@ -524,6 +532,8 @@ class Reader:
     def close(self) -> None: ...
     @property
     def topic(self) -> str: ...
+    @property
+    def num_partitions(self) -> int: ...
     def is_connected(self) -> bool: ...
     def _aread(
         self,
