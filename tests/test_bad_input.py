@@ -899,9 +899,7 @@ CASES: list[Case] = [
         "Client.create_producer()",
         "auto_update_partitions_interval=inf",
         CFG,
-        lambda c: c.client.create_producer(
-            _fresh(c), auto_update_partitions_interval=float("inf")
-        ),
+        lambda c: c.client.create_producer(_fresh(c), auto_update_partitions_interval=float("inf")),
         note="0 means never",
     ),
     Case(
@@ -914,9 +912,7 @@ CASES: list[Case] = [
         "Client.subscribe()",
         "auto_update_partitions_interval=nan",
         CFG,
-        lambda c: c.client.subscribe(
-            _fresh(c), "s", auto_update_partitions_interval=float("nan")
-        ),
+        lambda c: c.client.subscribe(_fresh(c), "s", auto_update_partitions_interval=float("nan")),
     ),
     Case(
         "Client.create_reader()",

@@ -11,6 +11,9 @@ on Apache Pulsar, the partitions raised through the admin REST API as
 - a consumer started on 2 partitions receives what is sent to the new partitions, including
   what was sent before it noticed them, and its acknowledgements there hold; one with interval
   0 does not see them; a reader of the partitioned topic reads the new partitions too;
+- a lazily started producer starts a new partition at its first message there, and a
+  ``message_router`` is asked with the new count;
+- a listener of a consumer of several topics gets the new partitions' messages;
 - the asyncio face does the same.
 """
 
@@ -32,7 +35,7 @@ from tests.interop._official_read import (
     official_client,
     official_subscribe,
 )
-from tests.peers.admin import PulsarAdmin, topic_path
+from tests.peers.admin import AdminError, PulsarAdmin, topic_path
 
 #: Seconds between partition checks in these tests (Java's default is 60).
 INTERVAL = 0.5
@@ -236,3 +239,96 @@ def test_asyncio_producer_and_consumer_follow_growth(
     partitions, got = asyncio.run(main())
     assert partitions == {0, 1, 2}
     assert sorted(got) == [b"a%02d" % i for i in range(30)]
+
+
+def _publishers(admin: PulsarAdmin, topic: str, partitions: int, name: str) -> set[int]:
+    """The partitions on which the broker shows a producer called ``name``."""
+    found: set[int] = set()
+    for i in range(partitions):
+        try:
+            stats = admin.topic_stats(f"{topic}-partition-{i}")
+        except AdminError as exc:
+            if exc.status == 404:  # never loaded: no producer there
+                continue
+            raise
+        if any(p.get("producerName") == name for p in stats.get("publishers", [])):
+            found.add(i)
+    return found
+
+
+def test_lazy_producer_and_router_follow_growth(
+    apache_broker: Any, apache_admin: PulsarAdmin, unique_topic: str
+) -> None:
+    apache_admin.create_partitioned_topic(unique_topic, 2)
+    asked: list[int] = []
+
+    def last_partition(key: Any, n: int) -> int:
+        asked.append(n)
+        return n - 1
+
+    with streamwire.Client(apache_broker.service_url) as client:
+        lazy = client.create_producer(
+            unique_topic,
+            routing="single",
+            lazy_start_partitioned_producers=True,
+            producer_name="lazy",
+            auto_update_partitions_interval=INTERVAL,
+        )
+        routed = client.create_producer(
+            unique_topic, message_router=last_partition, auto_update_partitions_interval=INTERVAL
+        )
+        assert routed.send(b"r").partition == 1
+        grow(apache_admin, unique_topic, 4)
+        wait_for(
+            lambda: lazy.num_partitions == routed.num_partitions == 4,
+            "the producers to see 4 partitions",
+        )
+        assert routed.send(b"r").partition == 3
+        assert asked[0] == 2 and asked[-1] == 4
+        # Nothing is started on the new partitions until a message goes there.
+        assert _publishers(apache_admin, unique_topic, 4, "lazy") <= {0, 1}
+        key = next(f"k{i}" for i in range(100) if java_partition(f"k{i}", 4) == 2)
+        assert lazy.send(b"k", key=key).partition == 2
+        assert 2 in _publishers(apache_admin, unique_topic, 4, "lazy")
+        assert 3 not in _publishers(apache_admin, unique_topic, 4, "lazy")
+        lazy.close()
+        routed.close()
+
+
+def test_listener_of_several_topics_gets_the_new_partitions(
+    apache_broker: Any, apache_admin: PulsarAdmin, unique_topic: str
+) -> None:
+    url = apache_broker.service_url
+    plain = unique_topic + "-plain"
+    apache_admin.create_partitioned_topic(unique_topic, 2)
+    apache_admin.create_topic(plain)
+    seen: list[tuple[str, bytes]] = []
+    lock = threading.Lock()
+
+    def listener(consumer: Any, message: Any) -> None:
+        with lock:
+            seen.append((message.topic, message.data()))
+        consumer.acknowledge(message)
+
+    with streamwire.Client(url) as client:
+        consumer = client.subscribe(
+            [unique_topic, plain],
+            "listen",
+            message_listener=listener,
+            auto_update_partitions_interval=INTERVAL,
+        )
+        assert consumer.num_partitions == 3
+        grow(apache_admin, unique_topic, 3)
+        wait_for(lambda: consumer.num_partitions == 4, "the consumer to see 3 + 1 partitions")
+        with client.create_producer(f"{unique_topic}-partition-2") as p:
+            p.send(b"new")
+        with client.create_producer(plain) as p:
+            p.send(b"plain")
+
+        def both() -> bool:
+            with lock:
+                return len(seen) == 2
+
+        wait_for(both, "the listener to get both messages")
+        consumer.close()
+    assert sorted(seen) == sorted([(f"{unique_topic}-partition-2", b"new"), (plain, b"plain")])
