@@ -4,12 +4,21 @@ import datetime
 import os
 import re
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from typing import Any, NoReturn, Optional, Union, final
+from typing import Any, NoReturn, Optional, Protocol, Union, final
 
 from streamwire.auth import AuthPlugin
 from streamwire.schema import Schema
 
 __version__: str
+
+# What a key reader object of the caller's returns: the PEM key, or it and its metadata.
+_KeyAnswer = Union[bytes, str, tuple[Union[bytes, str], Mapping[str, str]], None]
+
+class _PublicKeyReader(Protocol):
+    def get_public_key(self, key_name: str, metadata: dict[str, str], /) -> _KeyAnswer: ...
+
+class _PrivateKeyReader(Protocol):
+    def get_private_key(self, key_name: str, metadata: dict[str, str], /) -> _KeyAnswer: ...
 
 def configure(io_threads: int) -> None: ...
 def _runtime_started() -> bool: ...
@@ -95,7 +104,7 @@ class Client:
         schema: Optional[Schema] = None,
         message_listener: Optional[Callable[[Consumer, Message], object]] = None,
         retry_enable: bool = False,
-        crypto_key_reader: Optional[CryptoKeyReader] = None,
+        crypto_key_reader: Union[CryptoKeyReader, _PrivateKeyReader, None] = None,
         crypto_failure_action: str = "fail",
     ) -> Consumer: ...
     def create_reader(
@@ -108,7 +117,7 @@ class Client:
         reader_name: Optional[str] = None,
         schema: Optional[Schema] = None,
         reader_listener: Optional[Callable[[Reader, Message], object]] = None,
-        crypto_key_reader: Optional[CryptoKeyReader] = None,
+        crypto_key_reader: Union[CryptoKeyReader, _PrivateKeyReader, None] = None,
         crypto_failure_action: str = "fail",
         auto_update_partitions_interval: float = 60.0,
     ) -> Reader: ...
@@ -136,7 +145,7 @@ class Client:
         properties: Optional[Mapping[str, str]] = None,
         schema: Optional[Schema] = None,
         encryption_keys: Optional[Sequence[str]] = None,
-        crypto_key_reader: Optional[CryptoKeyReader] = None,
+        crypto_key_reader: Union[CryptoKeyReader, _PublicKeyReader, None] = None,
     ) -> Producer: ...
     # streamwire.aio: the same options, returning asyncio futures.
     def _acreate_producer(
@@ -163,7 +172,7 @@ class Client:
         properties: Optional[Mapping[str, str]] = None,
         schema: Optional[Schema] = None,
         encryption_keys: Optional[Sequence[str]] = None,
-        crypto_key_reader: Optional[CryptoKeyReader] = None,
+        crypto_key_reader: Union[CryptoKeyReader, _PublicKeyReader, None] = None,
     ) -> Any: ...
     def _asubscribe(
         self,
@@ -192,7 +201,7 @@ class Client:
         schema: Optional[Schema] = None,
         message_listener: Optional[Callable[[Consumer, Message], object]] = None,
         retry_enable: bool = False,
-        crypto_key_reader: Optional[CryptoKeyReader] = None,
+        crypto_key_reader: Union[CryptoKeyReader, _PrivateKeyReader, None] = None,
         crypto_failure_action: str = "fail",
     ) -> Any: ...
     def _acreate_reader(
@@ -205,7 +214,7 @@ class Client:
         reader_name: Optional[str] = None,
         schema: Optional[Schema] = None,
         reader_listener: Optional[Callable[[Reader, Message], object]] = None,
-        crypto_key_reader: Optional[CryptoKeyReader] = None,
+        crypto_key_reader: Union[CryptoKeyReader, _PrivateKeyReader, None] = None,
         crypto_failure_action: str = "fail",
         auto_update_partitions_interval: float = 60.0,
     ) -> Any: ...

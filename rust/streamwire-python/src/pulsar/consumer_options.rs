@@ -341,7 +341,11 @@ crate::two_faces! {
         ///         `streamwire`) and counted (`metrics()["listener_errors"]`), and the next
         ///         message still comes. Default None.
         ///     crypto_key_reader: a `streamwire.CryptoKeyReader` with the private key(s) to
-        ///         decrypt end-to-end encrypted messages. Default None.
+        ///         decrypt end-to-end encrypted messages, or an object of yours with a
+        ///         `get_private_key(key_name, metadata)` method returning the PEM key (bytes
+        ///         or str), a `(pem, metadata)` pair, or None (as the Java client's
+        ///         `CryptoKeyReader` interface); what it raises is a `CryptoError`. Default
+        ///         None.
         ///     crypto_failure_action: what happens to a message that cannot be decrypted (no
         ///         reader, no matching private key, a tampered payload): `"fail"` (as the
         ///         official clients: it is not delivered and not acknowledged, so an

@@ -103,7 +103,11 @@ crate::two_faces! {
         ///         key (RSA-OAEP, SHA-1), as the official clients do; the data key is renewed
         ///         every 4 hours. Needs `crypto_key_reader`. Default None.
         ///     crypto_key_reader: a `streamwire.CryptoKeyReader` with the public keys of
-        ///         `encryption_keys`. Default None.
+        ///         `encryption_keys`, or an object of yours with a `get_public_key(key_name,
+        ///         metadata)` method returning the PEM key (bytes or str), a `(pem,
+        ///         metadata)` pair (the metadata travels with the wrapped data key to the
+        ///         consumer's `get_private_key`), or None (as the Java client's
+        ///         `CryptoKeyReader` interface). Default None.
         ///
         /// Raises:
         ///     ConfigError: a bad option.
