@@ -78,6 +78,21 @@ def _fresh(c: object) -> str:
 
 MB6 = b"x" * (6 * 1024 * 1024)
 
+
+class _PrivateOnly:
+    """A key reader object with a private side only (a producer needs the public one)."""
+
+    def get_private_key(self, key_name: str, metadata: dict[str, str]) -> bytes:
+        return b""
+
+
+class _RaisingKeys:
+    """A key reader object whose key store is unreachable."""
+
+    def get_public_key(self, key_name: str, metadata: dict[str, str]) -> bytes:
+        raise OSError("key store unreachable")
+
+
 CASES: list[Case] = [
     # -- Client ---------------------------------------------------------------------------------
     Case("Client()", "service_url not a str (123)", TYP, lambda c: streamwire.Client(123)),  # type: ignore[arg-type]
@@ -331,6 +346,24 @@ CASES: list[Case] = [
             _fresh(c),
             encryption_keys=["k"],
             crypto_key_reader="key.pem",  # type: ignore[arg-type]
+        ),
+    ),
+    Case(
+        "Client.create_producer()",
+        "crypto_key_reader object without get_public_key",
+        TYP,
+        lambda c: c.client.create_producer(
+            _fresh(c),
+            encryption_keys=["k"],
+            crypto_key_reader=_PrivateOnly(),  # type: ignore[arg-type]
+        ),
+    ),
+    Case(
+        "Client.create_producer()",
+        "crypto_key_reader object whose get_public_key raises",
+        CryptoError,
+        lambda c: c.client.create_producer(
+            _fresh(c), encryption_keys=["k"], crypto_key_reader=_RaisingKeys()
         ),
     ),
     Case(
@@ -913,6 +946,46 @@ CASES: list[Case] = [
         "auto_update_partitions_interval='1'",
         TYP,
         lambda c: c.client.create_table_view(
+            _fresh(c),
+            auto_update_partitions_interval="1",  # type: ignore[arg-type]
+        ),
+    ),
+    Case(
+        "Client.create_producer()",
+        "auto_update_partitions_interval=-1",
+        CFG,
+        lambda c: c.client.create_producer(_fresh(c), auto_update_partitions_interval=-1),
+    ),
+    Case(
+        "Client.create_producer()",
+        "auto_update_partitions_interval=inf",
+        CFG,
+        lambda c: c.client.create_producer(_fresh(c), auto_update_partitions_interval=float("inf")),
+        note="0 means never",
+    ),
+    Case(
+        "Client.subscribe()",
+        "auto_update_partitions_interval=-1",
+        CFG,
+        lambda c: c.client.subscribe(_fresh(c), "s", auto_update_partitions_interval=-1),
+    ),
+    Case(
+        "Client.subscribe()",
+        "auto_update_partitions_interval=nan",
+        CFG,
+        lambda c: c.client.subscribe(_fresh(c), "s", auto_update_partitions_interval=float("nan")),
+    ),
+    Case(
+        "Client.create_reader()",
+        "auto_update_partitions_interval=1e30",
+        CFG,
+        lambda c: c.client.create_reader(_fresh(c), auto_update_partitions_interval=1e30),
+    ),
+    Case(
+        "Client.create_producer()",
+        "auto_update_partitions_interval='1'",
+        TYP,
+        lambda c: c.client.create_producer(
             _fresh(c),
             auto_update_partitions_interval="1",  # type: ignore[arg-type]
         ),

@@ -4,12 +4,21 @@ import datetime
 import os
 import re
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from typing import Any, NoReturn, Optional, Union, final
+from typing import Any, NoReturn, Optional, Protocol, Union, final
 
 from streamwire.auth import AuthPlugin
 from streamwire.schema import Schema
 
 __version__: str
+
+# What a key reader object of the caller's returns: the PEM key, or it and its metadata.
+_KeyAnswer = Union[bytes, str, tuple[Union[bytes, str], Mapping[str, str]], None]
+
+class _PublicKeyReader(Protocol):
+    def get_public_key(self, key_name: str, metadata: dict[str, str], /) -> _KeyAnswer: ...
+
+class _PrivateKeyReader(Protocol):
+    def get_private_key(self, key_name: str, metadata: dict[str, str], /) -> _KeyAnswer: ...
 
 def configure(io_threads: int) -> None: ...
 def _runtime_started() -> bool: ...
@@ -103,6 +112,7 @@ class Client:
         replicate_subscription_state: bool = False,
         pattern_auto_discovery_period: float = 60.0,
         regex_subscription_mode: str = "persistent",
+        auto_update_partitions_interval: float = 60.0,
         dead_letter_policy: Optional[Mapping[str, Union[int, str, None]]] = None,
         max_pending_chunked_messages: int = 10,
         expire_time_of_incomplete_chunked_message: float = 60.0,
@@ -112,7 +122,7 @@ class Client:
         schema: Optional[Schema] = None,
         message_listener: Optional[Callable[[Consumer, Message], object]] = None,
         retry_enable: bool = False,
-        crypto_key_reader: Optional[CryptoKeyReader] = None,
+        crypto_key_reader: Union[CryptoKeyReader, _PrivateKeyReader, None] = None,
         crypto_failure_action: str = "fail",
     ) -> Consumer: ...
     def create_reader(
@@ -125,8 +135,9 @@ class Client:
         reader_name: Optional[str] = None,
         schema: Optional[Schema] = None,
         reader_listener: Optional[Callable[[Reader, Message], object]] = None,
-        crypto_key_reader: Optional[CryptoKeyReader] = None,
+        crypto_key_reader: Union[CryptoKeyReader, _PrivateKeyReader, None] = None,
         crypto_failure_action: str = "fail",
+        auto_update_partitions_interval: float = 60.0,
     ) -> Reader: ...
     def create_producer(
         self,
@@ -147,11 +158,12 @@ class Client:
         routing: str = "round_robin",
         message_router: Optional[Callable[[Optional[str], int], int]] = None,
         lazy_start_partitioned_producers: bool = False,
+        auto_update_partitions_interval: float = 60.0,
         chunking: bool = False,
         properties: Optional[Mapping[str, str]] = None,
         schema: Optional[Schema] = None,
         encryption_keys: Optional[Sequence[str]] = None,
-        crypto_key_reader: Optional[CryptoKeyReader] = None,
+        crypto_key_reader: Union[CryptoKeyReader, _PublicKeyReader, None] = None,
     ) -> Producer: ...
     # streamwire.aio: the same options, returning asyncio futures.
     def _acreate_producer(
@@ -173,11 +185,12 @@ class Client:
         routing: str = "round_robin",
         message_router: Optional[Callable[[Optional[str], int], int]] = None,
         lazy_start_partitioned_producers: bool = False,
+        auto_update_partitions_interval: float = 60.0,
         chunking: bool = False,
         properties: Optional[Mapping[str, str]] = None,
         schema: Optional[Schema] = None,
         encryption_keys: Optional[Sequence[str]] = None,
-        crypto_key_reader: Optional[CryptoKeyReader] = None,
+        crypto_key_reader: Union[CryptoKeyReader, _PublicKeyReader, None] = None,
     ) -> Any: ...
     def _asubscribe(
         self,
@@ -196,6 +209,7 @@ class Client:
         replicate_subscription_state: bool = False,
         pattern_auto_discovery_period: float = 60.0,
         regex_subscription_mode: str = "persistent",
+        auto_update_partitions_interval: float = 60.0,
         dead_letter_policy: Optional[Mapping[str, Union[int, str, None]]] = None,
         max_pending_chunked_messages: int = 10,
         expire_time_of_incomplete_chunked_message: float = 60.0,
@@ -205,7 +219,7 @@ class Client:
         schema: Optional[Schema] = None,
         message_listener: Optional[Callable[[Consumer, Message], object]] = None,
         retry_enable: bool = False,
-        crypto_key_reader: Optional[CryptoKeyReader] = None,
+        crypto_key_reader: Union[CryptoKeyReader, _PrivateKeyReader, None] = None,
         crypto_failure_action: str = "fail",
     ) -> Any: ...
     def _acreate_reader(
@@ -218,8 +232,9 @@ class Client:
         reader_name: Optional[str] = None,
         schema: Optional[Schema] = None,
         reader_listener: Optional[Callable[[Reader, Message], object]] = None,
-        crypto_key_reader: Optional[CryptoKeyReader] = None,
+        crypto_key_reader: Union[CryptoKeyReader, _PrivateKeyReader, None] = None,
         crypto_failure_action: str = "fail",
+        auto_update_partitions_interval: float = 60.0,
     ) -> Any: ...
     def create_table_view(
         self,
@@ -482,6 +497,8 @@ class Consumer:
     @property
     def topic(self) -> str: ...
     @property
+    def num_partitions(self) -> int: ...
+    @property
     def subscription_name(self) -> str: ...
     @property
     def consumer_name(self) -> Optional[str]: ...
@@ -542,6 +559,8 @@ class Reader:
     def close(self) -> None: ...
     @property
     def topic(self) -> str: ...
+    @property
+    def num_partitions(self) -> int: ...
     def is_connected(self) -> bool: ...
     def _aread(
         self,

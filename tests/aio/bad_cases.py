@@ -160,6 +160,18 @@ AIO_CASES: list[AioCase] = [
         CFG,
         lambda c: c.client.create_table_view(c.topic, auto_update_partitions_interval=-1),
     ),
+    AioCase(
+        "aio.Client.create_producer",
+        "auto_update_partitions_interval=-1",
+        CFG,
+        lambda c: c.client.create_producer(c.topic, auto_update_partitions_interval=-1),
+    ),
+    AioCase(
+        "aio.Client.subscribe",
+        "auto_update_partitions_interval=nan",
+        CFG,
+        lambda c: c.client.subscribe(c.topic, "s", auto_update_partitions_interval=float("nan")),
+    ),
     AioCase("aio.Producer.send", "value is an int", TYP, lambda c: _aw(c.producer.send, 5)),
     AioCase(
         "aio.Producer.send",

@@ -100,6 +100,11 @@ class _Endpoint(_Closing):
         """The topic it was created for."""
         return self._native.topic
 
+    @property
+    def num_partitions(self) -> int:
+        """As :attr:`streamwire.Producer.num_partitions` (it grows with the topic)."""
+        return self._native.num_partitions
+
     def is_connected(self) -> bool:
         """As :meth:`streamwire.Producer.is_connected` (never waits)."""
         return self._native.is_connected()

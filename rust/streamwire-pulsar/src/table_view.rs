@@ -234,6 +234,8 @@ impl TableView {
                 inclusive: false,
             }),
             schema: cfg.schema,
+            // The view follows new partitions itself (`watch_partitions`), at its own interval.
+            auto_update_partitions: Duration::ZERO,
             ..ConsumerConfig::default()
         };
         let reader = Consumer::subscribe(client, std::slice::from_ref(topic), reader_cfg).await?;

@@ -53,6 +53,11 @@ pub struct ConsumerConfig {
     pub schema: Option<pb::Schema>,
     /// End-to-end encryption: the key reader and what to do with what cannot be decrypted.
     pub crypto: crate::crypto::ConsumerCrypto,
+    /// Partitioned topics subscribed by name: how often to ask whether they gained
+    /// partitions, which are then subscribed too (Java's `autoUpdatePartitionsInterval`, 60 s
+    /// by default); zero: never. Pattern subscriptions find new partitions at each
+    /// rediscovery instead.
+    pub auto_update_partitions: Duration,
 }
 
 /// Key_Shared hash-range assignment, as Java's `KeySharedPolicy`.
@@ -148,11 +153,30 @@ impl Default for ConsumerConfig {
             regex_mode: pb::command_get_topics_of_namespace::Mode::Persistent,
             schema: None,
             crypto: crate::crypto::ConsumerCrypto::default(),
+            auto_update_partitions: Duration::from_secs(60),
         }
     }
 }
 
 impl ConsumerConfig {
+    /// The configuration of partitions a topic gained after this consumer subscribed: from
+    /// their earliest message. Everything in such a partition was written after the
+    /// subscription began, and a consumer notices it only up to an interval later: starting
+    /// at the latest message would lose what was sent in between. (On a durable
+    /// subscription the broker already created the subscription on the new partitions when
+    /// they were added, at their start, so this changes nothing there; it matters for
+    /// readers, whose subscriptions are not durable.)
+    pub(super) fn for_grown_partitions(&self) -> ConsumerConfig {
+        ConsumerConfig {
+            initial_position: InitialPosition::Earliest,
+            start: self.start.map(|f| StartFilter {
+                id: MessageId::EARLIEST,
+                inclusive: f.inclusive,
+            }),
+            ..self.clone()
+        }
+    }
+
     pub(super) fn initial_position_id(&self) -> MessageId {
         match self.initial_position {
             InitialPosition::Earliest => MessageId::EARLIEST,
@@ -196,5 +220,90 @@ impl ConsumerConfig {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_shared_policy_ranges() {
+        let ok = KeySharedPolicy::Sticky(vec![(32768, 65535), (0, 10)]);
+        assert!(ok.validate().is_ok());
+        let meta = ok.to_proto(false);
+        assert_eq!(meta.key_shared_mode(), pb::KeySharedMode::Sticky);
+        assert_eq!(meta.hash_ranges.len(), 2);
+        assert_eq!(meta.allow_out_of_order_delivery, None);
+        for bad in [
+            vec![],
+            vec![(0, 10), (10, 20)],
+            vec![(5, 4)],
+            vec![(0, 65536)],
+        ] {
+            assert!(KeySharedPolicy::Sticky(bad).validate().is_err());
+        }
+        let cfg = ConsumerConfig {
+            subscription: "s".into(),
+            key_shared: Some(KeySharedPolicy::AutoSplit),
+            ..ConsumerConfig::default()
+        };
+        assert!(cfg.validate().is_err(), "needs a key_shared subscription");
+    }
+
+    #[test]
+    fn out_of_order_delivery_rides_on_the_key_shared_meta() {
+        let mut cfg = ConsumerConfig {
+            subscription: "s".into(),
+            sub_type: SubType::KeyShared,
+            ..ConsumerConfig::default()
+        };
+        assert_eq!(
+            cfg.key_shared_meta(),
+            None,
+            "the broker's default: no metadata"
+        );
+        cfg.allow_out_of_order_delivery = true;
+        let meta = cfg.key_shared_meta().unwrap();
+        assert_eq!(meta.key_shared_mode(), pb::KeySharedMode::AutoSplit);
+        assert_eq!(meta.allow_out_of_order_delivery, Some(true));
+        cfg.key_shared = Some(KeySharedPolicy::Sticky(vec![(0, 99)]));
+        let meta = cfg.key_shared_meta().unwrap();
+        assert_eq!(meta.key_shared_mode(), pb::KeySharedMode::Sticky);
+        assert_eq!(meta.allow_out_of_order_delivery, Some(true));
+        assert!(cfg.validate().is_ok());
+        cfg.key_shared = None;
+        cfg.sub_type = SubType::Shared;
+        assert!(cfg.validate().is_err(), "needs a key_shared subscription");
+    }
+
+    #[test]
+    fn grown_partitions_start_at_their_earliest_message() {
+        let cfg = ConsumerConfig {
+            subscription: "s".into(),
+            receiver_queue_size: 7,
+            ..ConsumerConfig::default()
+        };
+        let grown = cfg.for_grown_partitions();
+        assert_eq!(grown.initial_position, InitialPosition::Earliest);
+        assert!(
+            grown.start.is_none(),
+            "a durable subscription has no start id"
+        );
+        assert_eq!(
+            grown.receiver_queue_size, 7,
+            "every other option is the consumer's"
+        );
+        let reader = ConsumerConfig {
+            durable: false,
+            start: Some(StartFilter {
+                id: MessageId::LATEST,
+                inclusive: true,
+            }),
+            ..cfg
+        };
+        let grown = reader.for_grown_partitions().start.unwrap();
+        assert_eq!(grown.id, MessageId::EARLIEST);
+        assert!(grown.inclusive);
     }
 }

@@ -16,6 +16,7 @@ pub mod chunks;
 mod config;
 pub mod dlq;
 pub mod entry;
+mod growth;
 pub mod idhash;
 pub mod nacks;
 pub mod pattern;
@@ -243,7 +244,7 @@ impl Consumer {
         let mut cfg = cfg;
         let with_retry = retry::prepare(topics, &mut cfg)?;
         let topics = with_retry.as_deref().unwrap_or(topics);
-        let mut targets = Vec::new();
+        let (mut targets, mut partitioned) = (Vec::new(), Vec::new());
         for t in topics {
             if t.partition_index().is_some() {
                 targets.push(t.clone());
@@ -254,6 +255,7 @@ impl Consumer {
                 targets.push(t.clone());
             } else {
                 targets.extend((0..n).map(|i| t.partition(i)));
+                partitioned.push(t.clone());
             }
         }
         let label = if topics.len() == 1 {
@@ -265,7 +267,10 @@ impl Consumer {
                 .collect::<Vec<_>>()
                 .join(",")
         };
-        Self::start(client, targets, cfg, label).await
+        let period = cfg.auto_update_partitions;
+        let consumer = Self::start(client, targets, cfg, label).await?;
+        consumer.follow_growth(partitioned, period);
+        Ok(consumer)
     }
 
     async fn start(
@@ -292,7 +297,8 @@ impl Consumer {
                 retry: retry::RetryProducers::default(),
             }),
         };
-        if let Err(e) = consumer.add_partitions(targets).await {
+        let cfg = Arc::clone(&consumer.inner.cfg);
+        if let Err(e) = consumer.add_partitions(targets, &cfg).await {
             let _ = consumer.close().await;
             return Err(e);
         }
@@ -308,12 +314,16 @@ impl Consumer {
             .clone()
     }
 
-    /// Start a partition consumer for each of `targets` and wait until each is subscribed.
-    /// On a failure every new one is taken out again and the first error returned.
-    pub(crate) async fn add_partitions(&self, targets: Vec<TopicName>) -> Result<()> {
+    /// Start a partition consumer for each of `targets` (configured by `cfg`: the consumer's,
+    /// or that of partitions added later) and wait until each is subscribed. On a failure
+    /// every new one is taken out again and the first error returned.
+    pub(crate) async fn add_partitions(
+        &self,
+        targets: Vec<TopicName>,
+        cfg: &Arc<ConsumerConfig>,
+    ) -> Result<()> {
         let _m = self.inner.membership.lock().await;
         self.check_open()?;
-        let cfg = &self.inner.cfg;
         let mut new = Vec::with_capacity(targets.len());
         let mut waits = Vec::with_capacity(targets.len());
         let first = self.slots().len();
@@ -934,60 +944,5 @@ fn slot_index(slots: &[Arc<Slot>], slot: Option<u32>, id: &MessageId) -> Result<
         (Some(_), Some(_)) => Err(Error::invalid(
             "this consumer reads several topics: acknowledge the Message, not its bare MessageId",
         )),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn key_shared_policy_ranges() {
-        let ok = KeySharedPolicy::Sticky(vec![(32768, 65535), (0, 10)]);
-        assert!(ok.validate().is_ok());
-        let meta = ok.to_proto(false);
-        assert_eq!(meta.key_shared_mode(), pb::KeySharedMode::Sticky);
-        assert_eq!(meta.hash_ranges.len(), 2);
-        assert_eq!(meta.allow_out_of_order_delivery, None);
-        for bad in [
-            vec![],
-            vec![(0, 10), (10, 20)],
-            vec![(5, 4)],
-            vec![(0, 65536)],
-        ] {
-            assert!(KeySharedPolicy::Sticky(bad).validate().is_err());
-        }
-        let cfg = ConsumerConfig {
-            subscription: "s".into(),
-            key_shared: Some(KeySharedPolicy::AutoSplit),
-            ..ConsumerConfig::default()
-        };
-        assert!(cfg.validate().is_err(), "needs a key_shared subscription");
-    }
-
-    #[test]
-    fn out_of_order_delivery_rides_on_the_key_shared_meta() {
-        let mut cfg = ConsumerConfig {
-            subscription: "s".into(),
-            sub_type: SubType::KeyShared,
-            ..ConsumerConfig::default()
-        };
-        assert_eq!(
-            cfg.key_shared_meta(),
-            None,
-            "the broker's default: no metadata"
-        );
-        cfg.allow_out_of_order_delivery = true;
-        let meta = cfg.key_shared_meta().unwrap();
-        assert_eq!(meta.key_shared_mode(), pb::KeySharedMode::AutoSplit);
-        assert_eq!(meta.allow_out_of_order_delivery, Some(true));
-        cfg.key_shared = Some(KeySharedPolicy::Sticky(vec![(0, 99)]));
-        let meta = cfg.key_shared_meta().unwrap();
-        assert_eq!(meta.key_shared_mode(), pb::KeySharedMode::Sticky);
-        assert_eq!(meta.allow_out_of_order_delivery, Some(true));
-        assert!(cfg.validate().is_ok());
-        cfg.key_shared = None;
-        cfg.sub_type = SubType::Shared;
-        assert!(cfg.validate().is_err(), "needs a key_shared subscription");
     }
 }

@@ -197,21 +197,28 @@ impl Consumer {
         }
         let mut targets = Vec::new();
         let mut first_err = None;
-        for t in d.new.iter().chain(&d.grown) {
+        // New topics start where the consumer's options say (as Java's pattern consumer);
+        // partitions a consumed topic gained start at their earliest message.
+        let own = Arc::clone(&self.inner.cfg);
+        let grown = Arc::new(own.for_grown_partitions());
+        let kinds = d
+            .new
+            .iter()
+            .map(|t| (t, &own))
+            .chain(d.grown.iter().map(|t| (t, &grown)));
+        for (t, cfg) in kinds {
             let have = current.get(&t.to_string()).cloned().unwrap_or_default();
             match expand(&client, t, &have).await {
-                Ok(more) => targets.extend(more),
+                Ok(more) => targets.extend(more.into_iter().map(|p| (p, cfg))),
                 Err(e) => {
                     first_err.get_or_insert(e);
                 }
             }
         }
-        if !targets.is_empty() {
-            // One topic refusing (deleted meanwhile) must not keep the others out.
-            for t in targets {
-                if let Err(e) = self.add_partitions(vec![t]).await {
-                    first_err.get_or_insert(e);
-                }
+        // One topic refusing (deleted meanwhile) must not keep the others out.
+        for (t, cfg) in targets {
+            if let Err(e) = self.add_partitions(vec![t], cfg).await {
+                first_err.get_or_insert(e);
             }
         }
         match first_err {
@@ -222,9 +229,9 @@ impl Consumer {
 
     /// Subscribe to the partitions `topic` (a partitioned topic this consumer reads) gained
     /// since it was subscribed, as Java's multi-topic consumer's partition auto-update does;
-    /// the number added. New partitions start where the consumer's configuration says (a
-    /// table view's reader: their earliest message). A topic that is not partitioned, or not
-    /// read by this consumer, adds nothing.
+    /// the number added. New partitions start at their earliest message
+    /// (`ConsumerConfig::for_grown_partitions`). A topic that is not partitioned, or not read
+    /// by this consumer, adds nothing.
     pub(crate) async fn add_grown_partitions(&self, topic: &TopicName) -> Result<usize> {
         self.check_open()?;
         let Some(have) = self.consumed().remove(&topic.base().to_string()) else {
@@ -242,7 +249,8 @@ impl Consumer {
             .collect();
         let n = targets.len();
         if n > 0 {
-            self.add_partitions(targets).await?;
+            let cfg = Arc::new(self.inner.cfg.for_grown_partitions());
+            self.add_partitions(targets, &cfg).await?;
         }
         Ok(n)
     }

@@ -10,6 +10,7 @@
 mod actor;
 pub mod completion;
 mod frames;
+mod growth;
 mod partitioned;
 pub mod pending;
 pub mod placement;
@@ -70,6 +71,10 @@ pub struct ProducerConfig {
     pub initial_subscription_name: Option<String>,
     /// End-to-end encryption: the recipients' key names and where their keys come from.
     pub encryption: Option<EncryptionConfig>,
+    /// Partitioned topics: how often to ask whether the topic gained partitions, which then
+    /// get producers and take part in the routing (Java's `autoUpdatePartitionsInterval`,
+    /// 60 s by default); zero: never (Java's `autoUpdatePartitions(false)`).
+    pub auto_update_partitions: Duration,
 }
 
 /// A producer's encryption settings (the official `encryption_keys` + `crypto_key_reader`).
@@ -99,6 +104,7 @@ impl Default for ProducerConfig {
             schema: None,
             initial_subscription_name: None,
             encryption: None,
+            auto_update_partitions: Duration::from_secs(60),
         }
     }
 }

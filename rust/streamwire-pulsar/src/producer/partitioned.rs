@@ -1,7 +1,8 @@
 //! The producer callers use: one [`Producer`] per partition (or one for a plain topic) and
 //! the router that picks a partition per message, as the Java client does.
 
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use streamwire_core::budget::MemoryBudget;
@@ -36,8 +37,32 @@ enum Router {
 
 pub struct TopicProducer {
     topic: TopicName,
-    partitions: Vec<Producer>,
+    /// Shared with the partition watcher (which holds it weakly: it stops with the producer).
+    shared: Arc<Shared>,
+}
+
+/// A topic producer's partitions and what adding more needs.
+pub(super) struct Shared {
+    /// One producer per partition, in partition order. Replaced whole (never changed in
+    /// place) when partitions are added: a sender routes and sends on one snapshot, so the
+    /// count its router used and the producers it indexes always agree.
+    pub(super) parts: RwLock<Arc<Vec<Producer>>>,
     router: Mutex<Router>,
+    pub(super) client: PulsarClient,
+    pub(super) topic: TopicName,
+    /// The configuration new partitions get: the producer's, with the name the first
+    /// partition got (every partition's messages carry the same producer name).
+    pub(super) config: Arc<ProducerConfig>,
+    pub(super) budget: MemoryBudget,
+    /// Serializes adding partitions with closing (see [`TopicProducer::close`]).
+    pub(super) membership: tokio::sync::Mutex<()>,
+    pub(super) closed: AtomicBool,
+}
+
+impl Shared {
+    pub(super) fn snapshot(&self) -> Arc<Vec<Producer>> {
+        self.parts.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
 }
 
 fn now_ms() -> u64 {
@@ -94,6 +119,18 @@ fn pick(r: &mut Router, key: Option<&str>, n: u32) -> u32 {
     }
 }
 
+/// `config` with the name `first` got when it has none: the name every later partition
+/// producer is created under.
+fn named(config: &Arc<ProducerConfig>, first: &Producer) -> Arc<ProducerConfig> {
+    match config.producer_name {
+        Some(_) => Arc::clone(config),
+        None => Arc::new(ProducerConfig {
+            producer_name: Some(first.name()),
+            ..(**config).clone()
+        }),
+    }
+}
+
 /// Lazily started partitions (as Java's `lazyStartPartitionedProducers`): the partition the
 /// routing picks first for an unkeyed message is created now (so a bad topic, a refused
 /// authorization or schema fails the creation, and it names the others), every other one at
@@ -114,13 +151,7 @@ async fn lazy_partitions(
         budget.clone(),
     )
     .await?;
-    let config = match config.producer_name {
-        Some(_) => Arc::clone(config),
-        None => Arc::new(ProducerConfig {
-            producer_name: Some(eager.name()),
-            ..(**config).clone()
-        }),
-    };
+    let config = named(config, &eager);
     Ok((0..n)
         .map(|i| {
             if i == first {
@@ -153,16 +184,24 @@ impl TopicProducer {
         let scheme = HashingScheme::JavaStringHash;
         let mut router = new_router(&config, scheme, n.max(1));
         let mut partitions = Vec::new();
+        let mut shared_config = Arc::clone(&config);
         if config.lazy_start && n > 1 {
             partitions = lazy_partitions(&client, &topic, &config, &budget, &mut router, n).await?;
+            shared_config = named(&config, &partitions[0]);
         } else if n == 0 {
-            partitions
-                .push(Producer::create(client, topic.clone(), Arc::clone(&config), budget).await?);
+            partitions.push(
+                Producer::create(
+                    client.clone(),
+                    topic.clone(),
+                    Arc::clone(&config),
+                    budget.clone(),
+                )
+                .await?,
+            );
         } else {
             // As Java's PartitionedProducerImpl: partition 0 first, then the others under the
             // name it got (given, or assigned by the broker), so every partition's messages
             // carry the same producer name.
-            let mut shared_config = Arc::clone(&config);
             for i in 0..n {
                 let p = Producer::create(
                     client.clone(),
@@ -172,11 +211,7 @@ impl TopicProducer {
                 )
                 .await;
                 if let (0, Ok(first)) = (i, &p) {
-                    if config.producer_name.is_none() {
-                        let mut c = (*config).clone();
-                        c.producer_name = Some(first.name());
-                        shared_config = Arc::new(c);
-                    }
+                    shared_config = named(&config, first);
                 }
                 match p {
                     Ok(p) => partitions.push(p),
@@ -189,45 +224,72 @@ impl TopicProducer {
                 }
             }
         }
-        Ok(TopicProducer {
-            topic,
-            partitions,
+        let period = config.auto_update_partitions;
+        let shared = Arc::new(Shared {
+            parts: RwLock::new(Arc::new(partitions)),
             router: Mutex::new(router),
-        })
+            client,
+            topic: topic.clone(),
+            config: shared_config,
+            budget,
+            membership: tokio::sync::Mutex::new(()),
+            closed: AtomicBool::new(false),
+        });
+        // Only a partitioned topic can gain partitions (a plain topic never becomes one).
+        if n > 0 && !period.is_zero() {
+            super::growth::watch(Arc::downgrade(&shared), period);
+        }
+        Ok(TopicProducer { topic, shared })
+    }
+
+    /// Producers for the partitions the topic gained since this producer last looked (one
+    /// metadata lookup); the number added. See [`super::growth`].
+    pub async fn add_grown_partitions(&self) -> Result<usize> {
+        self.shared.grow().await
     }
 
     pub fn topic(&self) -> &TopicName {
         &self.topic
     }
 
+    /// The number of partition producers now (1 for a topic without partitions); it grows
+    /// when the topic gains partitions.
     pub fn num_partitions(&self) -> usize {
-        self.partitions.len()
+        self.shared.snapshot().len()
     }
 
-    pub fn partition_producers(&self) -> &[Producer] {
-        &self.partitions
+    /// The partition producers now, in partition order (a snapshot: partitions added later
+    /// are not in it).
+    pub fn partition_producers(&self) -> Arc<Vec<Producer>> {
+        self.shared.snapshot()
+    }
+
+    /// The partition a message goes to, among `n`.
+    fn route_in(&self, key: Option<&str>, n: usize) -> usize {
+        if n == 1 {
+            return 0;
+        }
+        let mut r = self.shared.router.lock().unwrap_or_else(|p| p.into_inner());
+        pick(&mut r, key, n as u32) as usize
     }
 
     /// The partition a message goes to.
     pub fn route(&self, key: Option<&str>) -> usize {
-        let n = self.partitions.len() as u32;
-        if n == 1 {
-            return 0;
-        }
-        let mut r = self.router.lock().unwrap_or_else(|p| p.into_inner());
-        pick(&mut r, key, n) as usize
-    }
-
-    pub fn producer_for(&self, key: Option<&str>) -> &Producer {
-        &self.partitions[self.route(key)]
+        self.route_in(key, self.num_partitions())
     }
 
     /// The producer of the partition `msg` goes to: the one its caller's router chose, if
     /// any (checked against the partition count where it ran), else by its key.
-    pub fn producer_for_msg(&self, msg: &OutgoingMessage) -> &Producer {
+    pub fn producer_for_msg(&self, msg: &OutgoingMessage) -> Producer {
+        let parts = self.shared.snapshot();
+        parts[self.index_for_msg(msg, parts.len())].clone()
+    }
+
+    /// The partition index `msg` goes to among `n` (see [`producer_for_msg`](Self::producer_for_msg)).
+    fn index_for_msg(&self, msg: &OutgoingMessage, n: usize) -> usize {
         match msg.partition {
-            Some(p) if (p as usize) < self.partitions.len() => &self.partitions[p as usize],
-            _ => self.producer_for(msg.key.as_deref()),
+            Some(p) if (p as usize) < n => p as usize,
+            _ => self.route_in(msg.key.as_deref(), n),
         }
     }
 
@@ -238,7 +300,8 @@ impl TopicProducer {
         entry: EntryOptions,
         completion: Completion,
     ) -> Result<()> {
-        let p = self.producer_for_msg(&msg);
+        let parts = self.shared.snapshot();
+        let p = &parts[self.index_for_msg(&msg, parts.len())];
         p.send(msg, user_sequence_id, entry, completion).await
     }
 
@@ -251,7 +314,8 @@ impl TopicProducer {
         entry: EntryOptions,
         completion: Completion,
     ) -> Result<()> {
-        let p = self.producer_for_msg(&msg);
+        let parts = self.shared.snapshot();
+        let p = &parts[self.index_for_msg(&msg, parts.len())];
         p.send(msg, user_sequence_id, entry, completion).await?;
         p.trigger_flush();
         Ok(())
@@ -260,7 +324,7 @@ impl TopicProducer {
     /// Send every partition's open batch now (after a [`send_many`](Self::send_many) whose
     /// caller waits for the receipts).
     pub fn trigger_flush(&self) {
-        for p in &self.partitions {
+        for p in self.shared.snapshot().iter() {
             p.trigger_flush();
         }
     }
@@ -291,10 +355,11 @@ impl TopicProducer {
         schema_version: Option<Bytes>,
     ) -> Result<()> {
         let v = schema_version.as_ref();
-        let n = self.partitions.len();
+        let parts = self.shared.snapshot();
+        let n = parts.len();
         if n == 1 {
             let idx = (0..msgs.len()).collect();
-            return self.partitions[0]
+            return parts[0]
                 .send_many(msgs, group, idx, user_sequence_ids, v)
                 .await;
         }
@@ -306,14 +371,14 @@ impl TopicProducer {
             } else if user_sequence_ids && m.key.is_none() {
                 (m.sequence_id % n as u64) as usize
             } else {
-                self.route(m.key.as_deref())
+                self.route_in(m.key.as_deref(), n)
             };
             per[p].0.push(m);
             per[p].1.push(i);
         }
         for (p, (m, idx)) in per.into_iter().enumerate() {
             if !m.is_empty() {
-                self.partitions[p]
+                parts[p]
                     .send_many(m, group, idx, user_sequence_ids, v)
                     .await?;
             }
@@ -322,15 +387,20 @@ impl TopicProducer {
     }
 
     pub async fn flush(&self) -> Result<()> {
-        for p in &self.partitions {
+        for p in self.shared.snapshot().iter() {
             p.flush().await?;
         }
         Ok(())
     }
 
     pub async fn close(&self) -> Result<()> {
+        // Closed first, then the membership lock: a round adding partitions either finished
+        // before (its producers are in the snapshot closed below) or sees the flag and closes
+        // what it made itself.
+        self.shared.closed.store(true, Ordering::Release);
+        let _m = self.shared.membership.lock().await;
         let mut first: Option<Error> = None;
-        for p in &self.partitions {
+        for p in self.shared.snapshot().iter() {
             if let Err(e) = p.close().await {
                 first.get_or_insert(e);
             }
@@ -348,33 +418,38 @@ impl TopicProducer {
     }
 
     pub fn pending(&self) -> usize {
-        self.partitions.iter().map(|p| p.pending()).sum()
+        self.shared.snapshot().iter().map(|p| p.pending()).sum()
     }
 
     pub fn is_closed(&self) -> bool {
-        self.partitions.iter().all(|p| p.is_closed())
+        self.shared.snapshot().iter().all(|p| p.is_closed())
     }
 
     /// Every partition's producer open and on a live connection (a lazily started one that
     /// has not sent yet is not on the broker by design, and does not count).
     pub fn is_connected(&self) -> bool {
-        self.partitions
+        self.shared
+            .snapshot()
             .iter()
             .all(|p| p.is_connected() || (p.is_idle() && !p.is_closed()))
     }
 
     pub fn name(&self) -> String {
-        self.partitions[0].name()
+        self.shared.snapshot()[0].name()
     }
 
     /// The registry's version of the producer's schema (None: no schema).
     pub fn schema_version(&self) -> Option<Vec<u8>> {
         // The first partition producer created on the broker (with lazy start, maybe not 0).
-        self.partitions.iter().find_map(|p| p.schema_version())
+        self.shared
+            .snapshot()
+            .iter()
+            .find_map(|p| p.schema_version())
     }
 
     pub fn last_sequence_id(&self) -> i64 {
-        self.partitions
+        self.shared
+            .snapshot()
             .iter()
             .map(|p| p.last_sequence_id())
             .max()
@@ -383,12 +458,17 @@ impl TopicProducer {
 
     /// The metrics of every partition producer, summed (labels of the first partition).
     pub fn metrics(&self) -> Snapshot {
-        Snapshot::merged(self.partitions.iter().map(|p| p.metrics().snapshot()))
-            .expect("a topic producer has at least one partition")
+        Snapshot::merged(
+            self.shared
+                .snapshot()
+                .iter()
+                .map(|p| p.metrics().snapshot()),
+        )
+        .expect("a topic producer has at least one partition")
     }
 
     pub fn stats(&self) -> StatsSnapshot {
-        let snaps: Vec<StatsSnapshot> = self.partitions.iter().map(|p| p.stats()).collect();
+        let snaps: Vec<StatsSnapshot> = self.shared.snapshot().iter().map(|p| p.stats()).collect();
         let mut total = snaps[0].clone();
         for s in &snaps[1..] {
             total.sent += s.sent;

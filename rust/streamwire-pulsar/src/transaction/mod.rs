@@ -87,7 +87,7 @@ impl TopicProducer {
         txn: &Transaction,
     ) -> Result<()> {
         let guard = txn.begin_op("send")?;
-        let p = self.producer_for_msg(&msg).clone();
+        let p = self.producer_for_msg(&msg);
         txn.register_partition(&p.topic().to_string()).await?;
         entry.txn = Some(txn.id());
         p.send(

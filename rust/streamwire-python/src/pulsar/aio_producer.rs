@@ -251,7 +251,7 @@ impl Producer {
             });
             return Ok(fut);
         }
-        let p = tp.producer_for_msg(&msg).clone();
+        let p = tp.producer_for_msg(&msg);
         if self.room.is_busy() {
             self.room
                 .push(Waiting::One {

@@ -524,6 +524,14 @@ macro_rules! handle_methods {
                 self.h.engine.topic()
             }
 
+            /// The partitions it reads now, over all its topics (1 for one topic without
+            /// partitions); it grows when a topic gains partitions (see
+            /// `auto_update_partitions_interval`).
+            #[getter]
+            fn num_partitions(&self) -> usize {
+                self.h.engine.num_partitions()
+            }
+
             /// Whether it is open and every partition is subscribed on a live connection
             /// (False while it reconnects after the broker went away, and once closed).
             fn is_connected(&self) -> bool {

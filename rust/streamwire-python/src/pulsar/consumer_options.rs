@@ -27,6 +27,7 @@ use crate::pulsar::consumer::{Consumer, Handle, Reader};
 use crate::pulsar::listener::{Adopt, Listening};
 use crate::pulsar::message_id::PyMessageId;
 use crate::pulsar::schema::{codec_of, Codec, Typed};
+use crate::pulsar::table_view::partitions_interval;
 
 fn config_err(msg: String) -> PyErr {
     to_py(Error::new(ErrorKind::Config, msg))
@@ -300,6 +301,13 @@ crate::two_faces! {
         ///         clusters. Default False.
         ///     pattern_auto_discovery_period: seconds between checks for new topics matching a
         ///         pattern. Default 60.0.
+        ///     auto_update_partitions_interval: seconds between checks (one metadata lookup per
+        ///         partitioned topic named) for partitions a topic gained: they are
+        ///         subscribed with this consumer's options, from their earliest message (the
+        ///         broker gave existing subscriptions a cursor at their start when they were
+        ///         added: nothing sent to them before this consumer noticed is lost), as the
+        ///         Java client's `autoUpdatePartitionsInterval`. A pattern finds new partitions
+        ///         every `pattern_auto_discovery_period` instead. 0: never. Default 60.0.
         ///     regex_subscription_mode: which topics a pattern is matched against:
         ///         `"persistent"`, `"non_persistent"` or `"all"` (both). Default `"persistent"`.
         ///     dead_letter_policy: `{"max_redeliver_count": n, "dead_letter_topic": name,
@@ -333,7 +341,11 @@ crate::two_faces! {
         ///         `streamwire`) and counted (`metrics()["listener_errors"]`), and the next
         ///         message still comes. Default None.
         ///     crypto_key_reader: a `streamwire.CryptoKeyReader` with the private key(s) to
-        ///         decrypt end-to-end encrypted messages. Default None.
+        ///         decrypt end-to-end encrypted messages, or an object of yours with a
+        ///         `get_private_key(key_name, metadata)` method returning the PEM key (bytes
+        ///         or str), a `(pem, metadata)` pair, or None (as the Java client's
+        ///         `CryptoKeyReader` interface); what it raises is a `CryptoError`. Default
+        ///         None.
         ///     crypto_failure_action: what happens to a message that cannot be decrypted (no
         ///         reader, no matching private key, a tampered payload): `"fail"` (as the
         ///         official clients: it is not delivered and not acknowledged, so an
@@ -351,7 +363,7 @@ crate::two_faces! {
             ack_grouping_time=0.1, negative_ack_redelivery_delay=60.0, ack_timeout=None,
             batch_index_ack=false, read_compacted=false, replicate_subscription_state=false,
             pattern_auto_discovery_period=60.0, regex_subscription_mode="persistent",
-            dead_letter_policy=None,
+            auto_update_partitions_interval=60.0, dead_letter_policy=None,
             max_pending_chunked_messages=10, expire_time_of_incomplete_chunked_message=60.0,
             key_shared_policy=None, schema=None, message_listener=None, retry_enable=false,
             crypto_key_reader=None, crypto_failure_action="fail"))]
@@ -372,6 +384,7 @@ crate::two_faces! {
             replicate_subscription_state: bool,
             pattern_auto_discovery_period: f64,
             regex_subscription_mode: &str,
+            auto_update_partitions_interval: f64,
             dead_letter_policy: Option<&Bound<'_, PyAny>>,
             max_pending_chunked_messages: usize,
             expire_time_of_incomplete_chunked_message: f64,
@@ -440,6 +453,7 @@ crate::two_faces! {
                 key_shared,
                 allow_out_of_order_delivery,
                 regex_mode: regex_mode(regex_subscription_mode)?,
+                auto_update_partitions: partitions_interval(auto_update_partitions_interval)?,
                 retry_enable,
                 crypto: crate::pulsar::crypto::consumer_crypto(
                     crypto_key_reader,
@@ -489,9 +503,13 @@ crate::two_faces! {
         ///     reader_listener: a callable `listener(reader, message)` every message is handed
         ///         to, as `subscribe`'s `message_listener`. Default None.
         ///     crypto_key_reader, crypto_failure_action: decryption, as `subscribe`'s.
+        ///     auto_update_partitions_interval: seconds between checks for partitions a
+        ///         partitioned topic gained, which the reader then reads from their earliest
+        ///         message (they were written after it started); 0: never. Default 60.0.
         #[pyo3(signature = (topic, start_message_id=None, *, inclusive=false,
             receiver_queue_size=1000, reader_name=None, schema=None, reader_listener=None,
-            crypto_key_reader=None, crypto_failure_action="fail"))]
+            crypto_key_reader=None, crypto_failure_action="fail",
+            auto_update_partitions_interval=60.0))]
         fn create_reader / _acreate_reader (
             &self,
             py,
@@ -504,6 +522,7 @@ crate::two_faces! {
             reader_listener: Option<&Bound<'_, PyAny>>,
             crypto_key_reader: Option<&Bound<'_, PyAny>>,
             crypto_failure_action: &str,
+            auto_update_partitions_interval: f64,
         ) -> Adopt<Reader> {
             self.live()?; // a closed client raises before any option is checked
             let t = TopicName::parse(topic).py_err()?;
@@ -546,6 +565,7 @@ crate::two_faces! {
                     id: start,
                     inclusive,
                 }),
+                auto_update_partitions: partitions_interval(auto_update_partitions_interval)?,
                 crypto: crate::pulsar::crypto::consumer_crypto(
                     crypto_key_reader,
                     crypto_failure_action,

@@ -1,4 +1,5 @@
-//! End-to-end encryption from Python: `CryptoKeyReader` (PEM keys from files or bytes), the
+//! End-to-end encryption from Python: `CryptoKeyReader` (PEM keys from files or bytes) or a
+//! key reader object of the caller's (`get_public_key` / `get_private_key`), the
 //! producer's `encryption_keys` / consumer's `crypto_failure_action` arguments, and the
 //! `EncryptionContext` of a message handed over undecrypted.
 
@@ -7,11 +8,12 @@ use std::sync::Arc;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 use streamwire_core::error::{Error, ErrorKind};
 use streamwire_pulsar::crypto::{
-    ConsumerCrypto, Decryptor, EncryptionContext, FailureAction, KeyReader, StaticKeyReader,
+    ConsumerCrypto, CryptoError, Decryptor, EncryptionContext, FailureAction, KeyInfo, KeyReader,
+    StaticKeyReader,
 };
 use streamwire_pulsar::producer::EncryptionConfig;
 
@@ -139,11 +141,115 @@ impl PyCryptoKeyReader {
     }
 }
 
-fn reader_of(obj: &Bound<'_, PyAny>) -> PyResult<Arc<dyn KeyReader>> {
-    let r = obj.cast::<PyCryptoKeyReader>().map_err(|_| {
-        PyTypeError::new_err("crypto_key_reader must be a streamwire.CryptoKeyReader")
-    })?;
-    Ok(r.get().inner.clone())
+/// A key reader written in Python, as the Java client's `CryptoKeyReader` interface: an
+/// object whose `get_public_key(key_name, metadata)` / `get_private_key(key_name, metadata)`
+/// return the PEM key (bytes or str), or a `(pem, metadata dict)` pair (the metadata travels
+/// with the wrapped data key, as `EncryptionKeyInfo`'s), or None for no such key. It is asked
+/// when a producer starts or renews its data key (every 4 hours) and when a consumer meets a
+/// data key it has not unwrapped yet (they are cached), so rarely: the engine thread that
+/// asks waits for the interpreter then.
+struct PyObjectReader {
+    obj: Py<PyAny>,
+}
+
+impl std::fmt::Debug for PyObjectReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PyObjectReader")
+    }
+}
+
+impl PyObjectReader {
+    fn ask(
+        &self,
+        method: &str,
+        kind: &'static str,
+        name: &str,
+        metadata: &[(String, String)],
+    ) -> Result<KeyInfo, CryptoError> {
+        let failed = |reason: String| CryptoError::Reader {
+            name: name.to_owned(),
+            reason,
+        };
+        Python::attach(|py| {
+            let meta = PyDict::new(py);
+            for (k, v) in metadata {
+                meta.set_item(k, v)
+                    .map_err(|e| failed(format!("{method}: {e}")))?;
+            }
+            let out = self
+                .obj
+                .bind(py)
+                .call_method1(method, (name, meta))
+                .map_err(|e| failed(format!("{method} raised {e}")))?;
+            if out.is_none() {
+                return Err(CryptoError::MissingKey {
+                    name: name.to_owned(),
+                    kind,
+                });
+            }
+            let (pem, md) = match out.cast::<PyTuple>() {
+                Ok(t) if t.len() == 2 => (t.get_item(0).ok(), Some(t.get_item(1).ok())),
+                _ => (Some(out.clone()), None),
+            };
+            let bad_shape = || {
+                failed(format!(
+                    "{method} must return the PEM key (bytes or str), a (pem, metadata dict) \
+                     pair, or None"
+                ))
+            };
+            let pem = pem.ok_or_else(bad_shape)?;
+            let pem = if let Ok(b) = pem.cast::<PyBytes>() {
+                b.as_bytes().to_vec()
+            } else if let Ok(s) = pem.extract::<String>() {
+                s.into_bytes()
+            } else {
+                return Err(bad_shape());
+            };
+            let metadata = match md {
+                None => Vec::new(),
+                Some(m) => {
+                    let m = m.ok_or_else(bad_shape)?;
+                    let d = m.cast::<PyDict>().map_err(|_| bad_shape())?;
+                    d.iter()
+                        .map(|(k, v)| Ok((k.extract()?, v.extract()?)))
+                        .collect::<PyResult<Vec<(String, String)>>>()
+                        .map_err(|_| failed(format!("{method}: metadata must be str to str")))?
+                }
+            };
+            Ok(KeyInfo { pem, metadata })
+        })
+    }
+}
+
+impl KeyReader for PyObjectReader {
+    fn public_key(&self, name: &str) -> Result<KeyInfo, CryptoError> {
+        self.ask("get_public_key", "public", name, &[])
+    }
+
+    fn private_key(
+        &self,
+        name: &str,
+        metadata: &[(String, String)],
+    ) -> Result<KeyInfo, CryptoError> {
+        self.ask("get_private_key", "private", name, metadata)
+    }
+}
+
+/// A `streamwire.CryptoKeyReader`, or an object with a callable `method` (`get_public_key`
+/// for a producer, `get_private_key` for a consumer).
+fn reader_of(obj: &Bound<'_, PyAny>, method: &str) -> PyResult<Arc<dyn KeyReader>> {
+    if let Ok(r) = obj.cast::<PyCryptoKeyReader>() {
+        return Ok(r.get().inner.clone());
+    }
+    match obj.getattr(method) {
+        Ok(m) if m.is_callable() => Ok(Arc::new(PyObjectReader {
+            obj: obj.clone().unbind(),
+        })),
+        _ => Err(PyTypeError::new_err(format!(
+            "crypto_key_reader must be a streamwire.CryptoKeyReader or an object with a \
+             {method}(key_name, metadata) method"
+        ))),
+    }
 }
 
 /// The producer's `encryption_keys` + `crypto_key_reader`.
@@ -172,7 +278,7 @@ pub(crate) fn producer_encryption(
                 .collect();
             Ok(Some(EncryptionConfig {
                 key_names,
-                reader: reader_of(r)?,
+                reader: reader_of(r, "get_public_key")?,
             }))
         }
     }
@@ -191,7 +297,7 @@ pub(crate) fn consumer_crypto(
     })?;
     let decryptor = crypto_key_reader
         .filter(|r| !r.is_none())
-        .map(|r| reader_of(r).map(|r| Arc::new(Decryptor::new(r))))
+        .map(|r| reader_of(r, "get_private_key").map(|r| Arc::new(Decryptor::new(r))))
         .transpose()?;
     Ok(ConsumerCrypto { decryptor, action })
 }

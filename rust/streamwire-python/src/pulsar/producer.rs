@@ -84,6 +84,13 @@ crate::two_faces! {
         ///         partition the routing picks first is created at once); useful with
         ///         `routing="single"` or a `message_router` that uses few partitions. Needs
         ///         `access_mode="shared"`. Default False: every partition at creation.
+        ///     auto_update_partitions_interval: for partitioned topics, seconds between checks
+        ///         (one metadata lookup) for partitions the topic gained (`pulsar-admin topics
+        ///         update-partitioned-topic`): they get producers (lazily with
+        ///         `lazy_start_partitioned_producers`) and the routing spreads messages over
+        ///         the new count, as the Java client's `autoUpdatePartitionsInterval`; sends
+        ///         in flight are not disturbed. 0: never (Java's
+        ///         `autoUpdatePartitions(false)`). Default 60.0.
         ///     chunking: split messages larger than the broker's limit into chunks instead of
         ///         failing them with `MessageTooBigError`. Default False.
         ///     properties: producer metadata (str to str) sent to the broker. Default None.
@@ -96,7 +103,11 @@ crate::two_faces! {
         ///         key (RSA-OAEP, SHA-1), as the official clients do; the data key is renewed
         ///         every 4 hours. Needs `crypto_key_reader`. Default None.
         ///     crypto_key_reader: a `streamwire.CryptoKeyReader` with the public keys of
-        ///         `encryption_keys`. Default None.
+        ///         `encryption_keys`, or an object of yours with a `get_public_key(key_name,
+        ///         metadata)` method returning the PEM key (bytes or str), a `(pem,
+        ///         metadata)` pair (the metadata travels with the wrapped data key to the
+        ///         consumer's `get_private_key`), or None (as the Java client's
+        ///         `CryptoKeyReader` interface). Default None.
         ///
         /// Raises:
         ///     ConfigError: a bad option.
@@ -109,7 +120,7 @@ crate::two_faces! {
             batching_type="default", compression=None, max_pending_messages=10_000, block_if_queue_full=true,
             send_timeout=30.0, initial_sequence_id=None, access_mode="shared",
             routing="round_robin", message_router=None, lazy_start_partitioned_producers=false,
-            chunking=false, properties=None, schema=None, encryption_keys=None,
+            auto_update_partitions_interval=60.0, chunking=false, properties=None, schema=None, encryption_keys=None,
             crypto_key_reader=None))]
         fn create_producer / _acreate_producer (
             &self,
@@ -130,6 +141,7 @@ crate::two_faces! {
             routing: &str,
             message_router: Option<Py<PyAny>>,
             lazy_start_partitioned_producers: bool,
+            auto_update_partitions_interval: f64,
             chunking: bool,
             properties: Option<&Bound<'_, PyAny>>,
             schema: Option<&Bound<'_, PyAny>>,
@@ -226,6 +238,8 @@ crate::two_faces! {
             } else {
                 positive_secs("batching_max_delay", batching_max_delay).py_err()?
             };
+            let auto_update_partitions =
+                crate::pulsar::table_view::partitions_interval(auto_update_partitions_interval)?;
             let encryption =
                 crate::pulsar::crypto::producer_encryption(encryption_keys, crypto_key_reader)?;
             if encryption.is_some() && chunking {
@@ -259,6 +273,7 @@ crate::two_faces! {
                 routing,
                 chunking,
                 lazy_start: lazy_start_partitioned_producers,
+                auto_update_partitions,
                 ..ProducerConfig::default()
             };
             let plan = ProducerPlan {
@@ -644,7 +659,7 @@ impl Producer {
             })?;
             return Ok(SendFuture { state });
         }
-        let p = tp.producer_for_msg(&msg).clone();
+        let p = tp.producer_for_msg(&msg);
         match p.try_send(msg, user_seq, entry.clone(), completion) {
             Ok(()) => {}
             Err(rejected) => {
@@ -804,7 +819,8 @@ impl Producer {
             .map(|v| pyo3::types::PyBytes::new(py, &v))
     }
 
-    /// The number of partition producers (1 for a non-partitioned topic).
+    /// The number of partition producers (1 for a non-partitioned topic); it grows when the
+    /// topic gains partitions (see `auto_update_partitions_interval`).
     #[getter]
     fn num_partitions(&self) -> usize {
         self.inner.num_partitions()

@@ -108,6 +108,23 @@ impl Drop for TableView {
 /// The longest `auto_update_partitions_interval` accepted, in seconds (about 11.6 days).
 const MAX_PARTITIONS_INTERVAL: f64 = 1_000_000.0;
 
+/// An `auto_update_partitions_interval` argument (table views, producers, consumers,
+/// readers): seconds between checks for partitions a topic gained, 0 for never. Bounded
+/// above too: a huge period would overflow the timer's deadline (a panic, not an error) and
+/// means "never", which 0 says.
+pub(crate) fn partitions_interval(secs: f64) -> PyResult<Duration> {
+    if !(0.0..=MAX_PARTITIONS_INTERVAL).contains(&secs) {
+        return Err(to_py(Error::new(
+            ErrorKind::Config,
+            format!(
+                "auto_update_partitions_interval must be a number of seconds from 0 to \
+                 {MAX_PARTITIONS_INTERVAL}, got {secs}"
+            ),
+        )));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
 crate::two_faces! {
     impl Client {
         /// Read `topic` as a map from message key to its latest value (a `TableView`).
@@ -157,17 +174,7 @@ crate::two_faces! {
                     ),
                 )));
             }
-            // Bounded above too: a huge period would overflow the timer's deadline (a panic,
-            // not an error) and means "never", which 0 says.
-            if !(0.0..=MAX_PARTITIONS_INTERVAL).contains(&auto_update_partitions_interval) {
-                return Err(to_py(Error::new(
-                    ErrorKind::Config,
-                    format!(
-                        "auto_update_partitions_interval must be a number of seconds from 0 \
-                         to {MAX_PARTITIONS_INTERVAL}, got {auto_update_partitions_interval}"
-                    ),
-                )));
-            }
+            let auto_update_partitions = partitions_interval(auto_update_partitions_interval)?;
             if subscription_name.as_deref() == Some("") {
                 return Err(to_py(Error::new(
                     ErrorKind::Config,
@@ -178,7 +185,7 @@ crate::two_faces! {
                 subscription: subscription_name,
                 receiver_queue_size: receiver_queue_size as u32,
                 schema: codec.as_ref().map(|c| c.info.to_proto()),
-                auto_update_partitions: Duration::from_secs_f64(auto_update_partitions_interval),
+                auto_update_partitions,
             };
             let op_timeout = self.operation_timeout;
             Op::new("create table view", None, async move {
