@@ -35,7 +35,8 @@ from streamwire._native import PravegaTransactionHandle as _NativeTxnHandle
 from streamwire._native import PravegaWriter as _NativeWriter
 from streamwire.aio import _Closing, _Entered
 from streamwire.exceptions import AlreadyClosedError
-from streamwire.pravega import _ClientBase, _ReaderBase, _ReaderGroupBase, _Wrapped
+from streamwire.pravega import _ClientBase, _ReaderBase, _ReaderGroupBase
+from streamwire.pravega._types import _Wrapped
 from streamwire.pravega.byte_stream import _ByteStreamBase
 
 __all__ = [
