@@ -19,9 +19,9 @@ use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 use streamwire_pulsar::client::PulsarClient;
 use streamwire_pulsar::schema::avro::Node;
 use streamwire_pulsar::schema::keyvalue::{
-    encode_inline, kv_schema, split_halves, split_kv_schema, KvEncoding,
+    b64, encode_inline, kv_schema, split_halves, split_kv_schema, KvEncoding,
 };
-use streamwire_pulsar::schema::project::project;
+use streamwire_pulsar::schema::project::decode_resolved;
 use streamwire_pulsar::schema::value::Value;
 use streamwire_pulsar::schema::{RecordCodec, RecordEncoding, SchemaInfo, SchemaType};
 use streamwire_pulsar::topic::TopicName;
@@ -252,25 +252,6 @@ impl Codec {
 pub(crate) struct Writer {
     pub key: Option<Arc<RecordCodec>>,
     pub value: Option<Arc<RecordCodec>>,
-}
-
-/// A payload decoded with `writer` (None: the reader's definition) and resolved to the
-/// reader's `codec`.
-pub(crate) fn decode_resolved(
-    codec: &RecordCodec,
-    writer: Option<&RecordCodec>,
-    payload: &[u8],
-) -> Result<Value, streamwire_pulsar::schema::value::ValueError> {
-    match writer {
-        None => codec.decode(payload),
-        Some(w) => project(
-            &w.schema,
-            w.schema.root,
-            w.decode(payload)?,
-            &codec.schema,
-            codec.schema.root,
-        ),
-    }
 }
 
 /// The writer's codec of one record half: None when it is the reader's definition or not a
@@ -686,60 +667,5 @@ impl PySchemaCodec {
     #[getter]
     fn properties(&self) -> Vec<(String, String)> {
         self.inner.info.properties.clone()
-    }
-}
-
-/// Base64 (standard alphabet, padded), for SEPARATED key/value keys.
-pub(crate) mod b64 {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-    pub fn encode(data: &[u8]) -> String {
-        let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-        for c in data.chunks(3) {
-            let n = (u32::from(c[0]) << 16)
-                | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
-                | u32::from(*c.get(2).unwrap_or(&0));
-            for i in 0..4 {
-                if i <= c.len() {
-                    out.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char);
-                } else {
-                    out.push('=');
-                }
-            }
-        }
-        out
-    }
-
-    pub fn decode(text: &str) -> Option<Vec<u8>> {
-        let t = text.trim_end_matches('=').as_bytes();
-        let mut out = Vec::with_capacity(t.len() * 3 / 4);
-        let (mut acc, mut bits) = (0u32, 0u32);
-        for &ch in t {
-            let v = ALPHABET.iter().position(|&a| a == ch)? as u32;
-            acc = (acc << 6) | v;
-            bits += 6;
-            if bits >= 8 {
-                bits -= 8;
-                out.push((acc >> bits) as u8);
-                acc &= (1 << bits) - 1;
-            }
-        }
-        Some(out)
-    }
-
-    #[cfg(test)]
-    mod tests {
-        #[test]
-        fn round_trips() {
-            for n in 0..40u8 {
-                let data: Vec<u8> = (0..n).map(|i| i.wrapping_mul(37)).collect();
-                let e = super::encode(&data);
-                assert_eq!(e.len() % 4, 0);
-                assert_eq!(super::decode(&e).unwrap(), data);
-            }
-            assert_eq!(super::encode(b"foobar"), "Zm9vYmFy");
-            assert_eq!(super::encode(b"fo"), "Zm8=");
-            assert!(super::decode("Zm9v!").is_none());
-        }
     }
 }
