@@ -10,6 +10,7 @@
 //! * [`arrow_encode`], [`arrow_decode`], [`arrow_kv`] — Arrow columns to payloads and
 //!   received records to Arrow columns, per schema kind;
 //! * [`project`] — a writer-version value reshaped to the reader's schema;
+//! * [`writer`] — the writer's record schemas of a message's version, cached per topic;
 //! * [`registry`] — GetSchema and GetOrCreateSchema on a broker connection (I/O).
 //!
 //! The `Type` values are those of the protocol's `Schema.Type` enum (`proto/pulsar.proto`):
@@ -28,6 +29,7 @@ pub mod protobuf;
 pub mod protobuf_wire;
 pub mod registry;
 pub mod value;
+pub mod writer;
 
 #[cfg(test)]
 mod arrow_tests;
