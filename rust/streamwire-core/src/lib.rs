@@ -10,6 +10,9 @@
 
 /// Arrow column buffers filled in place (validity bitmaps, offsets, fixed-width values).
 pub mod arrow;
+/// Arrow columns as plain Rust data: a read-only view of a column, and arrays we build.
+#[allow(missing_docs)]
+pub mod arrow_view;
 /// Jittered exponential backoff with an optional give-up deadline.
 pub mod backoff;
 /// Client-wide byte budget for pending messages (back-pressure).

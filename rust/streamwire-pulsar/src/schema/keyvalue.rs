@@ -167,3 +167,60 @@ fn take_half<'a>(rest: &mut &'a [u8]) -> Result<Option<&'a [u8]>, KvError> {
     *rest = b;
     Ok(Some(a))
 }
+
+/// Base64 (standard alphabet, padded), for SEPARATED key/value keys.
+pub mod b64 {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+    /// Base64 of `data`.
+    pub fn encode(data: &[u8]) -> String {
+        let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+        for c in data.chunks(3) {
+            let n = (u32::from(c[0]) << 16)
+                | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+                | u32::from(*c.get(2).unwrap_or(&0));
+            for i in 0..4 {
+                if i <= c.len() {
+                    out.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char);
+                } else {
+                    out.push('=');
+                }
+            }
+        }
+        out
+    }
+
+    /// The bytes of base64 `text` (padding optional), None when it is not base64.
+    pub fn decode(text: &str) -> Option<Vec<u8>> {
+        let t = text.trim_end_matches('=').as_bytes();
+        let mut out = Vec::with_capacity(t.len() * 3 / 4);
+        let (mut acc, mut bits) = (0u32, 0u32);
+        for &ch in t {
+            let v = ALPHABET.iter().position(|&a| a == ch)? as u32;
+            acc = (acc << 6) | v;
+            bits += 6;
+            if bits >= 8 {
+                bits -= 8;
+                out.push((acc >> bits) as u8);
+                acc &= (1 << bits) - 1;
+            }
+        }
+        Some(out)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn round_trips() {
+            for n in 0..40u8 {
+                let data: Vec<u8> = (0..n).map(|i| i.wrapping_mul(37)).collect();
+                let e = super::encode(&data);
+                assert_eq!(e.len() % 4, 0);
+                assert_eq!(super::decode(&e).unwrap(), data);
+            }
+            assert_eq!(super::encode(b"foobar"), "Zm9vYmFy");
+            assert_eq!(super::encode(b"fo"), "Zm8=");
+            assert!(super::decode("Zm9v!").is_none());
+        }
+    }
+}

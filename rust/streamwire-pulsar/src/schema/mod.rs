@@ -7,12 +7,18 @@
 //! * [`json`] — plain JSON encoding (JSON payloads);
 //! * [`keyvalue`] — KEY_VALUE schema data and inline payloads;
 //! * [`protobuf`], [`protobuf_wire`] — PROTOBUF_NATIVE schema data and payloads;
+//! * [`arrow_encode`], [`arrow_decode`], [`arrow_kv`] — Arrow columns to payloads and
+//!   received records to Arrow columns, per schema kind;
 //! * [`project`] — a writer-version value reshaped to the reader's schema;
+//! * [`writer`] — the writer's record schemas of a message's version, cached per topic;
 //! * [`registry`] — GetSchema and GetOrCreateSchema on a broker connection (I/O).
 //!
 //! The `Type` values are those of the protocol's `Schema.Type` enum (`proto/pulsar.proto`):
 //! a producer or consumer without a schema sends none, which the broker takes as BYTES.
 
+pub mod arrow_decode;
+pub mod arrow_encode;
+pub mod arrow_kv;
 pub mod avro;
 pub mod binary;
 pub mod json;
@@ -23,7 +29,10 @@ pub mod protobuf;
 pub mod protobuf_wire;
 pub mod registry;
 pub mod value;
+pub mod writer;
 
+#[cfg(test)]
+mod arrow_tests;
 #[cfg(test)]
 mod protobuf_tests;
 #[cfg(test)]

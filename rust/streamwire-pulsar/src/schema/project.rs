@@ -10,6 +10,25 @@ use super::value::{branch_for, type_name, Value, ValueError};
 
 const MAX_DEPTH: usize = 128;
 
+/// A payload decoded with `writer` (None: the reader's definition) and resolved to the
+/// reader's `codec`.
+pub fn decode_resolved(
+    codec: &super::RecordCodec,
+    writer: Option<&super::RecordCodec>,
+    payload: &[u8],
+) -> Result<Value, ValueError> {
+    match writer {
+        None => codec.decode(payload),
+        Some(w) => project(
+            &w.schema,
+            w.schema.root,
+            w.decode(payload)?,
+            &codec.schema,
+            codec.schema.root,
+        ),
+    }
+}
+
 /// `v` (of writer node `wid`) as a value of reader node `rid`.
 pub fn project(
     w: &AvroSchema,

@@ -11,7 +11,7 @@ use super::{binary, RecordCodec, RecordEncoding, SchemaInfo, SchemaType};
 
 /// A random type, turned into a definition by [`definition`].
 #[derive(Debug, Clone)]
-enum Ty {
+pub(super) enum Ty {
     Null,
     Bool,
     Int,
@@ -28,7 +28,7 @@ enum Ty {
     Record(Vec<Ty>),
 }
 
-fn ty() -> impl Strategy<Value = Ty> {
+pub(super) fn ty() -> impl Strategy<Value = Ty> {
     let leaf = prop_oneof![
         Just(Ty::Null),
         Just(Ty::Bool),
@@ -57,7 +57,7 @@ fn ty() -> impl Strategy<Value = Ty> {
     })
 }
 
-fn definition(t: &Ty, n: &mut usize) -> serde_json::Value {
+pub(super) fn definition(t: &Ty, n: &mut usize) -> serde_json::Value {
     *n += 1;
     match t {
         Ty::Null => json!("null"),
@@ -91,7 +91,7 @@ fn exact_f64() -> impl Strategy<Value = f64> {
     (-4_000_000i32..4_000_000).prop_map(|x| f64::from(x) / 4.0)
 }
 
-fn value(t: &Ty) -> BoxedStrategy<Value> {
+pub(super) fn value(t: &Ty) -> BoxedStrategy<Value> {
     match t {
         Ty::Null => Just(Value::Null).boxed(),
         Ty::Bool => any::<bool>().prop_map(Value::Boolean).boxed(),

@@ -21,8 +21,6 @@ pub mod producer;
 pub mod producer_build;
 pub mod schema;
 pub mod schema_arrow;
-pub mod schema_arrow_kv;
-pub mod schema_encode_arrow;
 pub mod schema_encode_halves;
 pub mod schema_multi;
 pub mod schema_protobuf;

@@ -9,7 +9,7 @@
 //! reader's schema (`project`); a KEY_VALUE version's key and value halves each so.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -19,14 +19,16 @@ use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 use streamwire_pulsar::client::PulsarClient;
 use streamwire_pulsar::schema::avro::Node;
 use streamwire_pulsar::schema::keyvalue::{
-    encode_inline, kv_schema, split_halves, split_kv_schema, KvEncoding,
+    b64, encode_inline, kv_schema, split_halves, KvEncoding,
 };
-use streamwire_pulsar::schema::project::project;
+use streamwire_pulsar::schema::project::decode_resolved;
 use streamwire_pulsar::schema::value::Value;
+use streamwire_pulsar::schema::writer::{writer_of, Reader, Writer, WriterCache};
 use streamwire_pulsar::schema::{RecordCodec, RecordEncoding, SchemaInfo, SchemaType};
 use streamwire_pulsar::topic::TopicName;
 
 use crate::common::blocking::wait;
+use crate::pulsar::schema_encode_halves::half_codec;
 use crate::pulsar::schema_values::{schema_error, to_py, to_value, PyTypes};
 
 /// How values of a schema become payloads.
@@ -246,77 +248,13 @@ impl Codec {
     }
 }
 
-/// The record schemas of a writer's version that differ from the reader's: `value` for a
-/// record schema, `key` and `value` halves for a KEY_VALUE one (None: the reader's own).
-#[derive(Default)]
-pub(crate) struct Writer {
-    pub key: Option<Arc<RecordCodec>>,
-    pub value: Option<Arc<RecordCodec>>,
-}
-
-/// A payload decoded with `writer` (None: the reader's definition) and resolved to the
-/// reader's `codec`.
-pub(crate) fn decode_resolved(
-    codec: &RecordCodec,
-    writer: Option<&RecordCodec>,
-    payload: &[u8],
-) -> Result<Value, streamwire_pulsar::schema::value::ValueError> {
-    match writer {
-        None => codec.decode(payload),
-        Some(w) => project(
-            &w.schema,
-            w.schema.root,
-            w.decode(payload)?,
-            &codec.schema,
-            codec.schema.root,
-        ),
-    }
-}
-
-/// The writer's codec of one record half: None when it is the reader's definition or not a
-/// record schema of the same encoding family (then the reader's codec reads it).
-fn writer_half(
-    py: Python<'_>,
-    reader: &Codec,
-    info: &SchemaInfo,
-) -> PyResult<Option<Arc<RecordCodec>>> {
-    let Kind::Record { codec: own, .. } = &reader.kind else {
-        return Ok(None);
-    };
-    if info.data == reader.info.data {
-        return Ok(None);
-    }
-    let enc = match info.kind {
-        SchemaType::Json => RecordEncoding::Json,
-        SchemaType::Avro => RecordEncoding::Avro,
-        other => {
-            return Err(schema_error(
-                py,
-                format!(
-                    "message written with a {} schema, read with {}",
-                    SchemaInfo::type_name(other),
-                    SchemaInfo::type_name(reader.info.kind)
-                ),
-            ))
-        }
-    };
-    let c = RecordCodec::new(enc, &info.data)
-        .map_err(|e| schema_error(py, format!("writer schema: {e}")))?
-        .with_enum_values(Arc::clone(&own.enum_values));
-    Ok(Some(Arc::new(c)))
-}
-
-/// topic → version → the writer's schemas; None: that version is the reader's own. Nested
-/// so that the per-message look-up borrows the topic and version (no allocation).
-type Versions = HashMap<Arc<str>, HashMap<Vec<u8>, Option<Arc<Writer>>>>;
-
 /// A consumer's schema: the codec, and the writer versions fetched so far.
 pub(crate) struct Typed {
     pub codec: Arc<Codec>,
     client: PulsarClient,
     timeout: Duration,
-    /// (topic, version) → the writer's codec; None: that version is the reader's own.
-    versions: Mutex<Versions>,
+    /// The writer versions resolved so far, per topic.
+    versions: WriterCache,
 }
 
 impl Typed {
@@ -325,7 +263,7 @@ impl Typed {
             codec,
             client,
             timeout,
-            versions: Mutex::new(HashMap::new()),
+            versions: WriterCache::default(),
         })
     }
 
@@ -392,12 +330,8 @@ impl Typed {
         topic: &Arc<str>,
         version: &[u8],
     ) -> PyResult<Option<Arc<Writer>>> {
-        if let Some(c) = self
-            .lock()
-            .get(&**topic)
-            .and_then(|by_version| by_version.get(version))
-        {
-            return Ok(c.clone());
+        if let Some(c) = self.versions.get(topic, version) {
+            return Ok(c);
         }
         let client = self.client.clone();
         let name = TopicName::parse(topic).map_err(crate::common::errors::to_py)?;
@@ -405,37 +339,26 @@ impl Typed {
         let got = wait(py, "get schema", Some(self.timeout), async move {
             client.get_schema(&name, Some(&ver)).await
         })?;
-        let writer = match got {
-            Some((info, _)) if info.data != self.codec.info.data => {
-                let w = match &self.codec.kind {
-                    Kind::KeyValue { key, value, .. } => {
-                        let (k, v, _) = split_kv_schema(&info)
-                            .map_err(|e| schema_error(py, format!("writer schema: {}", e.0)))?;
-                        Writer {
-                            key: writer_half(py, key, &k)?,
-                            value: writer_half(py, value, &v)?,
-                        }
-                    }
-                    _ => Writer {
-                        key: None,
-                        value: writer_half(py, &self.codec, &info)?,
-                    },
-                };
-                (w.key.is_some() || w.value.is_some()).then(|| Arc::new(w))
-            }
-            // The reader's own definition, or a version the registry no longer has: read
-            // with the reader's schema.
-            _ => None,
-        };
-        self.lock()
-            .entry(Arc::clone(topic))
-            .or_default()
-            .insert(version.to_vec(), writer.clone());
+        // A version the registry no longer has reads with the reader's schema.
+        let writer = writer_of(
+            self.reader(py)?,
+            &self.codec.info,
+            got.as_ref().map(|g| &g.0),
+        )
+        .map_err(|e| schema_error(py, e.0))?;
+        self.versions.insert(topic, version, writer.clone());
         Ok(writer)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Versions> {
-        self.versions.lock().unwrap_or_else(|p| p.into_inner())
+    /// The reader's schema as writer resolution needs it.
+    fn reader(&self, py: Python<'_>) -> PyResult<Reader<'_>> {
+        Ok(match &self.codec.kind {
+            Kind::KeyValue { key, value, .. } => Reader::KeyValue {
+                key: (half_codec(py, key)?, &key.info),
+                value: (half_codec(py, value)?, &value.info),
+            },
+            _ => Reader::Plain(half_codec(py, &self.codec)?, &self.codec.info),
+        })
     }
 }
 
@@ -686,60 +609,5 @@ impl PySchemaCodec {
     #[getter]
     fn properties(&self) -> Vec<(String, String)> {
         self.inner.info.properties.clone()
-    }
-}
-
-/// Base64 (standard alphabet, padded), for SEPARATED key/value keys.
-pub(crate) mod b64 {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-    pub fn encode(data: &[u8]) -> String {
-        let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-        for c in data.chunks(3) {
-            let n = (u32::from(c[0]) << 16)
-                | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
-                | u32::from(*c.get(2).unwrap_or(&0));
-            for i in 0..4 {
-                if i <= c.len() {
-                    out.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char);
-                } else {
-                    out.push('=');
-                }
-            }
-        }
-        out
-    }
-
-    pub fn decode(text: &str) -> Option<Vec<u8>> {
-        let t = text.trim_end_matches('=').as_bytes();
-        let mut out = Vec::with_capacity(t.len() * 3 / 4);
-        let (mut acc, mut bits) = (0u32, 0u32);
-        for &ch in t {
-            let v = ALPHABET.iter().position(|&a| a == ch)? as u32;
-            acc = (acc << 6) | v;
-            bits += 6;
-            if bits >= 8 {
-                bits -= 8;
-                out.push((acc >> bits) as u8);
-                acc &= (1 << bits) - 1;
-            }
-        }
-        Some(out)
-    }
-
-    #[cfg(test)]
-    mod tests {
-        #[test]
-        fn round_trips() {
-            for n in 0..40u8 {
-                let data: Vec<u8> = (0..n).map(|i| i.wrapping_mul(37)).collect();
-                let e = super::encode(&data);
-                assert_eq!(e.len() % 4, 0);
-                assert_eq!(super::decode(&e).unwrap(), data);
-            }
-            assert_eq!(super::encode(b"foobar"), "Zm9vYmFy");
-            assert_eq!(super::encode(b"fo"), "Zm8=");
-            assert!(super::decode("Zm9v!").is_none());
-        }
     }
 }

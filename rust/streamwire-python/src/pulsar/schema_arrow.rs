@@ -1,234 +1,159 @@
-//! Typed Arrow columns for a consumer with a record schema: `receive_arrow` / `read_arrow`
-//! give the `value` column as a struct of the record's fields (reader's schema, each
-//! message decoded with its writer's version and resolved), nested records as structs,
-//! arrays as lists, maps as maps, enums as their symbols. Values go from the decoded
-//! record straight into the column buffers: no Python object per row or field.
+//! Typed Arrow columns for a consumer with a schema: `receive_arrow` / `read_arrow` give the
+//! `value` column as a struct of the record's fields (reader's schema, each message decoded
+//! with its writer's version and resolved), or for a KEY_VALUE schema `key` and `value`
+//! typed per their halves. The binding's half: it fetches writer versions (a round trip the
+//! first time) and hands the engine's columns (`streamwire_pulsar::schema::arrow_decode`,
+//! `arrow_kv`) to pyarrow. Also `SchemaCodec.arrow_type`, the Arrow type such a read gives
+//! (built from zero rows), so that a planner (the Spark Data Source on its driver) knows the
+//! columns before reading.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+use streamwire_core::arrow_view::ArrayData;
 use streamwire_pulsar::consumer::ReceivedMessage;
-use streamwire_pulsar::schema::avro::{AvroSchema, Node, NodeId};
+use streamwire_pulsar::schema::arrow_decode::column;
+use streamwire_pulsar::schema::arrow_kv::{half_column, message_halves};
 use streamwire_pulsar::schema::value::Value;
+use streamwire_pulsar::schema::RecordCodec;
 
-use crate::common::arrow::ArrowBuilder;
+use crate::common::arrow::to_pyarrow;
 use crate::pulsar::message::to_record_batch;
-use crate::pulsar::schema::{Kind, Typed};
+use crate::pulsar::schema::{Codec, Kind, PySchemaCodec, Typed};
+use crate::pulsar::schema_encode_halves::{arrow_err, half_codec};
 use crate::pulsar::schema_values::schema_error;
 
-static NULL: Value = Value::Null;
-
-/// The record batch of `names` for `msgs`, `value` typed when the schema is a record's.
+/// The record batch of `names` for `msgs`: `value` (and for a key/value schema `key`)
+/// typed when the schema gives it a type, the other columns as without a schema.
 pub(crate) fn typed_batch<'py>(
     py: Python<'py>,
     typed: Option<&Typed>,
     msgs: &[ReceivedMessage],
     names: &[&str],
 ) -> PyResult<Bound<'py, PyAny>> {
-    if let Some(t) = typed.filter(|t| matches!(t.codec.kind, Kind::KeyValue { .. })) {
-        return crate::pulsar::schema_arrow_kv::kv_batch(py, t, msgs, names);
-    }
-    let (Some(t), Some(at)) = (typed, names.iter().position(|n| *n == "value")) else {
+    let Some(t) = typed else {
         return to_record_batch(py, msgs, names);
     };
-    let Some(schema) = t.record_schema() else {
-        return to_record_batch(py, msgs, names);
+    let typed_names: &[&str] = match &t.codec.kind {
+        Kind::KeyValue { .. } => &["key", "value"],
+        _ if t.record_schema().is_some() => &["value"],
+        _ => &[],
     };
-    // The other columns as usual; the raw payload column would be built only to be
-    // replaced, so it is not.
-    let others: Vec<&str> = names.iter().copied().filter(|n| *n != "value").collect();
-    let batch = to_record_batch(py, msgs, &others)?;
-    let values = msgs
+    let at: Vec<(usize, &str)> = names
         .iter()
-        .map(|m| t.record_value(py, m))
-        .collect::<PyResult<Vec<Value>>>()?;
-    let refs: Vec<&Value> = values.iter().collect();
-    let b = ArrowBuilder::new(py, msgs.len())?;
-    // A message sent with null_value is a Null record: column() makes it a null row.
-    let col = column(&b, schema, schema.root, &refs)?;
+        .enumerate()
+        .filter(|(_, n)| typed_names.contains(n))
+        .map(|(i, n)| (i, *n))
+        .collect();
+    if at.is_empty() {
+        return to_record_batch(py, msgs, names);
+    }
+    // The other columns as usual; the raw key and payload columns would be built only to be
+    // replaced, so they are not.
+    let others: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| !typed_names.contains(n))
+        .collect();
+    let batch = to_record_batch(py, msgs, &others)?;
+    let built = match &t.codec.kind {
+        Kind::KeyValue { .. } => kv_columns(py, t, msgs, &at)?,
+        _ => {
+            let values = msgs
+                .iter()
+                .map(|m| t.record_value(py, m))
+                .collect::<PyResult<Vec<Value>>>()?;
+            let refs: Vec<&Value> = values.iter().collect();
+            let schema = t.record_schema().expect("checked above");
+            // A message sent with null_value is a Null record: column() makes it a null row.
+            vec![column(schema, schema.root, &refs).map_err(|e| arrow_err(py, e))?]
+        }
+    };
+    let pa = py.import("pyarrow")?;
     let cols = batch.getattr("columns")?.cast_into::<PyList>()?;
-    cols.insert(at, col)?;
+    // Ascending positions: each insert lands where `names` has it.
+    for ((i, _), col) in at.iter().zip(&built) {
+        cols.insert(*i, to_pyarrow(&pa, col)?)?;
+    }
     let kwargs = PyDict::new(py);
     kwargs.set_item("names", PyList::new(py, names)?)?;
-    b.pa()
-        .getattr("RecordBatch")?
+    pa.getattr("RecordBatch")?
         .call_method("from_arrays", (cols,), Some(&kwargs))
 }
 
-pub(crate) fn field<'py>(
-    b: &ArrowBuilder<'py>,
-    name: &str,
-    col: &Bound<'py, PyAny>,
-    nullable: bool,
-) -> PyResult<Bound<'py, PyAny>> {
-    b.pa()
-        .call_method1("field", (name, col.getattr("type")?, nullable))
-}
-
-/// The column of node `id` for `vals` (one per row of `b`). A null where the node has no
-/// null (a null key or value half of a key/value) is a null row of the column.
-pub(crate) fn column<'py>(
-    b: &ArrowBuilder<'py>,
-    s: &AvroSchema,
-    id: NodeId,
-    vals: &[&Value],
-) -> PyResult<Bound<'py, PyAny>> {
-    let py = b.pa().py();
-    let (id, valid) = match s.nullable_inner(id) {
-        Some(inner) => (
-            inner,
-            b.validity(vals.iter().map(|v| !matches!(v, Value::Null))),
-        ),
-        None if vals.iter().any(|v| matches!(v, Value::Null)) => (
-            id,
-            b.validity(vals.iter().map(|v| !matches!(v, Value::Null))),
-        ),
-        None => (id, None),
+/// The `key` and `value` columns (as `at` names them) of a key/value consumer's messages:
+/// each record half decoded with the writer version's schema of that half.
+fn kv_columns(
+    py: Python<'_>,
+    t: &Typed,
+    msgs: &[ReceivedMessage],
+    at: &[(usize, &str)],
+) -> PyResult<Vec<ArrayData>> {
+    let Kind::KeyValue {
+        key,
+        value,
+        separated,
+    } = &t.codec.kind
+    else {
+        return Err(schema_error(py, "not a key/value schema"));
     };
-    Ok(match s.node(id) {
-        Node::Null => b.pa().call_method1("nulls", (vals.len(),))?,
-        Node::Boolean => b.bools(
-            vals.iter().map(|v| matches!(v, Value::Boolean(true))),
-            valid,
-        )?,
-        Node::Int => b.fixed(
-            "int32",
-            vals.iter()
-                .map(|v| if let Value::Int(i) = v { *i } else { 0 }),
-            i32::to_le_bytes,
-            valid,
-        )?,
-        Node::Long => b.fixed(
-            "int64",
-            vals.iter()
-                .map(|v| if let Value::Long(i) = v { *i } else { 0 }),
-            i64::to_le_bytes,
-            valid,
-        )?,
-        Node::Float => b.fixed(
-            "float32",
-            vals.iter()
-                .map(|v| if let Value::Float(f) = v { *f } else { 0.0 }),
-            f32::to_le_bytes,
-            valid,
-        )?,
-        Node::Double => b.fixed(
-            "float64",
-            vals.iter()
-                .map(|v| if let Value::Double(f) = v { *f } else { 0.0 }),
-            f64::to_le_bytes,
-            valid,
-        )?,
-        Node::String => b.var(
-            &vals
-                .iter()
-                .map(|v| match v {
-                    Value::String(x) => Some(x.as_bytes()),
-                    _ => None,
-                })
-                .collect::<Vec<_>>(),
-            true,
-        )?,
-        Node::Bytes | Node::Fixed { .. } => b.var(
-            &vals
-                .iter()
-                .map(|v| match v {
-                    Value::Bytes(x) | Value::Fixed(x) => Some(&x[..]),
-                    _ => None,
-                })
-                .collect::<Vec<_>>(),
-            false,
-        )?,
-        Node::Enum { symbols, .. } => b.var(
-            &vals
-                .iter()
-                .map(|v| match v {
-                    Value::Enum(i) => symbols.get(*i as usize).map(String::as_bytes),
-                    _ => None,
-                })
-                .collect::<Vec<_>>(),
-            true,
-        )?,
-        Node::Record(r) => {
-            let mut children = Vec::with_capacity(r.fields.len());
-            let mut fields = Vec::with_capacity(r.fields.len());
-            for (i, f) in r.fields.iter().enumerate() {
-                let child_vals: Vec<&Value> = vals
-                    .iter()
-                    .map(|v| match v {
-                        Value::Record(x) => x.get(i).unwrap_or(&NULL),
-                        _ => &NULL,
-                    })
-                    .collect();
-                let c = column(b, s, f.node, &child_vals)?;
-                fields.push(field(b, &f.name, &c, true)?);
-                children.push(c);
-            }
-            let ty = b.pa().call_method1("struct", (PyList::new(py, fields)?,))?;
-            b.nested(ty, vals.len(), valid, None, children)?
-        }
-        Node::Array(item) => {
-            let (offsets, items) = flatten(vals, |v| match v {
-                Value::Array(x) => x.iter().collect(),
-                _ => Vec::new(),
-            });
-            let child = column(&b.with_rows(items.len()), s, *item, &items)?;
-            let ty = b.pa().call_method1("list_", (child.getattr("type")?,))?;
-            b.nested(ty, vals.len(), valid, Some(offsets), vec![child])?
-        }
-        Node::Map(val) => {
-            let (offsets, entries) = flatten(vals, |v| match v {
-                Value::Map(x) => x.iter().collect(),
-                _ => Vec::new(),
-            });
-            let cb = b.with_rows(entries.len());
-            let keys = cb.var(
-                &entries
-                    .iter()
-                    .map(|(k, _)| Some(k.as_bytes()))
-                    .collect::<Vec<_>>(),
-                true,
-            )?;
-            let vs: Vec<&Value> = entries.iter().map(|(_, v)| v).collect();
-            let values = column(&cb, s, *val, &vs)?;
-            let kf = field(b, "key", &keys, false)?;
-            let vf = field(b, "value", &values, true)?;
-            let entry_ty = b
-                .pa()
-                .call_method1("struct", (PyList::new(py, [kf, vf])?,))?;
-            let entry = cb.nested(
-                entry_ty,
-                entries.len(),
-                None,
-                None,
-                vec![keys, values.clone()],
-            )?;
-            let ty = b.pa().call_method1(
-                "map_",
-                (b.pa().call_method0("string")?, values.getattr("type")?),
-            )?;
-            b.nested(ty, vals.len(), valid, Some(offsets), vec![entry])?
-        }
-        Node::Union(_) => {
-            return Err(schema_error(
-                py,
-                "receive_arrow: only nullable unions (Optional[X]) have an Arrow column",
-            ))
-        }
-    })
+    let mut halves = Vec::with_capacity(msgs.len());
+    let mut writers = Vec::with_capacity(msgs.len());
+    for m in msgs {
+        halves.push(message_halves(m, *separated).map_err(|e| arrow_err(py, e))?);
+        writers.push(match m.schema_version() {
+            Some(ver) if !ver.is_empty() => t.writer(py, m.topic(), ver)?,
+            _ => None,
+        });
+    }
+    let mut out = Vec::with_capacity(at.len());
+    for (_, name) in at {
+        let key_half = *name == "key";
+        let raws: Vec<Option<&[u8]>> = halves
+            .iter()
+            .map(|h| if key_half { h.0.as_deref() } else { h.1 })
+            .collect();
+        let ws: Vec<Option<&RecordCodec>> = writers
+            .iter()
+            .map(|w| {
+                let w = w.as_ref()?;
+                if key_half {
+                    w.key.as_deref()
+                } else {
+                    w.value.as_deref()
+                }
+            })
+            .collect();
+        let half: &Codec = if key_half { key } else { value };
+        let h = half_codec(py, half)?;
+        out.push(half_column(h, &raws, &ws, msgs).map_err(|e| arrow_err(py, e))?);
+    }
+    Ok(out)
 }
 
-/// Offsets (`rows + 1`, i32) and the flattened items of a list-like column.
-fn flatten<'a, T: 'a>(
-    vals: &[&'a Value],
-    items: impl Fn(&'a Value) -> Vec<T>,
-) -> (Vec<i32>, Vec<T>) {
-    let mut offsets = Vec::with_capacity(vals.len() + 1);
-    let mut out = Vec::new();
-    offsets.push(0);
-    for v in vals {
-        out.extend(items(v));
-        offsets.push(out.len() as i32);
+#[pymethods]
+impl PySchemaCodec {
+    /// The Arrow type of the column a typed `receive_arrow` / `read_arrow` gives for this
+    /// schema (a struct for a record or protobuf message, string or binary otherwise).
+    ///
+    /// Args:
+    ///     half: "value", or "key" for the key half of a key/value schema.
+    #[pyo3(signature = (half="value"))]
+    fn arrow_type<'py>(&self, py: Python<'py>, half: &str) -> PyResult<Bound<'py, PyAny>> {
+        let codec: &Codec = &self.inner;
+        let target = match (&codec.kind, half) {
+            (Kind::KeyValue { key, .. }, "key") => &**key,
+            (Kind::KeyValue { value, .. }, "value") => &**value,
+            (_, "value") => codec,
+            (_, other) => {
+                return Err(schema_error(
+                    py,
+                    format!("arrow_type: half is 'value' (or 'key' of a key/value), not {other:?}"),
+                ))
+            }
+        };
+        let empty =
+            half_column(half_codec(py, target)?, &[], &[], &[]).map_err(|e| arrow_err(py, e))?;
+        to_pyarrow(&py.import("pyarrow")?, &empty)?.getattr("type")
     }
-    (offsets, out)
 }

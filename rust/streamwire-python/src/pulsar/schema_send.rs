@@ -9,11 +9,11 @@ use pyo3::types::{PyBytes, PyString};
 use streamwire_core::error::Error;
 use streamwire_pulsar::engine::message::OutgoingMessage;
 
+use crate::common::arrow::is_arrow_records;
 use crate::common::columns::freeze_slices;
 use crate::common::errors::to_py;
 use crate::pulsar::many::ManyOptions;
 use crate::pulsar::schema::Codec;
-use crate::pulsar::schema_encode_arrow::is_arrow_records;
 use crate::pulsar::schema_encode_halves::arrow_payloads;
 
 /// One message of `value`, with the caller's `key` (not allowed with a SEPARATED key/value
