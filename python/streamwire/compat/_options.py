@@ -58,14 +58,17 @@ class ServiceInfo:
 
     @property
     def service_url(self) -> str:
+        """The cluster's service URL."""
         return self._native.service_url
 
     @property
     def use_tls(self) -> bool:
+        """Whether the URL's scheme is a TLS one (``pulsar+ssl://``, ``https://``)."""
         return self.service_url.startswith(("pulsar+ssl://", "https://"))
 
     @property
     def tls_trust_certs_file_path(self) -> Optional[str]:
+        """This cluster's CA bundle, or None (the client's)."""
         return self._native.tls_trust_certs_file
 
     def __repr__(self) -> str:

@@ -12,7 +12,13 @@ from streamwire.exceptions import StreamwireError
 
 
 class TableView:
-    """A topic read as a table (made by :meth:`Client.create_table_view`)."""
+    """A topic read as a table (made by :meth:`Client.create_table_view`).
+
+    Args:
+        view: the :class:`streamwire.TableView` it wraps.
+        topic: the topic, as the caller named it (for ``str()``).
+        subscription: the reader subscription's name, if the caller gave one.
+    """
 
     def __init__(self, view: streamwire.TableView, topic: str, subscription: Optional[str]) -> None:
         self._view = view
