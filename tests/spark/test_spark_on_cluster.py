@@ -1,6 +1,7 @@
 """The Data Source on the multi-broker cluster: a partitioned topic whose partitions live on
-both brokers, reached through the Pulsar proxy, an HTTP service URL and a named listener, and
-a streaming query that goes on across a SIGKILL of the broker owning its topic.
+both brokers, reached through the Pulsar proxy, an HTTP service URL and a named listener, a
+streaming query that goes on across a SIGKILL of the broker owning its topic, and a running
+query whose Pulsar sink's topic owner is killed under it.
 
 The cluster (tests/peers/apache_cluster.py: ZooKeeper, a bookie, two brokers advertising an
 ``internal`` and an ``external`` listener, a proxy) is started once per test run."""
@@ -118,3 +119,69 @@ def test_streaming_read_goes_on_after_the_owner_is_killed(
     want = [f"a{i:04d}" for i in range(1_000)] + [f"b{i:04d}" for i in range(1_000)]
     assert len(got) == len(want)
     assert sorted(got) == sorted(want)
+
+
+def test_a_running_query_with_the_pulsar_sink_goes_on_through_a_kill_of_the_sinks_owner(
+    spark: Any, cluster: ApacheCluster, tmp_path: Path
+) -> None:
+    """A query that is never stopped: a Pulsar source (owned by broker 0) copied by the Pulsar
+    sink into a topic owned by broker 1, which is SIGKILLed while the query runs and rows keep
+    coming. The sink's producers wait for the takeover (their sends are not failed in the
+    meantime), the query goes on without a restart, and every source row reaches the output
+    at least once (the sink's stated guarantee; the brokers deduplicate by producer name and
+    sequence id, so none is expected twice either, but only loss fails the test)."""
+    import time
+
+    source = topic_owned_by(cluster, 0, "sink-kill-in")
+    sink = topic_owned_by(cluster, 1, "sink-kill-out")
+
+    def produce(prefix: str, n: int) -> None:
+        with streamwire.Client(cluster.proxy_url, operation_timeout=60) as client:
+            with client.create_producer(source, send_timeout=120) as producer:
+                producer.send_many([f"{prefix}{i:04d}".encode() for i in range(n)])
+
+    def written() -> int:
+        return int(sum((p.get("numInputRows") or 0) for p in query.recentProgress))
+
+    def wait_for(rows: int, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while written() < rows:
+            assert query.exception() is None, query.exception()
+            assert time.monotonic() < deadline, f"{written()} of {rows} rows after {seconds} s"
+            time.sleep(0.5)
+
+    produce("a", 1_000)
+    query = (
+        spark.readStream.format("streamwire")
+        .option("service_url", cluster.proxy_url)
+        .option("topic", source)
+        .option("startingOffsets", "earliest")
+        .option("maxRecordsPerTrigger", "250")
+        .load()
+        .select("value")
+        .writeStream.format("streamwire")
+        .option("service_url", cluster.proxy_url)
+        .option("topic", sink)
+        .option("operationTimeout", "60000")
+        .option("sendTimeoutMs", "120000")
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(processingTime="500 milliseconds")
+        .start()
+    )
+    try:
+        wait_for(500, 120)
+        cluster.kill_broker(1)
+        try:
+            produce("b", 1_000)
+            wait_for(2_000, 180)
+            assert query.isActive, "the query stopped"
+        finally:
+            cluster.restart_broker(1)
+    finally:
+        query.stop()
+    got = read_all(cluster.proxy_url, sink)
+    want = {f"a{i:04d}".encode() for i in range(1_000)} | {
+        f"b{i:04d}".encode() for i in range(1_000)
+    }
+    assert want <= set(got), f"{len(want - set(got))} rows lost"
+    assert len(got) >= len(want)

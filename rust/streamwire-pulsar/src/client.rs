@@ -323,8 +323,27 @@ impl PulsarClient {
         Ok((conn, owner))
     }
 
-    /// Number of partitions of `topic` (0 for a non-partitioned topic).
+    /// Number of partitions of `topic` (0 for a non-partitioned topic). A transient answer
+    /// (see [`crate::reconnect::transient_answer`]) is asked again until the operation
+    /// timeout, then raised.
     pub async fn partitions(&self, topic: &TopicName) -> Result<u32> {
+        let deadline = std::time::Instant::now() + self.config().operation_timeout;
+        let mut backoff = streamwire_core::backoff::Backoff::default();
+        loop {
+            match self.partitions_once(topic).await {
+                Err(e) if crate::reconnect::transient_answer(&e) => {
+                    let delay = crate::reconnect::retry_delay(&mut backoff, &e);
+                    if std::time::Instant::now() + delay >= deadline {
+                        return Err(e);
+                    }
+                    tokio::time::sleep(delay).await;
+                }
+                res => return res,
+            }
+        }
+    }
+
+    async fn partitions_once(&self, topic: &TopicName) -> Result<u32> {
         if let Some(http) = self.http_service() {
             return http.partitions(&self.config(), topic).await;
         }

@@ -59,6 +59,21 @@ pub fn retry_creation(failure: &Error) -> bool {
         || (failure.is_retriable() && failure.kind() != ErrorKind::ProducerBusy)
 }
 
+/// Whether a broker (or a proxy) answered with a transient error: a retriable server code
+/// (`ServiceNotReady`, `TooManyRequests`, `MetadataError`, `PersistenceError`, `UnknownError`
+/// — a proxy whose broker died under a forwarded request answers `UnknownError: Disconnected
+/// from server`). Lookups ask again within the operation timeout on these, as the Java client's
+/// lookups do; a refused connection is not one (the caller learns at once that the service URL
+/// is wrong or down).
+pub fn transient_answer(failure: &Error) -> bool {
+    failure.server_code().is_some()
+        && failure.is_retriable()
+        && !matches!(
+            failure.kind(),
+            ErrorKind::ProducerBusy | ErrorKind::ConsumerBusy
+        )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,6 +110,23 @@ mod tests {
         assert!(retry_creation(&Error::new(ErrorKind::Connect, "refused")));
         let cert = Error::new(ErrorKind::Connect, "certificate").with_retriable(false);
         assert!(!retry_creation(&cert));
+    }
+
+    #[test]
+    fn lookups_retry_transient_answers_but_not_refused_connections() {
+        use crate::server_error::server_error;
+        assert!(transient_answer(&server_error(
+            code::UNKNOWN_ERROR,
+            "Disconnected from server at 127.0.0.1/127.0.0.1:57203"
+        )));
+        assert!(transient_answer(&server_error(code::SERVICE_NOT_READY, "")));
+        assert!(!transient_answer(&server_error(code::TOPIC_NOT_FOUND, "")));
+        assert!(!transient_answer(&server_error(code::CONSUMER_BUSY, "")));
+        assert!(!transient_answer(&Error::new(
+            ErrorKind::Connect,
+            "refused"
+        )));
+        assert!(!transient_answer(&Error::timeout("lookup")));
     }
 
     #[test]
