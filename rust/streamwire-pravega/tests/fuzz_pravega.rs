@@ -31,6 +31,21 @@ fn seeds() -> Vec<Vec<u8>> {
     vec![read.to_vec(), appended.to_vec(), data]
 }
 
+/// Up to 8 random edits of `d`: a byte changed, the tail cut, a byte inserted.
+fn mutate(d: &mut Vec<u8>, next: &mut impl FnMut() -> u64) {
+    for _ in 0..=(next() % 8) {
+        if d.is_empty() {
+            break;
+        }
+        let at = (next() % d.len() as u64) as usize;
+        match next() % 3 {
+            0 => d[at] = next() as u8,
+            1 => d.truncate(at),
+            _ => d.insert(at, next() as u8),
+        }
+    }
+}
+
 #[test]
 fn bounded_fuzz_run_of_the_pravega_decoders() {
     let iters: usize = std::env::var("STREAMWIRE_FUZZ_ITERS")
@@ -51,17 +66,7 @@ fn bounded_fuzz_run_of_the_pravega_decoders() {
         } else {
             seeds[(next() % seeds.len() as u64) as usize].clone()
         };
-        for _ in 0..=(next() % 8) {
-            if d.is_empty() {
-                break;
-            }
-            let at = (next() % d.len() as u64) as usize;
-            match next() % 3 {
-                0 => d[at] = next() as u8,
-                1 => d.truncate(at),
-                _ => d.insert(at, next() as u8),
-            }
-        }
+        mutate(&mut d, &mut next);
         fuzz_reply(&d);
         fuzz_group_state(&d);
     }
@@ -78,17 +83,7 @@ fn bounded_fuzz_run_of_the_pravega_decoders() {
     ];
     for i in 0..iters {
         let mut d = values[i % values.len()].clone();
-        for _ in 0..=(next() % 8) {
-            if d.is_empty() {
-                break;
-            }
-            let at = (next() % d.len() as u64) as usize;
-            match next() % 3 {
-                0 => d[at] = next() as u8,
-                1 => d.truncate(at),
-                _ => d.insert(at, next() as u8),
-            }
-        }
+        mutate(&mut d, &mut next);
         fuzz_group_state(&d);
     }
 }
