@@ -150,6 +150,12 @@ CASES: list[Case] = [
     ),
     Case(
         "ServiceInfo()",
+        "tls_cert_file without tls_key_file",
+        CFG,
+        lambda c: streamwire.ServiceInfo(c.url, tls_cert_file="/c.pem"),
+    ),
+    Case(
+        "ServiceInfo()",
         "auth_token not a str or callable (42)",
         TYP,
         lambda c: streamwire.ServiceInfo(c.url, auth_token=42),  # type: ignore[arg-type]

@@ -22,7 +22,7 @@ from streamwire import AuthenticationError, AutoClusterFailover, ServiceInfo
 
 from tests.cluster.helpers import read_all
 from tests.peers.lite import PulsarLite
-from tests.peers.secure import SecurePulsar
+from tests.peers.secure import CLIENT_CERT_ROLE, SecurePulsar
 
 pytestmark = pytest.mark.apache
 
@@ -31,7 +31,9 @@ ROLE = "failover-writer"
 
 @pytest.fixture(scope="module")
 def secure(apache_secure_broker: SecurePulsar) -> SecurePulsar:
-    apache_secure_broker.admin().grant_namespace_permission(ROLE, ["produce", "consume"])
+    admin = apache_secure_broker.admin()
+    for role in (ROLE, CLIENT_CERT_ROLE):
+        admin.grant_namespace_permission(role, ["produce", "consume"])
     return apache_secure_broker
 
 
@@ -162,6 +164,72 @@ def test_official_client_and_compat_with_service_infos_move_alike(
         theirs.close()
 
 
+def test_a_client_certificate_per_cluster_ours_compat_and_official_alike(
+    secure: SecurePulsar, primary: PulsarLite
+) -> None:
+    """The standby authenticates clients by certificate: its `ServiceInfo` carries the client
+    certificate and key (ours: `tls_cert_file`/`tls_key_file` with `AuthTls()`; the official
+    client and `streamwire.compat`: `AuthenticationTLS(cert, key)`). The client itself has
+    none, so the primary is reached without. After the primary dies all three write on the
+    standby as the certificate's role; without the certificate the standby refuses."""
+    topic = _topic()
+    _create_on_secure(secure, topic)
+    ca, cert, key = str(secure.pki.ca), str(secure.pki.client_cert), str(secure.pki.client_key)
+    standby = ServiceInfo(
+        secure.tls_url,
+        auth=streamwire.AuthTls(),
+        tls_trust_certs_file=ca,
+        tls_cert_file=cert,
+        tls_key_file=key,
+    )
+    assert standby.auth_method == "tls" and standby.tls_cert_file == cert
+    assert key not in repr(standby)
+    mine = streamwire.Client(
+        AutoClusterFailover(primary.service_url, [standby], check_interval=0.2),
+        operation_timeout=30,
+    )
+    theirs = pulsar.Client(
+        pulsar.AutoClusterFailover(
+            pulsar.ServiceInfo(primary.service_url),
+            [pulsar.ServiceInfo(secure.tls_url, pulsar.AuthenticationTLS(cert, key), ca)],
+            check_interval_ms=200,
+        ),
+        operation_timeout_seconds=30,
+    )
+    ours_compat = compat.Client(
+        compat.AutoClusterFailover(
+            compat.ServiceInfo(primary.service_url),
+            [compat.ServiceInfo(secure.tls_url, compat.AuthenticationTLS(cert, key), ca)],
+            check_interval_ms=200,
+        ),
+        operation_timeout_seconds=30,
+    )
+    try:
+        mine.create_producer(topic).send(b"ours-on-primary")
+        theirs.create_producer(topic).send(b"official-on-primary")
+        ours_compat.create_producer(topic).send(b"compat-on-primary")
+        primary.kill()
+        _wait_for(lambda: mine.service_url == secure.tls_url, 10)
+        time.sleep(2.0)  # ten probe rounds: the other two have moved as well
+        mine.create_producer(topic, send_timeout=120).send(b"ours")
+        theirs.create_producer(topic).send(b"official")
+        ours_compat.create_producer(topic).send(b"compat")
+        assert sorted(_stored_on_secure(secure, topic)) == [b"compat", b"official", b"ours"]
+    finally:
+        ours_compat.close()
+        theirs.close()
+        mine.close()
+    # The same standby without the certificate: refused, so the certificate is what let it in.
+    bare = ServiceInfo(secure.tls_url, auth=streamwire.AuthTls(), tls_trust_certs_file=ca)
+    with streamwire.Client(
+        AutoClusterFailover("pulsar://127.0.0.1:1", [bare], check_interval=0.2),
+        operation_timeout=10,
+    ) as client:
+        _wait_for(lambda: client.service_url == secure.tls_url, 10)
+        with pytest.raises(AuthenticationError):
+            client.create_producer(topic)
+
+
 def test_service_info_options_are_checked() -> None:
     with pytest.raises(streamwire.ConfigError):
         ServiceInfo("pulsar://127.0.0.1:1", auth_token="a", auth_token_file="b")
@@ -175,7 +243,20 @@ def test_service_info_options_are_checked() -> None:
                 [ServiceInfo("pulsar+ssl://127.0.0.1:2", tls_trust_certs_file="/nonexistent.pem")],
             )
         )
-    with pytest.raises(NotImplementedError):
-        compat.ServiceInfo("pulsar+ssl://127.0.0.1:2", compat.AuthenticationTLS("/c.pem", "/k.pem"))
+    with pytest.raises(streamwire.ConfigError):
+        ServiceInfo("pulsar+ssl://127.0.0.1:2", tls_key_file="/k.pem")
+    with pytest.raises(compat.exceptions.InvalidConfiguration):
+        # A client certificate that does not exist fails at the Client call, as a CA does
+        # (the official exception for a ConfigError).
+        compat.Client(
+            compat.AutoClusterFailover(
+                compat.ServiceInfo("pulsar://127.0.0.1:1"),
+                [
+                    compat.ServiceInfo(
+                        "pulsar+ssl://127.0.0.1:2", compat.AuthenticationTLS("/c.pem", "/k.pem")
+                    )
+                ],
+            )
+        )
     with pytest.raises(ValueError):
         compat.AutoClusterFailover(compat.ServiceInfo("pulsar://127.0.0.1:1"), ["pulsar://x:2"])  # type: ignore[list-item]

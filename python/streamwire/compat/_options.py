@@ -33,9 +33,9 @@ class ServiceInfo:
 
     Args:
         service_url: the cluster's service URL.
-        authentication: how to authenticate to this cluster (token, basic, OAuth2; a TLS
-            client certificate per cluster is not supported and raises
-            ``NotImplementedError``). None: the client's ``authentication``.
+        authentication: how to authenticate to this cluster (token, basic, OAuth2, or
+            ``AuthenticationTLS``: the client certificate presented to this cluster). None:
+            the client's ``authentication``.
         tls_trust_certs_file_path: the CA bundle for this cluster. None: the client's.
     """
 
@@ -49,8 +49,6 @@ class ServiceInfo:
         _check_type_or_none(Authentication, authentication, "authentication")
         _check_type_or_none(str, tls_trust_certs_file_path, "tls_trust_certs_file_path")
         options = authentication.client_options() if authentication is not None else {}
-        if "tls_cert_file" in options:
-            _missing("a TLS client certificate per cluster (ServiceInfo with AuthenticationTLS)")
         self._authentication = authentication
         self._native = streamwire.ServiceInfo(
             service_url, tls_trust_certs_file=tls_trust_certs_file_path, **options

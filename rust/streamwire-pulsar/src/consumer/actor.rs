@@ -8,6 +8,7 @@ use streamwire_core::log::{event, Level};
 
 use tokio::sync::{mpsc, oneshot};
 
+use crate::reconnect::Retries;
 use streamwire_core::backoff::{Backoff, BackoffConfig};
 use streamwire_core::error::{Error, ErrorKind, Result};
 use streamwire_core::metrics::C;
@@ -135,7 +136,7 @@ impl Actor {
     /// Reconnect with jittered backoff, answering control requests meanwhile.
     async fn reconnect(&mut self) -> Option<Live> {
         self.discard_queue();
-        let mut backoff = Backoff::new(BackoffConfig::default());
+        let mut retries = Retries::new(Backoff::new(BackoffConfig::default()));
         loop {
             let delay = match self.connect().await {
                 Ok(l) => {
@@ -162,7 +163,7 @@ impl Actor {
                         .reconnect_failures
                         .fetch_add(1, Ordering::Relaxed);
                     *self.reconnect_error() = Some(e.to_string());
-                    crate::reconnect::retry_delay(&mut backoff, &e)
+                    retries.delay(&e)
                 }
             };
             let sleep = tokio::time::sleep(delay);

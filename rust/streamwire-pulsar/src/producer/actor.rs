@@ -25,6 +25,7 @@ use crate::engine::compression::{compress, Codec};
 use crate::engine::key_batches::{BatchingType, GroupKey, KeyedContainer};
 use crate::message_id::MessageId;
 use crate::protocol::{commands, pb, ProducerParams};
+use crate::reconnect::Retries;
 use crate::server_error::{code, server_error};
 
 #[path = "actor_batch.rs"]
@@ -73,7 +74,7 @@ pub(super) struct Actor {
     batch_payload_bytes: usize,
     pending: PendingQueue,
     flush_waiters: Vec<(u64, oneshot::Sender<()>)>,
-    backoff: Backoff,
+    retries: Retries,
     reconnect_at: Option<Instant>,
     out: BytesMut,
     terminal: Option<Error>,
@@ -156,11 +157,11 @@ impl Actor {
             batch_payload_bytes: 0,
             pending: PendingQueue::default(),
             flush_waiters: Vec::new(),
-            backoff: Backoff::new(BackoffConfig {
+            retries: Retries::new(Backoff::new(BackoffConfig {
                 initial: Duration::from_millis(100),
                 max: Duration::from_secs(30),
                 ..BackoffConfig::default()
-            }),
+            })),
             reconnect_at: None,
             out: BytesMut::with_capacity(64 * 1024),
             terminal: None,
@@ -179,7 +180,7 @@ impl Actor {
             match actor.establish(true).await {
                 Ok(()) => return Ok(actor),
                 Err(e) if crate::reconnect::retry_creation(&e) => {
-                    let delay = crate::reconnect::retry_delay(&mut actor.backoff, &e);
+                    let delay = actor.retries.delay(&e);
                     if Instant::now() + delay >= deadline {
                         return Err((e, actor.rx));
                     }
@@ -288,7 +289,7 @@ impl Actor {
         });
         self.shared.connected.store(true, Ordering::Release);
         self.epoch += 1;
-        self.backoff.reset();
+        self.retries.reset();
         self.reconnect_at = None;
         Ok(())
     }
@@ -672,7 +673,7 @@ impl Actor {
         });
         self.shared.stats.on_reconnect();
         if self.reconnect_at.is_none() {
-            self.reconnect_at = Some(Instant::now() + self.backoff.next_delay());
+            self.reconnect_at = Some(Instant::now() + self.retries.backoff.next_delay());
         }
     }
 
@@ -729,7 +730,7 @@ impl Actor {
                     self.fail_all(&e);
                     return;
                 }
-                let delay = crate::reconnect::retry_delay(&mut self.backoff, &e);
+                let delay = self.retries.delay(&e);
                 event(Level::Debug, "pulsar.producer", || {
                     (
                         format!("reconnect failed ({e}); next attempt in {delay:?}"),

@@ -20,7 +20,8 @@ use crate::common::errors::{to_py, IntoPyResult};
 use crate::pulsar::auth::build_auth;
 
 /// One cluster for `AutoClusterFailover`: its service URL and, where it differs from the
-/// client's, how to authenticate to it and which CA to trust.
+/// client's, how to authenticate to it, which CA to trust and which client certificate to
+/// present.
 ///
 /// What is not given here is the `Client`'s own setting: a cluster that needs no
 /// credentials while another does is given with the credentials on the other's
@@ -34,9 +35,13 @@ use crate::pulsar::auth::build_auth;
 ///     auth: an authentication plug-in object for this cluster (as `Client`'s `auth`).
 ///     tls_trust_certs_file: the CA bundle this cluster's certificates are checked against
 ///         (the client's other TLS settings apply).
+///     tls_cert_file: the client certificate (PEM) presented to this cluster (mutual TLS;
+///         with `auth=AuthTls()` it is also the cluster's credential). Needs `tls_key_file`.
+///     tls_key_file: the private key (PEM) of `tls_cert_file`.
 ///
 /// Raises:
-///     ConfigError: more than one of `auth_token`, `auth_token_file` and `auth`.
+///     ConfigError: more than one of `auth_token`, `auth_token_file` and `auth`; only one of
+///         `tls_cert_file` and `tls_key_file`.
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct ServiceInfo {
     cluster: Entry,
@@ -48,6 +53,8 @@ pub(crate) struct Entry {
     url: String,
     auth: Option<Auth>,
     trust: Option<PathBuf>,
+    /// The client certificate and its key, both or neither.
+    cert: Option<(PathBuf, PathBuf)>,
 }
 
 impl Entry {
@@ -64,6 +71,7 @@ impl Entry {
             url,
             auth: None,
             trust: None,
+            cert: None,
         })
     }
 
@@ -73,12 +81,16 @@ impl Entry {
         if let Some(auth) = &self.auth {
             config.auth = Some(auth.clone());
         }
-        if let Some(trust) = &self.trust {
-            let options = TlsOptions {
-                trust_certs_file: Some(trust.clone()),
-                ..tls.clone()
-            };
-            // Built now so a bad CA bundle fails at the Client call, not on failover.
+        if self.trust.is_some() || self.cert.is_some() {
+            let mut options = tls.clone();
+            if let Some(trust) = &self.trust {
+                options.trust_certs_file = Some(trust.clone());
+            }
+            if let Some((cert, key)) = &self.cert {
+                options.cert_file = Some(cert.clone());
+                options.key_file = Some(key.clone());
+            }
+            // Built now so a bad CA bundle or key fails at the Client call, not on failover.
             config.tls = Some(TlsConnector::new(&options).py_err()?);
         }
         Ok(Cluster {
@@ -92,19 +104,33 @@ impl Entry {
 impl ServiceInfo {
     #[new]
     #[pyo3(signature = (service_url, *, auth_token=None, auth_token_file=None, auth=None,
-                        tls_trust_certs_file=None))]
+                        tls_trust_certs_file=None, tls_cert_file=None, tls_key_file=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         service_url: String,
         auth_token: Option<&Bound<'_, PyAny>>,
         auth_token_file: Option<PathBuf>,
         auth: Option<&Bound<'_, PyAny>>,
         tls_trust_certs_file: Option<PathBuf>,
+        tls_cert_file: Option<PathBuf>,
+        tls_key_file: Option<PathBuf>,
     ) -> PyResult<Self> {
+        let cert = match (tls_cert_file, tls_key_file) {
+            (Some(cert), Some(key)) => Some((cert, key)),
+            (None, None) => None,
+            _ => {
+                return Err(config(
+                    "ServiceInfo: tls_cert_file and tls_key_file go together (a client \
+                     certificate needs its private key)",
+                ))
+            }
+        };
         Ok(ServiceInfo {
             cluster: Entry {
                 url: service_url,
                 auth: build_auth(auth_token, auth_token_file, auth)?,
                 trust: tls_trust_certs_file,
+                cert,
             },
         })
     }
@@ -124,6 +150,15 @@ impl ServiceInfo {
             .map(|p| p.to_string_lossy().into_owned())
     }
 
+    /// The client certificate this cluster is given, if it has its own (the key is not shown).
+    #[getter]
+    fn tls_cert_file(&self) -> Option<String> {
+        self.cluster
+            .cert
+            .as_ref()
+            .map(|(c, _)| c.to_string_lossy().into_owned())
+    }
+
     /// The authentication method this cluster's credentials use (`"token"`, ...), if it
     /// has its own (the credentials themselves are not shown).
     #[getter]
@@ -136,10 +171,12 @@ impl ServiceInfo {
 
     fn __repr__(&self) -> String {
         format!(
-            "ServiceInfo({:?}, auth_method={:?}, tls_trust_certs_file={:?})",
+            "ServiceInfo({:?}, auth_method={:?}, tls_trust_certs_file={:?}, \
+             tls_cert_file={:?})",
             self.cluster.url,
             self.auth_method(),
-            self.cluster.trust
+            self.cluster.trust,
+            self.tls_cert_file()
         )
     }
 }
