@@ -26,6 +26,6 @@ fmt:
 docs: setup
 	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict
 
-# Every wheel (abi3, manylinux2014 x86_64 + aarch64; musllinux with DIST_MUSL=1) and the sdist into dist/.
+# Every wheel (abi3, manylinux2014 x86_64 + aarch64, musllinux_1_2 x86_64) and the sdist into dist/.
 dist: setup
 	bash scripts/dist.sh

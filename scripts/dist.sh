@@ -5,8 +5,14 @@
 #   cp39-abi3  manylinux_2_17 x86_64 and aarch64: any CPython >= 3.9 (EMR's 3.9 included);
 #   cp311-abi3 manylinux_2_17 x86_64 and aarch64: the same API plus the buffer protocol, which
 #              pip prefers on CPython >= 3.11 (faster pyarrow and str sends, docs/install.md);
-#   with DIST_MUSL=1, also cp39-abi3 musllinux_1_2 x86_64 (Alpine; not tried yet, off by default).
-# Each is checked with auditwheel (the platform tag) and abi3audit (limited-API symbols only).
+#   cp39-abi3  musllinux_1_2 x86_64 (Alpine and other musl systems; DIST_MUSL=0 leaves it out).
+# Each is checked with abi3audit (limited-API symbols only) and auditwheel (the platform tag).
+# auditwheel cannot judge the musl wheel on a glibc host: zig links it against musl's own name
+# for the C library, `libc.so`, where Alpine's packages name it `libc.musl-x86_64.so.1`
+# (musl's loader answers both with itself), and auditwheel knows only the second. So that
+# wheel is checked instead against the musl package's libc (Debian's `musl`, installed here if
+# missing): its only needed library is libc.so, and every symbol it takes from the C library
+# (weak ones aside) is one musl defines.
 # The sdist is checked by building a wheel from it, unpacked in a temporary directory.
 #
 #   make dist                    # or: bash scripts/dist.sh; needs .venv (scripts/bootstrap.sh)
@@ -16,7 +22,12 @@ export PATH="$PWD/.venv/bin:$PATH"
 out=dist
 mkdir -p "$out"
 rustup target add x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu >/dev/null
-[ "${DIST_MUSL:-0}" = 1 ] && rustup target add x86_64-unknown-linux-musl >/dev/null
+musl=${DIST_MUSL:-1}
+if [ "$musl" = 1 ]; then
+    rustup target add x86_64-unknown-linux-musl >/dev/null
+    musl_libc=/lib/x86_64-linux-musl/libc.so
+    [ -e "$musl_libc" ] || { apt-get update -qq && apt-get install -y -qq musl; }
+fi
 
 build() {  # build TARGET COMPATIBILITY [cargo feature options]
     local target=$1 compat=$2
@@ -30,12 +41,31 @@ for target in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu; do
     build "$target" manylinux2014
     build "$target" manylinux2014 --no-default-features --features abi3-py311
 done
-[ "${DIST_MUSL:-0}" = 1 ] && build x86_64-unknown-linux-musl musllinux_1_2
+[ "$musl" = 1 ] && build x86_64-unknown-linux-musl musllinux_1_2
+
+check_musl() {  # check_musl WHEEL: see the note at the top
+    local dir so needed missing
+    dir=$(mktemp -d /tmp/streamwire-musl.XXXXXX)
+    (cd "$dir" && python -m zipfile -e "$1" .)
+    so=$(ls "$dir"/streamwire/_native*.so)
+    needed=$(readelf -d "$so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+    [ "$needed" = "libc.so " ] || { echo "musl wheel needs: $needed" >&2; return 1; }
+    missing=$(comm -23 \
+        <(nm -D --undefined-only "$so" | awk '$1 == "U" {print $2}' | grep -v '^_\?Py' | sort -u) \
+        <(nm -D --defined-only "$musl_libc" | awk '{print $NF}' | sort -u))
+    rm -rf "$dir"
+    [ -z "$missing" ] || { echo "not in musl's libc: $missing" >&2; return 1; }
+    echo "needs only libc.so; every C library symbol it takes is in $musl_libc"
+}
 
 for wheel in "$out"/streamwire-*.whl; do
     echo "==> check $(basename "$wheel")"
-    auditwheel show "$wheel" | tr '\n' ' ' | grep -Eo 'consistent with the following platform tag: "[^"]+"'
     abi3audit --strict "$wheel" >/dev/null
+    case "$wheel" in
+        *musllinux*) check_musl "$PWD/$wheel" ;;
+        *) auditwheel show "$wheel" | tr '\n' ' ' |
+            grep -Eo 'consistent with the following platform tag: "[^"]+"' ;;
+    esac
 done
 
 echo "==> sdist"
