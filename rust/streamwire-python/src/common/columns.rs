@@ -204,8 +204,8 @@ fn arrow_parts(arr: &Bound<'_, PyAny>) -> PyResult<(Bytes, Vec<usize>, Option<Ve
         (0..n)
             .map(|i| {
                 let bit = offset + i;
-                !v.get(bit / 8)
-                    .is_some_and(|byte| byte & (1 << (bit % 8)) != 0)
+                v.get(bit / 8)
+                    .is_none_or(|byte| byte & (1 << (bit % 8)) == 0)
             })
             .collect()
     });
