@@ -1,6 +1,8 @@
 """Instructions per message of the bulk paths, counted by callgrind (load-independent, unlike
 wall-clock time on a shared machine): ``send_many`` of 10,000-element lists and of a pyarrow
-array, ``receive_many(10_000)`` + list ``acknowledge``, ``receive_arrow(10_000)`` + one
+array (``send_list``, ``send_arrow``: a list of ids back; ``send_list_bulk``,
+``send_arrow_bulk``: ``ids=False``, the bulk path with no per-message item or result object),
+``receive_many(10_000)`` + list ``acknowledge``, ``receive_arrow(10_000)`` + one
 cumulative ack per call. One process per run, against one pulsar-lite started outside
 valgrind; a receive run drains a backlog produced beforehand by the raw ceiling binary
 (``benches/src/bin/pulsar_ceiling.rs``). Every thread of the process is counted.
@@ -27,7 +29,14 @@ sys.path.insert(0, str(ROOT))
 from benches import callgrind  # noqa: E402
 
 CHUNK = 10_000
-MODES = ("send_list", "send_arrow", "receive_many_ack", "receive_arrow_cum")
+MODES = (
+    "send_list",
+    "send_arrow",
+    "send_list_bulk",
+    "send_arrow_bulk",
+    "receive_many_ack",
+    "receive_arrow_cum",
+)
 
 
 def run_one(url: str, mode: str, topic: str, n: int) -> None:
@@ -37,13 +46,14 @@ def run_one(url: str, mode: str, topic: str, n: int) -> None:
     with streamwire.Client(url) as c:
         if mode.startswith("send"):
             chunk: object = [b"x" * 100] * CHUNK
-            if mode == "send_arrow":
+            if mode.startswith("send_arrow"):
                 import pyarrow as pa
 
                 chunk = pa.array(chunk, type=pa.binary())
+            ids = not mode.endswith("_bulk")
             with c.create_producer(topic) as p:
                 for _ in range(n // CHUNK):
-                    p.send_many(chunk)  # type: ignore[arg-type]
+                    p.send_many(chunk, ids=ids)  # type: ignore[call-overload]
             return
         consumer = c.subscribe(
             topic,

@@ -5,7 +5,8 @@ in a few minutes, so a change can be checked in one command.
 Runs, one round each at reduced sizes, the same scripts whose full runs are published in
 docs/benchmarks.md (quote those, not these):
 
-- Pulsar (pulsar-lite): ``send_many`` (lists, Arrow) and ``receive_many`` / ``receive_arrow``
+- Pulsar (pulsar-lite): ``send_many`` (lists, Arrow; each also with ``ids=False``, the bulk
+  path) and ``receive_many`` / ``receive_arrow``
   against the broker's raw ingest and dispatch ceilings (``benches/pulsar_ceiling.py``);
 - Pravega (0.13 standalone): ``write_many`` / ``write_many_async`` / ``read_arrow`` against the
   store's synchronous-call and pipelined-read ceilings (``benches/pravega_bench.py --raw``);

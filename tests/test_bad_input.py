@@ -642,6 +642,30 @@ CASES: list[Case] = [
         lambda c: c.producer.send_many([b"a"], keys=["a", "b"]),
     ),
     Case(
+        "Producer.send_many()",
+        "ids=False, not a sequence (5)",
+        TYP,
+        lambda c: c.producer.send_many(5, ids=False),
+    ),
+    Case(
+        "Producer.send_many()",
+        "ids=False, element not bytes",
+        TYP,
+        lambda c: c.producer.send_many([b"a", 1], ids=False),
+    ),
+    Case(
+        "Producer.send_many()",
+        "ids=False, a 6 MiB value among small ones (nothing is sent)",
+        MessageTooBigError,
+        lambda c: c.producer.send_many([b"a", MB6], ids=False),
+    ),
+    Case(
+        "Producer.send_many()",
+        'ids="no" (not a bool)',
+        TYP,
+        lambda c: c.producer.send_many([b"a"], ids="no"),  # type: ignore[call-overload]
+    ),
+    Case(
         "SendFuture.result()",
         "timeout=-1",
         INV,

@@ -3,6 +3,9 @@
 //!
 //! - `batch_build`: messages added to a producer batch until it is full, then taken (what a
 //!   producer does per batch before framing);
+//! - `bulk_cut`: the same 1000 messages cut into a batch straight from one packed buffer
+//!   (`engine::bulk`: what the bulk path of `send_many(..., ids=False)` does per batch, with
+//!   no per-message `OutgoingMessage`);
 //! - `entry_unpack`: a 1000-message batched entry iterated into (metadata, payload) pairs (what
 //!   a consumer does per entry it receives);
 //! - `arrow_columns`: a binary Arrow column (offsets + values) built from 10,000 payloads (what
@@ -19,6 +22,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use streamwire_core::arrow::VarLayout;
 use streamwire_pulsar::engine::batch_format::BatchIter;
 use streamwire_pulsar::engine::batcher::{BatchBuilder, BatchConfig};
+use streamwire_pulsar::engine::bulk::{next_batch, write_batch, Packed};
 use streamwire_pulsar::engine::message::OutgoingMessage;
 use streamwire_pulsar::protocol::crc32c;
 
@@ -56,6 +60,26 @@ fn batch_build(c: &mut Criterion) {
                     let _ = b.add(OutgoingMessage::new(p.clone(), i), now);
                 }
                 black_box(b.take());
+            });
+        });
+    }
+    group.finish();
+}
+
+fn bulk_cut(c: &mut Criterion) {
+    let mut group = c.benchmark_group("bulk_cut");
+    for size in SIZES {
+        let data = Bytes::from(vec![0x42u8; 1000 * size]);
+        let offsets = (0..=1000).map(|i| i * size).collect();
+        let packed = Packed::new(data, offsets).expect("offsets");
+        let cfg = config();
+        group.throughput(Throughput::Bytes((1000 * size) as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(size), &packed, |bench, p| {
+            bench.iter(|| {
+                let (n, len) = next_batch(p, 0, p.len(), cfg.max_messages, cfg.max_bytes, 0);
+                let mut out = BytesMut::with_capacity(len);
+                write_batch(p, 0, n, 0, &mut out);
+                black_box(out.freeze());
             });
         });
     }
@@ -122,5 +146,12 @@ fn baseline(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, batch_build, entry_unpack, arrow_columns, baseline);
+criterion_group!(
+    benches,
+    batch_build,
+    bulk_cut,
+    entry_unpack,
+    arrow_columns,
+    baseline
+);
 criterion_main!(benches);

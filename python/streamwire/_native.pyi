@@ -4,7 +4,7 @@ import datetime
 import os
 import re
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from typing import Any, NoReturn, Optional, Protocol, Union, final
+from typing import Any, Literal, NoReturn, Optional, Protocol, Union, final, overload
 
 from streamwire.auth import AuthPlugin
 from streamwire.schema import Schema
@@ -367,6 +367,14 @@ class MessageId:
     def __reduce__(self) -> tuple[type[MessageId], tuple[int, int, int, int, int]]: ...
 
 @final
+class MessageIdRanges:
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int, /) -> MessageId: ...
+    def ids(self) -> list[MessageId]: ...
+    @property
+    def ranges(self) -> list[tuple[int, int, int, int, int]]: ...
+
+@final
 class CryptoKeyReader:
     def __new__(
         cls,
@@ -658,6 +666,7 @@ class Producer:
         txn: Optional[Transaction] = None,
         schema: Optional[Schema] = None,
     ) -> SendFuture: ...
+    @overload
     def send_many(
         self,
         values: Union[Sequence[Optional[_Payload]], Any],
@@ -670,7 +679,23 @@ class Producer:
         sequence_ids: Union[Sequence[int], Any, None] = None,
         txn: Optional[Transaction] = None,
         schema: Optional[Schema] = None,
+        ids: Literal[True] = True,
     ) -> list[MessageId]: ...
+    @overload
+    def send_many(
+        self,
+        values: Union[Sequence[Optional[_Payload]], Any],
+        *,
+        keys: Union[Sequence[Optional[str]], Any, None] = None,
+        properties: Union[
+            Mapping[str, str], Sequence[Optional[Mapping[str, str]]], Any, None
+        ] = None,
+        event_times: Union[Sequence[Optional[int]], Any, None] = None,
+        sequence_ids: Union[Sequence[int], Any, None] = None,
+        txn: Optional[Transaction] = None,
+        schema: Optional[Schema] = None,
+        ids: Literal[False],
+    ) -> MessageIdRanges: ...
     def flush(self) -> None: ...
     def close(self) -> None: ...
     def stats(self) -> dict[str, Any]: ...
@@ -716,6 +741,7 @@ class Producer:
         sequence_ids: Union[Sequence[int], Any, None] = None,
         txn: Optional[Transaction] = None,
         schema: Optional[Schema] = None,
+        ids: bool = True,
     ) -> Any: ...
     def _aflush(self) -> Any: ...
     def _aclose(self) -> Any: ...

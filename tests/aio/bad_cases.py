@@ -12,6 +12,7 @@ from typing import Any
 from streamwire import (
     AlreadyClosedError,
     MessageId,
+    MessageTooBigError,
     NotSupportedError,
     aio,
 )
@@ -211,6 +212,18 @@ AIO_CASES: list[AioCase] = [
         "keys shorter than values",
         INV,
         lambda c: _aw(c.producer.send_many, [b"a", b"b"], keys=["k"]),
+    ),
+    AioCase(
+        "aio.Producer.send_many",
+        "ids=False, element not bytes",
+        TYP,
+        lambda c: _aw(c.producer.send_many, [b"a", 1], ids=False),
+    ),
+    AioCase(
+        "aio.Producer.send_many",
+        "ids=False, a 6 MiB value (nothing is sent)",
+        MessageTooBigError,
+        lambda c: _aw(c.producer.send_many, [b"a", b"x" * (6 * 1024 * 1024)], ids=False),
     ),
     AioCase("aio.Consumer.receive", "timeout=-1", INV, lambda c: c.consumer.receive(timeout=-1)),
     AioCase(

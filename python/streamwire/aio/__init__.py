@@ -20,10 +20,10 @@ import asyncio
 import datetime
 from collections.abc import Iterator, Mapping
 from types import TracebackType
-from typing import Any, Callable, Optional, TypeVar, Union
+from typing import Any, Callable, Literal, Optional, TypeVar, Union, overload
 
 from streamwire import _native
-from streamwire._native import AioSendFuture, Message, MessageId, Received
+from streamwire._native import AioSendFuture, Message, MessageId, MessageIdRanges, Received
 from streamwire.exceptions import NotSupportedError, StreamwireError
 from streamwire.schema import Schema
 
@@ -396,11 +396,23 @@ class Producer(_Endpoint):
         """
         return self._native._asend(value, **options)
 
-    def send_many(self, values: Any, **options: Any) -> asyncio.Future[list[MessageId]]:
+    @overload
+    def send_many(
+        self, values: Any, *, ids: Literal[True] = True, **options: Any
+    ) -> asyncio.Future[list[MessageId]]: ...
+    @overload
+    def send_many(
+        self, values: Any, *, ids: Literal[False], **options: Any
+    ) -> asyncio.Future[MessageIdRanges]: ...
+    def send_many(self, values: Any, *, ids: bool = True, **options: Any) -> asyncio.Future[Any]:
         """Queue many messages (after every earlier send); resolves to their ids in order.
 
         Args:
             values: the payloads (a sequence, or a pyarrow binary/string array).
+            ids: True: resolve to the list of ``MessageId``. False: to a
+                ``MessageIdRanges`` (one range per batch entry; plain values take the bulk
+                path with no per-message item, as ``streamwire.Producer.send_many``).
+                Default True.
             options: keyword options as for ``streamwire.Producer.send_many`` (keys,
                 properties, event_times, sequence_ids, txn, schema: a schema other than the
                 producer's, whose version every message carries; registered once, the first
@@ -408,7 +420,7 @@ class Producer(_Endpoint):
         """
         if "txn" in options:
             options["txn"] = _native_txn(options["txn"])
-        fut: asyncio.Future[list[MessageId]] = self._native._asend_many(values, **options)
+        fut: asyncio.Future[Any] = self._native._asend_many(values, ids=ids, **options)
         return fut
 
     async def flush(self) -> None:

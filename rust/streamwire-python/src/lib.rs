@@ -61,6 +61,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pulsar::failover::AutoClusterFailover>()?;
     m.add_class::<pulsar::failover::ServiceInfo>()?;
     m.add_class::<message_id::PyMessageId>()?;
+    m.add_class::<pulsar::id_ranges::MessageIdRanges>()?;
     m.add_class::<consumer::Consumer>()?;
     m.add_class::<consumer::Reader>()?;
     m.add_class::<pulsar::table_view::TableView>()?;

@@ -9,6 +9,8 @@
 pub mod batch_format;
 /// Accumulates a producer's messages into batches by count, bytes and delay.
 pub mod batcher;
+/// A bulk send's payloads in one buffer, and batches cut straight from it.
+pub mod bulk;
 /// Payload compression codecs with Pulsar's wire formats.
 pub mod compression;
 /// Key-based batching: messages grouped by key, one key per batch entry.

@@ -30,6 +30,8 @@ use crate::server_error::{code, server_error};
 
 #[path = "actor_batch.rs"]
 mod batch;
+#[path = "actor_bulk.rs"]
+mod bulk;
 #[path = "actor_keyed.rs"]
 mod keyed;
 #[path = "actor_lazy.rs"]
@@ -305,6 +307,7 @@ impl Actor {
                 ev = recv_event(&mut self.live) => self.on_event(ev).await,
                 cmd = self.rx.recv() => match cmd {
                     Some(Command::Send(items)) => self.on_send(items).await,
+                    Some(Command::Bulk(chunk)) => self.on_bulk(chunk).await,
                     Some(Command::Flush(tx)) => self.on_flush(tx).await,
                     Some(Command::Trigger) => self.flush_all().await,
                     Some(Command::Close(tx)) => {
@@ -844,6 +847,7 @@ impl Actor {
                         self.fail_queued(q, err.clone());
                     }
                 }
+                Command::Bulk(chunk) => self.fail_chunk(chunk, &err),
                 Command::Flush(tx) => {
                     let _ = tx.send(());
                 }

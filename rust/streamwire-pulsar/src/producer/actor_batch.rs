@@ -190,6 +190,7 @@ impl Actor {
             reservation,
             permits,
             chunk: None,
+            bulk: None,
         };
         self.dispatch(entry).await;
     }

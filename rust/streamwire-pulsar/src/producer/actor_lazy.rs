@@ -13,6 +13,7 @@ use std::sync::Arc;
 use streamwire_core::error::Error;
 use tokio::sync::mpsc;
 
+use super::super::bulk::BulkChunk;
 use super::super::{Command, ProducerConfig, Queued, Shared};
 use super::Actor;
 use crate::client::PulsarClient;
@@ -24,10 +25,10 @@ pub(in crate::producer) async fn start_lazily(
     shared: Arc<Shared>,
     mut rx: mpsc::Receiver<Command>,
 ) {
-    let items = loop {
+    let first = loop {
         match rx.recv().await {
             None => return,
-            Some(Command::Send(items)) => break items,
+            Some(cmd @ (Command::Send(_) | Command::Bulk(_))) => break cmd,
             // Nothing was sent: nothing to flush or to wait for.
             Some(Command::Flush(tx)) => {
                 let _ = tx.send(());
@@ -43,7 +44,11 @@ pub(in crate::producer) async fn start_lazily(
     shared.idle.store(false, Ordering::Release);
     match Actor::connect_or_back(client, config, Arc::clone(&shared), rx).await {
         Ok(mut actor) => {
-            actor.on_send(items).await;
+            match first {
+                Command::Send(items) => actor.on_send(items).await,
+                Command::Bulk(chunk) => actor.on_bulk(chunk).await,
+                _ => unreachable!("the loop above breaks on sends only"),
+            }
             actor.run().await;
         }
         Err((err, mut rx)) => {
@@ -52,10 +57,11 @@ pub(in crate::producer) async fn start_lazily(
             // after it ran), not with "closed" — the application did not close anything.
             // The official client also keeps failing them (with NotConnected). The task
             // lives until the producer is closed or dropped.
-            fail(&shared, items, &err);
+            fail_command(&shared, first, &err);
             while let Some(cmd) = rx.recv().await {
                 match cmd {
                     Command::Send(items) => fail(&shared, items, &err),
+                    Command::Bulk(chunk) => fail_bulk(&shared, chunk, &err),
                     Command::Flush(tx) => {
                         let _ = tx.send(());
                     }
@@ -69,6 +75,30 @@ pub(in crate::producer) async fn start_lazily(
             }
         }
     }
+}
+
+/// Fail the first send (messages or a bulk chunk) with `err`.
+fn fail_command(shared: &Shared, cmd: Command, err: &Error) {
+    match cmd {
+        Command::Send(items) => fail(shared, items, err),
+        Command::Bulk(chunk) => fail_bulk(shared, chunk, err),
+        _ => {}
+    }
+}
+
+/// Fail a bulk chunk with `err`, freeing what it holds first.
+fn fail_bulk(shared: &Shared, chunk: BulkChunk, err: &Error) {
+    let n = chunk.len();
+    shared.pending_messages.fetch_sub(n, Ordering::AcqRel);
+    shared.stats.on_failed(n as u64);
+    let BulkChunk {
+        group,
+        reservation,
+        permits,
+        ..
+    } = chunk;
+    drop((reservation, permits));
+    group.failed(n, err);
 }
 
 /// Fail queued messages with `err`, freeing what they hold first (as the actor does).

@@ -113,6 +113,7 @@ impl Actor {
             reservation,
             permits,
             chunk: None,
+            bulk: None,
         };
         self.dispatch(entry).await;
     }
@@ -184,6 +185,7 @@ impl Actor {
                     chunk_id: i as u32,
                     last,
                 }),
+                bulk: None,
             };
             self.dispatch(entry).await;
         }

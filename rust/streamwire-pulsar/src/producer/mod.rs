@@ -8,6 +8,7 @@
 //! producer under the same name and re-sends everything unacknowledged, in order.
 
 mod actor;
+pub mod bulk;
 pub mod completion;
 mod frames;
 mod growth;
@@ -154,6 +155,8 @@ pub(crate) struct Queued {
 
 pub(crate) enum Command {
     Send(Vec<Queued>),
+    /// A run of one bulk send's messages (see `bulk`): one item, however many messages.
+    Bulk(bulk::BulkChunk),
     Flush(oneshot::Sender<()>),
     /// Send what is batched now, without waiting for the receipts (a blocking `send` whose
     /// caller waits on this message: it should not also wait for the batching delay).
@@ -613,6 +616,98 @@ impl Producer {
             tokio::task::yield_now().await;
         }
         Ok(())
+    }
+
+    /// Queue a bulk send of plain payloads (no key, properties, event time or caller-given
+    /// sequence id; the producer's schema version): the actor cuts batches straight from
+    /// `packed`, and each batch entry settles its messages in `group` as one range, from
+    /// position `offset` on. Room is reserved in chunks as for [`send_many`](Self::send_many),
+    /// so memory stays within the client's budget and a huge call cannot deadlock on the
+    /// pending limit; each chunk crosses to the actor as one item. What could not be queued
+    /// (the producer closed) is failed in `group` and returned as the error.
+    pub async fn send_bulk(
+        &self,
+        packed: Arc<crate::engine::bulk::Packed>,
+        group: &Arc<bulk::BulkGroup>,
+    ) -> Result<()> {
+        let n = packed.len();
+        let fail_rest = |from: usize, e: Error| {
+            group.failed(n - from, &e);
+            Err(e)
+        };
+        if let Err(e) = self.check_open() {
+            return fail_rest(0, e);
+        }
+        let max = self.max_message_size();
+        if packed.max_len() > max {
+            let e = Error::new(
+                ErrorKind::MessageTooBig,
+                format!(
+                    "a message of {} bytes is larger than the broker's maximum of {max} bytes",
+                    packed.max_len()
+                ),
+            );
+            return fail_rest(0, e);
+        }
+        let chunk = self.config.max_pending_messages.clamp(1, 1000);
+        // A chunk also holds at most half the client's memory budget, so a call larger than
+        // the budget waits for receipts between chunks instead of being granted one
+        // oversized reservation (which the budget allows when nothing else is reserved).
+        let byte_cap = match self.budget.limit() {
+            0 => usize::MAX,
+            limit => usize::try_from(limit / 2).unwrap_or(usize::MAX).max(1),
+        };
+        let mut from = 0;
+        while from < n {
+            let mut to = from + 1;
+            let mut bytes = packed.bytes_in(from, to);
+            while to < n && to - from < chunk {
+                let next = packed.bytes_in(to, to + 1);
+                if bytes + next > byte_cap {
+                    break;
+                }
+                bytes += next;
+                to += 1;
+            }
+            let (reservation, permits) = match self.reserve(to - from, bytes).await {
+                Ok(x) => x,
+                Err(e) => return fail_rest(from, e),
+            };
+            let item = bulk::BulkChunk {
+                packed: Arc::clone(&packed),
+                from,
+                to,
+                group: Arc::clone(group),
+                reservation,
+                permits,
+                enqueued_at: Instant::now(),
+            };
+            self.shared
+                .pending_messages
+                .fetch_add(to - from, Ordering::AcqRel);
+            if let Err(mpsc::error::SendError(Command::Bulk(item))) =
+                self.tx.send(Command::Bulk(item)).await
+            {
+                self.shared
+                    .pending_messages
+                    .fetch_sub(to - from, Ordering::AcqRel);
+                drop(item);
+                return fail_rest(from, Error::closed("producer"));
+            }
+            from = to;
+            // As in `queue_many`: let the actor batch this chunk now.
+            tokio::task::yield_now().await;
+        }
+        Ok(())
+    }
+
+    /// Whether [`send_bulk`](Self::send_bulk) applies to this producer's settings: batching
+    /// on, in send order (not key-based), and no chunking (whose large messages go their own
+    /// way). Anything else takes the per-message path.
+    pub fn bulk_eligible(&self) -> bool {
+        self.config.batching
+            && self.config.batching_type == BatchingType::Default
+            && !self.config.chunking
     }
 
     /// Close the open batch and send it now rather than at the batching delay, without

@@ -329,6 +329,25 @@ impl TopicProducer {
         }
     }
 
+    /// Whether [`send_bulk`](Self::send_bulk) can take a plain bulk send: one partition
+    /// (a partitioned topic routes message by message, which the per-message path does)
+    /// and a producer whose settings the bulk path handles.
+    pub fn bulk_eligible(&self) -> bool {
+        let parts = self.shared.snapshot();
+        parts.len() == 1 && parts[0].bulk_eligible()
+    }
+
+    /// Queue a plain bulk send on the topic's one producer (see
+    /// [`Producer::send_bulk`]); callers check [`bulk_eligible`](Self::bulk_eligible) first.
+    pub async fn send_bulk(
+        &self,
+        packed: Arc<crate::engine::bulk::Packed>,
+        group: &Arc<super::bulk::BulkGroup>,
+    ) -> Result<()> {
+        let parts = self.shared.snapshot();
+        parts[0].send_bulk(packed, group).await
+    }
+
     /// Route and queue many messages; their results land in `group` by input position.
     ///
     /// With caller-given sequence ids, unkeyed messages go to partition `sequence_id % n`

@@ -14,6 +14,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use streamwire_core::budget::Reservation;
 use streamwire_core::error::{Error, Result};
 
+use super::bulk::{BulkSlot, IdRange};
 use super::completion::{Completion, Group};
 use crate::message_id::MessageId;
 use crate::protocol::pb;
@@ -45,6 +46,9 @@ pub struct InFlight {
     /// Set when the entry is one chunk of a chunked message (only the last chunk holds the
     /// message's completion and holdings).
     pub chunk: Option<ChunkPos>,
+    /// Set when the entry holds a run of one bulk send's messages (then `completions` is
+    /// empty): they are settled in its group as one range.
+    pub bulk: Option<BulkSlot>,
 }
 
 /// Where a chunk sits in its message.
@@ -79,6 +83,17 @@ impl InFlight {
         drop(self.permits.take());
         drop(self.reservation.take());
         let n = self.num_messages as i32;
+        if let Some(b) = self.bulk.take() {
+            b.group.acknowledged(IdRange {
+                start: b.start,
+                count: self.num_messages,
+                ledger_id,
+                entry_id,
+                partition,
+                batch_start: if self.batched { 0 } else { -1 },
+                batch_size: if self.batched { n } else { 0 },
+            });
+        }
         // Runs of one bulk send's messages are reported to its group in one step (one lock,
         // one count update); anything else completes alone, in order.
         let mut group: Option<Arc<Group>> = None;
@@ -112,6 +127,9 @@ impl InFlight {
     pub fn fail(mut self, err: &Error) {
         drop(self.permits.take());
         drop(self.reservation.take());
+        if let Some(b) = self.bulk.take() {
+            b.group.failed(self.num_messages as usize, err);
+        }
         for c in self.completions {
             c.complete(Err(err.clone()));
         }
@@ -244,6 +262,7 @@ mod tests {
                 reservation: None,
                 permits: None,
                 chunk: None,
+                bulk: None,
             },
             rxs,
         )

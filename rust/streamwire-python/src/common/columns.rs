@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use streamwire_core::error::Error;
+use streamwire_pulsar::engine::bulk::Packed;
 
 use crate::common::bytes_like::{buffer_bytes, raw_buffer_bytes as bytes_of};
 use crate::common::errors::to_py;
@@ -120,6 +121,22 @@ pub fn payloads(values: &Bound<'_, PyAny>) -> PyResult<Vec<(Bytes, bool)>> {
 }
 
 fn arrow_payloads(arr: &Bound<'_, PyAny>) -> PyResult<Vec<(Bytes, bool)>> {
+    let (data, offsets, nulls) = arrow_parts(arr)?;
+    Ok(offsets
+        .windows(2)
+        .enumerate()
+        .map(|(i, w)| {
+            let null = nulls.as_ref().is_some_and(|n| n[i]);
+            (data.slice(w[0]..w[1]), null)
+        })
+        .collect())
+}
+
+/// A binary or string Arrow array's referenced bytes (copied once, into a buffer we own),
+/// its offsets rebased to that buffer (one more than there are values), and its null flags
+/// when it has a validity buffer.
+#[allow(clippy::type_complexity)]
+fn arrow_parts(arr: &Bound<'_, PyAny>) -> PyResult<(Bytes, Vec<usize>, Option<Vec<bool>>)> {
     let ty = arrow_type(arr)?;
     if ty == "binary_view" || ty == "string_view" {
         let to = if ty == "binary_view" {
@@ -127,7 +144,7 @@ fn arrow_payloads(arr: &Bound<'_, PyAny>) -> PyResult<Vec<(Bytes, bool)>> {
         } else {
             "large_string"
         };
-        return arrow_payloads(&arr.call_method1("cast", (to,))?);
+        return arrow_parts(&arr.call_method1("cast", (to,))?);
     }
     let wide = match ty.as_str() {
         "binary" | "string" => false,
@@ -172,21 +189,87 @@ fn arrow_payloads(arr: &Bound<'_, PyAny>) -> PyResult<Vec<(Bytes, bool)>> {
         }
         _ => Bytes::new(),
     };
-    let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        let a = off_at(i)? - start;
-        let b = off_at(i + 1)? - start;
-        if b < a || b > data.len() {
+    let mut offsets = Vec::with_capacity(n + 1);
+    offsets.push(0);
+    let mut prev = 0;
+    for i in 1..=n {
+        let b = off_at(i)? - start;
+        if b < prev || b > data.len() {
             return Err(bad("arrow offsets are not monotonic".into()));
         }
-        let valid = validity.as_ref().is_none_or(|v| {
-            let bit = offset + i;
-            v.get(bit / 8)
-                .is_some_and(|byte| byte & (1 << (bit % 8)) != 0)
-        });
-        out.push((data.slice(a..b), !valid));
+        offsets.push(b);
+        prev = b;
     }
-    Ok(out)
+    let nulls = validity.map(|v| {
+        (0..n)
+            .map(|i| {
+                let bit = offset + i;
+                v.get(bit / 8)
+                    .is_none_or(|byte| byte & (1 << (bit % 8)) == 0)
+            })
+            .collect()
+    });
+    Ok((data, offsets, nulls))
+}
+
+/// The values of a bulk send as one buffer plus offsets (see `engine::bulk::Packed`): a
+/// list or tuple of `bytes` is copied once into one buffer, a pyarrow binary/string array
+/// is taken from its buffers (its bytes copied once), anything else goes through
+/// [`payloads`] and is copied together. `None` when a value is null (the bulk path carries
+/// no per-message metadata; the caller takes the per-message path).
+pub fn packed(values: &Bound<'_, PyAny>) -> PyResult<Option<Packed>> {
+    let ok = |data: Bytes, offsets: Vec<usize>| {
+        Packed::new(data, offsets).map_err(|e| bad(e.to_string()))
+    };
+    if values.is_instance_of::<PyList>() || values.is_instance_of::<PyTuple>() {
+        let seq = values
+            .cast::<pyo3::types::PySequence>()
+            .map_err(PyErr::from)?;
+        let n = seq.len()?;
+        let mut offsets = Vec::with_capacity(n + 1);
+        offsets.push(0usize);
+        let mut total = 0usize;
+        let mut all_bytes = true;
+        for it in seq.try_iter()? {
+            match it?.cast::<PyBytes>() {
+                Ok(b) => {
+                    total += b.as_bytes().len();
+                    offsets.push(total);
+                }
+                Err(_) => {
+                    all_bytes = false;
+                    break;
+                }
+            }
+        }
+        if all_bytes {
+            let mut buf = BytesMut::with_capacity(total);
+            for it in seq.try_iter()? {
+                let it = it?;
+                buf.extend_from_slice(it.cast::<PyBytes>().map_err(PyErr::from)?.as_bytes());
+            }
+            return ok(buf.freeze(), offsets).map(Some);
+        }
+    } else if is_arrow(values) {
+        let (data, offsets, nulls) = arrow_parts(values)?;
+        if nulls.is_some_and(|n| n.contains(&true)) {
+            return Ok(None);
+        }
+        return ok(data, offsets).map(Some);
+    }
+    let items = payloads(values)?;
+    if items.iter().any(|(_, null)| *null) {
+        return Ok(None);
+    }
+    let total = items.iter().map(|(b, _)| b.len()).sum();
+    let mut buf = BytesMut::with_capacity(total);
+    let mut offsets = Vec::with_capacity(items.len() + 1);
+    offsets.push(0);
+    for (b, _) in &items {
+        buf.extend_from_slice(b);
+        offsets.push(buf.len());
+    }
+    ok(buf.freeze(), offsets).map(Some)
 }
 
 fn to_list<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {

@@ -26,9 +26,12 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use crate::common::aio::{self, Target, Value};
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::pulsar::deliver_time::{DeliverAfter, DeliverAt};
+use crate::pulsar::id_ranges::MessageIdRanges;
 use crate::pulsar::producer::Producer;
 use crate::pulsar::producer_build::all_sent;
 use crate::pulsar::transaction::{txn_arg, PyTransaction};
+use streamwire_pulsar::engine::bulk::Packed;
+use streamwire_pulsar::producer::bulk::{BulkGroup, IdRange};
 
 /// Work that must wait its turn behind earlier sends.
 // `One` is the common variant (a single send waiting for room); boxing its message to shrink
@@ -48,6 +51,15 @@ enum Waiting {
         user_seq: bool,
         /// Every message's schema version when not the producer's own (`schema=`).
         schema_version: Option<bytes::Bytes>,
+        /// The caller asked for `MessageIdRanges` rather than a list of ids.
+        ids: bool,
+        target: Target,
+    },
+    /// A plain bulk send (`ids=False`, see `Producer::bulk_packed`): one buffer, no
+    /// per-message item.
+    Bulk {
+        tp: Arc<TopicProducer>,
+        packed: Arc<Packed>,
         target: Target,
     },
     /// `flush`/`close`: started once everything before it is queued.
@@ -101,6 +113,7 @@ fn fail(w: Waiting, e: Error) {
     match w {
         Waiting::One { target, .. }
         | Waiting::Many { target, .. }
+        | Waiting::Bulk { target, .. }
         | Waiting::Then { target, .. } => aio::complete(target, Err(e)),
     }
 }
@@ -138,6 +151,7 @@ async fn run_waiting(w: Waiting) {
             msgs,
             user_seq,
             schema_version,
+            ids,
             target,
         } => {
             let n = msgs.len();
@@ -156,7 +170,26 @@ async fn run_waiting(w: Waiting) {
             };
             handle.spawn(async move {
                 let results = group.wait().await;
-                aio::complete(target, all_sent(results, n).map(Value::Ids));
+                let sent = all_sent(results, n);
+                let value = if ids {
+                    sent.map(Value::Ids)
+                } else {
+                    sent.map(|s| ranges_value(IdRange::compress(&s)))
+                };
+                aio::complete(target, value);
+            });
+        }
+        Waiting::Bulk { tp, packed, target } => {
+            let n = packed.len();
+            let group = BulkGroup::new(n);
+            // A failure to queue is already in the group, for the messages not queued.
+            let _ = tp.send_bulk(packed, &group).await;
+            let Ok(handle) = runtime::handle() else {
+                return;
+            };
+            handle.spawn(async move {
+                let sent = group.wait().await.all_sent(n);
+                aio::complete(target, sent.map(ranges_value));
             });
         }
         Waiting::Then { tp, close, target } => {
@@ -173,6 +206,15 @@ async fn run_waiting(w: Waiting) {
             });
         }
     }
+}
+
+/// A bulk send's ranges as what its awaitable resolves to (built on the loop's thread).
+fn ranges_value(ranges: Vec<IdRange>) -> Value {
+    Value::Build(Box::new(move |py| {
+        Ok(Bound::new(py, MessageIdRanges::new(ranges))?
+            .into_any()
+            .unbind())
+    }))
 }
 
 /// `txn=` of an awaitable send: a `streamwire.aio.Transaction` (whose `_native` is the
@@ -298,9 +340,10 @@ impl Producer {
         Ok(fut)
     }
 
-    /// `send_many` as an awaitable: the ids in input order.
+    /// `send_many` as an awaitable: the ids in input order (a `MessageIdRanges` with
+    /// `ids=False`).
     #[pyo3(signature = (values, *, keys=None, properties=None, event_times=None,
-        sequence_ids=None, txn=None, schema=None))]
+        sequence_ids=None, txn=None, schema=None, ids=true))]
     #[allow(clippy::too_many_arguments)]
     fn _asend_many<'py>(
         &self,
@@ -312,8 +355,31 @@ impl Producer {
         sequence_ids: Option<&Bound<'py, PyAny>>,
         txn: Option<&Bound<'py, PyAny>>,
         schema: Option<&Bound<'py, PyAny>>,
+        ids: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let tp = self.alive(py)?;
+        if !ids {
+            let packed = self.bulk_packed(
+                values,
+                keys,
+                properties,
+                event_times,
+                sequence_ids,
+                txn.is_some_and(|t| !t.is_none()),
+                schema,
+            )?;
+            if let Some(packed) = packed {
+                let (fut, target) = aio::new_future(py)?;
+                self.room
+                    .push(Waiting::Bulk {
+                        tp,
+                        packed: Arc::new(packed),
+                        target,
+                    })
+                    .map_err(to_py)?;
+                return Ok(fut);
+            }
+        }
         let txn = txn_arg(txn)?;
         // As `_asend`: a schema met for the first time is registered here (one blocking
         // round trip, after every value is encoded, so a bad value registers nothing).
@@ -341,7 +407,12 @@ impl Producer {
                     {
                         group.fail_unfilled(&e);
                     }
-                    all_sent(group.wait().await, n).map(Value::Ids)
+                    let sent = all_sent(group.wait().await, n);
+                    if ids {
+                        sent.map(Value::Ids)
+                    } else {
+                        sent.map(|s| ranges_value(IdRange::compress(&s)))
+                    }
                 },
                 |v: Value| v,
             )?;
@@ -354,6 +425,7 @@ impl Producer {
                 msgs,
                 user_seq,
                 schema_version,
+                ids,
                 target,
             })
             .map_err(to_py)?;

@@ -11,6 +11,7 @@ pub mod crypto;
 pub mod deliver_time;
 pub mod dispatch;
 pub mod failover;
+pub mod id_ranges;
 pub mod listener;
 pub mod lookup_ext;
 pub mod lookup_schema;

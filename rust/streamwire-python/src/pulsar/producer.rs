@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyTuple};
 
 use streamwire_core::error::{Error, ErrorKind, Result};
 use streamwire_core::log;
@@ -30,11 +30,13 @@ use crate::common::untracked::untracked_list;
 use crate::pulsar::client::Client;
 use crate::pulsar::deliver_time::{DeliverAfter, DeliverAt};
 use crate::pulsar::dispatch::{self, ErrorSlot, Job};
+use crate::pulsar::id_ranges::MessageIdRanges;
 use crate::pulsar::message_id::PyMessageId;
 use crate::pulsar::producer_build::{all_sent, build_message, many_messages};
 use crate::pulsar::schema::{codec_of, Codec as SchemaCodec};
 use crate::pulsar::schema_multi::SchemaVersions;
 use crate::pulsar::transaction::txn_arg;
+use streamwire_pulsar::producer::bulk::{BulkGroup, IdRange};
 
 fn config_err(msg: String) -> PyErr {
     to_py(Error::new(ErrorKind::Config, msg))
@@ -483,6 +485,37 @@ impl Producer {
         Ok((msgs, user_seq, version))
     }
 
+    /// The values of a `send_many(..., ids=False)` packed for the bulk path, or None when
+    /// the call needs the per-message path: a per-message column (keys, properties, event
+    /// times, sequence ids), a transaction, a schema (the producer's or `schema=`), a
+    /// message router, a null value, or producer settings the bulk path does not handle
+    /// (a partitioned topic, batching off or key-based, chunking).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn bulk_packed(
+        &self,
+        values: &Bound<'_, PyAny>,
+        keys: Option<&Bound<'_, PyAny>>,
+        properties: Option<&Bound<'_, PyAny>>,
+        event_times: Option<&Bound<'_, PyAny>>,
+        sequence_ids: Option<&Bound<'_, PyAny>>,
+        txn: bool,
+        schema: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<streamwire_pulsar::engine::bulk::Packed>> {
+        let plain = keys.is_none()
+            && properties.is_none()
+            && event_times.is_none()
+            && sequence_ids.is_none()
+            && !txn
+            && schema.is_none_or(|s| s.is_none())
+            && self.codec.is_none()
+            && self.router.is_none()
+            && self.inner.bulk_eligible();
+        if !plain {
+            return Ok(None);
+        }
+        crate::common::columns::packed(values)
+    }
+
     pub(crate) fn raise_callback_error(&self) -> PyResult<()> {
         let e = self
             .callback_errors
@@ -713,10 +746,21 @@ impl Producer {
     /// Raises:
     ///     SchemaError: a value does not fit the schema (nothing is sent).
     ///     IncompatibleSchemaError: the topic refuses `schema` (nothing is sent).
+    ///     ids: True (the default): return the list of `MessageId`s. False: return a
+    ///         `MessageIdRanges` instead (its length is the number sent; ids are made
+    ///         only when taken from it). Plain values (no keys, properties, event times,
+    ///         sequence ids, transaction or schema) to a non-partitioned topic with batching
+    ///         on then take the bulk path: the values cross to the producer as one buffer
+    ///         and are cut into batches there, with no per-message item or result object.
+    ///         Anything else goes the per-message way and answers the same. Default True.
+    ///
+    /// Raises:
+    ///     SchemaError: a value does not fit the schema (nothing is sent).
+    ///     IncompatibleSchemaError: the topic refuses `schema` (nothing is sent).
     ///     StreamwireError: the first failure (of its own type), noting how many of the
     ///         messages were not sent; the others were sent.
     #[pyo3(signature = (values, *, keys=None, properties=None, event_times=None,
-        sequence_ids=None, txn=None, schema=None))]
+        sequence_ids=None, txn=None, schema=None, ids=true))]
     #[allow(clippy::too_many_arguments)]
     fn send_many<'py>(
         &self,
@@ -728,8 +772,34 @@ impl Producer {
         sequence_ids: Option<&Bound<'_, PyAny>>,
         txn: Option<&Bound<'_, PyAny>>,
         schema: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Bound<'py, PyList>> {
+        ids: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let tp = self.live()?;
+        let packed = if ids {
+            None
+        } else {
+            self.bulk_packed(
+                values,
+                keys,
+                properties,
+                event_times,
+                sequence_ids,
+                txn.is_some_and(|t| !t.is_none()),
+                schema,
+            )?
+        };
+        if let Some(packed) = packed {
+            let n = packed.len();
+            let packed = Arc::new(packed);
+            let result = wait(py, "send_many", None, async move {
+                let group = BulkGroup::new(n);
+                // A failure to queue is already in the group, for the messages not queued.
+                let _ = tp.send_bulk(packed, &group).await;
+                Ok(group.wait().await)
+            })?;
+            let ranges = result.all_sent(n).py_err()?;
+            return Ok(Bound::new(py, MessageIdRanges::new(ranges))?.into_any());
+        }
         let txn = txn_arg(txn)?;
         let (msgs, user_seq, version) = self.messages(
             py,
@@ -763,8 +833,12 @@ impl Producer {
             }
             Ok(group.wait().await)
         })?;
-        let ids = all_sent(results, n).py_err()?;
-        untracked_list(py, ids.into_iter().map(PyMessageId::from))
+        let sent = all_sent(results, n).py_err()?;
+        if !ids {
+            let ranges = MessageIdRanges::new(IdRange::compress(&sent));
+            return Ok(Bound::new(py, ranges)?.into_any());
+        }
+        Ok(untracked_list(py, sent.into_iter().map(PyMessageId::from))?.into_any())
     }
 
     /// Send what is batched and wait until every message sent so far is acknowledged or
