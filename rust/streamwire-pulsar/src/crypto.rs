@@ -181,10 +181,10 @@ pub enum PublicKey {
     Ec(EcPublic),
 }
 
-/// A private key: RSA or EC.
+/// A private key: RSA (boxed: it is several times the size of an EC key) or EC.
 #[derive(Debug, Clone)]
 pub enum PrivateKey {
-    Rsa(RsaPrivateKey),
+    Rsa(Box<RsaPrivateKey>),
     Ec(EcPrivate),
 }
 
@@ -273,7 +273,7 @@ pub fn parse_private_key(name: &str, pem: &[u8]) -> Result<PrivateKey, CryptoErr
             }
             "RSA PRIVATE KEY" => {
                 return RsaPrivateKey::from_pkcs1_der(der_bytes)
-                    .map(PrivateKey::Rsa)
+                    .map(|k| PrivateKey::Rsa(Box::new(k)))
                     .map_err(|e| bad(e.to_string()));
             }
             "PRIVATE KEY" => {
@@ -289,7 +289,7 @@ pub fn parse_private_key(name: &str, pem: &[u8]) -> Result<PrivateKey, CryptoErr
                         .map_err(&bad);
                 }
                 return RsaPrivateKey::from_pkcs8_der(der_bytes)
-                    .map(PrivateKey::Rsa)
+                    .map(|k| PrivateKey::Rsa(Box::new(k)))
                     .map_err(|e| bad(e.to_string()));
             }
             other => return Err(bad(format!("a {other:?} block is not a private key"))),
