@@ -15,6 +15,16 @@ Each row reports the rate (N over the time) and the client process's CPU time pe
 (``getrusage``, all threads; the broker is another process). Ours and theirs alternate within
 each round; medians of the rounds are printed as a Markdown table.
 
+Two more tables:
+
+- EC keys: the 100 B produce and consume above with a P-521 key (explicit parameters, as
+  Pulsar's documentation makes them; ECIES-wrapped data key) against ours with the RSA key --
+  the official Python client reads RSA keys only, so it has no EC row;
+- chunked and encrypted: CHUNKED_N messages of 12 MiB (random, so 3 chunks of the broker's
+  5 MiB each), each chunk sealed on its own, produced with ``send`` one after the other and
+  consumed by a new subscription; ours vs the official client (``chunking_enabled=True``,
+  batching off), in MB/s.
+
 Usage: .venv/bin/python benches/encryption_bench.py [--rounds R] [--url pulsar://...]
 """
 
@@ -34,10 +44,16 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import os
+
 import pulsar
 import streamwire
 
 SIZES = {100: 50_000, 16_384: 10_000}
+EC_SIZE = 100
+CHUNKED_SIZE = 12 * 1024 * 1024
+CHUNKED_N = 6
+BIG = os.urandom(CHUNKED_SIZE)
 
 
 def cpu_seconds() -> float:
@@ -53,6 +69,52 @@ def make_keys() -> tuple[str, str]:
         ["openssl", "rsa", "-in", priv, "-pubout", "-out", pub], check=True, capture_output=True
     )
     return str(pub), str(priv)
+
+
+EC_GEN = ["openssl", "ecparam", "-name", "secp521r1", "-genkey", "-param_enc", "explicit"]
+
+
+def make_ec_keys() -> tuple[str, str]:
+    d = Path(tempfile.mkdtemp(prefix="sw-e2e-bench-ec-"))
+    priv, pub = d / "private.pem", d / "public.pem"
+    subprocess.run(
+        [*EC_GEN, "-out", str(priv)],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        ["openssl", "ec", "-in", priv, "-pubout", "-out", pub], check=True, capture_output=True
+    )
+    return str(pub), str(priv)
+
+
+def ours_produce_chunked(url: str, topic: str, n: int, size: int, keys: tuple[str, str]) -> None:
+    payload = BIG[:size]
+    reader = streamwire.CryptoKeyReader(public_key_path=keys[0])
+    with streamwire.Client(url) as client:
+        with client.create_producer(
+            topic, chunking=True, encryption_keys=["bench"], crypto_key_reader=reader
+        ) as p:
+            for _ in range(n):
+                p.send(payload)
+
+
+def theirs_produce_chunked(url: str, topic: str, n: int, size: int, keys: tuple[str, str]) -> None:
+    payload = BIG[:size]
+    client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        p = client.create_producer(
+            topic,
+            encryption_key="bench",
+            crypto_key_reader=pulsar.CryptoKeyReader(*keys),
+            chunking_enabled=True,
+            batching_enabled=False,
+        )
+        for _ in range(n):
+            p.send(payload)
+        p.close()
+    finally:
+        client.close()
 
 
 def ours_produce(url: str, topic: str, n: int, size: int, keys: tuple[str, str]) -> None:
@@ -141,12 +203,18 @@ def measure(
     return n / took, cpu * 1e3 / mb
 
 
+def table_row(what: str, size: str, unit: str, ours: list[float], theirs: list[float]) -> str:
+    o, t = statistics.median(ours), statistics.median(theirs)
+    return f"| {what} | {size} | {unit} | {o:,.2f} | {t:,.2f} | {o / t:.2f} |"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--url")
     args = ap.parse_args()
     keys = make_keys()
+    ec_keys = make_ec_keys()
     broker = None
     url = args.url
     if url is None:
@@ -170,6 +238,29 @@ def main() -> None:
                     rows.setdefault((size, "consume", side), []).append(
                         measure(cons, url, topics["ours"], n, size, keys)
                     )
+            # EC (ours) next to RSA (ours), 100 B.
+            ec_topic = f"persistent://public/default/e2e-bench-ec-{uuid.uuid4().hex}"
+            rows.setdefault((EC_SIZE, "produce", "ec"), []).append(
+                measure(ours_produce, url, ec_topic, SIZES[EC_SIZE], EC_SIZE, ec_keys)
+            )
+            rows.setdefault((EC_SIZE, "consume", "ec"), []).append(
+                measure(ours_consume, url, ec_topic, SIZES[EC_SIZE], EC_SIZE, ec_keys)
+            )
+            # Chunked and encrypted, ours vs official.
+            chunked = {}
+            for side, prod in (
+                ("ours", ours_produce_chunked),
+                ("official", theirs_produce_chunked),
+            ):
+                topic = f"persistent://public/default/e2e-bench-chunked-{uuid.uuid4().hex}"
+                chunked[side] = topic
+                rows.setdefault((CHUNKED_SIZE, "produce", side), []).append(
+                    measure(prod, url, topic, CHUNKED_N, CHUNKED_SIZE, keys)
+                )
+            for side, cons in (("ours", ours_consume), ("official", theirs_consume)):
+                rows.setdefault((CHUNKED_SIZE, "consume", side), []).append(
+                    measure(cons, url, chunked["ours"], CHUNKED_N, CHUNKED_SIZE, keys)
+                )
             print(f"round {r + 1} done", file=sys.stderr)
         print("| workload | size | unit | streamwire | official | ours / theirs |")
         print("|---|---:|---|---:|---:|---:|")
@@ -189,6 +280,55 @@ def main() -> None:
                     f"| encrypted {what} | {size} B | client CPU ms/MB (lower is better) "
                     f"| {cpu_o:.2f} | {cpu_t:.2f} | {cpu_o / cpu_t:.2f} |"
                 )
+        print()
+        print("| EC key (P-521) vs RSA-2048, ours | size | unit | EC | RSA | EC / RSA |")
+        print("|---|---:|---|---:|---:|---:|")
+        for what in ("produce", "consume"):
+            ec = rows[(EC_SIZE, what, "ec")]
+            rsa = rows[(EC_SIZE, what, "ours")]
+            print(
+                table_row(
+                    f"encrypted {what}",
+                    f"{EC_SIZE} B",
+                    "msg/s",
+                    [x[0] for x in ec],
+                    [x[0] for x in rsa],
+                )
+            )
+            print(
+                table_row(
+                    f"encrypted {what}",
+                    f"{EC_SIZE} B",
+                    "client CPU ms/MB",
+                    [x[1] for x in ec],
+                    [x[1] for x in rsa],
+                )
+            )
+        print()
+        print("| chunked + encrypted | size | unit | streamwire | official | ours / theirs |")
+        print("|---|---:|---|---:|---:|---:|")
+        for what in ("produce", "consume"):
+            ours = rows[(CHUNKED_SIZE, what, "ours")]
+            theirs = rows[(CHUNKED_SIZE, what, "official")]
+            mb = CHUNKED_SIZE / 1e6
+            print(
+                table_row(
+                    f"{what}",
+                    "12 MiB",
+                    "MB/s",
+                    [x[0] * mb for x in ours],
+                    [x[0] * mb for x in theirs],
+                )
+            )
+            print(
+                table_row(
+                    f"{what}",
+                    "12 MiB",
+                    "client CPU ms/MB (lower is better)",
+                    [x[1] for x in ours],
+                    [x[1] for x in theirs],
+                )
+            )
     finally:
         if broker is not None:
             broker.close()

@@ -93,6 +93,15 @@ class _RaisingKeys:
         raise OSError("key store unreachable")
 
 
+# A public key on secp256k1 (openssl ecparam -name secp256k1): EC keys work on P-256, P-384
+# and P-521 only.
+_SECP256K1_PUBLIC = (
+    b"-----BEGIN PUBLIC KEY-----\n"
+    b"MFYwEAYHKoZIzj0CAQYFK4EEAAoDQgAEjZPQhYXy/RmL8Eij6MtsnKjZjUm1wIo2\n"
+    b"h1z/jLMvG6/Ht7faS9R1BikpPtzTaGRO2uQqdkuDYZ1KvA9FRaTKyA==\n"
+    b"-----END PUBLIC KEY-----\n"
+)
+
 CASES: list[Case] = [
     # -- Client ---------------------------------------------------------------------------------
     Case("Client()", "service_url not a str (123)", TYP, lambda c: streamwire.Client(123)),  # type: ignore[arg-type]
@@ -394,14 +403,12 @@ CASES: list[Case] = [
     ),
     Case(
         "Client.create_producer()",
-        "chunking=True with encryption_keys",
-        CFG,
+        "an EC public key on an unsupported curve (secp256k1)",
+        CryptoError,
         lambda c: c.client.create_producer(
             _fresh(c),
-            chunking=True,
-            batching=False,
             encryption_keys=["k"],
-            crypto_key_reader=streamwire.CryptoKeyReader(public_key=b"x"),
+            crypto_key_reader=streamwire.CryptoKeyReader(public_key=_SECP256K1_PUBLIC),
         ),
     ),
     Case(

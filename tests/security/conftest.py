@@ -1,5 +1,5 @@
 """Fixtures for the security tests: one TLS + auth + authorization Apache Pulsar per session, and
-RSA key pairs for the end-to-end encryption tests."""
+RSA and EC key pairs for the end-to-end encryption tests."""
 
 from __future__ import annotations
 
@@ -56,6 +56,32 @@ def rsa_keys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Key
             ["openssl", "rsa", "-in", str(private), "-pubout", "-out", str(public)],
             check=True,
             capture_output=True,
+        )
+        pairs[name] = KeyPair(public, private)
+    yield pairs
+
+
+def _openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def ec_keys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, KeyPair]]:
+    """EC key pairs made with openssl: ``p521`` as Pulsar's documentation makes them
+    (``openssl ecparam -name secp521r1 -genkey -param_enc explicit``: an ``EC PARAMETERS``
+    block, then the key, the curve spelled out), ``p256`` with a named curve (SEC1, ``-noout``)
+    and ``p384`` as PKCS#8 (``openssl genpkey``; our reader takes it, the Java one does not)."""
+    d = tmp_path_factory.mktemp("e2e-ec-keys")
+    pairs = {}
+    for name, gen in (
+        ("p521", ["ecparam", "-name", "secp521r1", "-genkey", "-param_enc", "explicit"]),
+        ("p256", ["ecparam", "-name", "prime256v1", "-genkey", "-noout"]),
+        ("p384", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"]),
+    ):
+        private, public = d / f"{name}.pem", d / f"{name}_pub.pem"
+        _openssl(*gen, "-out", str(private))
+        _openssl(
+            "pkey" if name == "p384" else "ec", "-in", str(private), "-pubout", "-out", str(public)
         )
         pairs[name] = KeyPair(public, private)
     yield pairs

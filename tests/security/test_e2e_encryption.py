@@ -316,9 +316,15 @@ def test_tampered_payload_is_a_crypto_error(
 def test_unusable_keys_fail_producer_creation(
     apache_broker: Any, rsa_keys: dict[str, KeyPair], tmp_path: Path, unique_topic: str
 ) -> None:
-    ec = tmp_path / "ec.pem"
+    # An EC key on a curve neither Java's default nor this client supports for ECIES here.
+    k1, ec = tmp_path / "k1.pem", tmp_path / "k1_pub.pem"
     subprocess.run(
-        ["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", str(ec)],
+        ["openssl", "ecparam", "-name", "secp256k1", "-genkey", "-noout", "-out", str(k1)],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        ["openssl", "ec", "-in", str(k1), "-pubout", "-out", str(ec)],
         check=True,
         capture_output=True,
     )
@@ -330,7 +336,9 @@ def test_unusable_keys_fail_producer_creation(
                 encryption_keys=["ka"],
                 crypto_key_reader=streamwire.CryptoKeyReader(private_key=secret),
             )
-        with pytest.raises(CryptoError, match="EC key"):
+        with pytest.raises(
+            CryptoError, match=r"\"ka\".*EC curve 1\.3\.132\.0\.10 is not supported"
+        ):
             client.create_producer(
                 unique_topic,
                 encryption_keys=["ka"],

@@ -11,8 +11,10 @@
 //! has, caches it by the wrapped bytes (a producer re-sends the same wrapped key with every
 //! entry until it rotates), and opens the payload.
 //!
-//! Java also accepts EC keys (BouncyCastle's ECIES); the C++ client, and so the official
-//! Python client, reads RSA keys only. EC keys are refused here with a clear error.
+//! EC keys (P-256, P-384, P-521; named or explicit curve parameters) wrap the data key with
+//! BouncyCastle's ECIES as the Java client does ([`ecies`], keys read by [`ec_keys`]). The
+//! C++ client, and so the official Python client, reads RSA keys only: it cannot open a
+//! message whose only recipients are EC keys (its failure action applies).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -27,6 +29,11 @@ use rsa::pkcs8::{DecodePrivateKey, DecodePublicKey};
 use rsa::{Oaep, RsaPrivateKey, RsaPublicKey};
 
 use crate::protocol::pb;
+
+pub mod ec_keys;
+pub mod ecies;
+
+use ec_keys::{EcPrivate, EcPublic};
 
 /// AES-256: 32-byte data keys.
 pub const DATA_KEY_LEN: usize = 32;
@@ -47,8 +54,8 @@ pub enum CryptoError {
     /// The key reader has no key of this kind for this name.
     #[error("no {kind} key for encryption key name {name:?}")]
     MissingKey { name: String, kind: &'static str },
-    /// A key could not be read as an RSA key in PEM.
-    #[error("{kind} key {name:?} is not a usable RSA key in PEM: {reason}")]
+    /// A key could not be read as an RSA or EC key in PEM (or its curve is not supported).
+    #[error("{kind} key {name:?} is not a usable RSA or EC key in PEM: {reason}")]
     BadKey {
         name: String,
         kind: &'static str,
@@ -167,45 +174,128 @@ impl KeyReader for StaticKeyReader {
     }
 }
 
-fn pem_text<'a>(name: &str, kind: &'static str, pem: &'a [u8]) -> Result<&'a str, CryptoError> {
-    let bad = |reason: &str| CryptoError::BadKey {
+/// A recipient's public key: RSA (OAEP wrap) or EC (ECIES wrap).
+#[derive(Debug, Clone)]
+pub enum PublicKey {
+    Rsa(RsaPublicKey),
+    Ec(EcPublic),
+}
+
+/// A private key: RSA (boxed: it is several times the size of an EC key) or EC.
+#[derive(Debug, Clone)]
+pub enum PrivateKey {
+    Rsa(Box<RsaPrivateKey>),
+    Ec(EcPrivate),
+}
+
+/// The PEM blocks of a key file, in order: (label, DER). Text outside blocks is ignored (as
+/// openssl and BouncyCastle's PEMParser do).
+fn pem_blocks(pem: &[u8]) -> Result<Vec<(String, Vec<u8>)>, String> {
+    let text = std::str::from_utf8(pem).map_err(|_| "not text".to_owned())?;
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("-----BEGIN ") {
+        let block = &rest[at..];
+        let Some(end_at) = block.find("-----END ") else {
+            return Err("a PEM block has no END line".to_owned());
+        };
+        let close = block[end_at + 9..]
+            .find("-----")
+            .map(|i| end_at + 9 + i + 5)
+            .ok_or_else(|| "a PEM END line is not closed".to_owned())?;
+        let (label, der) = der::pem::decode_vec(block[..close].trim().as_bytes())
+            .map_err(|e| format!("bad PEM: {e}"))?;
+        out.push((label.to_owned(), der));
+        rest = &block[close..];
+    }
+    if out.is_empty() {
+        return Err("no PEM block".to_owned());
+    }
+    Ok(out)
+}
+
+fn bad_key<'a>(name: &'a str, kind: &'static str) -> impl Fn(String) -> CryptoError + 'a {
+    move |reason| CryptoError::BadKey {
         name: name.to_owned(),
         kind,
-        reason: reason.to_owned(),
-    };
-    let text = std::str::from_utf8(pem).map_err(|_| bad("not text"))?;
-    if text.contains("BEGIN EC ") || text.contains("EC PARAMETERS") {
-        return Err(bad(
-            "an EC key: ECIES (Java only) is not supported, use an RSA key as the official \
-             Python/C++ client does",
-        ));
+        reason,
     }
-    Ok(text)
 }
 
-/// Read an RSA public key: SubjectPublicKeyInfo (`BEGIN PUBLIC KEY`, what `openssl rsa
-/// -pubout` writes and the C++ client reads) or PKCS#1 (`BEGIN RSA PUBLIC KEY`).
-pub fn parse_public_key(name: &str, pem: &[u8]) -> Result<RsaPublicKey, CryptoError> {
-    let text = pem_text(name, "public", pem)?;
-    RsaPublicKey::from_public_key_pem(text.trim())
-        .or_else(|_| RsaPublicKey::from_pkcs1_pem(text.trim()))
-        .map_err(|e| CryptoError::BadKey {
-            name: name.to_owned(),
-            kind: "public",
-            reason: e.to_string(),
-        })
+/// Read a public key: SubjectPublicKeyInfo (`BEGIN PUBLIC KEY`, RSA or EC, what `openssl
+/// rsa|ec -pubout` writes) or PKCS#1 (`BEGIN RSA PUBLIC KEY`). An `EC PARAMETERS` block
+/// before it is skipped (the SubjectPublicKeyInfo names its own curve).
+pub fn parse_public_key(name: &str, pem: &[u8]) -> Result<PublicKey, CryptoError> {
+    let bad = bad_key(name, "public");
+    let blocks = pem_blocks(pem).map_err(&bad)?;
+    for (label, der_bytes) in &blocks {
+        match label.as_str() {
+            "PUBLIC KEY" => {
+                let spki = spki::SubjectPublicKeyInfoRef::try_from(der_bytes.as_slice())
+                    .map_err(|e| bad(e.to_string()))?;
+                if spki.algorithm.oid == ec_keys::ID_EC_PUBLIC_KEY {
+                    return ec_keys::public_from_spki(&spki)
+                        .map(PublicKey::Ec)
+                        .map_err(&bad);
+                }
+                return RsaPublicKey::from_public_key_der(der_bytes)
+                    .map(PublicKey::Rsa)
+                    .map_err(|e| bad(e.to_string()));
+            }
+            "RSA PUBLIC KEY" => {
+                return RsaPublicKey::from_pkcs1_der(der_bytes)
+                    .map(PublicKey::Rsa)
+                    .map_err(|e| bad(e.to_string()));
+            }
+            "EC PARAMETERS" => {}
+            other => return Err(bad(format!("a {other:?} block is not a public key"))),
+        }
+    }
+    Err(bad("no public key block".to_owned()))
 }
 
-/// Read an RSA private key: PKCS#8 (`BEGIN PRIVATE KEY`) or PKCS#1 (`BEGIN RSA PRIVATE KEY`).
-pub fn parse_private_key(name: &str, pem: &[u8]) -> Result<RsaPrivateKey, CryptoError> {
-    let text = pem_text(name, "private", pem)?;
-    RsaPrivateKey::from_pkcs8_pem(text.trim())
-        .or_else(|_| RsaPrivateKey::from_pkcs1_pem(text.trim()))
-        .map_err(|e| CryptoError::BadKey {
-            name: name.to_owned(),
-            kind: "private",
-            reason: e.to_string(),
-        })
+/// Read a private key: PKCS#8 (`BEGIN PRIVATE KEY`, RSA or EC), PKCS#1 (`BEGIN RSA PRIVATE
+/// KEY`) or SEC1 (`BEGIN EC PRIVATE KEY`, its curve in the key or in an `EC PARAMETERS`
+/// block before it, as `openssl ecparam -genkey` writes it).
+pub fn parse_private_key(name: &str, pem: &[u8]) -> Result<PrivateKey, CryptoError> {
+    let bad = bad_key(name, "private");
+    let blocks = pem_blocks(pem).map_err(&bad)?;
+    let mut params = None;
+    for (label, der_bytes) in &blocks {
+        match label.as_str() {
+            "EC PARAMETERS" => {
+                params = Some(ec_keys::curve_of_params_block(der_bytes).map_err(&bad)?);
+            }
+            "EC PRIVATE KEY" => {
+                return ec_keys::private_from_sec1(der_bytes, params)
+                    .map(PrivateKey::Ec)
+                    .map_err(&bad);
+            }
+            "RSA PRIVATE KEY" => {
+                return RsaPrivateKey::from_pkcs1_der(der_bytes)
+                    .map(|k| PrivateKey::Rsa(Box::new(k)))
+                    .map_err(|e| bad(e.to_string()));
+            }
+            "PRIVATE KEY" => {
+                let info = pkcs8::PrivateKeyInfo::try_from(der_bytes.as_slice())
+                    .map_err(|e| bad(e.to_string()))?;
+                if info.algorithm.oid == ec_keys::ID_EC_PUBLIC_KEY {
+                    let curve = match info.algorithm.parameters {
+                        Some(p) => Some(ec_keys::curve_of(p).map_err(&bad)?),
+                        None => params,
+                    };
+                    return ec_keys::private_from_sec1(info.private_key, curve)
+                        .map(PrivateKey::Ec)
+                        .map_err(&bad);
+                }
+                return RsaPrivateKey::from_pkcs8_der(der_bytes)
+                    .map(|k| PrivateKey::Rsa(Box::new(k)))
+                    .map_err(|e| bad(e.to_string()));
+            }
+            other => return Err(bad(format!("a {other:?} block is not a private key"))),
+        }
+    }
+    Err(bad("no private key block".to_owned()))
 }
 
 /// `N` bytes from the operating system's random source.
@@ -256,13 +346,15 @@ fn wrap_for_all(
         .iter()
         .map(|name| {
             let info = reader.public_key(name)?;
-            let key = parse_public_key(name, &info.pem)?;
-            let value = key
-                .encrypt(&mut rng, Oaep::new::<sha1::Sha1>(), data_key)
-                .map_err(|e| CryptoError::Wrap {
+            let value = match parse_public_key(name, &info.pem)? {
+                PublicKey::Rsa(key) => key
+                    .encrypt(&mut rng, Oaep::new::<sha1::Sha1>(), data_key)
+                    .map_err(|e| CryptoError::Wrap {
                     name: name.clone(),
                     reason: e.to_string(),
-                })?;
+                })?,
+                PublicKey::Ec(key) => ecies::wrap(&key, data_key),
+            };
             Ok(pb::EncryptionKeys {
                 key: name.clone(),
                 value: Bytes::from(value),
@@ -501,7 +593,11 @@ impl Decryptor {
                     continue;
                 }
             };
-            let Ok(data_key) = key.decrypt(Oaep::new::<sha1::Sha1>(), &k.value) else {
+            let unwrapped = match &key {
+                PrivateKey::Rsa(key) => key.decrypt(Oaep::new::<sha1::Sha1>(), &k.value).ok(),
+                PrivateKey::Ec(key) => ecies::unwrap(key, &k.value).ok(),
+            };
+            let Some(data_key) = unwrapped else {
                 detail = format!(": the private key for {:?} does not match", k.key);
                 continue;
             };
@@ -544,3 +640,7 @@ fn open(key: &LessSafeKey, iv: [u8; IV_LEN], sealed: &[u8]) -> Result<Vec<u8>, C
 #[cfg(test)]
 #[path = "crypto_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "crypto_ec_tests.rs"]
+mod ec_tests;

@@ -121,8 +121,10 @@ fn tampered_payload_and_bad_metadata_are_typed() {
 fn bad_keys_are_refused_with_a_reason_and_no_key_bytes() {
     let e = Encryptor::new(vec!["a".into()], reader(None, None), Instant::now()).unwrap_err();
     assert!(matches!(e, CryptoError::MissingKey { kind: "public", .. }));
+    // A private key file given as the public key is refused, naming the block, not the key.
     let e = Encryptor::new(vec!["a".into()], reader(Some(EC), None), Instant::now()).unwrap_err();
-    assert!(e.to_string().contains("EC key"), "{e}");
+    assert!(e.to_string().contains("is not a public key"), "{e}");
+    assert!(!e.to_string().contains("MHc"), "{e}");
     let e = Encryptor::new(
         vec!["a".into()],
         reader(Some(b"garbage"), None),

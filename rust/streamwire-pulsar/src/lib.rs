@@ -2,7 +2,8 @@
 //!
 //! Modules (one concern each; pure logic is kept apart from I/O):
 //! * [`protocol`] — wire format: frame codec, CRC32C, command builders. No I/O, no Tokio.
-//! * [`crypto`] — end-to-end encryption of payloads (AES-GCM data key, RSA-OAEP wrapped), pure.
+//! * [`crypto`] — end-to-end encryption of payloads (AES-GCM data key, RSA-OAEP or ECIES
+//!   wrapped), pure.
 //! * [`schema`] — typed messages: registry schema descriptions, Avro binary / JSON / KeyValue
 //!   payload codecs (pure) and GetSchema / GetOrCreateSchema requests.
 //!

@@ -22,14 +22,17 @@ fn fuzz_crypto_deterministic() {
     let iters = env_u64("STREAMWIRE_FUZZ_ITERS", 20_000) / 100;
     let seed = env_u64("STREAMWIRE_FUZZ_SEED", 0x5eed_c0de);
     let mut rng = SplitMix64(seed);
-    // The untouched sample decrypts (the check inside asserts the body).
+    // The untouched samples decrypt (the check inside asserts the body): RSA, then EC.
     fuzz_crypto(&[1]);
+    fuzz_crypto(&[3]);
     for i in 0..iters {
         let mut input = Vec::new();
+        // Bit 1 of the mode byte: the EC (ECIES) recipient instead of the RSA one.
+        let ec = (rng.below(2) as u8) << 1;
         match i % 3 {
             // A damaged valid message: a few (position, xor) pairs.
             0 => {
-                input.push(1);
+                input.push(1 | ec);
                 for _ in 0..1 + rng.below(3) {
                     input.push(rng.next_u64() as u8);
                     input.push(rng.next_u64() as u8 | 1);
@@ -51,14 +54,14 @@ fn fuzz_crypto_deterministic() {
                 if rng.below(2) == 0 {
                     mutate(&mut bytes, &mut rng);
                 }
-                input.push(0);
+                input.push(ec);
                 input.push(bytes.len().min(255) as u8);
                 input.extend_from_slice(&bytes);
                 input.extend((0..rng.below(64)).map(|_| rng.next_u64() as u8));
             }
             // Random bytes.
             _ => {
-                input.push(0);
+                input.push(ec);
                 input.extend((0..rng.below(128)).map(|_| rng.next_u64() as u8));
             }
         }

@@ -13,7 +13,7 @@ use streamwire_core::backoff::{Backoff, BackoffConfig};
 use streamwire_core::error::{Error, ErrorKind, Result};
 use streamwire_core::metrics::C;
 
-use super::chunks::{ChunkAssembler, ChunkMeta, ChunkOutcome};
+use super::chunks::{ChunkAssembler, ChunkMeta};
 use super::entry::{unpack, EntryContext, StartFilter};
 use super::{ConsumerConfig, Slot};
 use crate::client::PulsarClient;
@@ -25,7 +25,7 @@ use crate::protocol::pb;
 use crate::protocol::pb::base_command::Type;
 use crate::protocol::pb::command_ack::AckType;
 use crate::protocol::pb::command_subscribe::SubType;
-use crate::protocol::{ChecksumStatus, Frame, PayloadSection};
+use crate::protocol::{Frame, PayloadSection};
 
 /// Requests from the handle to the actor.
 pub(crate) enum Control {
@@ -41,6 +41,9 @@ pub(crate) enum Control {
 }
 
 const EVENT_QUEUE: usize = 1024;
+
+#[path = "actor_chunks.rs"]
+mod chunked;
 
 struct Live {
     conn: Connection,
@@ -645,79 +648,6 @@ impl Actor {
             }
         }
         None
-    }
-
-    /// One chunk of a chunked message: keep it, or deliver the reassembled message.
-    async fn on_chunk(
-        &mut self,
-        live: &Live,
-        cmd: &pb::CommandMessage,
-        section: &PayloadSection,
-        meta: ChunkMeta,
-    ) -> Option<Exit> {
-        let _ = self.permits.on_messages_received(1);
-        let base = MessageId::from_proto(&cmd.message_id);
-        let id = MessageId::new(base.ledger_id, base.entry_id, self.ctx.partition, -1, 0);
-        let now_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        let outcome = self
-            .chunks
-            .add(&meta, id, &section.payload, Instant::now(), now_ms);
-        let (payload, ids) = match outcome {
-            ChunkOutcome::Pending => return self.discard(live, 1).await,
-            ChunkOutcome::Dropped { ack } => {
-                {
-                    let mut acks = self.slot.acks();
-                    for a in ack {
-                        acks.individual(a);
-                    }
-                }
-                return self.discard(live, 1).await;
-            }
-            ChunkOutcome::Complete { payload, ids } => (payload, ids),
-        };
-        let whole = PayloadSection {
-            broker_entry_metadata: section.broker_entry_metadata,
-            metadata: section.metadata.clone(),
-            payload,
-            checksum: ChecksumStatus::Absent,
-        };
-        let res = {
-            let acks = self.slot.acks();
-            unpack(&self.ctx, cmd, &whole, None, |i| acks.is_acked(i))
-        };
-        match res {
-            Ok(u) if !u.messages.is_empty() => {
-                let first = ids[0];
-                let mut messages = u.messages;
-                for m in &mut messages {
-                    m.id = m.id.with_first_chunk(&first);
-                }
-                self.slot.chunk_ids().insert(messages[0].id, ids);
-                self.slot.count_received(&messages);
-                self.slot.queue.push(messages);
-                self.slot.app_notify.notify_one();
-                None
-            }
-            Ok(_) => {
-                self.slot.stats.skipped.fetch_add(1, Ordering::Relaxed);
-                self.discard(live, 1).await
-            }
-            Err(r) => {
-                self.slot.stats.invalid.fetch_add(1, Ordering::Relaxed);
-                let protos = ids.iter().map(MessageId::to_proto).collect();
-                let ack = commands::ack(
-                    live.id,
-                    AckType::Individual,
-                    protos,
-                    Some(r.validation),
-                    None,
-                );
-                let _ = live.conn.send_command(ack).await;
-                self.discard(live, 1).await
-            }
-        }
     }
 
     async fn request(

@@ -9,7 +9,7 @@
 //! evicts the oldest (left unacknowledged). Messages incomplete for longer than the expiry are
 //! dropped and their chunks acknowledged.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -54,7 +54,14 @@ pub struct ChunkAssembler {
     pending: VecDeque<Ctx>,
     max_pending: usize,
     expire: Duration,
+    /// Messages with a chunk kept still encrypted (failure action CONSUME): delivered whole,
+    /// still sealed, with their encryption context, as the Java consumer does.
+    undecrypted: HashSet<String>,
 }
+
+/// Undecrypted message marks kept at most (a mark whose message never completes would
+/// otherwise stay for good).
+const MAX_UNDECRYPTED_MARKS: usize = 1024;
 
 /// Refuse absurd totals: a chunked message is at most this big.
 pub const MAX_CHUNKED_MESSAGE: usize = 1 << 31;
@@ -66,7 +73,21 @@ impl ChunkAssembler {
             pending: VecDeque::new(),
             max_pending,
             expire,
+            undecrypted: HashSet::new(),
         }
+    }
+
+    /// Remember that a chunk of message `uuid` is kept encrypted.
+    pub fn mark_undecrypted(&mut self, uuid: &str) {
+        if self.undecrypted.len() >= MAX_UNDECRYPTED_MARKS {
+            self.undecrypted.clear();
+        }
+        self.undecrypted.insert(uuid.to_owned());
+    }
+
+    /// Whether a chunk of message `uuid` was kept encrypted (and forget it).
+    pub fn take_undecrypted(&mut self, uuid: &str) -> bool {
+        self.undecrypted.remove(uuid)
     }
 
     pub fn len(&self) -> usize {
@@ -80,6 +101,7 @@ impl ChunkAssembler {
     /// Forget everything (after a reconnect or seek the broker sends the chunks again).
     pub fn clear(&mut self) {
         self.pending.clear();
+        self.undecrypted.clear();
     }
 
     fn stale(&self, publish_time: u64, now_ms: u64) -> bool {
@@ -204,6 +226,22 @@ mod tests {
 
     fn id(e: i64) -> MessageId {
         MessageId::new(1, e, -1, -1, 0)
+    }
+
+    #[test]
+    fn undecrypted_marks_are_taken_once_cleared_and_bounded() {
+        let mut a = ChunkAssembler::new(10, Duration::from_secs(60));
+        a.mark_undecrypted("m");
+        assert!(a.take_undecrypted("m"));
+        assert!(!a.take_undecrypted("m"), "taken once");
+        a.mark_undecrypted("n");
+        a.clear();
+        assert!(!a.take_undecrypted("n"), "a reconnect forgets them");
+        for i in 0..=MAX_UNDECRYPTED_MARKS {
+            a.mark_undecrypted(&i.to_string());
+        }
+        assert!(a.undecrypted.len() <= MAX_UNDECRYPTED_MARKS);
+        assert!(a.take_undecrypted(&MAX_UNDECRYPTED_MARKS.to_string()));
     }
 
     #[test]

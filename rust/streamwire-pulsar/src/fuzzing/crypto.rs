@@ -3,7 +3,8 @@
 //! `CryptoError` or the original bytes, never a panic, and a damaged payload must never
 //! decrypt (AES-GCM authenticates it).
 //!
-//! Layout of the input: byte 0 picks the mode.
+//! Layout of the input: byte 0 picks the mode; its bit 1 picks the recipient key: RSA
+//! (clear) or EC (set: the ECIES unwrap of a damaged or forged wrapped key).
 //! * even: bytes 1.. are `[n][n bytes of MessageMetadata protobuf][payload]`, decrypted as
 //!   they are;
 //! * odd: a valid sealed message (fixture key) whose parts are damaged as bytes 1.. say:
@@ -19,6 +20,8 @@ use crate::protocol::pb;
 
 const PUB: &[u8] = include_bytes!("../../testdata/rsa_a_pub.pem");
 const PRIV: &[u8] = include_bytes!("../../testdata/rsa_a.pem");
+const EC_PUB: &[u8] = include_bytes!("../../testdata/ec_p256_pub.pem");
+const EC_PRIV: &[u8] = include_bytes!("../../testdata/ec_p256.pem");
 
 /// The plaintext of the valid sample.
 pub const SAMPLE_BODY: &[u8] = b"fuzzing the end-to-end encryption of a pulsar payload";
@@ -29,24 +32,31 @@ struct Fixture {
     sealed: Vec<u8>,
 }
 
-fn fixture() -> &'static Fixture {
-    static F: OnceLock<Fixture> = OnceLock::new();
-    F.get_or_init(|| {
-        let reader: Arc<dyn KeyReader> = Arc::new(StaticKeyReader {
-            public: Some(PUB.to_vec()),
-            private: Some(PRIV.to_vec()),
-            ..Default::default()
-        });
-        let enc =
-            Encryptor::new(vec!["k".into()], reader.clone(), Instant::now()).expect("fixture key");
-        let mut md = pb::MessageMetadata::default();
-        let sealed = enc.encrypt(&mut md, SAMPLE_BODY).expect("fixture sealing");
-        Fixture {
-            decryptor: Decryptor::new(reader),
-            md,
-            sealed,
-        }
-    })
+fn make_fixture(public: &[u8], private: &[u8]) -> Fixture {
+    let reader: Arc<dyn KeyReader> = Arc::new(StaticKeyReader {
+        public: Some(public.to_vec()),
+        private: Some(private.to_vec()),
+        ..Default::default()
+    });
+    let enc =
+        Encryptor::new(vec!["k".into()], reader.clone(), Instant::now()).expect("fixture key");
+    let mut md = pb::MessageMetadata::default();
+    let sealed = enc.encrypt(&mut md, SAMPLE_BODY).expect("fixture sealing");
+    Fixture {
+        decryptor: Decryptor::new(reader),
+        md,
+        sealed,
+    }
+}
+
+fn fixture(ec: bool) -> &'static Fixture {
+    static RSA: OnceLock<Fixture> = OnceLock::new();
+    static EC: OnceLock<Fixture> = OnceLock::new();
+    if ec {
+        EC.get_or_init(|| make_fixture(EC_PUB, EC_PRIV))
+    } else {
+        RSA.get_or_init(|| make_fixture(PUB, PRIV))
+    }
 }
 
 /// One fuzz case (see the module comment for the layout).
@@ -54,7 +64,7 @@ pub fn fuzz_crypto(data: &[u8]) {
     let Some((&mode, rest)) = data.split_first() else {
         return;
     };
-    let f = fixture();
+    let f = fixture(mode & 2 != 0);
     if mode & 1 == 0 {
         let Some((&n, rest)) = rest.split_first() else {
             return;

@@ -14,6 +14,7 @@ use super::super::completion::Completion;
 use super::super::frames::to_pb_codec;
 use super::super::pending::{ChunkPos, InFlight};
 use super::Actor;
+use crate::crypto::TAG_LEN;
 use crate::protocol::pb;
 
 impl Actor {
@@ -65,15 +66,11 @@ impl Actor {
                 return;
             }
         };
-        let payload = match self.seal_payload(&mut md, payload, raw_len) {
-            Ok(p) => p,
-            Err(e) => {
-                self.fail_items(vec![(completion, reservation, permits)], &e);
-                return;
-            }
-        };
         let max = self.shared.max_message_size.load(Ordering::Relaxed);
-        if payload.len() > max && self.config.chunking {
+        let sealed_len = payload.len() + self.encryptor.as_ref().map_or(0, |_| TAG_LEN);
+        if sealed_len > max && self.config.chunking {
+            // The Java producer compresses once, cuts the compressed bytes, and seals each
+            // chunk on its own (own IV, keys in every chunk's metadata): so does this one.
             let timing = (self.deadline_from(enqueued_at), enqueued_at);
             self.send_chunked(
                 md,
@@ -87,6 +84,13 @@ impl Actor {
             .await;
             return;
         }
+        let payload = match self.seal_payload(&mut md, payload, raw_len) {
+            Ok(p) => p,
+            Err(e) => {
+                self.fail_items(vec![(completion, reservation, permits)], &e);
+                return;
+            }
+        };
         if payload.len() > max {
             let e = Error::new(
                 ErrorKind::MessageTooBig,
@@ -135,11 +139,24 @@ impl Actor {
     ) {
         let max = self.shared.max_message_size.load(Ordering::Relaxed);
         md.uuid = Some(format!("{}-{}", md.producer_name, md.sequence_id));
+        // The compressed size, before any sealing (the Java producer's compressedPayloadSize):
+        // a consumer reassembles the opened chunks to this size.
         md.total_chunk_msg_size = Some(payload.len() as i32);
         // Measure the metadata with the chunk fields at their widest.
         md.num_chunks_from_msg = Some(i32::MAX);
         md.chunk_id = Some(i32::MAX);
-        let room = max.saturating_sub(prost::Message::encoded_len(&md));
+        // Encrypting: every chunk carries the wrapped keys and an IV, and grows by the tag.
+        let mut seal_cost = 0;
+        if self.encryptor.is_some() {
+            let mut probe = md.clone();
+            if let Err(e) = self.seal_payload(&mut probe, Bytes::new(), raw_len) {
+                self.fail_items(vec![(completion, reservation, permits)], &e);
+                return;
+            }
+            md = probe;
+            seal_cost = TAG_LEN;
+        }
+        let room = max.saturating_sub(prost::Message::encoded_len(&md) + seal_cost);
         if room == 0 || i32::try_from(payload.len()).is_err() {
             let e = Error::new(
                 ErrorKind::MessageTooBig,
@@ -154,11 +171,23 @@ impl Actor {
         }
         let total = payload.len().div_ceil(room).max(1);
         md.num_chunks_from_msg = Some(total as i32);
-        let mut holdings = Some((completion, reservation, permits));
+        // Cut (and seal) every chunk before sending any: a failure leaves nothing half-sent.
+        let mut pieces = Vec::with_capacity(total);
         for i in 0..total {
             let mut m = md.clone();
             m.chunk_id = Some(i as i32);
             let piece = payload.slice(i * room..((i + 1) * room).min(payload.len()));
+            let piece = match self.seal_payload(&mut m, piece, raw_len) {
+                Ok(p) => p,
+                Err(e) => {
+                    self.fail_items(vec![(completion, reservation, permits)], &e);
+                    return;
+                }
+            };
+            pieces.push((m, piece));
+        }
+        let mut holdings = Some((completion, reservation, permits));
+        for (i, (m, piece)) in pieces.into_iter().enumerate() {
             let last = i + 1 == total;
             let (completions, reservation, permits) = match (last, holdings.take()) {
                 (true, Some((c, r, p))) => (vec![c], r, p),

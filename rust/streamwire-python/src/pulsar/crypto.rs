@@ -46,9 +46,10 @@ fn pem_arg(what: &str, v: &Bound<'_, PyAny>, is_path: bool) -> PyResult<Vec<u8>>
 
 /// Where the encryption keys come from (the official client's `CryptoKeyReader`).
 ///
-/// Give one RSA key pair, as PEM files (`public_key_path`, `private_key_path`, what the
-/// official client takes) or as PEM bytes (`public_key`, `private_key`): it is used for
-/// every key name. `keys` adds pairs for particular names: `{name: (public_pem,
+/// Give one key pair — RSA, or EC on P-256, P-384 or P-521 (the data key then wrapped with
+/// ECIES, as the Java client does) — as PEM files (`public_key_path`, `private_key_path`,
+/// what the official client takes) or as PEM bytes (`public_key`, `private_key`): it is used
+/// for every key name. `keys` adds pairs for particular names: `{name: (public_pem,
 /// private_pem)}`, either may be None. A producer needs the public keys of its
 /// `encryption_keys`; a consumer the private key of any one of them. `metadata` is attached
 /// to each wrapped data key (the official `EncryptionKeyInfo` metadata). The files are read

@@ -244,14 +244,6 @@ crate::two_faces! {
                 crate::pulsar::table_view::partitions_interval(auto_update_partitions_interval)?;
             let encryption =
                 crate::pulsar::crypto::producer_encryption(encryption_keys, crypto_key_reader)?;
-            if encryption.is_some() && chunking {
-                // The Java client seals each chunk on its own; this client seals whole
-                // messages only, so it refuses the pair rather than write chunks Java cannot
-                // read.
-                return Err(config_err(
-                    "chunking=True with encryption_keys is not supported yet".into(),
-                ));
-            }
             let config = ProducerConfig {
                 producer_name,
                 encryption,
