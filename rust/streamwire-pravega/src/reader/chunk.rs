@@ -7,7 +7,7 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 
-use crate::wire::events::MAX_EVENT;
+use crate::wire::events::MAX_LARGE_EVENT;
 use crate::wire::{ids, WireError};
 
 /// Whole EVENT frames of one segment, starting at `offset`.
@@ -42,10 +42,10 @@ pub fn frame_len(h: &[u8]) -> Result<usize, WireError> {
     }
     let n = i32::from_be_bytes([h[4], h[5], h[6], h[7]]);
     let n = usize::try_from(n).map_err(|_| WireError::Malformed("negative event length"))?;
-    if n > MAX_EVENT {
+    if n > MAX_LARGE_EVENT {
         return Err(WireError::TooLarge {
             len: n as u64,
-            limit: MAX_EVENT as u64,
+            limit: MAX_LARGE_EVENT as u64,
         });
     }
     Ok(8 + n)
