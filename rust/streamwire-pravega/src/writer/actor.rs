@@ -350,18 +350,10 @@ impl Actor {
             return refuse(self, piece, e);
         }
         if self.txn.is_some() {
-            // The official transactional writer refuses them too (`PendingEvent` checks
-            // `MAX_WRITE_SIZE`): a transaction's segments are merged at commit, and a
-            // transient segment cannot be merged into one.
-            let e = Error::new(
-                ErrorKind::MessageTooBig,
-                format!(
-                    "a transaction takes events of at most {} bytes (as the official \
-                     client's); this one has {}",
-                    crate::wire::events::MAX_EVENT,
-                    piece.data.len() - 8
-                ),
-            );
+            // The binding refuses these at the call; a Rust caller is refused here.
+            let e = super::large::refuse_in_transaction(&piece.data)
+                .err()
+                .unwrap_or_else(|| Error::new(ErrorKind::MessageTooBig, "large event"));
             return refuse(self, piece, e);
         }
         let r = self.pick();

@@ -53,6 +53,22 @@ pub fn has_large(data: &[u8]) -> bool {
     false
 }
 
+/// A transaction takes no large event (the official transactional writer checks
+/// `MAX_WRITE_SIZE` too: a transaction's segments are merged into the stream's at commit, and
+/// a transient segment cannot be merged into one): refused at the call.
+pub fn refuse_in_transaction(data: &[u8]) -> Result<()> {
+    if has_large(data) {
+        return Err(Error::new(
+            ErrorKind::MessageTooBig,
+            format!(
+                "a transaction takes events of at most {MAX_EVENT} bytes (as the official \
+                 client's transactions); write larger events with a non-transactional writer"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// A run of events cut around its large events, in order.
 #[derive(Debug)]
 pub enum Step {
