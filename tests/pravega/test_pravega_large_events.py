@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 
 import pytest
-from streamwire import MessageTooBigError, pravega
+from streamwire import MessageTooBigError, ReadOnlyError, StreamwireError, pravega
 from streamwire.aio import pravega as apv
 
 from tests.peers.pravega import PravegaStandalone
@@ -136,3 +137,44 @@ def test_official_writer_large_events_we_read_and_what_it_does_at_20_mib(
         with pytest.raises(ValueError, match="SizeLimit"):
             theirs.flush()
         assert r.read(timeout=1.0) is None, "nothing of the 20 MiB event"
+
+
+def test_a_sealed_segment_fails_the_large_write_and_nothing_of_it_is_read(
+    pv_client: pravega.Client, scope: str
+) -> None:
+    pv_client.create_stream(scope, "sealed")
+    with pv_client.create_writer(scope, "sealed") as w:
+        w.write(b"first")
+        pv_client.seal_stream(scope, "sealed")
+        with pytest.raises(ReadOnlyError):
+            w.write(big(10, 9 * MiB), timeout=60)
+    with pv_client.create_reader(scope, "sealed", "head") as r:
+        assert [e.value for e in read_n(r, 1)] == [b"first"]
+        assert r.read(timeout=1.0) is None, "nothing of the refused event"
+
+
+def test_a_connection_lost_during_the_large_write_fails_it_and_leaves_nothing(
+    pravega: PravegaStandalone, pv_client: pravega.Client, scope: str
+) -> None:
+    proxy = pravega.proxy
+    assert proxy is not None
+    pv_client.create_stream(scope, "cut")
+    with pv_client.create_writer(scope, "cut") as w:
+        w.write(b"first")
+        # Every byte delayed 0.5 s each way: each step of the large write (HELLO, create,
+        # set-up, the chunks' acknowledgements, the merge) takes about a second, so a cut
+        # after 4 s lands while the chunks are on their way (measured: the error says
+        # "appending chunks"), a second before the merge.
+        proxy.set_latency(0.5)
+        try:
+            fut = w.write_async(big(11, 20 * MiB))
+            time.sleep(4.0)
+            assert proxy.cut_all() >= 1
+        finally:
+            proxy.set_latency(0.0)
+        with pytest.raises(StreamwireError, match="large event"):
+            fut.result(timeout=60)
+        w.write(b"after")  # the writer goes on
+    with pv_client.create_reader(scope, "cut", "head") as r:
+        assert [e.value for e in read_n(r, 2)] == [b"first", b"after"]
+        assert r.read(timeout=1.0) is None, "nothing of the failed event"

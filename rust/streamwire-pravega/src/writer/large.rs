@@ -208,6 +208,17 @@ pub enum Next {
 }
 
 impl Phase {
+    /// What the write was doing, for errors.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Phase::Create => "creating the transient segment",
+            Phase::Setup { .. } => "setting up the append",
+            Phase::Append { .. } => "appending chunks",
+            Phase::Merge => "merging",
+            Phase::Done => "done",
+        }
+    }
+
     /// Move on with the store's answer `reply` to a write of `chunks` chunks; an error
     /// reply, or an answer that does not fit the phase, fails the write (nothing was merged
     /// before `Done`, so nothing of the event is visible).
@@ -288,16 +299,18 @@ pub async fn write_large(
     parent: &str,
     framed: Bytes,
 ) -> Result<()> {
-    let token = client.delegation_token(stream).await?;
-    let node = client.controller().get_uri(stream, id).await?;
-    let (conn, mut replies) = dial::<false>(&node, &client.config().dial).await?;
     let writer_id = rand::random::<u128>();
     let chunks = plan(framed.len());
     let timeout = client.config().request_timeout;
     let mut phase = Phase::Create;
     let mut out = BytesMut::with_capacity(128 + parent.len());
-    wire::encode_create_transient_segment(&mut out, 1, writer_id, parent, &token)?;
+    let mut conn = None;
     let result = async {
+        let token = client.delegation_token(stream).await?;
+        let node = client.controller().get_uri(stream, id).await?;
+        let (c, mut replies) = dial::<false>(&node, &client.config().dial).await?;
+        let conn = conn.insert(c);
+        wire::encode_create_transient_segment(&mut out, 1, writer_id, parent, &token)?;
         conn.send(out.split().freeze()).await?;
         loop {
             let reply = match tokio::time::timeout(timeout, replies.recv()).await {
@@ -347,14 +360,17 @@ pub async fn write_large(
         }
     }
     .await;
-    conn.close();
+    if let Some(c) = conn {
+        c.close();
+    }
     if matches!(&result, Err(e) if e.kind() == ErrorKind::Authentication) {
         client.forget_token(stream);
     }
     result.map_err(|e| {
         e.context(format!(
-            "large event of {} bytes to segment {parent} was not written",
-            framed.len() - 8
+            "large event of {} bytes to segment {parent} was not written ({})",
+            framed.len() - 8,
+            phase.name()
         ))
     })
 }
