@@ -8,7 +8,7 @@ written one after the other, each waited for (ours: ``write``; the official writ
 ``write_event_bytes`` then ``flush``), the write figure in MiB/s (wall clock); then the
 stream read back from the head by that client's reader until every event is in (the read
 figure). Events read are checked against those written. The same figures for ours with
-1 MiB events (``--events`` × ``--mib`` of them, through ordinary appends) say what the
+1 MiB events (``--events`` times ``--mib`` of them, through ordinary appends) say what the
 transient segment costs. Medians of the rounds; each stream is deleted after its round so
 the standalone's cache does not fill.
 """

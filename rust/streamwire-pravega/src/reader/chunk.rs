@@ -196,9 +196,21 @@ mod tests {
         assert!(ch
             .feed(Bytes::from_static(&[0, 0, 0, 9, 0, 0, 0, 0]), &mut out)
             .is_err());
+        // Over the largest event (i32::MAX less the header), and negative.
         let mut ch = Chunker::new(0, 0);
         assert!(ch
-            .feed(Bytes::from_static(&[0, 0, 0, 0, 0x7f, 0, 0, 0]), &mut out)
+            .feed(Bytes::from_static(&[0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xf8]), &mut out)
             .is_err());
+        let mut ch = Chunker::new(0, 0);
+        assert!(ch
+            .feed(Bytes::from_static(&[0, 0, 0, 0, 0x80, 0, 0, 0]), &mut out)
+            .is_err());
+        // A large event's length is fine: its bytes are waited for, nothing is allocated
+        // for them up front.
+        let mut ch = Chunker::new(0, 0);
+        ch.feed(Bytes::from_static(&[0, 0, 0, 0, 0x7f, 0, 0, 0, 1]), &mut out)
+            .unwrap();
+        assert!(out.is_empty());
+        assert!(ch.carry.capacity() < 1 << 20);
     }
 }
