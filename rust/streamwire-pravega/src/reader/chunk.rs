@@ -199,7 +199,10 @@ mod tests {
         // Over the largest event (i32::MAX less the header), and negative.
         let mut ch = Chunker::new(0, 0);
         assert!(ch
-            .feed(Bytes::from_static(&[0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xf8]), &mut out)
+            .feed(
+                Bytes::from_static(&[0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xf8]),
+                &mut out
+            )
             .is_err());
         let mut ch = Chunker::new(0, 0);
         assert!(ch
@@ -208,8 +211,11 @@ mod tests {
         // A large event's length is fine: its bytes are waited for, nothing is allocated
         // for them up front.
         let mut ch = Chunker::new(0, 0);
-        ch.feed(Bytes::from_static(&[0, 0, 0, 0, 0x7f, 0, 0, 0, 1]), &mut out)
-            .unwrap();
+        ch.feed(
+            Bytes::from_static(&[0, 0, 0, 0, 0x7f, 0, 0, 0, 1]),
+            &mut out,
+        )
+        .unwrap();
         assert!(out.is_empty());
         assert!(ch.carry.capacity() < 1 << 20);
     }

@@ -144,7 +144,11 @@ pub fn split_at_large(piece: Piece) -> Vec<Step> {
             last_number: 0,
             queued_at,
         };
-        out.push(if large { Step::Large(p) } else { Step::Small(p) });
+        out.push(if large {
+            Step::Large(p)
+        } else {
+            Step::Small(p)
+        });
     }
     out
 }
@@ -180,7 +184,9 @@ pub enum Phase {
     /// `CREATE_TRANSIENT_SEGMENT` sent.
     Create,
     /// `SETUP_APPEND` sent on the transient segment.
-    Setup { transient: String },
+    Setup {
+        transient: String,
+    },
     /// Chunks sent; the store has acknowledged up to `acked` (-1: none yet).
     Append {
         transient: String,
