@@ -357,11 +357,17 @@ impl Actor {
             return refuse(self, piece, e);
         }
         let r = self.pick();
-        let seg = match &piece.points {
+        // An event without a key (no point, or NaN beside keyed ones) goes to any segment.
+        let point = match &piece.points {
+            Points::NoKey => None,
+            Points::Same(p) => Some(*p),
+            Points::Each(ps) => ps.first().copied(),
+        }
+        .filter(|p| !p.is_nan());
+        let seg = match point {
             _ if self.ranges.is_empty() => None,
-            Points::NoKey => Some(self.ranges[r % self.ranges.len()].segment),
-            Points::Same(p) => segment_for(*p, &self.ranges),
-            Points::Each(ps) => segment_for(ps[0], &self.ranges),
+            None => Some(self.ranges[r % self.ranges.len()].segment),
+            Some(p) => segment_for(p, &self.ranges),
         };
         let Some(s) = seg.and_then(|seg| self.segs.get(&seg)) else {
             let e = Error::new(ErrorKind::ReadOnly, "no open segment takes the large event");
