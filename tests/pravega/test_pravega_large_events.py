@@ -40,6 +40,7 @@ def test_large_events_in_order_with_small_ones_read_back_by_both_readers(
         fut = w.write_async(b"small-1")  # handed over before the large one after it
         assert w.write_many([b"small-2", twenty, b"small-3"]) == 3
         assert fut.result(timeout=30) is None
+        w.flush()  # the pending count is updated once the writer's task is done with a step
         assert w.pending == 0
     with pv_client.create_reader(scope, "s", "head") as r:
         got = read_n(r, len(events), timeout=60)
