@@ -249,9 +249,9 @@ PRAVEGA_CASES: list[PravegaCase] = [
     ),
     C(
         "pravega.Writer.write()",
-        "event over 8 MiB",
+        "event over the client's memory_limit (8 KiB, limit 4 KiB)",
         MessageTooBigError,
-        lambda c: c.writer.write(b"x" * (8 * 1024 * 1024 + 1)),
+        lambda c: c.tiny_writer.write(b"x" * 8192),
     ),
     C("pravega.Writer.write()", "event not bytes (5)", TYP, lambda c: c.writer.write(5)),  # type: ignore[arg-type]
     C(
@@ -367,6 +367,12 @@ PRAVEGA_CASES: list[PravegaCase] = [
         "an int routing key",
         TYP,
         lambda c: c.open_txn.write(b"x", routing_key=5),  # type: ignore[arg-type]
+    ),
+    C(
+        "pravega.Transaction.write()",
+        "event over 8 MiB (a transaction takes no large events)",
+        MessageTooBigError,
+        lambda c: c.open_txn.write(b"x" * (8 * 1024 * 1024 + 1)),
     ),
     C(
         "pravega.Transaction.write_many()",

@@ -28,7 +28,9 @@ client.
 Errors are the package's own (:mod:`streamwire.exceptions`): an unknown scope or stream
 raises ``TopicNotFoundError``, refused credentials ``AuthenticationError``, an untrusted or
 mismatched certificate ``ConnectError``, writing to a sealed stream ``ReadOnlyError``, an event over
-8 MiB ``MessageTooBigError``, and timeouts ``OperationTimeoutError``.
+the client's ``memory_limit`` (or over 8 MiB in a transaction) ``MessageTooBigError``, and
+timeouts ``OperationTimeoutError``. Events over 8 MiB outside transactions are written through a
+transient segment merged atomically into the stream, as the official clients write them.
 """
 
 from __future__ import annotations

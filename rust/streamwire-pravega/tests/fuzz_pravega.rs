@@ -4,7 +4,9 @@
 use bytes::{BufMut, BytesMut};
 
 use streamwire_pravega::fuzzing::{fuzz_group_state, fuzz_reply};
-use streamwire_pravega::wire::put_event;
+use streamwire_pravega::wire::{
+    encode_create_transient_segment, encode_merge_segments, put_event, Reply,
+};
 
 fn seeds() -> Vec<Vec<u8>> {
     let mut data = Vec::new();
@@ -28,7 +30,27 @@ fn seeds() -> Vec<Vec<u8>> {
     appended.put_i32(7);
     appended.put_i32(48);
     appended.put_slice(&[0x11; 48]);
-    vec![read.to_vec(), appended.to_vec(), data]
+    // The large-event commands: the store's SEGMENTS_MERGED, and the client's
+    // CREATE_TRANSIENT_SEGMENT and MERGE_SEGMENTS (through the server-side decoder).
+    let mut merged = BytesMut::new();
+    Reply::SegmentsMerged {
+        request_id: 3,
+        target: "scope/stream/0.#epoch.0".into(),
+        source: "scope/stream/0.#epoch.0#transient.00ff".into(),
+        new_target_write_offset: 9 << 20,
+    }
+    .encode(&mut merged)
+    .unwrap();
+    let mut large = BytesMut::new();
+    encode_create_transient_segment(&mut large, 1, 42, "scope/stream/0.#epoch.0", "").unwrap();
+    encode_merge_segments(&mut large, 2, "scope/stream/0.#epoch.0", "t", "tok").unwrap();
+    vec![
+        read.to_vec(),
+        appended.to_vec(),
+        data,
+        merged.to_vec(),
+        large.to_vec(),
+    ]
 }
 
 /// Up to 8 random edits of `d`: a byte changed, the tail cut, a byte inserted.

@@ -151,6 +151,14 @@ fn reply() -> impl Strategy<Value = Reply> {
             request_id,
             segment
         }),
+        (i(), s(), s(), i()).prop_map(|(request_id, target, source, new_target_write_offset)| {
+            Reply::SegmentsMerged {
+                request_id,
+                target,
+                source,
+                new_target_write_offset,
+            }
+        }),
         (200..1000i32, data()).prop_map(|(type_id, payload)| Reply::Other { type_id, payload }),
     ]
 }
@@ -219,7 +227,15 @@ proptest! {
             request_id: req, segment: seg.clone(), token: token.clone() });
         encode_create_segment(&mut b, req, &seg, k, byte, &token, m).unwrap();
         prop_assert_eq!(one_request(&mut b), Request::CreateSegment {
-            request_id: req, segment: seg, target_rate: k, scale_type: byte, token, rollover_size_bytes: m });
+            request_id: req, segment: seg.clone(), target_rate: k, scale_type: byte, token: token.clone(),
+            rollover_size_bytes: m });
+        encode_create_transient_segment(&mut b, req, writer, &seg, &token).unwrap();
+        prop_assert_eq!(one_request(&mut b), Request::CreateTransientSegment {
+            request_id: req, writer_id: writer, parent: seg.clone(), token: token.clone() });
+        let source = format!("{seg}#transient.{writer:032x}");
+        encode_merge_segments(&mut b, req, &seg, &source, &token).unwrap();
+        prop_assert_eq!(one_request(&mut b), Request::MergeSegments {
+            request_id: req, target: seg, source, token });
     }
 
     /// Server-side decoding of arbitrary bytes never panics either (the fake segment store).

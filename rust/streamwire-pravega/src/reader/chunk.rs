@@ -7,7 +7,7 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 
-use crate::wire::events::MAX_EVENT;
+use crate::wire::events::MAX_LARGE_EVENT;
 use crate::wire::{ids, WireError};
 
 /// Whole EVENT frames of one segment, starting at `offset`.
@@ -42,10 +42,10 @@ pub fn frame_len(h: &[u8]) -> Result<usize, WireError> {
     }
     let n = i32::from_be_bytes([h[4], h[5], h[6], h[7]]);
     let n = usize::try_from(n).map_err(|_| WireError::Malformed("negative event length"))?;
-    if n > MAX_EVENT {
+    if n > MAX_LARGE_EVENT {
         return Err(WireError::TooLarge {
             len: n as u64,
-            limit: MAX_EVENT as u64,
+            limit: MAX_LARGE_EVENT as u64,
         });
     }
     Ok(8 + n)
@@ -196,9 +196,27 @@ mod tests {
         assert!(ch
             .feed(Bytes::from_static(&[0, 0, 0, 9, 0, 0, 0, 0]), &mut out)
             .is_err());
+        // Over the largest event (i32::MAX less the header), and negative.
         let mut ch = Chunker::new(0, 0);
         assert!(ch
-            .feed(Bytes::from_static(&[0, 0, 0, 0, 0x7f, 0, 0, 0]), &mut out)
+            .feed(
+                Bytes::from_static(&[0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xf8]),
+                &mut out
+            )
             .is_err());
+        let mut ch = Chunker::new(0, 0);
+        assert!(ch
+            .feed(Bytes::from_static(&[0, 0, 0, 0, 0x80, 0, 0, 0]), &mut out)
+            .is_err());
+        // A large event's length is fine: its bytes are waited for, nothing is allocated
+        // for them up front.
+        let mut ch = Chunker::new(0, 0);
+        ch.feed(
+            Bytes::from_static(&[0, 0, 0, 0, 0x7f, 0, 0, 0, 1]),
+            &mut out,
+        )
+        .unwrap();
+        assert!(out.is_empty());
+        assert!(ch.carry.capacity() < 1 << 20);
     }
 }

@@ -111,6 +111,7 @@ impl Reply {
             | StreamSegmentInfo { .. }
             | SegmentCreated { .. }
             | SegmentTruncated { .. }
+            | SegmentsMerged { .. }
             | Other { .. } => return None,
         })
     }

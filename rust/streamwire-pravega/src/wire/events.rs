@@ -6,8 +6,15 @@ use bytes::{Bytes, BytesMut};
 
 use super::{ids, WireError};
 
-/// Largest event accepted (Pravega's maximum event size is 8 MiB).
+/// Largest event one append carries (`Serializer.MAX_EVENT_SIZE`, 8 MiB); a larger one is
+/// written through a transient segment (`writer::large`).
 pub const MAX_EVENT: usize = 8 * 1024 * 1024;
+
+/// Largest event at all: the official Java client's limit, which is the EVENT header's
+/// `i32` length less the header itself (`LargeEventWriter` frames header and event in one
+/// `int`-indexed buffer). Readers accept events up to this size, growing their buffer only
+/// as the bytes arrive.
+pub const MAX_LARGE_EVENT: usize = i32::MAX as usize - 8;
 
 #[derive(Debug, Default)]
 pub struct EventDecoder {
@@ -69,10 +76,10 @@ fn header_len(h: &[u8]) -> Result<usize, WireError> {
     }
     let n = i32::from_be_bytes([h[4], h[5], h[6], h[7]]);
     let n = usize::try_from(n).map_err(|_| WireError::Malformed("negative event length"))?;
-    if n > MAX_EVENT {
+    if n > MAX_LARGE_EVENT {
         return Err(WireError::TooLarge {
             len: n as u64,
-            limit: MAX_EVENT as u64,
+            limit: MAX_LARGE_EVENT as u64,
         });
     }
     Ok(n)
@@ -120,5 +127,31 @@ mod tests {
         assert!(EventDecoder::new().feed(bad_type, &mut out).is_err());
         let huge = Bytes::from_static(&[0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff]);
         assert!(EventDecoder::new().feed(huge, &mut out).is_err());
+        let negative = Bytes::from_static(&[0, 0, 0, 0, 0x80, 0, 0, 0]);
+        assert!(EventDecoder::new().feed(negative, &mut out).is_err());
+    }
+
+    /// An event over 8 MiB (a large event, merged from a transient segment) is read whole;
+    /// a header claiming the largest length allocates nothing before its bytes arrive.
+    #[test]
+    fn large_events_are_read_and_lengths_cost_nothing_up_front() {
+        let big = vec![7u8; MAX_EVENT + 100];
+        let mut data = Vec::new();
+        put_event(&mut data, &big).unwrap();
+        put_event(&mut data, b"after").unwrap();
+        let mut dec = EventDecoder::new();
+        let mut out = Vec::new();
+        for piece in data.chunks(1 << 20) {
+            dec.feed(Bytes::copy_from_slice(piece), &mut out).unwrap();
+        }
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].len(), big.len());
+        assert_eq!(&out[1][..], b"after");
+        let mut dec = EventDecoder::new();
+        let max = (MAX_LARGE_EVENT as u32).to_be_bytes();
+        let header = Bytes::copy_from_slice(&[0, 0, 0, 0, max[0], max[1], max[2], max[3], 1]);
+        dec.feed(header, &mut out).unwrap();
+        assert_eq!(dec.pending_bytes(), 9);
+        assert!(dec.partial.capacity() < 1 << 20);
     }
 }

@@ -47,6 +47,7 @@ pub mod ids {
     pub const STREAM_SEGMENT_INFO: i32 = 12;
     pub const CREATE_SEGMENT: i32 = 20;
     pub const TRUNCATE_SEGMENT: i32 = 38;
+    pub const CREATE_TRANSIENT_SEGMENT: i32 = 40;
     pub const SEGMENT_TRUNCATED: i32 = 39;
     pub const SEGMENT_CREATED: i32 = 21;
     pub const WRONG_HOST: i32 = 50;
@@ -56,6 +57,8 @@ pub mod ids {
     pub const INVALID_EVENT_NUMBER: i32 = 55;
     pub const SEGMENT_IS_TRUNCATED: i32 = 56;
     pub const OPERATION_UNSUPPORTED: i32 = 57;
+    pub const MERGE_SEGMENTS: i32 = 58;
+    pub const SEGMENTS_MERGED: i32 = 59;
     pub const AUTH_TOKEN_CHECK_FAILED: i32 = 60;
     pub const ERROR_MESSAGE: i32 = 61;
     pub const CONDITIONAL_BLOCK_END: i32 = 89;

@@ -80,6 +80,19 @@ pub enum Request {
         token: String,
         rollover_size_bytes: i64,
     },
+    CreateTransientSegment {
+        request_id: i64,
+        writer_id: u128,
+        parent: String,
+        token: String,
+    },
+    /// Attribute updates (a trailing list) are not decoded: our client sends none.
+    MergeSegments {
+        request_id: i64,
+        target: String,
+        source: String,
+        token: String,
+    },
     Other {
         type_id: i32,
         payload: Bytes,
@@ -185,6 +198,18 @@ impl Request {
                 token: c.utf()?,
                 rollover_size_bytes: c.opt_i64(0)?,
             },
+            ids::CREATE_TRANSIENT_SEGMENT => Request::CreateTransientSegment {
+                request_id: c.i64()?,
+                writer_id: c.uuid()?,
+                parent: c.utf()?,
+                token: c.utf()?,
+            },
+            ids::MERGE_SEGMENTS => Request::MergeSegments {
+                request_id: c.i64()?,
+                target: c.utf()?,
+                source: c.utf()?,
+                token: c.utf()?,
+            },
             other => Request::Other {
                 type_id: other,
                 payload,
@@ -235,6 +260,7 @@ impl Reply {
             StreamSegmentInfo { .. } => ids::STREAM_SEGMENT_INFO,
             SegmentCreated { .. } => ids::SEGMENT_CREATED,
             SegmentTruncated { .. } => ids::SEGMENT_TRUNCATED,
+            SegmentsMerged { .. } => ids::SEGMENTS_MERGED,
             WrongHost { .. } => ids::WRONG_HOST,
             SegmentIsSealed { .. } => ids::SEGMENT_IS_SEALED,
             SegmentIsTruncated { .. } => ids::SEGMENT_IS_TRUNCATED,
@@ -330,6 +356,17 @@ impl Reply {
             } => {
                 out.put_i64(*request_id);
                 put_utf(out, segment)?;
+            }
+            SegmentsMerged {
+                request_id,
+                target,
+                source,
+                new_target_write_offset,
+            } => {
+                out.put_i64(*request_id);
+                put_utf(out, target)?;
+                put_utf(out, source)?;
+                out.put_i64(*new_target_write_offset);
             }
             WrongHost {
                 request_id,

@@ -60,6 +60,14 @@ pub enum Reply {
         request_id: i64,
         segment: String,
     },
+    /// `source` was merged into `target`, which is now `new_target_write_offset` long (-1
+    /// from a server too old to say).
+    SegmentsMerged {
+        request_id: i64,
+        target: String,
+        source: String,
+        new_target_write_offset: i64,
+    },
     WrongHost {
         request_id: i64,
         segment: String,
@@ -140,6 +148,7 @@ impl Reply {
             | StreamSegmentInfo { request_id, .. }
             | SegmentCreated { request_id, .. }
             | SegmentTruncated { request_id, .. }
+            | SegmentsMerged { request_id, .. }
             | WrongHost { request_id, .. }
             | SegmentIsSealed { request_id, .. }
             | SegmentIsTruncated { request_id, .. }
@@ -216,6 +225,12 @@ impl Reply {
             ids::SEGMENT_TRUNCATED => Reply::SegmentTruncated {
                 request_id: c.i64()?,
                 segment: c.utf()?,
+            },
+            ids::SEGMENTS_MERGED => Reply::SegmentsMerged {
+                request_id: c.i64()?,
+                target: c.utf()?,
+                source: c.utf()?,
+                new_target_write_offset: c.opt_i64(-1)?,
             },
             ids::WRONG_HOST => Reply::WrongHost {
                 request_id: c.i64()?,

@@ -145,6 +145,44 @@ pub fn encode_conditional_block_end(
     end(out, at)
 }
 
+/// `CREATE_TRANSIENT_SEGMENT`: a transient segment beside `parent` for writer `writer_id`
+/// (a large event is written there, then merged into the parent); the store answers
+/// `SEGMENT_CREATED` with the transient segment's name.
+pub fn encode_create_transient_segment(
+    out: &mut BytesMut,
+    request_id: i64,
+    writer_id: u128,
+    parent: &str,
+    token: &str,
+) -> Result<(), WireError> {
+    let at = begin(out, ids::CREATE_TRANSIENT_SEGMENT);
+    out.put_i64(request_id);
+    put_uuid(out, writer_id);
+    put_utf(out, parent)?;
+    put_utf(out, token)?;
+    end(out, at)
+}
+
+/// `MERGE_SEGMENTS`: append all of `source` to `target` atomically (readers of the target see
+/// none of it or all of it); the store answers `SEGMENTS_MERGED`. The trailing attribute
+/// updates (wire version 5+) are sent as an empty list, as the official large-event writer
+/// does.
+pub fn encode_merge_segments(
+    out: &mut BytesMut,
+    request_id: i64,
+    target: &str,
+    source: &str,
+    token: &str,
+) -> Result<(), WireError> {
+    let at = begin(out, ids::MERGE_SEGMENTS);
+    out.put_i64(request_id);
+    put_utf(out, target)?;
+    put_utf(out, source)?;
+    put_utf(out, token)?;
+    out.put_i32(0);
+    end(out, at)
+}
+
 /// `TRUNCATE_SEGMENT`: drop the segment's data before `offset` (its new start offset).
 pub fn encode_truncate_segment(
     out: &mut BytesMut,

@@ -2,8 +2,13 @@
 //! connection or a sealed segment. All state lives here, so routing, re-sends and successor
 //! hand-overs happen in one order; connection set-ups and controller lookups run in tasks of
 //! their own and report back as events, so a slow segment never holds up the others.
+//!
+//! A large event (over 8 MiB, `large`) is a barrier, as in the official writers: the events
+//! handed over before it are settled first, then it is written through a transient segment
+//! by a task of its own, and the events handed over after it wait (`held`) until it is
+//! merged, so the order in which a caller hands events over is the order readers see.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -17,6 +22,7 @@ use streamwire_core::log::{event, Level};
 use streamwire_core::metrics::{EntityMetrics, C};
 
 use super::batch::{route, split_large, Piece, Points};
+use super::large::{has_large, split_at_large, write_large, Step};
 use super::queue::{Acked, SegmentQueue};
 use super::{Command, WriterConfig};
 use crate::client::PravegaClient;
@@ -77,6 +83,8 @@ enum Event {
         seg: i64,
         result: Result<Vec<Successor>>,
     },
+    /// The large write under way ended.
+    LargeDone(Result<()>),
 }
 
 struct Actor {
@@ -99,6 +107,12 @@ struct Actor {
     /// Writing inside this transaction: appends go to its segments beside the stream's, and
     /// a sealed or missing one means the transaction is over (never a scale to follow).
     txn: Option<u128>,
+    /// Events waiting behind a large event, in the order they were handed over.
+    held: VecDeque<Step>,
+    /// How many events `held` holds.
+    held_events: usize,
+    /// The large event being written (nothing else is routed meanwhile).
+    large: Option<Piece>,
 }
 
 /// Large batches are cut into pieces of at most a block over this, at event boundaries.
@@ -136,6 +150,9 @@ pub(crate) async fn run(
         fatal: None,
         rng: random_u64() | 1,
         txn,
+        held: VecDeque::new(),
+        held_events: 0,
+        large: None,
     };
     for s in current.segments {
         actor.ranges.push(s.key_range());
@@ -163,6 +180,7 @@ pub(crate) async fn run(
                 }
             }
         }
+        actor.advance();
         actor.pump().await;
         actor.pending.store(actor.outstanding, Ordering::Release);
         if actor.outstanding == 0 {
@@ -265,7 +283,16 @@ impl Actor {
             } => {
                 self.outstanding += batch.count;
                 let piece = Piece::new(batch, done, reservation);
-                self.enqueue(piece);
+                if self.held.is_empty() && self.large.is_none() && !has_large(&piece.data) {
+                    self.enqueue(piece);
+                } else {
+                    for step in split_at_large(piece) {
+                        self.held_events += match &step {
+                            Step::Small(p) | Step::Large(p) => p.count,
+                        };
+                        self.held.push_back(step);
+                    }
+                }
             }
             Command::Flush(tx) => {
                 self.hurry();
@@ -282,6 +309,109 @@ impl Actor {
     fn hurry(&mut self) {
         for s in self.segs.values_mut() {
             s.queue.hurry();
+        }
+    }
+
+    /// Move held events on: small runs to the segment queues, and a large event once every
+    /// event handed over before it is settled.
+    fn advance(&mut self) {
+        while self.large.is_none() {
+            let Some(front) = self.held.front() else {
+                return;
+            };
+            if matches!(front, Step::Large(_)) && self.outstanding > self.held_events {
+                // Events before it are still on their way: send them without waiting to
+                // gather more, and come back when they are settled.
+                self.hurry();
+                return;
+            }
+            let step = self.held.pop_front().expect("front");
+            match step {
+                Step::Small(p) => {
+                    self.held_events -= p.count;
+                    self.enqueue(p);
+                }
+                Step::Large(p) => {
+                    self.held_events -= p.count;
+                    self.start_large(p);
+                }
+            }
+        }
+    }
+
+    /// Write one large event through a transient segment, in a task of its own.
+    fn start_large(&mut self, piece: Piece) {
+        let refuse = |this: &mut Self, piece: Piece, e: Error| {
+            let n = piece.count;
+            piece.settle(Err(e.clone()));
+            this.settle_failed(n, &e);
+        };
+        if let Some(e) = self.fatal.clone() {
+            return refuse(self, piece, e);
+        }
+        if self.txn.is_some() {
+            // The binding refuses these at the call; a Rust caller is refused here.
+            let e = super::large::refuse_in_transaction(&piece.data)
+                .err()
+                .unwrap_or_else(|| Error::new(ErrorKind::MessageTooBig, "large event"));
+            return refuse(self, piece, e);
+        }
+        let r = self.pick();
+        // An event without a key (no point, or NaN beside keyed ones) goes to any segment.
+        let point = match &piece.points {
+            Points::NoKey => None,
+            Points::Same(p) => Some(*p),
+            Points::Each(ps) => ps.first().copied(),
+        }
+        .filter(|p| !p.is_nan());
+        let seg = match point {
+            _ if self.ranges.is_empty() => None,
+            None => Some(self.ranges[r % self.ranges.len()].segment),
+            Some(p) => segment_for(p, &self.ranges),
+        };
+        let Some(s) = seg.and_then(|seg| self.segs.get(&seg)) else {
+            let e = Error::new(ErrorKind::ReadOnly, "no open segment takes the large event");
+            return refuse(self, piece, e);
+        };
+        let (client, stream, id, name) = (
+            self.client.clone(),
+            self.stream.clone(),
+            s.segment.id,
+            s.name.clone(),
+        );
+        let data = piece.data.clone();
+        let events = self.events.clone();
+        self.large = Some(piece);
+        tokio::spawn(async move {
+            let result = write_large(&client, &stream, id, &name, data).await;
+            let _ = events.send(Event::LargeDone(result)).await;
+        });
+    }
+
+    fn on_large_done(&mut self, result: Result<()>) {
+        let Some(piece) = self.large.take() else {
+            return;
+        };
+        match result {
+            Ok(()) => {
+                self.on_acked(Acked {
+                    events: piece.count,
+                    bytes: piece.data.len().saturating_sub(8 * piece.count),
+                    oldest: Some(piece.queued_at),
+                });
+                piece.settle(Ok(()));
+            }
+            Err(e) => {
+                event(Level::Warning, "pravega.writer", || {
+                    (
+                        format!("large event not written: {e}"),
+                        vec![("stream", self.stream.to_string())],
+                    )
+                });
+                let n = piece.count;
+                piece.settle(Err(e.clone()));
+                self.settle_failed(n, &e);
+            }
         }
     }
 
@@ -530,6 +660,7 @@ impl Actor {
                 }
             }
             Event::Successors { seg, result } => self.on_successors(seg, result),
+            Event::LargeDone(result) => self.on_large_done(result),
         }
     }
 

@@ -14,7 +14,7 @@ use streamwire_core::completion::Done;
 use streamwire_core::error::{Error, ErrorKind, Result};
 
 use crate::routing::{key_to_point, segment_for, KeyRange};
-use crate::wire::events::MAX_EVENT;
+use crate::wire::events::MAX_LARGE_EVENT;
 use crate::wire::put_event;
 
 /// Where each event of a run routes.
@@ -113,11 +113,13 @@ pub fn one_event(event: &[u8], key: Option<&str>) -> Result<EventBatch> {
     })
 }
 
+/// Events over 8 MiB are accepted here: the writer's task sends them through a transient
+/// segment (`large`); over the official client's limit they are refused.
 pub fn check_event(len: usize) -> Result<()> {
-    if len > MAX_EVENT {
+    if len > MAX_LARGE_EVENT {
         return Err(Error::new(
             ErrorKind::MessageTooBig,
-            format!("a Pravega event is at most {MAX_EVENT} bytes; this one has {len}"),
+            format!("a Pravega event is at most {MAX_LARGE_EVENT} bytes; this one has {len}"),
         ));
     }
     Ok(())
@@ -318,7 +320,7 @@ pub fn split_large(piece: Piece, max: usize) -> Vec<Piece> {
 }
 
 /// The size of the EVENT frame at the front of `data`.
-fn event_len(data: &[u8]) -> Result<usize> {
+pub(crate) fn event_len(data: &[u8]) -> Result<usize> {
     if data.len() < 8 {
         return Err(Error::new(ErrorKind::Protocol, "event data cut short"));
     }
@@ -430,10 +432,13 @@ mod tests {
 
     #[test]
     fn oversized_events_are_refused() {
-        let big = vec![0u8; MAX_EVENT + 1];
+        assert!(check_event(MAX_LARGE_EVENT).is_ok());
         assert_eq!(
-            one_event(&big, None).unwrap_err().kind(),
+            check_event(MAX_LARGE_EVENT + 1).unwrap_err().kind(),
             ErrorKind::MessageTooBig
         );
+        // Over 8 MiB is a large event, not an error.
+        let big = vec![0u8; crate::wire::events::MAX_EVENT + 1];
+        assert_eq!(one_event(&big, None).unwrap().count, 1);
     }
 }

@@ -11,6 +11,7 @@
 mod actor;
 pub(crate) use actor::setup;
 pub mod batch;
+pub mod large;
 pub mod queue;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

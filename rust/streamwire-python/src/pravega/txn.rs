@@ -21,6 +21,7 @@ use streamwire_core::completion::Done;
 use streamwire_core::error::{Error, Result};
 use streamwire_pravega::controller::{parse_txn_id, txn_id_text};
 use streamwire_pravega::txn::{random_writer_id, Transaction, TransactionalWriter, TxnHandle};
+use streamwire_pravega::writer::large::refuse_in_transaction;
 use streamwire_pravega::writer::{EventBatch, Rejected};
 
 use super::writer::{event_batch, frame_one};
@@ -313,6 +314,7 @@ impl PravegaTransaction {
     ) -> PyResult<()> {
         self.live(py)?;
         let batch = frame_one(event, routing_key)?;
+        refuse_in_transaction(&batch.data).py_err()?;
         self.hand_over_waiting(py, batch)
     }
 
@@ -331,6 +333,7 @@ impl PravegaTransaction {
     ) -> PyResult<usize> {
         self.live(py)?;
         let batch = event_batch(events, routing_keys)?;
+        refuse_in_transaction(&batch.data).py_err()?;
         let n = batch.count;
         if n > 0 {
             self.hand_over_waiting(py, batch)?;
@@ -348,6 +351,7 @@ impl PravegaTransaction {
     ) -> PyResult<Bound<'py, PyAny>> {
         self.live(py)?;
         let batch = frame_one(event, routing_key)?;
+        refuse_in_transaction(&batch.data).py_err()?;
         self.start(py, batch, None)
     }
 
@@ -361,6 +365,7 @@ impl PravegaTransaction {
     ) -> PyResult<Bound<'py, PyAny>> {
         self.live(py)?;
         let batch = event_batch(events, routing_keys)?;
+        refuse_in_transaction(&batch.data).py_err()?;
         let n = batch.count;
         self.start(py, batch, Some(n))
     }
