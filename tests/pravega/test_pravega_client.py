@@ -200,6 +200,29 @@ def test_large_write_many_goes_out_in_pieces_in_order_and_all_or_nothing(
     assert [v for v in values if v.startswith(b"A")] == more, "one key: in order"
 
 
+def test_write_many_with_some_events_unkeyed_routes_them_to_any_segment(
+    pv_client: pravega.Client, scope: str
+) -> None:
+    """`routing_keys` with None beside keys: the keyless events go to a segment of the
+    writer's choosing (they failed as "inconsistent key ranges" before), keyed ones by key."""
+    pv_client.create_stream(scope, "mixed", segments=3)
+    n = 600
+    keys = [None if i % 3 == 0 else f"k{i % 7}" for i in range(n)]
+    events = [b"%04d" % i for i in range(n)]
+    more = [b"x%d" % i for i in range(10)]
+    with pv_client.create_writer(scope, "mixed") as w:
+        assert w.write_many(events, routing_keys=keys) == n
+        w.write_many_async(more, routing_keys=[None, "k1"] * 5).result(timeout=30)
+    with pv_client.create_reader(scope, "mixed", "head") as r:
+        got = [e.value for e in read_n(r, n + len(more), timeout=30)]
+    assert sorted(got) == sorted(events + more), "every event once"
+    per_key: dict[int, list[int]] = {}
+    for v in got:
+        if not v.startswith(b"x") and keys[int(v)] is not None:
+            per_key.setdefault(int(v) % 7, []).append(int(v))
+    assert all(seq == sorted(seq) for seq in per_key.values()), "per-key order"
+
+
 def test_position_resumes_without_gap_or_duplicate(pv_client: pravega.Client, scope: str) -> None:
     pv_client.create_stream(scope, "s", segments=3)
     with pv_client.create_writer(scope, "s") as w:

@@ -185,8 +185,20 @@ pub fn route(
             None => return Err((unroutable(), piece)),
         },
         Points::Each(ps) => {
+            // An event without a key beside keyed ones (its point is NaN) may go to any
+            // segment: all such events of the piece go to one picked segment, in order.
+            let mut pick = Some(pick);
+            let mut unkeyed: Option<i64> = None;
             let mut segs = Vec::with_capacity(ps.len());
             for p in ps {
+                if p.is_nan() {
+                    let seg = *unkeyed.get_or_insert_with(|| {
+                        let pick = pick.take().expect("picked once");
+                        ranges[pick() % ranges.len()].segment
+                    });
+                    segs.push(seg);
+                    continue;
+                }
                 match segment_for(*p, ranges) {
                     Some(seg) => segs.push(seg),
                     None => return Err((unroutable(), piece)),
@@ -334,6 +346,7 @@ pub(crate) fn event_len(data: &[u8]) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::routing::segment_for_key;
     use streamwire_core::completion::Group;
 
     fn ranges() -> Vec<KeyRange> {
@@ -389,6 +402,52 @@ mod tests {
         assert_eq!(seen, 50);
         for (_, p) in parts {
             assert!(rx.try_recv().is_err());
+            p.settle(Ok(()));
+        }
+        assert!(rx.try_recv().unwrap().is_ok());
+    }
+
+    #[test]
+    fn unkeyed_events_among_keyed_ones_go_to_one_picked_segment() {
+        // write_many(values, routing_keys=["k0", None, "k2", None, ...]): found routed as
+        // "inconsistent key ranges" before (a NaN point matched no segment).
+        let mut b = BatchBuilder::default();
+        let keys: Vec<Option<String>> = (0..40)
+            .map(|i| (i % 2 == 0).then(|| format!("k{i}")))
+            .collect();
+        for (i, k) in keys.iter().enumerate() {
+            b.push(format!("e{i}").as_bytes(), k.as_deref()).unwrap();
+        }
+        let (g, mut rx) = Group::new(40);
+        let parts = route(
+            Piece::new(b.finish(), Done::Group(g), None),
+            &ranges(),
+            || 1,
+        )
+        .map_err(|(e, _)| e)
+        .unwrap();
+        let mut seen = 0;
+        for (seg, p) in &parts {
+            let Points::Each(pts) = &p.points else {
+                panic!()
+            };
+            let mut pos = 0;
+            for pt in pts {
+                let len = event_len(&p.data[pos..]).unwrap();
+                let i: usize = std::str::from_utf8(&p.data[pos + 9..pos + len])
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                match &keys[i] {
+                    Some(k) => assert_eq!(segment_for_key(k, &ranges()), Some(*seg)),
+                    None => assert!(pt.is_nan() && *seg == 1, "the picked segment"),
+                }
+                pos += len;
+            }
+            seen += p.count;
+        }
+        assert_eq!(seen, 40);
+        for (_, p) in parts {
             p.settle(Ok(()));
         }
         assert!(rx.try_recv().unwrap().is_ok());
