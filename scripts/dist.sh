@@ -10,9 +10,11 @@
 # auditwheel cannot judge the musl wheel on a glibc host: zig links it against musl's own name
 # for the C library, `libc.so`, where Alpine's packages name it `libc.musl-x86_64.so.1`
 # (musl's loader answers both with itself), and auditwheel knows only the second. So that
-# wheel is checked instead against the musl package's libc (Debian's `musl`, installed here if
-# missing): its only needed library is libc.so, and every symbol it takes from the C library
-# (weak ones aside) is one musl defines.
+# wheel is checked instead against the musl package's libc (Debian's `musl`, downloaded and
+# unpacked into a temporary directory — never installed: with musl's loader present, the
+# snappy-java inside Spark picks its musl build and every Parquet write fails): its only needed
+# library is libc.so, and every symbol it takes from the C library (weak ones aside) is one
+# musl defines.
 # The sdist is checked by building a wheel from it, unpacked in a temporary directory.
 #
 #   make dist                    # or: bash scripts/dist.sh; needs .venv (scripts/bootstrap.sh)
@@ -25,8 +27,12 @@ rustup target add x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu >/dev/null
 musl=${DIST_MUSL:-1}
 if [ "$musl" = 1 ]; then
     rustup target add x86_64-unknown-linux-musl >/dev/null
-    musl_libc=/lib/x86_64-linux-musl/libc.so
-    [ -e "$musl_libc" ] || { apt-get update -qq && apt-get install -y -qq musl; }
+    musl_root=$(mktemp -d /tmp/streamwire-musl-libc.XXXXXX)
+    trap 'rm -rf "$musl_root"' EXIT
+    (cd "$musl_root" && { apt-get download musl >/dev/null 2>&1 ||
+        { apt-get update -qq && apt-get download musl >/dev/null; }; } &&
+        dpkg-deb -x musl_*.deb root)
+    musl_libc=$musl_root/root/lib/x86_64-linux-musl/libc.so
 fi
 
 build() {  # build TARGET COMPATIBILITY [cargo feature options]
@@ -74,7 +80,7 @@ sdist=$(ls -t "$out"/streamwire-*.tar.gz | head -1)
 # The sdist must build with only Rust and maturin: unpack it away from the source tree and
 # build a wheel from it there (no zig, the host's linker: what `pip install` of it does).
 tmp=$(mktemp -d /tmp/streamwire-sdist.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+trap 'rm -rf "$tmp" "${musl_root:-}"' EXIT
 tar -xzf "$sdist" -C "$tmp"
 (cd "$tmp"/streamwire-*/ && CARGO_TARGET_DIR="$OLDPWD/target" nice -n 5 maturin build --release \
     --quiet --out "$tmp/out")
