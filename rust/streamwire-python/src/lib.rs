@@ -17,7 +17,7 @@ mod pulsar;
 mod tank;
 
 use common::{blocking, errors};
-use pulsar::{client, consumer, dispatch, message, message_id, producer};
+use pulsar::{client, consumer, dispatch, message, message_id, producer, send_future};
 
 use pyo3::prelude::*;
 
@@ -70,7 +70,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pulsar::crypto::PyCryptoKeyReader>()?;
     m.add_class::<pulsar::crypto::EncryptionContextObj>()?;
     m.add_class::<producer::Producer>()?;
-    m.add_class::<producer::SendFuture>()?;
+    m.add_class::<send_future::SendFuture>()?;
     m.add_class::<pulsar::transaction::PyTransaction>()?;
     m.add_class::<pulsar::schema::PySchemaCodec>()?;
     m.add_class::<common::aio::AbortOnCancel>()?;

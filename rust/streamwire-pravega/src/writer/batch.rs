@@ -159,6 +159,24 @@ impl Piece {
     }
 }
 
+/// The part of a piece's memory reservation that goes with one of its `bytes`-long parts
+/// (of `total` bytes): its share by size, and whatever is left to the `last` part, so the
+/// parts together hold exactly what the piece held.
+pub(crate) fn share_of(
+    reservation: &mut Option<Reservation>,
+    last: bool,
+    bytes: usize,
+    total: u64,
+) -> Option<Reservation> {
+    if last {
+        return reservation.take();
+    }
+    reservation.as_mut().and_then(|r| {
+        let share = r.amount().saturating_mul(bytes as u64) / total;
+        r.split(share)
+    })
+}
+
 /// Split `piece` between segments by `ranges` (`pick` chooses for events without a key).
 /// Runs keep their order; a piece that routes whole to one segment is returned as is. On
 /// error the piece comes back untouched, for the caller to settle.
@@ -244,14 +262,7 @@ pub fn route(
     let k = parts.len();
     let mut out = Vec::with_capacity(k);
     for (i, (seg, data, pts)) in parts.into_iter().enumerate() {
-        let res = if i + 1 == k {
-            reservation.take()
-        } else {
-            reservation.as_mut().and_then(|r| {
-                let share = r.amount().saturating_mul(data.len() as u64) / total;
-                r.split(share)
-            })
-        };
+        let res = share_of(&mut reservation, i + 1 == k, data.len(), total);
         let count = pts.len();
         out.push((
             seg,
@@ -307,14 +318,7 @@ pub fn split_large(piece: Piece, max: usize) -> Vec<Piece> {
     let k = cuts.len();
     let mut out = Vec::with_capacity(k);
     for (j, (b0, b1, e0, e1)) in cuts.into_iter().enumerate() {
-        let res = if j + 1 == k {
-            reservation.take()
-        } else {
-            reservation.as_mut().and_then(|r| {
-                let share = r.amount().saturating_mul((b1 - b0) as u64) / total;
-                r.split(share)
-            })
-        };
+        let res = share_of(&mut reservation, j + 1 == k, b1 - b0, total);
         out.push(Piece {
             data: data.slice(b0..b1),
             count: e1 - e0,

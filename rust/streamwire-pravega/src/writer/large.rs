@@ -123,14 +123,7 @@ pub fn split_at_large(piece: Piece) -> Vec<Step> {
     let k = cuts.len();
     let mut out = Vec::with_capacity(k);
     for (j, (bytes, events, large)) in cuts.into_iter().enumerate() {
-        let res = if j + 1 == k {
-            reservation.take()
-        } else {
-            reservation.as_mut().and_then(|r| {
-                let share = r.amount().saturating_mul(bytes.len() as u64) / total;
-                r.split(share)
-            })
-        };
+        let res = super::batch::share_of(&mut reservation, j + 1 == k, bytes.len(), total);
         let p = Piece {
             data: data.slice(bytes),
             count: events.len(),

@@ -27,5 +27,6 @@ pub mod schema_multi;
 pub mod schema_protobuf;
 pub mod schema_send;
 pub mod schema_values;
+pub mod send_future;
 pub mod table_view;
 pub mod transaction;
