@@ -11,6 +11,7 @@ import time
 import uuid
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from streamwire import (
     ConnectError,
@@ -100,7 +101,7 @@ def test_bulk_with_compression_and_arrow_reads(
     assert table.column_names == ["value", "key", "timestamp", "topic", "partition", "seq"]
     assert table.num_rows == 5000
     for p, expect in ((0, values[:2500]), (1, values[2500:])):
-        rows = table.filter(pa.compute.equal(table["partition"], p))
+        rows = table.filter(pc.equal(table["partition"], p))
         assert rows["value"].to_pylist() == expect
         assert rows["seq"].to_pylist() == list(range(1, len(expect) + 1))
 

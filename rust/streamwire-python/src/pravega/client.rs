@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
 
 use streamwire_core::budget::MemoryBudget;
 use streamwire_core::error::{Error, ErrorKind};
@@ -26,7 +25,6 @@ use streamwire_pravega::writer::{EventWriter, WriterConfig};
 use crate::common::blocking::{count_arg, positive_secs, timeout_arg, wait};
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::faces::Op;
-use crate::common::pickle::refuse_pickle;
 use crate::pravega::byte_stream::PravegaByteStream;
 use crate::pravega::group::PravegaReaderGroup;
 use crate::pravega::reader::PravegaReader;
@@ -47,6 +45,13 @@ pub struct PravegaNativeClient {
     pub(crate) budget: MemoryBudget,
     pub(crate) timeout: Duration,
 }
+
+crate::live_handle!(
+    PravegaNativeClient,
+    "Pravega Client",
+    PICKLE_HINT,
+    close_now
+);
 
 /// One open segment for Python: `(segment_id, number, epoch, low, high)`.
 type SegmentRow = (i64, i32, i32, f64, f64);
@@ -210,20 +215,6 @@ impl PravegaNativeClient {
     #[getter]
     fn closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
-    }
-
-    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf
-    }
-
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> bool {
-        self.close();
-        false
-    }
-
-    fn __reduce__(&self) -> PyResult<()> {
-        Err(refuse_pickle("Pravega Client", PICKLE_HINT))
     }
 
     fn __repr__(&self) -> String {

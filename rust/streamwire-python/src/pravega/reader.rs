@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::types::PyBytes;
 
 use streamwire_core::error::Error;
 use streamwire_core::metrics::EntityMetrics;
@@ -19,7 +19,6 @@ use crate::common::arrow::{column_list, ArrowBuilder};
 use crate::common::blocking::timeout_arg;
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::faces::Op;
-use crate::common::pickle::refuse_pickle;
 use crate::common::repr::str_repr;
 use crate::common::untracked::{untracked_list, Acyclic};
 
@@ -71,7 +70,7 @@ impl PravegaEventObj {
     }
 
     fn __reduce__(&self) -> PyResult<()> {
-        Err(refuse_pickle(
+        Err(crate::common::pickle::refuse_pickle(
             "Pravega Event",
             "pickle its value, segment and offset instead",
         ))
@@ -104,6 +103,8 @@ pub struct PravegaReader {
     /// `read_many` profile was the kernel zeroing them). At most `TAKE_CAP` events' worth.
     spare: std::sync::Mutex<Vec<ReadEvent>>,
 }
+
+crate::live_handle!(PravegaReader, "Pravega Reader", PICKLE_HINT);
 
 /// Events one call gathers room for up front (and the spare vector keeps at most).
 const TAKE_CAP: usize = 65_536;
@@ -301,20 +302,6 @@ impl PravegaReader {
     #[getter]
     fn closed(&self) -> bool {
         self.src.is_closing()
-    }
-
-    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf
-    }
-
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
-    }
-
-    fn __reduce__(&self) -> PyResult<()> {
-        Err(refuse_pickle("Pravega Reader", PICKLE_HINT))
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {

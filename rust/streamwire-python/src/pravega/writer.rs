@@ -19,7 +19,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyString};
 
 use streamwire_core::budget::{MemoryBudget, Reservation};
 use streamwire_core::completion::{Completion, Done};
@@ -35,7 +35,6 @@ use crate::common::columns::payload_of;
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::faces::Op;
 use crate::common::lane::{Lane, Sink};
-use crate::common::pickle::refuse_pickle;
 use crate::common::reserve;
 use crate::common::write_future::FutureState;
 
@@ -112,6 +111,8 @@ pub struct PravegaWriter {
     block_if_queue_full: bool,
     lane: Lane<EventWriter>,
 }
+
+crate::live_handle!(PravegaWriter, "Pravega Writer", PICKLE_HINT);
 
 impl PravegaWriter {
     pub fn new(inner: EventWriter, pid: u32, block_if_queue_full: bool) -> Self {
@@ -322,20 +323,6 @@ impl PravegaWriter {
     #[getter]
     fn closed(&self) -> bool {
         self.inner.is_closed()
-    }
-
-    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf
-    }
-
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
-    }
-
-    fn __reduce__(&self) -> PyResult<()> {
-        Err(refuse_pickle("Pravega Writer", PICKLE_HINT))
     }
 
     fn __repr__(&self) -> String {

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyTuple;
 
 use streamwire_core::budget::MemoryBudget;
 use streamwire_core::error::{Error, ErrorKind};
@@ -20,7 +19,6 @@ use streamwire_pulsar::topic::TopicName;
 use crate::common::blocking::positive_secs;
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::faces::Op;
-use crate::common::pickle::refuse_pickle;
 use crate::pulsar::auth::build_auth;
 use crate::pulsar::failover::AutoClusterFailover;
 
@@ -94,6 +92,8 @@ pub struct Client {
     /// The listener pool (`streamwire._listeners.Pool`), made by the first listener.
     listener_pool: PyOnceLock<Py<PyAny>>,
 }
+
+crate::live_handle!(Client, "Client", PICKLE_HINT);
 
 fn config_err(msg: &str) -> PyErr {
     to_py(Error::new(ErrorKind::Config, msg))
@@ -304,20 +304,6 @@ impl Client {
         Ok(self.live()?.pool().open_connections())
     }
 
-    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf
-    }
-
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
-    }
-
-    fn __reduce__(&self) -> PyResult<()> {
-        Err(refuse_pickle("Client", PICKLE_HINT))
-    }
-
     fn __repr__(&self) -> String {
         let state = if self.closed.load(Ordering::Acquire) {
             "closed"
@@ -399,7 +385,7 @@ impl Lookup {
 #[pymethods]
 impl Lookup {
     fn __reduce__(&self) -> PyResult<()> {
-        Err(refuse_pickle("Lookup", PICKLE_HINT))
+        Err(crate::common::pickle::refuse_pickle("Lookup", PICKLE_HINT))
     }
 
     fn __repr__(&self) -> String {

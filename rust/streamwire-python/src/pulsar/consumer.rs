@@ -24,7 +24,6 @@ use streamwire_pulsar::protocol::commands::SeekTarget;
 use crate::common::blocking::{timeout_arg, wait};
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::faces::Op;
-use crate::common::pickle::refuse_pickle;
 use crate::common::untracked::untracked_list;
 use crate::pulsar::aio_consumer::{Held, Want};
 use crate::pulsar::deliver_time::DeliverAfter;
@@ -381,6 +380,8 @@ macro_rules! handle_methods {
         $ty:ident, $what:literal, $sub:literal,
         $one:ident, $many:ident, $arrow:ident, $areceive:ident
     ) => {
+        crate::live_handle!($ty, stringify!($ty), PICKLE_HINT);
+
         #[pymethods]
         impl $ty {
             /// The next message; waits up to `timeout` seconds (None: forever), then raises
@@ -554,20 +555,6 @@ macro_rules! handle_methods {
 
             fn __next__(&self, py: Python<'_>) -> PyResult<Message> {
                 self.h.next(py, $what)
-            }
-
-            fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-                slf
-            }
-
-            #[pyo3(signature = (*_args))]
-            fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
-                self.close(py)?;
-                Ok(false)
-            }
-
-            fn __reduce__(&self) -> PyResult<()> {
-                Err(refuse_pickle(stringify!($ty), PICKLE_HINT))
             }
 
             fn __repr__(&self) -> String {

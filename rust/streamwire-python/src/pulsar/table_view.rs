@@ -31,7 +31,6 @@ use streamwire_pulsar::topic::TopicName;
 use crate::common::blocking::wait;
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::faces::Op;
-use crate::common::pickle::refuse_pickle;
 use crate::pulsar::client::Client;
 use crate::pulsar::message::Message;
 use crate::pulsar::schema::{codec_of, Typed};
@@ -54,6 +53,12 @@ pub struct TableView {
     /// listener.
     listeners: PyOnceLock<Py<PyAny>>,
 }
+
+crate::live_handle!(
+    TableView,
+    "TableView",
+    "create the table view inside the worker process from a client made there"
+);
 
 fn callable(name: &str, obj: &Bound<'_, PyAny>) -> PyResult<()> {
     if obj.is_callable() {
@@ -369,23 +374,6 @@ impl TableView {
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let keys = self.live()?.keys().py_err()?;
         PyList::new(py, keys)?.try_iter().map(Bound::into_any)
-    }
-
-    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf
-    }
-
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
-    }
-
-    fn __reduce__(&self) -> PyResult<()> {
-        Err(refuse_pickle(
-            "TableView",
-            "create the table view inside the worker process from a client made there",
-        ))
     }
 
     fn __repr__(&self) -> String {

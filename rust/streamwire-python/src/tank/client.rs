@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::PyDict;
 
 use streamwire_core::budget::MemoryBudget;
 use streamwire_core::error::{Error, ErrorKind};
@@ -19,7 +19,6 @@ use streamwire_tank::producer::{BatchLimits, CompressionChoice, Producer, Produc
 use crate::common::blocking::{count_arg, positive_secs};
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::faces::Op;
-use crate::common::pickle::refuse_pickle;
 use crate::tank::consumer::TankConsumer;
 use crate::tank::producer::TankProducer;
 
@@ -35,6 +34,8 @@ pub struct TankNativeClient {
     pub(crate) budget: MemoryBudget,
     service_url: String,
 }
+
+crate::live_handle!(TankNativeClient, "TANK Client", PICKLE_HINT);
 
 impl TankNativeClient {
     pub(crate) fn live(&self) -> PyResult<&TankClient> {
@@ -107,20 +108,6 @@ impl TankNativeClient {
     #[getter]
     fn service_url(&self) -> &str {
         &self.service_url
-    }
-
-    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf
-    }
-
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
-    }
-
-    fn __reduce__(&self) -> PyResult<()> {
-        Err(refuse_pickle("TANK Client", PICKLE_HINT))
     }
 
     fn __repr__(&self) -> String {

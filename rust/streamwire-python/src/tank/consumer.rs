@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::PyList;
 
 use streamwire_core::error::{Error, ErrorKind, Result};
 use streamwire_core::runtime;
@@ -29,7 +29,6 @@ use crate::common::aio::{self, Value};
 use crate::common::arrow::column_list;
 use crate::common::blocking::{timeout_arg, wait};
 use crate::common::errors::{to_py, IntoPyResult};
-use crate::common::pickle::refuse_pickle;
 use crate::common::untracked::untracked_list;
 use crate::tank::message::{to_record_batch, TankMessageObj, ARROW_COLUMNS};
 
@@ -86,6 +85,8 @@ pub struct TankConsumer {
     held: Held,
     turn: Arc<tokio::sync::Mutex<()>>,
 }
+
+crate::live_handle!(TankConsumer, "TANK Consumer", PICKLE_HINT, close_now);
 
 impl TankConsumer {
     pub fn new(inner: Consumer, pid: u32) -> Self {
@@ -286,20 +287,6 @@ impl TankConsumer {
             }
             Err(e) => Err(e),
         }
-    }
-
-    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf
-    }
-
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> bool {
-        self.close();
-        false
-    }
-
-    fn __reduce__(&self) -> PyResult<()> {
-        Err(refuse_pickle("TANK Consumer", PICKLE_HINT))
     }
 
     fn __repr__(&self) -> String {

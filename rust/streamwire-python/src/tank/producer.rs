@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
 
 use streamwire_core::budget::{MemoryBudget, Reservation};
 use streamwire_core::error::{Error, Result};
@@ -24,7 +23,6 @@ use crate::common::blocking::{timeout_arg, wait};
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::faces::Op;
 use crate::common::lane::{Lane, Sink};
-use crate::common::pickle::refuse_pickle;
 use crate::common::reserve::try_reserve;
 use crate::common::write_future::FutureState;
 use crate::tank::outgoing::{many_outgoing, outgoing};
@@ -81,6 +79,8 @@ pub struct TankProducer {
     /// Awaited sends waiting for budget or queue room, in call order (see `common::lane`).
     lane: Lane<Producer>,
 }
+
+crate::live_handle!(TankProducer, "TANK Producer", PICKLE_HINT);
 
 impl TankProducer {
     pub fn new(inner: Producer, pid: u32, block_if_queue_full: bool, timeout: Duration) -> Self {
@@ -265,20 +265,6 @@ impl TankProducer {
                 .unwrap_or_else(|_| Err(Error::closed("TANK producer")))
         })?;
         Ok(n)
-    }
-
-    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf
-    }
-
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
-    }
-
-    fn __reduce__(&self) -> PyResult<()> {
-        Err(refuse_pickle("TANK Producer", PICKLE_HINT))
     }
 
     fn __repr__(&self) -> String {
