@@ -10,7 +10,7 @@ from typing import Any, Optional
 from streamwire import _native
 from streamwire.compat._common import _raise, official_errors
 from streamwire.compat._enums import Result
-from streamwire.compat._message import _OK, MessageId, _wrap_id
+from streamwire.compat._message import _OK, MessageId, _new
 from streamwire.compat.exceptions import PulsarException, result_of
 from streamwire.compat.schema import Schema
 from streamwire.exceptions import StreamwireError
@@ -180,7 +180,10 @@ class Producer:
             # send from another thread with another callback cannot pair them wrongly).
             def done(exc: Optional[BaseException], msg_id: Any) -> None:
                 if exc is None:
-                    callback(_OK, _wrap_id(msg_id))
+                    # _wrap_id's two lines, inline: one Python call less per message.
+                    out = _new(MessageId)
+                    out._msg_id = msg_id
+                    callback(_OK, out)
                 else:
                     callback(result_of(exc), MessageId())
 
