@@ -6,14 +6,7 @@
 //! `STREAMWIRE_FUZZ_SEED` the seed (default fixed, so CI is reproducible).
 
 use streamwire_gateway::fuzzing::fuzz_proto_json_with;
-use streamwire_pulsar::fuzzing::{mutate, sample_schema, SplitMix64};
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use streamwire_pulsar::fuzzing::{bounded_run, mutate, sample_schema};
 
 /// Valid `value`s of `Sample` to mutate from.
 const SEEDS: [&str; 4] = [
@@ -25,9 +18,7 @@ const SEEDS: [&str; 4] = [
 
 #[test]
 fn fuzz_proto_json_deterministic() {
-    let iters = env_u64("STREAMWIRE_FUZZ_ITERS", 20_000);
-    let seed = env_u64("STREAMWIRE_FUZZ_SEED", 0x5eed_91a7);
-    let mut rng = SplitMix64(seed);
+    let (iters, mut rng) = bounded_run(0x5eed_91a7);
     let schema = streamwire_gateway::proto_json::ProtoJson::new(sample_schema());
     for s in SEEDS {
         let j: serde_json::Value = serde_json::from_str(s).unwrap();

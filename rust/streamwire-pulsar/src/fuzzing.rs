@@ -165,6 +165,22 @@ fn check_reencode(frame: &Frame) {
     }
 }
 
+/// A bounded fuzz run's length and PRNG, as every stable-toolchain stand-in for a cargo-fuzz
+/// target takes them: `STREAMWIRE_FUZZ_ITERS` iterations (default 20,000) and the seed
+/// `STREAMWIRE_FUZZ_SEED` (default `seed`, fixed per target so CI is reproducible).
+pub fn bounded_run(seed: u64) -> (u64, SplitMix64) {
+    let env = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    (
+        env("STREAMWIRE_FUZZ_ITERS", 20_000),
+        SplitMix64(env("STREAMWIRE_FUZZ_SEED", seed)),
+    )
+}
+
 /// Small deterministic PRNG (SplitMix64) so runs are reproducible without a `rand` dependency.
 #[derive(Debug, Clone)]
 pub struct SplitMix64(pub u64);

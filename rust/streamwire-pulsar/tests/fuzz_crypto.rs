@@ -7,21 +7,13 @@
 //! `STREAMWIRE_FUZZ_SEED` the seed (default fixed, so CI is reproducible).
 
 use prost::Message;
-use streamwire_pulsar::fuzzing::{fuzz_crypto, mutate, SplitMix64};
+use streamwire_pulsar::fuzzing::{bounded_run, fuzz_crypto, mutate};
 use streamwire_pulsar::protocol::pb;
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 #[test]
 fn fuzz_crypto_deterministic() {
-    let iters = env_u64("STREAMWIRE_FUZZ_ITERS", 20_000) / 100;
-    let seed = env_u64("STREAMWIRE_FUZZ_SEED", 0x5eed_c0de);
-    let mut rng = SplitMix64(seed);
+    let (iters, mut rng) = bounded_run(0x5eed_c0de);
+    let iters = iters / 100;
     // The untouched samples decrypt (the check inside asserts the body): RSA, then EC.
     fuzz_crypto(&[1]);
     fuzz_crypto(&[3]);

@@ -9,17 +9,10 @@ use bytes::{Bytes, BytesMut};
 use streamwire_pulsar::engine::batch_format::{encode_message, single_metadata_for};
 use streamwire_pulsar::engine::message::OutgoingMessage;
 use streamwire_pulsar::fuzzing::{
-    entry_input, fuzz_entry, mutate, unpack_checked, valid_batch, EntryHeader, SplitMix64,
-    ENTRY_HEADER_LEN, FLAG_APP_ACKED, FLAG_COMPRESS, FLAG_CORRUPT_FRAME, FLAG_DAMAGE_PAYLOAD,
-    FLAG_HIGH_SEQUENCE,
+    bounded_run, entry_input, fuzz_entry, mutate, unpack_checked, valid_batch, EntryHeader,
+    SplitMix64, ENTRY_HEADER_LEN, FLAG_APP_ACKED, FLAG_COMPRESS, FLAG_CORRUPT_FRAME,
+    FLAG_DAMAGE_PAYLOAD, FLAG_HIGH_SEQUENCE,
 };
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn noise(rng: &mut SplitMix64, most: usize) -> Vec<u8> {
     let n = rng.below(most);
@@ -36,9 +29,7 @@ fn damage_header(input: &mut [u8], rng: &mut SplitMix64) {
 
 #[test]
 fn fuzz_entry_deterministic() {
-    let iters = env_u64("STREAMWIRE_FUZZ_ITERS", 20_000);
-    let seed = env_u64("STREAMWIRE_FUZZ_SEED", 0x5eed_e47e);
-    let mut rng = SplitMix64(seed);
+    let (iters, mut rng) = bounded_run(0x5eed_e47e);
     for i in 0..iters {
         let input = match i % 10 {
             // Pure noise, header included.

@@ -4,20 +4,11 @@
 //! `STREAMWIRE_FUZZ_ITERS` sets the iteration count (default 20000);
 //! `STREAMWIRE_FUZZ_SEED` the seed (default fixed, so CI is reproducible).
 
-use streamwire_pulsar::fuzzing::{fuzz_frames, mutate, valid_stream, SplitMix64};
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use streamwire_pulsar::fuzzing::{bounded_run, fuzz_frames, mutate, valid_stream};
 
 #[test]
 fn fuzz_frames_deterministic() {
-    let iters = env_u64("STREAMWIRE_FUZZ_ITERS", 20_000);
-    let seed = env_u64("STREAMWIRE_FUZZ_SEED", 0x5eed_5eed);
-    let mut rng = SplitMix64(seed);
+    let (iters, mut rng) = bounded_run(0x5eed_5eed);
     for i in 0..iters {
         // 9 header bytes: frame limit selector + chunking seed (see fuzz_frames).
         let mut input: Vec<u8> = (0..9).map(|_| rng.next_u64() as u8).collect();

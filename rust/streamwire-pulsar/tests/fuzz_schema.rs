@@ -4,14 +4,7 @@
 //! `STREAMWIRE_FUZZ_ITERS` sets the iteration count (default 20000);
 //! `STREAMWIRE_FUZZ_SEED` the seed (default fixed, so CI is reproducible).
 
-use streamwire_pulsar::fuzzing::{fuzz_schema, mutate, SplitMix64};
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use streamwire_pulsar::fuzzing::{bounded_run, fuzz_schema, mutate};
 
 /// Valid Avro payloads of the fuzz schemas (index 0 and 2), to mutate from.
 fn seeds() -> Vec<Vec<u8>> {
@@ -34,9 +27,7 @@ fn seeds() -> Vec<Vec<u8>> {
 
 #[test]
 fn fuzz_schema_deterministic() {
-    let iters = env_u64("STREAMWIRE_FUZZ_ITERS", 20_000);
-    let seed = env_u64("STREAMWIRE_FUZZ_SEED", 0x5eed_5c4e);
-    let mut rng = SplitMix64(seed);
+    let (iters, mut rng) = bounded_run(0x5eed_5c4e);
     let seeds = seeds();
     for i in 0..iters {
         let mut input = if i % 3 == 0 {
