@@ -51,7 +51,7 @@ from streamwire._native import PravegaTransactionalWriter as TransactionalWriter
 from streamwire._native import PravegaTransactionHandle as TransactionHandle
 from streamwire._native import PravegaWriteFuture as WriteFuture
 from streamwire._native import PravegaWriter as Writer
-from streamwire.pravega._types import SegmentInfo, Start, StreamCut, _Wrapped
+from streamwire.pravega._types import SegmentInfo, Start, StreamCut, _Live, _Wrapped
 from streamwire.pravega.admin import (
     UNCHANGED,
     Retention,
@@ -90,9 +90,9 @@ __all__ = [
 ]
 
 
-class _ReaderBase(_Wrapped[_NativeReader]):
-    """What :class:`Reader` and ``streamwire.aio.pravega.Reader`` share (nothing that
-    waits)."""
+class _ReaderBase(_Live[_NativeReader]):
+    """What :class:`Reader` and ``streamwire.aio.pravega.Reader`` share: ``closed``,
+    ``metrics()`` and these."""
 
     @property
     def stream(self) -> str:
@@ -103,15 +103,6 @@ class _ReaderBase(_Wrapped[_NativeReader]):
     def at_end(self) -> bool:
         """True once a sealed stream has been read to its end."""
         return self._native.at_end
-
-    @property
-    def closed(self) -> bool:
-        """Whether the reader is closed."""
-        return self._native.closed
-
-    def metrics(self) -> dict[str, Any]:
-        """This reader's metrics (docs/observability.md)."""
-        return self._native.metrics()
 
     @two_faces
     def position(self) -> Steps[StreamCut]:

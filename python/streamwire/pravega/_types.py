@@ -5,7 +5,7 @@ documented."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, NamedTuple, TypeVar, Union
+from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar, Union
 
 __all__ = ["SegmentInfo", "Start", "StreamCut"]
 
@@ -99,3 +99,29 @@ class _Wrapped(Generic[_N]):
 
     def __repr__(self) -> str:
         return f"<{self._FACE}" + repr(self._native)[len("<streamwire.pravega") :]
+
+
+class _LiveNative(Protocol):
+    """A native object that can be closed and keeps metrics (writers, readers)."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    def metrics(self) -> dict[str, Any]: ...
+
+
+_L = TypeVar("_L", bound=_LiveNative)
+
+
+class _Live(_Wrapped[_L]):
+    """A wrapper of a native object that can be closed and keeps metrics: what a reader (both
+    faces) and the asyncio writers show besides their calls."""
+
+    @property
+    def closed(self) -> bool:
+        """Whether it is closed."""
+        return self._native.closed
+
+    def metrics(self) -> dict[str, Any]:
+        """Its metrics (docs/observability.md)."""
+        return self._native.metrics()
