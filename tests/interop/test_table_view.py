@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import os
 import subprocess
 import threading
 import time
@@ -38,40 +37,16 @@ from tests.integration._table_view_util import (
 )
 from tests.interop._official_read import java_partition
 from tests.peers.admin import PulsarAdmin, topic_path
-from tests.peers.apache import JAVA, ApachePulsar, resolve_classpath
+from tests.peers.apache import ApachePulsar
+from tests.peers.java_program import JAVA_ENV, compile_program
 
 HERE = Path(__file__).resolve().parent / "java"
-JAVA_ENV = {k: v for k, v in os.environ.items() if not k.startswith("PULSAR_")}
-JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-Xshare:auto", "-Xmx256m"]
-
-
-def _javac() -> str:
-    import shutil
-
-    java = shutil.which(JAVA)
-    beside = Path(java).resolve().parent / "javac" if java else None
-    found = str(beside) if beside and beside.is_file() else shutil.which("javac")
-    if found is None:
-        pytest.fail("javac not found: install a JDK 17 (apt-get install openjdk-17-jdk-headless)")
-    return found
 
 
 def _compiled(tmp_path_factory: pytest.TempPathFactory, main: str) -> list[str]:
     """``java ... <main>`` for ``java/<main>.java``, compiled against the client API."""
-    _, cp = resolve_classpath()
     classes = tmp_path_factory.mktemp(f"tableview-java-{main}")
-    java = HERE / f"{main}.java"
-    api = [j for j in cp.split(os.pathsep) if os.path.basename(j).startswith("pulsar-client-api-")]
-    out = subprocess.run(
-        [_javac(), "-nowarn", "-d", str(classes), "-cp", os.pathsep.join(api), str(java)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=JAVA_ENV,
-    )
-    if out.returncode != 0:
-        pytest.fail(f"javac failed (rc={out.returncode}):\n{out.stderr[-4000:]}", pytrace=False)
-    return [JAVA, *JVM_FLAGS, "-cp", f"{classes}{os.pathsep}{cp}", main]
+    return compile_program(classes, [HERE / f"{main}.java"], main, heap="256m")
 
 
 @pytest.fixture(scope="session")

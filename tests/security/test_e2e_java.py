@@ -21,8 +21,7 @@ from typing import Any, Optional
 import pytest
 import streamwire
 
-from tests.peers.apache import JAVA, resolve_classpath
-from tests.schemas.test_schema_java_interop import JAVA_ENV, JVM_FLAGS, _javac, _run
+from tests.peers.java_program import JAVA_ENV, compile_program
 from tests.security.conftest import KeyPair
 
 HERE = Path(__file__).resolve().parent / "java"
@@ -31,22 +30,8 @@ HERE = Path(__file__).resolve().parent / "java"
 @pytest.fixture(scope="session")
 def e2e_java(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """``java ... E2eInterop`` (append the service URL, the mode and its arguments)."""
-    _, cp = resolve_classpath()
     classes = tmp_path_factory.mktemp("e2e-java")
-    api = [j for j in cp.split(os.pathsep) if os.path.basename(j).startswith("pulsar-client-api-")]
-    _run(
-        [
-            _javac(),
-            "-nowarn",
-            "-d",
-            str(classes),
-            "-cp",
-            os.pathsep.join(api),
-            str(HERE / "E2eInterop.java"),
-        ],
-        "javac",
-    )
-    return [JAVA, *JVM_FLAGS, "-cp", f"{classes}{os.pathsep}{cp}", "E2eInterop"]
+    return compile_program(classes, [HERE / "E2eInterop.java"], "E2eInterop")
 
 
 def _java(cmd: list[str], *args: str) -> list[str]:
