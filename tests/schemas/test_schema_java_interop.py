@@ -53,7 +53,7 @@ from streamwire.schema import (
 
 from tests.peers.apache import MAVEN_CENTRAL, cache_root, resolve_classpath
 from tests.peers.java_program import JAVA_ENV, compile_program, run_tool
-from tests.schemas.protos import reading_classes, sample
+from tests.schemas.protos import check_arrow_row, reading_classes, sample
 
 HERE = Path(__file__).resolve().parent / "java"
 #: The JVM's environment: the fixture's PULSAR_* variables are not the client's business.
@@ -443,26 +443,6 @@ def _receive_all(client: Any, topic: str, schema: Schema, n: int) -> list[Any]:
 # --------------------------------------------------------------------------------------------
 # Protobuf
 # --------------------------------------------------------------------------------------------
-def _arrow_row(v: Any) -> dict[str, Any]:
-    """The ``value`` column's row for a Reading (as tests/schemas/test_schema_protobuf.py)."""
-    return {
-        "sensor": v.sensor,
-        "count": v.count,
-        "total": v.total,
-        "ratio": pytest.approx(v.ratio),
-        "precise": v.precise,
-        "ok": v.ok,
-        "raw": v.raw,
-        "level": {0: "LOW", 1: "MID", 7: "HIGH"}[v.level],
-        "where": {"x": v.where.x, "y": v.where.y} if v.HasField("where") else None,
-        "tags": list(v.tags),
-        "note": v.note if v.HasField("note") else None,
-        "path": [{"x": q.x, "y": q.y} for q in v.path],
-        "big": v.big - (1 << 64) if v.big >= 1 << 63 else v.big,
-        "delta": v.delta,
-    }
-
-
 def test_protobuf_java_producer_to_streamwire_consumer(
     apache_broker: Any,
     apache_admin: Any,
@@ -491,8 +471,7 @@ def test_protobuf_java_producer_to_streamwire_consumer(
         if v is None:
             assert row is None  # a null value is a null row
             continue
-        assert sorted(row.pop("sizes")) == sorted(v.sizes.items())
-        assert row == _arrow_row(v)
+        check_arrow_row(row, v)
     held = _versions(apache_admin, java_wrote.pb)
     assert [h["type"] for h in held] == ["PROTOBUF_NATIVE", "PROTOBUF_NATIVE"]
     _same_root_and_parsing_info(held)
