@@ -71,6 +71,21 @@ def java_maps(cmd: list[str], url: str, topics: list[str]) -> dict[str, dict[str
     return _parse_dump(out.stdout, topics)
 
 
+def ours_map(url: str, topic: str) -> dict[str, Any]:
+    """Our TableView of ``topic`` (once it has caught up), as a dict."""
+    with streamwire.Client(url) as client:
+        with client.create_table_view(topic) as view:
+            return dict(view.items())
+
+
+def others_agree(
+    official_pulsar: ModuleType, java_cmd: list[str], url: str, topic: str, want: dict[str, Any]
+) -> None:
+    """The official Python client's and the Java client's TableViews of ``topic`` are ``want``."""
+    assert official_map(official_pulsar, url, topic) == want
+    assert java_maps(java_cmd, url, [topic])[topic] == want
+
+
 def _parse_dump(stdout: str, topics: list[str]) -> dict[str, dict[str, bytes]]:
     """The maps a Java program printed as TableViewDump prints them."""
     maps: dict[str, dict[str, bytes]] = {t: {} for t in topics}
@@ -146,12 +161,8 @@ def test_view_after_compaction_matches_java_and_official(
     want = expected(hist)
     # The compacted ledger was used: far fewer messages than were sent are read.
     assert compacted_count(url, unique_topic) < len(hist) * 0.6
-    with streamwire.Client(url) as client:
-        with client.create_table_view(unique_topic) as view:
-            ours = dict(view.items())
-    assert ours == want
-    assert official_map(official_pulsar, url, unique_topic) == want
-    assert java_maps(table_view_java, url, [unique_topic])[unique_topic] == want
+    assert ours_map(url, unique_topic) == want
+    others_agree(official_pulsar, table_view_java, url, unique_topic, want)
 
 
 def test_partitioned_view_matches_java_and_official(
@@ -170,11 +181,8 @@ def test_partitioned_view_matches_java_and_official(
     more = history(60, 2, "part2")
     publish(url, unique_topic, more)
     want = expected(hist + more)
-    with streamwire.Client(url) as client:
-        with client.create_table_view(unique_topic) as view:
-            assert dict(view.items()) == want
-    assert official_map(official_pulsar, url, unique_topic) == want
-    assert java_maps(table_view_java, url, [unique_topic])[unique_topic] == want
+    assert ours_map(url, unique_topic) == want
+    others_agree(official_pulsar, table_view_java, url, unique_topic, want)
 
 
 def test_listener_after_compaction_gets_entries_then_changes(
@@ -227,12 +235,9 @@ def test_view_of_a_topic_compacted_up_to_a_deletion(
     compact(apache_admin, unique_topic)
     want = expected(hist)
     t = time.monotonic()
-    with streamwire.Client(url) as client:
-        with client.create_table_view(unique_topic) as view:
-            assert dict(view.items()) == want
+    assert ours_map(url, unique_topic) == want
     assert time.monotonic() - t < 10
-    assert official_map(official_pulsar, url, unique_topic) == want
-    assert java_maps(table_view_java, url, [unique_topic])[unique_topic] == want
+    others_agree(official_pulsar, table_view_java, url, unique_topic, want)
 
 
 def test_view_follows_partitions_the_topic_gains_as_java(
