@@ -29,6 +29,7 @@ from typing import Any
 import streamwire
 from streamwire import aio
 
+from tests.gather import gather
 from tests.interop._official_read import (
     drain,
     java_partition,
@@ -179,10 +180,7 @@ def test_consumer_receives_from_the_partitions_the_topic_gains(
             official.close()
         assert consumer.num_partitions == 2, "sent before the consumer noticed"
         want = sorted(b"p%d-%d" % (p, i) for p in (2, 3) for i in range(5))
-        got: list[Any] = []
-        deadline = time.monotonic() + 30
-        while len(got) < len(want) and time.monotonic() < deadline:
-            got.extend(consumer.receive_many(20, timeout=1.0))
+        got = gather(lambda left: consumer.receive_many(20, timeout=1.0), len(want), 30)
         assert sorted(m.data() for m in got) == want
         assert {m.message_id.partition for m in got} == {2, 3}
         assert consumer.num_partitions == 4

@@ -17,6 +17,7 @@ import pytest
 import streamwire
 from streamwire.exceptions import CryptoError, OperationTimeoutError
 
+from tests.gather import gather
 from tests.interop._official_read import Got, drain, official_client
 from tests.security.conftest import KeyPair
 
@@ -95,12 +96,8 @@ def official_drain(
 
 def receive_n(c: Any, n: int, timeout: float = 20.0) -> list[Any]:
     """Up to ``n`` messages of a consumer (or a reader), waiting ``timeout`` seconds at most."""
-    got: list[Any] = []
-    deadline = time.monotonic() + timeout
     take = c.read_many if isinstance(c, streamwire.Reader) else c.receive_many
-    while len(got) < n and time.monotonic() < deadline:
-        got.extend(take(n - len(got), timeout=1.0))
-    return got
+    return gather(lambda left: take(left, timeout=1.0), n, timeout)
 
 
 def crypto_errors(c: Any, n: int, what: str = "message") -> list[str]:
