@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 from types import TracebackType
-from typing import Any, Optional, Protocol, TypeVar
+from typing import Any, Optional, TypeVar
 
 from streamwire import _native
 from streamwire._faces import Awaiting
@@ -55,17 +55,10 @@ __all__ = [
 _FACE = "streamwire.aio.pravega"
 
 
-class _OnStreamNative(Protocol):
-    """A native writer, transaction or handle: it belongs to one stream."""
-
-    @property
-    def scope(self) -> str: ...
-
-    @property
-    def stream(self) -> str: ...
-
-
-_S = TypeVar("_S", bound=_OnStreamNative)
+# The native objects the asyncio wrappers below share definitions over (as aio/tank.py's).
+_S = TypeVar("_S", _NativeWriter, _NativeTxn, _NativeTxnHandle, _NativeTxnWriter)
+_WN = TypeVar("_WN", _NativeWriter, _NativeTxn)
+_EN = TypeVar("_EN", _NativeTxn, _NativeTxnHandle)
 
 
 class _OnStream(_Wrapped[_S]):
@@ -84,17 +77,6 @@ class _OnStream(_Wrapped[_S]):
         return self._native.stream
 
 
-class _WritingNative(_OnStreamNative, Protocol):
-    """A native writer or transaction: its awaitable writes."""
-
-    def _awrite(self, event: Any, routing_key: Optional[str] = None) -> asyncio.Future[None]: ...
-
-    def _awrite_many(self, events: Any, routing_keys: Any = None) -> asyncio.Future[int]: ...
-
-
-_WN = TypeVar("_WN", bound=_WritingNative)
-
-
 class _Writing(_OnStream[_WN]):
     """The writes of an asyncio :class:`Writer` and :class:`Transaction` (the same calls of
     the native object)."""
@@ -109,20 +91,6 @@ class _Writing(_OnStream[_WN]):
         """As :meth:`streamwire.pravega.Writer.write_many` (``events``, ``routing_keys``),
         awaited: handed over after every earlier write; resolves to the count."""
         return self._native._awrite_many(events, routing_keys)
-
-
-class _EndingNative(_OnStreamNative, Protocol):
-    """A native transaction or handle: its id and the awaitable calls that end it."""
-
-    @property
-    def id(self) -> int: ...
-
-    def _aabort(self) -> asyncio.Future[None]: ...
-
-    def _astatus(self) -> asyncio.Future[str]: ...
-
-
-_EN = TypeVar("_EN", bound=_EndingNative)
 
 
 class _Ending(_OnStream[_EN]):

@@ -5,7 +5,9 @@ documented."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar, Union
+from typing import Any, Generic, Literal, NamedTuple, TypeVar, Union
+
+from streamwire._native import PravegaReader, PravegaTransactionalWriter, PravegaWriter
 
 __all__ = ["SegmentInfo", "Start", "StreamCut"]
 
@@ -101,16 +103,8 @@ class _Wrapped(Generic[_N]):
         return f"<{self._FACE}" + repr(self._native)[len("<streamwire.pravega") :]
 
 
-class _LiveNative(Protocol):
-    """A native object that can be closed and keeps metrics (writers, readers)."""
-
-    @property
-    def closed(self) -> bool: ...
-
-    def metrics(self) -> dict[str, Any]: ...
-
-
-_L = TypeVar("_L", bound=_LiveNative)
+# The native objects that can be closed and keep metrics.
+_L = TypeVar("_L", PravegaWriter, PravegaTransactionalWriter, PravegaReader)
 
 
 class _Live(_Wrapped[_L]):
