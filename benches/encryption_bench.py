@@ -208,6 +208,44 @@ def table_row(what: str, size: str, unit: str, ours: list[float], theirs: list[f
     return f"| {what} | {size} | {unit} | {o:,.2f} | {t:,.2f} | {o / t:.2f} |"
 
 
+def print_pair(
+    what: str,
+    size: str,
+    units: tuple[str, str],
+    ours: list[tuple[float, float]],
+    theirs: list[tuple[float, float]],
+    scale: float = 1.0,
+) -> None:
+    """Two table rows: the rate (times ``scale``) and the client CPU, ours vs theirs."""
+    rate, cpu = units
+    print(table_row(what, size, rate, [x[0] * scale for x in ours], [x[0] * scale for x in theirs]))
+    print(table_row(what, size, cpu, [x[1] for x in ours], [x[1] for x in theirs]))
+
+
+def both_sides(
+    rows: dict[tuple[int, str, str], list[tuple[float, float]]],
+    url: str,
+    size: int,
+    n: int,
+    keys: Any,
+    producers: tuple[Callable[..., Any], Callable[..., Any]],
+    label: str,
+) -> None:
+    """One round of ``n`` messages of ``size`` bytes: each side's producer (ours, the
+    official one) writes a topic of its own, then each side's consumer reads ours."""
+    topics = {}
+    for side, prod in zip(("ours", "official"), producers):
+        topic = f"persistent://public/default/e2e-bench{label}-{uuid.uuid4().hex}"
+        topics[side] = topic
+        rows.setdefault((size, "produce", side), []).append(
+            measure(prod, url, topic, n, size, keys)
+        )
+    for side, cons in (("ours", ours_consume), ("official", theirs_consume)):
+        rows.setdefault((size, "consume", side), []).append(
+            measure(cons, url, topics["ours"], n, size, keys)
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
@@ -227,17 +265,7 @@ def main() -> None:
         rows: dict[tuple[int, str, str], list[tuple[float, float]]] = {}
         for r in range(args.rounds):
             for size, n in SIZES.items():
-                topics = {}
-                for side, prod in (("ours", ours_produce), ("official", theirs_produce)):
-                    topic = f"persistent://public/default/e2e-bench-{uuid.uuid4().hex}"
-                    topics[side] = topic
-                    rows.setdefault((size, "produce", side), []).append(
-                        measure(prod, url, topic, n, size, keys)
-                    )
-                for side, cons in (("ours", ours_consume), ("official", theirs_consume)):
-                    rows.setdefault((size, "consume", side), []).append(
-                        measure(cons, url, topics["ours"], n, size, keys)
-                    )
+                both_sides(rows, url, size, n, keys, (ours_produce, theirs_produce), "")
             # EC (ours) next to RSA (ours), 100 B.
             ec_topic = f"persistent://public/default/e2e-bench-ec-{uuid.uuid4().hex}"
             rows.setdefault((EC_SIZE, "produce", "ec"), []).append(
@@ -247,20 +275,8 @@ def main() -> None:
                 measure(ours_consume, url, ec_topic, SIZES[EC_SIZE], EC_SIZE, ec_keys)
             )
             # Chunked and encrypted, ours vs official.
-            chunked = {}
-            for side, prod in (
-                ("ours", ours_produce_chunked),
-                ("official", theirs_produce_chunked),
-            ):
-                topic = f"persistent://public/default/e2e-bench-chunked-{uuid.uuid4().hex}"
-                chunked[side] = topic
-                rows.setdefault((CHUNKED_SIZE, "produce", side), []).append(
-                    measure(prod, url, topic, CHUNKED_N, CHUNKED_SIZE, keys)
-                )
-            for side, cons in (("ours", ours_consume), ("official", theirs_consume)):
-                rows.setdefault((CHUNKED_SIZE, "consume", side), []).append(
-                    measure(cons, url, chunked["ours"], CHUNKED_N, CHUNKED_SIZE, keys)
-                )
+            chunked_producers = (ours_produce_chunked, theirs_produce_chunked)
+            both_sides(rows, url, CHUNKED_SIZE, CHUNKED_N, keys, chunked_producers, "-chunked")
             print(f"round {r + 1} done", file=sys.stderr)
         print("| workload | size | unit | streamwire | official | ours / theirs |")
         print("|---|---:|---|---:|---:|---:|")
@@ -286,49 +302,15 @@ def main() -> None:
         for what in ("produce", "consume"):
             ec = rows[(EC_SIZE, what, "ec")]
             rsa = rows[(EC_SIZE, what, "ours")]
-            print(
-                table_row(
-                    f"encrypted {what}",
-                    f"{EC_SIZE} B",
-                    "msg/s",
-                    [x[0] for x in ec],
-                    [x[0] for x in rsa],
-                )
-            )
-            print(
-                table_row(
-                    f"encrypted {what}",
-                    f"{EC_SIZE} B",
-                    "client CPU ms/MB",
-                    [x[1] for x in ec],
-                    [x[1] for x in rsa],
-                )
-            )
+            print_pair(f"encrypted {what}", f"{EC_SIZE} B", ("msg/s", "client CPU ms/MB"), ec, rsa)
         print()
         print("| chunked + encrypted | size | unit | streamwire | official | ours / theirs |")
         print("|---|---:|---|---:|---:|---:|")
         for what in ("produce", "consume"):
             ours = rows[(CHUNKED_SIZE, what, "ours")]
             theirs = rows[(CHUNKED_SIZE, what, "official")]
-            mb = CHUNKED_SIZE / 1e6
-            print(
-                table_row(
-                    f"{what}",
-                    "12 MiB",
-                    "MB/s",
-                    [x[0] * mb for x in ours],
-                    [x[0] * mb for x in theirs],
-                )
-            )
-            print(
-                table_row(
-                    f"{what}",
-                    "12 MiB",
-                    "client CPU ms/MB (lower is better)",
-                    [x[1] for x in ours],
-                    [x[1] for x in theirs],
-                )
-            )
+            units = ("MB/s", "client CPU ms/MB (lower is better)")
+            print_pair(what, "12 MiB", units, ours, theirs, CHUNKED_SIZE / 1e6)
     finally:
         if broker is not None:
             broker.close()

@@ -14,7 +14,6 @@ that are there.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 import uuid
@@ -24,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from streamwire import pravega
 
+from benches._report import print_mib_rates
 from tests.peers.pravega import PravegaStandalone
 
 
@@ -96,12 +96,7 @@ def main() -> None:
                 results["official"].append(run_official(url, scope, data, args.write_size))
     mib = args.mib
     print(f"{mib} MiB in {args.write_size}-byte writes, medians of {args.rounds} rounds")
-    print("| client | write MiB/s | read MiB/s |")
-    print("|---|---:|---:|")
-    for name, rows in results.items():
-        w = statistics.median(mib / r[0] for r in rows)
-        r = statistics.median(mib / r[1] for r in rows)
-        print(f"| {name} | {w:.0f} | {r:.0f} |")
+    print_mib_rates(results, mib)
 
 
 if __name__ == "__main__":

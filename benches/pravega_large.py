@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
-import statistics
 import sys
 import time
 import uuid
@@ -29,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from streamwire import pravega
 
+from benches._report import print_mib_rates
 from tests.peers.pravega import PravegaStandalone
 
 MiB = 1 << 20
@@ -125,12 +125,7 @@ def main() -> None:
                 rows[names[1]].append(run_official(url, client, scope, large))
                 rows[names[2]].append(run_ours(client, scope, small))
     print(f"{total} MiB per round, medians of {args.rounds} rounds")
-    print("| client | write MiB/s | read MiB/s |")
-    print("|---|---:|---:|")
-    for name, r in rows.items():
-        w = statistics.median(total / x[0] for x in r)
-        rd = statistics.median(total / x[1] for x in r)
-        print(f"| {name} | {w:.0f} | {rd:.0f} |")
+    print_mib_rates(rows, total)
 
 
 if __name__ == "__main__":

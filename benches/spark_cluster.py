@@ -49,24 +49,15 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
 def child(args: argparse.Namespace) -> int:
     """One driver: warm up, then the measured rounds; prints one JSON line of results."""
     import streamwire.spark
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
+    from benches._spark import spark_session
+
     t0 = time.perf_counter()
-    builder = (
-        SparkSession.builder.master(args.child)
-        .appName("streamwire-spark-cluster-bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.memory", "2g")
-        .config("spark.sql.shuffle.partitions", "2")
-    )
+    conf = {"spark.driver.memory": "2g"}
     if args.child.startswith("spark://"):
-        builder = builder.config("spark.executor.memory", "1g").config("spark.cores.max", "2")
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+        conf.update({"spark.executor.memory": "1g", "spark.cores.max": "2"})
+    spark = spark_session(args.child, "streamwire-spark-cluster-bench", conf=conf)
     if args.child.startswith("spark://"):  # both executors up before anything is timed
         while spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() < 3:
             time.sleep(0.2)

@@ -115,24 +115,13 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
 
 
 def session(confs: list[str]) -> Any:
-    from pyspark.sql import SparkSession
+    from benches._spark import spark_session
 
-    b = (
-        SparkSession.builder.master("local[2]")
-        .appName("streamwire-spark-cold")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.memory", "2g")
-    )
+    conf = {"spark.driver.memory": "2g"}
     for kv in confs:
         key, _, value = kv.partition("=")
-        b = b.config(key, value)
-    spark = b.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+        conf[key] = value
+    return spark_session(app="streamwire-spark-cold", conf=conf)
 
 
 def child(args: argparse.Namespace) -> None:

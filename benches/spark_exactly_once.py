@@ -27,6 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benches._spark import spark_session
 from tests.peers.apache import ApachePulsar
 
 
@@ -118,22 +119,13 @@ def main() -> int:
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     import streamwire.spark
-    from pyspark.sql import SparkSession
 
     broker = ApachePulsar().start()
     try:
         url = broker.service_url
         source = f"persistent://public/default/eo-src-{uuid.uuid4().hex[:8]}"
         produce(url, source, args.messages)
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .config("spark.ui.enabled", "false")
-            .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.driver.host", "127.0.0.1")
-            .getOrCreate()
-        )
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = spark_session()
         streamwire.spark.register(spark)
         rates: dict[str, list[float]] = {"at_least_once": [], "exactly_once": [], OFFICIAL: []}
         for r in range(args.rounds):

@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from streamwire import pravega
 
+from benches._spark import spark_session
 from tests.peers.pravega import PravegaStandalone
 
 
@@ -97,7 +98,6 @@ def main() -> int:
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     import streamwire.spark
-    from pyspark.sql import SparkSession
 
     server = PravegaStandalone(heap="2g").start()
     try:
@@ -107,15 +107,7 @@ def main() -> int:
             c.create_scope(scope)
             c.create_stream(scope, "src", segments=args.segments)
         produce(url, scope, "src", args.events)
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .config("spark.ui.enabled", "false")
-            .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.driver.host", "127.0.0.1")
-            .getOrCreate()
-        )
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = spark_session()
         streamwire.spark.register(spark)
         rates: dict[str, list[float]] = {"at_least_once": [], "exactly_once": []}
         for r in range(args.rounds):

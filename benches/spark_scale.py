@@ -29,6 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benches._spark import spark_session
 from tests.peers.admin import topic_path
 from tests.peers.apache import ApachePulsar
 
@@ -128,19 +129,8 @@ def main() -> int:
         print(f"produced {args.messages} in {time.perf_counter() - t0:.1f} s; {ledgers} ledgers")
 
         import streamwire.spark
-        from pyspark.sql import SparkSession
 
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .config("spark.ui.enabled", "false")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.driver.host", "127.0.0.1")
-            .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.sql.streaming.numRecentProgressUpdates", "100000")
-            .config("spark.ui.showConsoleProgress", "false")
-            .getOrCreate()
-        )
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = spark_session(conf={"spark.sql.streaming.numRecentProgressUpdates": "100000"})
         streamwire.spark.register(spark)
         try:
             url = broker.service_url

@@ -33,6 +33,8 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benches._spark import spark_session
+
 COLUMNS = [
     "cast(concat('SYM', id % 50) as string) as symbol",
     "'XNYS' as venue",
@@ -170,22 +172,12 @@ def main() -> None:
     n = int(args[0]) if args else 200_000
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     import streamwire.spark
-    from pyspark.sql import SparkSession
 
     from tests.peers.apache import ApachePulsar
 
     broker: Any = ApachePulsar()
     broker.start()
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = spark_session()
     streamwire.spark.register(spark)
     url = broker.service_url
     try:

@@ -31,17 +31,9 @@ if str(ROOT) not in sys.path:
 from streamwire import tank  # noqa: E402
 
 from tests.peers.tank import TankBroker  # noqa: E402
+from tests.peers.tank_double import varint  # noqa: E402
 
 BUNDLE = 1000
-
-
-def varint(v: int) -> bytes:
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
 
 
 def bundle_of(size: int) -> bytes:
@@ -201,22 +193,25 @@ def ours_send_async(url: str, topic: str, n: int, size: int) -> float:
         return n / (time.perf_counter() - t0)
 
 
-def ours_receive_many(url: str, topic: str, n: int) -> float:
+def _consume_rate(url: str, topic: str, n: int, take: Callable[[tank.Consumer], int]) -> float:
+    """msg/s of a consumer from the earliest message, ``take`` doing one call (its count)."""
     with tank.Client(url) as c, c.create_consumer(topic, max_wait=0.2) as consumer:
         got = 0
         t0 = time.perf_counter()
         while got < n:
-            got += len(consumer.receive_many(10_000, timeout=5))
+            got += take(consumer)
         return got / (time.perf_counter() - t0)
+
+
+def ours_receive_many(url: str, topic: str, n: int) -> float:
+    return _consume_rate(url, topic, n, lambda c: len(c.receive_many(10_000, timeout=5)))
 
 
 def ours_receive_arrow(url: str, topic: str, n: int) -> float:
-    with tank.Client(url) as c, c.create_consumer(topic, max_wait=0.2) as consumer:
-        got = 0
-        t0 = time.perf_counter()
-        while got < n:
-            got += consumer.receive_arrow(10_000, timeout=5, columns=["value", "seq"]).num_rows
-        return got / (time.perf_counter() - t0)
+    columns = ["value", "seq"]
+    return _consume_rate(
+        url, topic, n, lambda c: c.receive_arrow(10_000, timeout=5, columns=columns).num_rows
+    )
 
 
 def fresh_topic(url: str) -> str:

@@ -43,7 +43,7 @@ else:  # 3.9's typing has no ParamSpec: a plain type variable stands in at run t
 
 _T = TypeVar("_T")
 
-__all__ = ["Awaiting", "Blocking", "NativeCall", "Steps", "call", "two_faces"]
+__all__ = ["Awaiting", "Blocking", "Closes", "NativeCall", "Steps", "call", "two_faces"]
 
 
 class NativeCall:
@@ -71,6 +71,23 @@ class Blocking:
 
     __slots__ = ()
     _native: Any
+
+
+_B = TypeVar("_B", bound="Closes")
+
+
+class Closes(Blocking):
+    """A blocking class that ``with`` closes: ``with x:`` gives ``x`` and calls ``x.close()``
+    at the end of the block (the asyncio face's twin is ``streamwire.aio._Closing``)."""
+
+    __slots__ = ()
+    close: Callable[[], object]
+
+    def __enter__(self: _B) -> _B:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class Awaiting:

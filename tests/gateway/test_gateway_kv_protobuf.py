@@ -35,7 +35,11 @@ from tests.gateway.test_gateway_schemas import (
     apache_gateway,  # noqa: F401  (the fixture, used by name)
     as_json,
     definition_of,
+    fetch_all,
     fresh,
+    nothing_sent,
+    ours_read,
+    read_back,
 )
 from tests.peers.gateway import Gateway
 from tests.schemas import protos
@@ -63,17 +67,6 @@ def proto_body(reading: Any, values: list[Any]) -> dict[str, Any]:
     }
 
 
-def fetch_all(base: str, n: int) -> list[Any]:
-    got: list[Any] = []
-    for _ in range(20):
-        if len(got) >= n:
-            break
-        f = httpx.get(f"{base}/messages", params={"timeout": 2000}, timeout=30)
-        assert f.status_code == 200, f.text
-        got += f.json()["messages"]
-    return got
-
-
 def test_protobuf_values_posted_as_json_or_bytes_are_the_same_messages(
     apache_gateway: Gateway,  # noqa: F811
     apache_broker: Any,
@@ -97,21 +90,12 @@ def test_protobuf_values_posted_as_json_or_bytes_are_the_same_messages(
     assert [reading.FromString(m.data()) for m in got] == want
     assert [m.partition_key() for m in got] == [f"k{i}" for i in range(N)]
 
-    with streamwire.Client(apache_broker.service_url) as client:
-        rd = client.create_reader(topic, "earliest", schema=ProtobufNative(reading))
-        mine = [rd.read_next(timeout=15) for _ in range(N)]
-        assert [m.value for m in mine] == want
-        assert int.from_bytes(mine[0].schema_version, "big") == answer["schema_version"]
-        rd.close()
+    mine = ours_read(apache_broker.service_url, topic, N, ProtobufNative(reading))
+    assert [m.value for m in mine] == want
+    assert int.from_bytes(mine[0].schema_version, "big") == answer["schema_version"]
 
     # Read back through the gateway: the proto3 JSON of the same messages.
-    r = httpx.get(
-        f"{apache_gateway.url}{path}/messages",
-        params={"include_schema": "true", "timeout": 5000},
-        timeout=30,
-    )
-    assert r.status_code == 200, r.text
-    read = r.json()
+    read = read_back(apache_gateway, path)
     assert [json_format.ParseDict(m["value"], reading()) for m in read["messages"]] == want
     (schema,) = read["schemas"]
     assert schema["type"] == "PROTOBUF_NATIVE"
@@ -130,13 +114,7 @@ def test_protobuf_values_streamwire_writes_are_json_in_reads_and_fetches(
         p = client.create_producer(topic, schema=ProtobufNative(reading))
         p.send_many(want)
         p.close()
-    r = httpx.get(
-        f"{apache_gateway.url}{path}/messages",
-        params={"include_schema": "true", "timeout": 5000},
-        timeout=30,
-    )
-    assert r.status_code == 200, r.text
-    msgs = r.json()["messages"]
+    msgs = read_back(apache_gateway, path)["messages"]
     assert [json_format.ParseDict(m["value"], reading()) for m in msgs] == want
     # Every field present, under its JSON name; absent messages and optionals as null.
     assert set(msgs[1]["value"]) == {f.json_name for f in reading.DESCRIPTOR.fields}
@@ -181,10 +159,7 @@ def test_protobuf_values_that_do_not_fit_are_422_and_nothing_is_sent(
     broken = {"type": "PROTOBUF_NATIVE", "schema": '{"fileDescriptorSet": "AAAA"}'}
     r = httpx.post(url, json={"value_schema": broken, "messages": [{"value": good}]})
     assert (r.status_code, r.json()["code"]) == (422, 42204), r.text
-    with streamwire.Client(apache_broker.service_url) as client:
-        rd = client.create_reader(topic, "earliest")
-        assert not rd.has_message_available()
-        rd.close()
+    nothing_sent(apache_broker.service_url, topic)
     assert httpx.get(apache_gateway.url + "/healthz").status_code == 200
 
 
@@ -227,11 +202,8 @@ def test_key_values_posted_are_read_by_both_clients(
     assert isinstance(r.json()["schema_version"], int)
 
     ours = KeyValueSchema(StringSchema(), AvroSchema(Reading), encoding=encoding)
-    with streamwire.Client(apache_broker.service_url) as client:
-        rd = client.create_reader(topic, "earliest", schema=ours)
-        got = [rd.read_next(timeout=15).value for _ in range(N)]
-        assert got == [(f"key-{i}", record_sample(i)) for i in range(N)]
-        rd.close()
+    got = [m.value for m in ours_read(apache_broker.service_url, topic, N, ours)]
+    assert got == [(f"key-{i}", record_sample(i)) for i in range(N)]
 
     # The official client's raw bytes, decoded here and by its own AvroSchema.
     official_reading, _ = official_classes(official_pulsar)
@@ -264,13 +236,7 @@ def test_key_values_of_primitive_and_record_halves_and_their_reads(
     for i, m in enumerate(official_read(official_pulsar, apache_broker.service_url, topic, 3)):
         _, value = inline_halves(m.data())
         assert value == struct.pack(">i", -i * 1000)  # the Java client's INT32: 4 bytes BE
-    r = httpx.get(
-        f"{apache_gateway.url}{path}/messages",
-        params={"include_schema": "true", "timeout": 5000},
-        timeout=30,
-    )
-    assert r.status_code == 200, r.text
-    read = r.json()
+    read = read_back(apache_gateway, path)
     assert [(m["key"], m["value"]) for m in read["messages"]] == pairs
     assert [s["type"] for s in read["schemas"]] == ["KEY_VALUE"]
     # The same schema named by its version alone.
@@ -303,13 +269,8 @@ def test_key_values_streamwire_writes_come_back_decoded(
         p = client.create_producer(topic, schema=schema)
         p.send_many(pairs)
         p.close()
-    r = httpx.get(
-        f"{apache_gateway.url}{path}/messages",
-        params={"include_schema": "true", "timeout": 5000},
-        timeout=30,
-    )
-    assert r.status_code == 200, r.text
-    got = [(m["key"], json_format.ParseDict(m["value"], reading())) for m in r.json()["messages"]]
+    msgs = read_back(apache_gateway, path)["messages"]
+    got = [(m["key"], json_format.ParseDict(m["value"], reading())) for m in msgs]
     assert got == pairs
     # A consumer instance created with the key/value schema decodes the same way.
     r = httpx.post(
@@ -360,10 +321,7 @@ def test_key_values_that_do_not_fit_are_422_with_the_part_named(
         r = httpx.post(url, json=b, timeout=30)
         assert (r.status_code, r.json()["code"]) == (422, code), r.text
         assert words in r.json()["message"], r.text
-    with streamwire.Client(apache_broker.service_url) as client:
-        rd = client.create_reader(topic, "earliest")
-        assert not rd.has_message_available()
-        rd.close()
+    nothing_sent(apache_broker.service_url, topic)
 
 
 def test_the_broker_dialect_takes_key_and_value_schemas(
@@ -385,12 +343,8 @@ def test_the_broker_dialect_takes_key_and_value_schemas(
     assert r.status_code == 200, r.text
     assert all(x["errorCode"] == 0 for x in r.json()["messagePublishResults"])
     ours = KeyValueSchema(StringSchema(), AvroSchema(Reading), encoding="separated")
-    with streamwire.Client(apache_broker.service_url) as client:
-        rd = client.create_reader(topic, "earliest", schema=ours)
-        assert [rd.read_next(timeout=15).value for _ in range(3)] == [
-            (f"k{i}", record_sample(i)) for i in range(3)
-        ]
-        rd.close()
+    got = ours_read(apache_broker.service_url, topic, 3, ours)
+    assert [m.value for m in got] == [(f"k{i}", record_sample(i)) for i in range(3)]
 
 
 def test_a_streamed_produce_encodes_by_a_schema_version(
@@ -430,12 +384,9 @@ def test_a_streamed_produce_encodes_by_a_schema_version(
     assert "count" in reports[2]["error"] and reports[2].get("messageId") is None
     assert all(x.get("messageId") for i, x in enumerate(reports) if i != 2), reports
     schema = KeyValueSchema(StringSchema(), ProtobufNative(reading), encoding="separated")
-    with streamwire.Client(apache_broker.service_url) as client:
-        rd = client.create_reader(topic, "earliest", schema=schema)
-        got = [rd.read_next(timeout=15) for _ in range(N)]
-        assert [m.value for m in got] == [("k0", first), *want]
-        assert {int.from_bytes(m.schema_version, "big") for m in got} == {version}
-        rd.close()
+    got = ours_read(apache_broker.service_url, topic, N, schema)
+    assert [m.value for m in got] == [("k0", first), *want]
+    assert {int.from_bytes(m.schema_version, "big") for m in got} == {version}
     r = httpx.post(
         url,
         params={"schema_version": version + 50},
@@ -481,22 +432,18 @@ def test_separated_null_halves_are_no_key_and_null_value(
     r = httpx.post(url, json=kv_body({"type": "STRING"}, avro, "separated", pairs), timeout=30)
     assert r.status_code == 200, r.text
     ours = KeyValueSchema(StringSchema(), AvroSchema(Reading), encoding="separated")
-    with streamwire.Client(apache_broker.service_url) as client:
-        rd = client.create_reader(topic, "earliest", schema=ours)
-        msgs = [rd.read_next(timeout=15) for _ in pairs]
-        assert [m.value for m in msgs] == [
-            ("k0", None),
-            (None, record_sample(1)),
-            (None, None),
-            ("k3", record_sample(1)),
-        ]
-        assert [m.key for m in msgs] == [
-            base64.b64encode(b"k0").decode(),
-            None,
-            None,
-            base64.b64encode(b"k3").decode(),
-        ]
-        rd.close()
-    r = httpx.get(f"{url}/messages", params={"include_schema": "true", "timeout": 5000}, timeout=30)
-    assert r.status_code == 200, r.text
-    assert [(m["key"], m["value"]) for m in r.json()["messages"]] == pairs
+    msgs = ours_read(apache_broker.service_url, topic, len(pairs), ours)
+    assert [m.value for m in msgs] == [
+        ("k0", None),
+        (None, record_sample(1)),
+        (None, None),
+        ("k3", record_sample(1)),
+    ]
+    assert [m.key for m in msgs] == [
+        base64.b64encode(b"k0").decode(),
+        None,
+        None,
+        base64.b64encode(b"k3").decode(),
+    ]
+    read = read_back(apache_gateway, path)
+    assert [(m["key"], m["value"]) for m in read["messages"]] == pairs

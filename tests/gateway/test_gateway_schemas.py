@@ -16,7 +16,7 @@ import json
 import uuid
 from collections.abc import Iterator
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple, Optional
 
 import httpx
 import pytest
@@ -45,6 +45,57 @@ def apache_gateway(apache_broker: Any, gateways: dict[str, Gateway]) -> Iterator
 def fresh() -> tuple[str, str]:
     name = "gws-" + uuid.uuid4().hex[:12]
     return f"persistent://public/default/{name}", f"/topics/public/default/{name}"
+
+
+class Read(NamedTuple):
+    """A message as :func:`ours_read` gives it: its value decoded while the client was open
+    (a schema's value decodes through the client)."""
+
+    value: Any
+    key: Optional[str]
+    schema_version: Optional[bytes]
+
+
+def ours_read(url: str, topic: str, n: int, schema: Any = None) -> list[Read]:
+    """The first ``n`` messages of ``topic``, read by a streamwire reader with ``schema``."""
+    with streamwire.Client(url) as client:
+        rd = client.create_reader(topic, "earliest", schema=schema)
+        got = [rd.read_next(timeout=15) for _ in range(n)]
+        read = [Read(m.value, m.key, m.schema_version) for m in got]
+        rd.close()
+    return read
+
+
+def nothing_sent(url: str, topic: str) -> None:
+    """``topic`` holds no message (a refused request sent none)."""
+    with streamwire.Client(url) as client:
+        rd = client.create_reader(topic, "earliest")
+        assert not rd.has_message_available()
+        rd.close()
+
+
+def read_back(gateway: Gateway, path: str) -> dict[str, Any]:
+    """The gateway's read of the topic at ``path`` with its schemas (``include_schema``)."""
+    r = httpx.get(
+        f"{gateway.url}{path}/messages",
+        params={"include_schema": "true", "timeout": 5000},
+        timeout=30,
+    )
+    assert r.status_code == 200, r.text
+    answer: dict[str, Any] = r.json()
+    return answer
+
+
+def fetch_all(base: str, n: int) -> list[Any]:
+    """At least ``n`` messages fetched from the consumer instance at ``base`` (20 tries)."""
+    got: list[Any] = []
+    for _ in range(20):
+        if len(got) >= n:
+            break
+        f = httpx.get(f"{base}/messages", params={"timeout": 2000}, timeout=30)
+        assert f.status_code == 200, f.text
+        got += f.json()["messages"]
+    return got
 
 
 def ours_for(kind: str) -> Any:
@@ -122,13 +173,10 @@ def test_records_posted_are_read_by_both_clients(
         assert m.partition_key() == f"k{i}"
 
     # streamwire, with its schema: same values, and the version the gateway answered.
-    with streamwire.Client(apache_broker.service_url) as client:
-        rd = client.create_reader(topic, "earliest", schema=ours_for(kind))
-        mine = [rd.read_next(timeout=15) for _ in range(N)]
-        assert [m.value for m in mine] == [expected(kind, i) for i in range(N)]
-        version = int.from_bytes(mine[0].schema_version, "big")
-        assert version == answer["schema_version"]
-        rd.close()
+    mine = ours_read(apache_broker.service_url, topic, N, ours_for(kind))
+    assert [m.value for m in mine] == [expected(kind, i) for i in range(N)]
+    version = int.from_bytes(mine[0].schema_version, "big")
+    assert version == answer["schema_version"]
 
 
 def test_a_value_that_does_not_fit_is_422_and_nothing_is_sent(
@@ -142,10 +190,7 @@ def test_a_value_that_does_not_fit_is_422_and_nothing_is_sent(
     assert r.json()["code"] == 42205
     assert "messages[1]" in r.json()["message"] and "count" in r.json()["message"]
     # All or nothing: the good message was not sent either.
-    with streamwire.Client(apache_broker.service_url) as client:
-        rd = client.create_reader(topic, "earliest")
-        assert not rd.has_message_available()
-        rd.close()
+    nothing_sent(apache_broker.service_url, topic)
 
 
 def test_a_different_schema_gets_its_own_producer_and_an_incompatible_one_is_409(
@@ -172,11 +217,8 @@ def test_a_different_schema_gets_its_own_producer_and_an_incompatible_one_is_409
     # Bytes on the same topic stay as before (a producer without a schema is refused by the
     # registry too, but the gateway keeps serving).
     assert httpx.get(apache_gateway.url + "/healthz").status_code == 200
-    with streamwire.Client(apache_broker.service_url) as client:
-        rd = client.create_reader(topic, "earliest", schema=AvroSchema(Reading))
-        got = [rd.read_next(timeout=15) for _ in range(2)]
-        assert [m.value for m in got] == [sample(0), sample(1)]
-        rd.close()
+    got = ours_read(apache_broker.service_url, topic, 2, AvroSchema(Reading))
+    assert [m.value for m in got] == [sample(0), sample(1)]
 
 
 def official_avro_topic(pulsar: ModuleType, url: str, n: int) -> tuple[str, str]:
@@ -230,13 +272,7 @@ def test_a_consumer_instance_with_a_value_schema_gets_json_values(
     )
     assert r.status_code == 200, r.text
     base = r.json()["base_uri"]
-    got: list[Any] = []
-    for _ in range(20):
-        if len(got) >= N:
-            break
-        f = httpx.get(f"{base}/messages", params={"timeout": 2000}, timeout=30)
-        assert f.status_code == 200, f.text
-        got += f.json()["messages"]
+    got = fetch_all(base, N)
     assert [m["value"] for m in got] == [as_json(sample(i)) for i in range(N)]
     assert all("valueEncoding" not in m for m in got)
     assert httpx.delete(base.replace("/consumer/", "/consumers/")).status_code in (200, 204)

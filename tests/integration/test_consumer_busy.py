@@ -44,6 +44,32 @@ def _consumers_on(admin: PulsarAdmin, topic: str, subscription: str) -> list[str
     return [c.get("consumerName", "") for c in subs.get(subscription, {}).get("consumers", [])]
 
 
+def _both_refuse_fast(
+    client: streamwire.Client,
+    official: Any,
+    pulsar: ModuleType,
+    topic: str,
+    subscription: str,
+    ours_type: str,
+    theirs_type: Any,
+    what: str,
+) -> None:
+    """Subscribing with ``ours_type`` / ``theirs_type`` raises ConsumerBusy in both clients,
+    each within FAST seconds (printed)."""
+    ours = _time_to_raise(
+        exc.ConsumerBusyError,
+        lambda: client.subscribe(topic, subscription, subscription_type=ours_type),
+    )
+    theirs = _time_to_raise(
+        pulsar.ConsumerBusy,
+        lambda: official.subscribe(topic, subscription, consumer_type=theirs_type),
+    )
+    note = f"{what}time to ConsumerBusy: ours {ours:.3f} s, official {theirs:.3f} s"
+    assert ours < FAST, note
+    assert theirs < FAST, note
+    print(note)
+
+
 def test_second_exclusive_consumer_fails_fast_as_the_official_client(
     apache_broker: Any, official_pulsar: ModuleType, unique_topic: str
 ) -> None:
@@ -56,20 +82,8 @@ def test_second_exclusive_consumer_fails_fast_as_the_official_client(
             apache_broker.service_url, operation_timeout=OPERATION_TIMEOUT
         ) as client:
             holder = client.subscribe(unique_topic, "held", subscription_type="exclusive")
-            ours = _time_to_raise(
-                exc.ConsumerBusyError,
-                lambda: client.subscribe(unique_topic, "held", subscription_type="exclusive"),
-            )
-            theirs = _time_to_raise(
-                pulsar.ConsumerBusy,
-                lambda: official.subscribe(
-                    unique_topic, "held", consumer_type=pulsar.ConsumerType.Exclusive
-                ),
-            )
-            note = f"time to ConsumerBusy: ours {ours:.3f} s, official {theirs:.3f} s"
-            assert ours < FAST, note
-            assert theirs < FAST, note
-            print(note)
+            both = (client, official, pulsar, unique_topic)
+            _both_refuse_fast(*both, "held", "exclusive", pulsar.ConsumerType.Exclusive, "")
             # The error is the broker's answer, typed and not retriable for this call.
             with pytest.raises(exc.ConsumerBusyError) as ei:
                 client.subscribe(unique_topic, "held")
@@ -82,20 +96,7 @@ def test_second_exclusive_consumer_fails_fast_as_the_official_client(
             # A subscription held with another type refuses the same way ("Subscription is
             # of different type"), while a second failover consumer joins.
             failover = client.subscribe(unique_topic, "fo", subscription_type="failover")
-            ours = _time_to_raise(
-                exc.ConsumerBusyError,
-                lambda: client.subscribe(unique_topic, "fo", subscription_type="exclusive"),
-            )
-            theirs = _time_to_raise(
-                pulsar.ConsumerBusy,
-                lambda: official.subscribe(
-                    unique_topic, "fo", consumer_type=pulsar.ConsumerType.Shared
-                ),
-            )
-            note = f"other type, time to ConsumerBusy: ours {ours:.3f} s, official {theirs:.3f} s"
-            assert ours < FAST, note
-            assert theirs < FAST, note
-            print(note)
+            _both_refuse_fast(*both, "fo", "exclusive", pulsar.ConsumerType.Shared, "other type, ")
             second = client.subscribe(unique_topic, "fo", subscription_type="failover")
             second.close()
             failover.close()

@@ -18,24 +18,14 @@ import streamwire
 from streamwire import exceptions as exc
 
 from tests.interop._official_read import java_partition
-from tests.peers.admin import AdminError, PulsarAdmin
+from tests.peers.admin import PulsarAdmin
 
 PARTITIONS = 6
 
 
 def _with_publisher(admin: PulsarAdmin, topic: str, name: str) -> set[int]:
     """The partitions on which the broker shows a producer called ``name``."""
-    found: set[int] = set()
-    for i in range(PARTITIONS):
-        try:
-            stats = admin.topic_stats(f"{topic}-partition-{i}")
-        except AdminError as exc:
-            if exc.status == 404:  # never loaded: no producer there
-                continue
-            raise
-        if any(p.get("producerName") == name for p in stats.get("publishers", [])):
-            found.add(i)
-    return found
+    return admin.partitions_with_producer(topic, PARTITIONS, name)
 
 
 def test_lazy_start_creates_only_the_partitions_used(

@@ -29,13 +29,14 @@ from typing import Any
 import streamwire
 from streamwire import aio
 
+from tests.gather import gather
 from tests.interop._official_read import (
     drain,
     java_partition,
     official_client,
     official_subscribe,
 )
-from tests.peers.admin import AdminError, PulsarAdmin, topic_path
+from tests.peers.admin import PulsarAdmin, topic_path
 
 #: Seconds between partition checks in these tests (Java's default is 60).
 INTERVAL = 0.5
@@ -179,10 +180,7 @@ def test_consumer_receives_from_the_partitions_the_topic_gains(
             official.close()
         assert consumer.num_partitions == 2, "sent before the consumer noticed"
         want = sorted(b"p%d-%d" % (p, i) for p in (2, 3) for i in range(5))
-        got: list[Any] = []
-        deadline = time.monotonic() + 30
-        while len(got) < len(want) and time.monotonic() < deadline:
-            got.extend(consumer.receive_many(20, timeout=1.0))
+        got = gather(lambda left: consumer.receive_many(20, timeout=1.0), len(want), 30)
         assert sorted(m.data() for m in got) == want
         assert {m.message_id.partition for m in got} == {2, 3}
         assert consumer.num_partitions == 4
@@ -241,21 +239,6 @@ def test_asyncio_producer_and_consumer_follow_growth(
     assert sorted(got) == [b"a%02d" % i for i in range(30)]
 
 
-def _publishers(admin: PulsarAdmin, topic: str, partitions: int, name: str) -> set[int]:
-    """The partitions on which the broker shows a producer called ``name``."""
-    found: set[int] = set()
-    for i in range(partitions):
-        try:
-            stats = admin.topic_stats(f"{topic}-partition-{i}")
-        except AdminError as exc:
-            if exc.status == 404:  # never loaded: no producer there
-                continue
-            raise
-        if any(p.get("producerName") == name for p in stats.get("publishers", [])):
-            found.add(i)
-    return found
-
-
 def test_lazy_producer_and_router_follow_growth(
     apache_broker: Any, apache_admin: PulsarAdmin, unique_topic: str
 ) -> None:
@@ -286,11 +269,11 @@ def test_lazy_producer_and_router_follow_growth(
         assert routed.send(b"r").partition == 3
         assert asked[0] == 2 and asked[-1] == 4
         # Nothing is started on the new partitions until a message goes there.
-        assert _publishers(apache_admin, unique_topic, 4, "lazy") <= {0, 1}
+        assert apache_admin.partitions_with_producer(unique_topic, 4, "lazy") <= {0, 1}
         key = next(f"k{i}" for i in range(100) if java_partition(f"k{i}", 4) == 2)
         assert lazy.send(b"k", key=key).partition == 2
-        assert 2 in _publishers(apache_admin, unique_topic, 4, "lazy")
-        assert 3 not in _publishers(apache_admin, unique_topic, 4, "lazy")
+        assert 2 in apache_admin.partitions_with_producer(unique_topic, 4, "lazy")
+        assert 3 not in apache_admin.partitions_with_producer(unique_topic, 4, "lazy")
         lazy.close()
         routed.close()
 

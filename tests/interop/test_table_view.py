@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import os
 import subprocess
 import threading
 import time
@@ -38,40 +37,16 @@ from tests.integration._table_view_util import (
 )
 from tests.interop._official_read import java_partition
 from tests.peers.admin import PulsarAdmin, topic_path
-from tests.peers.apache import JAVA, ApachePulsar, resolve_classpath
+from tests.peers.apache import ApachePulsar
+from tests.peers.java_program import JAVA_ENV, compile_program
 
 HERE = Path(__file__).resolve().parent / "java"
-JAVA_ENV = {k: v for k, v in os.environ.items() if not k.startswith("PULSAR_")}
-JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-Xshare:auto", "-Xmx256m"]
-
-
-def _javac() -> str:
-    import shutil
-
-    java = shutil.which(JAVA)
-    beside = Path(java).resolve().parent / "javac" if java else None
-    found = str(beside) if beside and beside.is_file() else shutil.which("javac")
-    if found is None:
-        pytest.fail("javac not found: install a JDK 17 (apt-get install openjdk-17-jdk-headless)")
-    return found
 
 
 def _compiled(tmp_path_factory: pytest.TempPathFactory, main: str) -> list[str]:
     """``java ... <main>`` for ``java/<main>.java``, compiled against the client API."""
-    _, cp = resolve_classpath()
     classes = tmp_path_factory.mktemp(f"tableview-java-{main}")
-    java = HERE / f"{main}.java"
-    api = [j for j in cp.split(os.pathsep) if os.path.basename(j).startswith("pulsar-client-api-")]
-    out = subprocess.run(
-        [_javac(), "-nowarn", "-d", str(classes), "-cp", os.pathsep.join(api), str(java)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=JAVA_ENV,
-    )
-    if out.returncode != 0:
-        pytest.fail(f"javac failed (rc={out.returncode}):\n{out.stderr[-4000:]}", pytrace=False)
-    return [JAVA, *JVM_FLAGS, "-cp", f"{classes}{os.pathsep}{cp}", main]
+    return compile_program(classes, [HERE / f"{main}.java"], main, heap="256m")
 
 
 @pytest.fixture(scope="session")
@@ -94,6 +69,21 @@ def java_maps(cmd: list[str], url: str, topics: list[str]) -> dict[str, dict[str
     if out.returncode != 0:
         pytest.fail(f"Java TableViewDump failed:\n{out.stderr[-4000:]}", pytrace=False)
     return _parse_dump(out.stdout, topics)
+
+
+def ours_map(url: str, topic: str) -> dict[str, Any]:
+    """Our TableView of ``topic`` (once it has caught up), as a dict."""
+    with streamwire.Client(url) as client:
+        with client.create_table_view(topic) as view:
+            return dict(view.items())
+
+
+def others_agree(
+    official_pulsar: ModuleType, java_cmd: list[str], url: str, topic: str, want: dict[str, Any]
+) -> None:
+    """The official Python client's and the Java client's TableViews of ``topic`` are ``want``."""
+    assert official_map(official_pulsar, url, topic) == want
+    assert java_maps(java_cmd, url, [topic])[topic] == want
 
 
 def _parse_dump(stdout: str, topics: list[str]) -> dict[str, dict[str, bytes]]:
@@ -171,12 +161,8 @@ def test_view_after_compaction_matches_java_and_official(
     want = expected(hist)
     # The compacted ledger was used: far fewer messages than were sent are read.
     assert compacted_count(url, unique_topic) < len(hist) * 0.6
-    with streamwire.Client(url) as client:
-        with client.create_table_view(unique_topic) as view:
-            ours = dict(view.items())
-    assert ours == want
-    assert official_map(official_pulsar, url, unique_topic) == want
-    assert java_maps(table_view_java, url, [unique_topic])[unique_topic] == want
+    assert ours_map(url, unique_topic) == want
+    others_agree(official_pulsar, table_view_java, url, unique_topic, want)
 
 
 def test_partitioned_view_matches_java_and_official(
@@ -195,11 +181,8 @@ def test_partitioned_view_matches_java_and_official(
     more = history(60, 2, "part2")
     publish(url, unique_topic, more)
     want = expected(hist + more)
-    with streamwire.Client(url) as client:
-        with client.create_table_view(unique_topic) as view:
-            assert dict(view.items()) == want
-    assert official_map(official_pulsar, url, unique_topic) == want
-    assert java_maps(table_view_java, url, [unique_topic])[unique_topic] == want
+    assert ours_map(url, unique_topic) == want
+    others_agree(official_pulsar, table_view_java, url, unique_topic, want)
 
 
 def test_listener_after_compaction_gets_entries_then_changes(
@@ -252,12 +235,9 @@ def test_view_of_a_topic_compacted_up_to_a_deletion(
     compact(apache_admin, unique_topic)
     want = expected(hist)
     t = time.monotonic()
-    with streamwire.Client(url) as client:
-        with client.create_table_view(unique_topic) as view:
-            assert dict(view.items()) == want
+    assert ours_map(url, unique_topic) == want
     assert time.monotonic() - t < 10
-    assert official_map(official_pulsar, url, unique_topic) == want
-    assert java_maps(table_view_java, url, [unique_topic])[unique_topic] == want
+    others_agree(official_pulsar, table_view_java, url, unique_topic, want)
 
 
 def test_view_follows_partitions_the_topic_gains_as_java(

@@ -24,6 +24,8 @@ from streamwire import (
     tank,
 )
 
+from tests.gather import gather
+
 N = 500
 
 
@@ -78,10 +80,7 @@ def test_consumer_counters_acks_nacks_and_redeliveries(lite_broker: Any, unique_
             negative_ack_redelivery_delay=0.1,
         )
         produce(client, unique_topic, values).close()
-        got: list[streamwire.Message] = []
-        deadline = time.monotonic() + 20
-        while len(got) < len(values) and time.monotonic() < deadline:
-            got += consumer.receive_many(1000, timeout=1.0)
+        got = gather(lambda left: consumer.receive_many(1000, timeout=1.0), len(values), 20)
         assert len(got) == len(values)
         m = consumer.metrics()
         assert m["kind"] == "consumer" and m["topic"] == unique_topic
@@ -279,10 +278,7 @@ def test_tank_producer_and_consumer_counters(tank_client: tank.Client) -> None:
         assert len(values) // 40 <= m["batches"] <= len(values)
         assert 1 <= m["send_latency_count"] <= m["batches"]
     with tank_client.create_consumer(topic) as consumer:
-        got: list[tank.Message] = []
-        deadline = time.monotonic() + 20
-        while len(got) < len(values) and time.monotonic() < deadline:
-            got += consumer.receive_many(10_000, timeout=0.5)
+        got = gather(lambda left: consumer.receive_many(10_000, timeout=0.5), len(values), 20)
         assert len(got) == len(values)
         c = consumer.metrics()
         assert (c["kind"], c["protocol"]) == ("consumer", "tank")

@@ -3,7 +3,6 @@ fixture: slow on first start)."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 
@@ -11,6 +10,7 @@ import pytest
 from streamwire import AlreadyClosedError, metrics
 from streamwire import pravega as pv
 
+from tests.gather import gather
 from tests.peers.pravega import PravegaStandalone
 
 
@@ -40,10 +40,7 @@ def test_writer_and_reader_counters(pv_client: pv.Client) -> None:
     with pytest.raises(AlreadyClosedError):
         w.metrics()
     with pv_client.create_reader(scope, "s", "head") as r:
-        got: list[pv.Event] = []
-        deadline = time.monotonic() + 30
-        while len(got) < len(values) and time.monotonic() < deadline:
-            got += r.read_many(1000, timeout=1.0)
+        got = gather(lambda left: r.read_many(1000, timeout=1.0), len(values), 30)
         assert len(got) == len(values)
         rm = r.metrics()
         assert (rm["kind"], rm["protocol"]) == ("reader", "pravega")

@@ -116,6 +116,21 @@ class PulsarAdmin:
         result: dict[str, Any] = self.request("GET", f"{topic_path(topic)}/{suffix}")
         return result
 
+    def partitions_with_producer(self, topic: str, partitions: int, name: str) -> set[int]:
+        """The partitions of ``topic`` (of ``partitions``) on which the broker shows a producer
+        called ``name`` (one never loaded has none)."""
+        found: set[int] = set()
+        for i in range(partitions):
+            try:
+                stats = self.topic_stats(f"{topic}-partition-{i}")
+            except AdminError as exc:
+                if exc.status == 404:  # never loaded: no producer there
+                    continue
+                raise
+            if any(p.get("producerName") == name for p in stats.get("publishers", [])):
+                found.add(i)
+        return found
+
     def lookup(self, topic: str) -> dict[str, Any]:
         """HTTP topic lookup (makes the broker own the topic's bundle); returns broker URLs."""
         result: dict[str, Any] = self.request(

@@ -219,6 +219,13 @@ class SecurePulsar:
     def admin(self) -> PulsarAdmin:
         return self.broker.admin()
 
+    def granted(self, grants: dict[str, list[str]]) -> SecurePulsar:
+        """This broker, once each role in ``grants`` has its actions on the namespace."""
+        admin = self.admin()
+        for role, actions in grants.items():
+            admin.grant_namespace_permission(role, actions)
+        return self
+
     def start(self) -> SecurePulsar:
         self.broker.start()
         return self

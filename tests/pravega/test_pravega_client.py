@@ -18,13 +18,11 @@ from streamwire import (
     pravega,
 )
 
+from tests.gather import gather
+
 
 def read_n(reader: pravega.Reader, n: int, timeout: float = 20.0) -> list[pravega.Event]:
-    got: list[pravega.Event] = []
-    deadline = time.monotonic() + timeout
-    while len(got) < n and time.monotonic() < deadline:
-        got += reader.read_many(n - len(got), timeout=1.0)
-    return got
+    return gather(lambda left: reader.read_many(left, timeout=1.0), n, timeout)
 
 
 def test_scopes_and_streams(pv_client: pravega.Client, scope: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 F = descriptor_pb2.FieldDescriptorProto
@@ -161,3 +162,14 @@ def reading_row(m: Any) -> dict[str, Any]:
         "big": m.big - (1 << 64) if m.big >= 1 << 63 else m.big,
         "delta": m.delta,
     }
+
+
+def check_arrow_row(row: dict[str, Any], m: Any) -> None:
+    """``row``, a ``Reading`` as ``receive_arrow``'s ``value`` column gives it, holds the
+    message ``m``: the ``sizes`` map's entries in any order (upb writes them in hash order),
+    the float32 ``ratio`` approximately, every other column as :func:`reading_row`."""
+    assert sorted(row.pop("sizes")) == sorted(m.sizes.items())
+    want = reading_row(m)
+    del want["sizes"]
+    want["ratio"] = pytest.approx(m.ratio)
+    assert row == want

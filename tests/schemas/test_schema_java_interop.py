@@ -29,7 +29,6 @@ import json
 import os
 import platform
 import re
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -52,13 +51,12 @@ from streamwire.schema import (
     StringSchema,
 )
 
-from tests.peers.apache import JAVA, MAVEN_CENTRAL, cache_root, resolve_classpath
-from tests.schemas.protos import reading_classes, sample
+from tests.peers.apache import MAVEN_CENTRAL, cache_root, resolve_classpath
+from tests.peers.java_program import JAVA_ENV, compile_program, run_tool
+from tests.schemas.protos import check_arrow_row, reading_classes, sample
 
 HERE = Path(__file__).resolve().parent / "java"
 #: The JVM's environment: the fixture's PULSAR_* variables are not the client's business.
-JAVA_ENV = {k: v for k, v in os.environ.items() if not k.startswith("PULSAR_")}
-JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-Xshare:auto", "-Xmx512m"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -260,22 +258,6 @@ def protoc(version: str) -> Path:
     return exe
 
 
-def _javac() -> str:
-    """javac of the JDK whose ``java`` runs the fixture (``STREAMWIRE_JAVA``), else PATH's."""
-    java = shutil.which(JAVA)
-    beside = Path(java).resolve().parent / "javac" if java else None
-    found = str(beside) if beside and beside.is_file() else shutil.which("javac")
-    if found is None:
-        pytest.fail("javac not found: install a JDK 17 (apt-get install openjdk-17-jdk-headless)")
-    return found
-
-
-def _run(cmd: list[str], what: str) -> None:
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=JAVA_ENV)
-    if out.returncode != 0:
-        pytest.fail(f"{what} failed (rc={out.returncode}):\n{out.stderr[-4000:]}", pytrace=False)
-
-
 @pytest.fixture(scope="session")
 def java_cmd(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """``java ... SchemaInterop`` (append the service URL and the mode)."""
@@ -286,16 +268,10 @@ def java_cmd(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     gen, classes = work / "gen", work / "classes"
     gen.mkdir()
     protos = ["sw/common.proto", "sw/reading.proto"]
-    _run([str(exe), f"-I{HERE}", f"--java_out={gen}", *protos], "protoc")
+    run_tool([str(exe), f"-I{HERE}", f"--java_out={gen}", *protos], "protoc")
     sources = [str(p) for p in gen.rglob("*.java")] + [str(HERE / "SchemaInterop.java")]
-    # javac reads only the jars the sources use: the whole broker classpath is ~300 jars.
-    wanted = ("pulsar-client-api-", "protobuf-java-", "jackson-", "avro-1")
-    javac_cp = [j for j in cp.split(os.pathsep) if os.path.basename(j).startswith(wanted)]
-    _run(
-        [_javac(), "-nowarn", "-d", str(classes), "-cp", os.pathsep.join(javac_cp), *sources],
-        "javac",
-    )
-    return [JAVA, *JVM_FLAGS, "-cp", f"{classes}{os.pathsep}{cp}", "SchemaInterop"]
+    jars = ("pulsar-client-api-", "protobuf-java-", "jackson-", "avro-1")
+    return compile_program(classes, sources, "SchemaInterop", jars=jars)
 
 
 # --------------------------------------------------------------------------------------------
@@ -467,26 +443,6 @@ def _receive_all(client: Any, topic: str, schema: Schema, n: int) -> list[Any]:
 # --------------------------------------------------------------------------------------------
 # Protobuf
 # --------------------------------------------------------------------------------------------
-def _arrow_row(v: Any) -> dict[str, Any]:
-    """The ``value`` column's row for a Reading (as tests/schemas/test_schema_protobuf.py)."""
-    return {
-        "sensor": v.sensor,
-        "count": v.count,
-        "total": v.total,
-        "ratio": pytest.approx(v.ratio),
-        "precise": v.precise,
-        "ok": v.ok,
-        "raw": v.raw,
-        "level": {0: "LOW", 1: "MID", 7: "HIGH"}[v.level],
-        "where": {"x": v.where.x, "y": v.where.y} if v.HasField("where") else None,
-        "tags": list(v.tags),
-        "note": v.note if v.HasField("note") else None,
-        "path": [{"x": q.x, "y": q.y} for q in v.path],
-        "big": v.big - (1 << 64) if v.big >= 1 << 63 else v.big,
-        "delta": v.delta,
-    }
-
-
 def test_protobuf_java_producer_to_streamwire_consumer(
     apache_broker: Any,
     apache_admin: Any,
@@ -515,8 +471,7 @@ def test_protobuf_java_producer_to_streamwire_consumer(
         if v is None:
             assert row is None  # a null value is a null row
             continue
-        assert sorted(row.pop("sizes")) == sorted(v.sizes.items())
-        assert row == _arrow_row(v)
+        check_arrow_row(row, v)
     held = _versions(apache_admin, java_wrote.pb)
     assert [h["type"] for h in held] == ["PROTOBUF_NATIVE", "PROTOBUF_NATIVE"]
     _same_root_and_parsing_info(held)

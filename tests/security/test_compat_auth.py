@@ -33,10 +33,7 @@ GRANTS: dict[str, list[str]] = {
 
 @pytest.fixture(scope="module")
 def secure(apache_secure_broker: SecurePulsar) -> SecurePulsar:
-    admin = apache_secure_broker.admin()
-    for role, actions in GRANTS.items():
-        admin.grant_namespace_permission(role, actions)
-    return apache_secure_broker
+    return apache_secure_broker.granted(GRANTS)
 
 
 def roundtrip(pulsar: ModuleType, url: str, ca: str, authentication: Any) -> Any:

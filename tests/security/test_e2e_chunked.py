@@ -14,15 +14,19 @@ client reads what we write here.
 from __future__ import annotations
 
 import os
-import time
 from types import ModuleType
 from typing import Any, Optional
 
 import pytest
 import streamwire
-from streamwire.exceptions import CryptoError, OperationTimeoutError
 
-from tests.interop._official_read import drain, official_client
+from tests.security._e2e import (
+    crypto_errors,
+    decrypting,
+    official_drain,
+    produce_encrypted,
+    receive_n,
+)
 from tests.security.conftest import KeyPair
 
 MIB = 1024 * 1024
@@ -35,23 +39,9 @@ def _big() -> bytes:
 
 
 def _produce(url: str, topic: str, key: KeyPair, data: list[bytes], compression: Any) -> list[Any]:
-    with streamwire.Client(url) as client:
-        with client.create_producer(
-            topic,
-            chunking=True,
-            compression=compression,
-            encryption_keys=["k"],
-            crypto_key_reader=streamwire.CryptoKeyReader(public_key_path=key.public),
-        ) as p:
-            return [p.send(d) for d in data]
-
-
-def _receive(c: Any, n: int, timeout: float = 30) -> list[Any]:
-    got: list[Any] = []
-    deadline = time.monotonic() + timeout
-    while len(got) < n and time.monotonic() < deadline:
-        got.extend(c.receive_many(n - len(got), timeout=1.0))
-    return got
+    return produce_encrypted(
+        url, topic, key, data, one_by_one=True, chunking=True, compression=compression
+    )
 
 
 @pytest.mark.parametrize("compression", [None, "lz4", "zstd"], ids=str)
@@ -67,13 +57,8 @@ def test_chunked_and_encrypted_round_trip(
     ids = _produce(apache_broker.service_url, unique_topic, key, data, compression)
     assert ids[2].entry_id - ids[0].entry_id == 4  # before, 3 chunks, after
     with streamwire.Client(apache_broker.service_url) as client:
-        with client.subscribe(
-            unique_topic,
-            "s",
-            initial_position="earliest",
-            crypto_key_reader=streamwire.CryptoKeyReader(private_key_path=key.private),
-        ) as c:
-            got = _receive(c, 3)
+        with decrypting(client, unique_topic, key.private, "s") as c:
+            got = receive_n(c, 3, 30)
             assert [m.data() for m in got] == data
             assert [m.message_id for m in got] == ids
             assert all(m.encryption_context() is None for m in got)
@@ -88,17 +73,9 @@ def test_official_client_reassembles_what_we_chunk_and_encrypt(
     a = rsa_keys["a"]
     data = [_big(), b"tail"]
     _produce(apache_broker.service_url, unique_topic, a, data, "lz4")
-    oc = official_client(official_pulsar, apache_broker.service_url)
-    try:
-        consumer = oc.subscribe(
-            unique_topic,
-            "official",
-            initial_position=official_pulsar.InitialPosition.Earliest,
-            crypto_key_reader=official_pulsar.CryptoKeyReader(str(a.public), str(a.private)),
-        )
-        theirs = drain(consumer, 2)
-    finally:
-        oc.close()
+    theirs = official_drain(
+        official_pulsar, apache_broker.service_url, unique_topic, "official", a, 2
+    )
     assert [g.data for g in theirs] == data
 
 
@@ -109,34 +86,15 @@ def test_fail_holds_every_chunk_and_the_right_key_reads_it_later(
     big = _big()
     _produce(apache_broker.service_url, unique_topic, a, [big], None)
     with streamwire.Client(apache_broker.service_url) as client:
-        with client.subscribe(
-            unique_topic,
-            "sub",
-            initial_position="earliest",
-            crypto_key_reader=streamwire.CryptoKeyReader(private_key_path=b.private),
-        ) as c:
-            errors = []
-            deadline = time.monotonic() + 20
-            while len(errors) < 3 and time.monotonic() < deadline:
-                try:
-                    m = c.receive(timeout=1.0)
-                except CryptoError as e:
-                    errors.append(str(e))
-                    continue
-                except OperationTimeoutError:
-                    continue
-                pytest.fail(f"an undecryptable chunked message was delivered: {m!r}")
+        with decrypting(client, unique_topic, b.private, "sub") as c:
+            errors = crypto_errors(c, 3, "chunked message")
             assert len(errors) == 3, errors  # one per chunk
             assert all("could not be decrypted" in e and "chunk" in e for e in errors), errors
             assert c.stats()["invalid"] == 3
         # Nothing was acknowledged: the right key reads the whole message on the same
         # subscription.
-        with client.subscribe(
-            unique_topic,
-            "sub",
-            crypto_key_reader=streamwire.CryptoKeyReader(private_key_path=a.private),
-        ) as c:
-            assert [m.data() for m in _receive(c, 1)] == [big]
+        with decrypting(client, unique_topic, a.private, "sub", earliest=False) as c:
+            assert [m.data() for m in receive_n(c, 1, 30)] == [big]
 
 
 def test_discard_acknowledges_every_chunk(
@@ -145,20 +103,12 @@ def test_discard_acknowledges_every_chunk(
     a, b = rsa_keys["a"], rsa_keys["b"]
     _produce(apache_broker.service_url, unique_topic, a, [_big(), b"last"], "lz4")
     with streamwire.Client(apache_broker.service_url) as client:
-        with client.subscribe(
-            unique_topic,
-            "sub",
-            initial_position="earliest",
-            crypto_key_reader=streamwire.CryptoKeyReader(private_key_path=b.private),
-            crypto_failure_action="discard",
+        with decrypting(
+            client, unique_topic, b.private, "sub", crypto_failure_action="discard"
         ) as c:
             assert c.receive_many(10, timeout=3.0) == []
             assert c.stats()["invalid"] == 4  # 3 chunks + the small message
-        with client.subscribe(
-            unique_topic,
-            "sub",
-            crypto_key_reader=streamwire.CryptoKeyReader(private_key_path=a.private),
-        ) as c:
+        with decrypting(client, unique_topic, a.private, "sub", earliest=False) as c:
             assert c.receive_many(10, timeout=2.0) == []
 
 
@@ -172,7 +122,7 @@ def test_consume_delivers_the_sealed_chunks_whole_with_the_context(
         with client.subscribe(
             unique_topic, "raw", initial_position="earliest", crypto_failure_action="consume"
         ) as c:
-            got = _receive(c, 1)
+            got = receive_n(c, 1, 30)
             assert c.receive_many(10, timeout=0.5) == []
     assert len(got) == 1
     m = got[0]

@@ -10,7 +10,6 @@ checked here so the documentation says what really happens.
 
 from __future__ import annotations
 
-import time
 from types import ModuleType
 from typing import Any
 
@@ -18,26 +17,12 @@ import pytest
 import streamwire
 
 from tests.interop._official_read import drain, official_client
+from tests.security._e2e import decrypting, produce_encrypted, receive_n
 from tests.security.conftest import KeyPair
 
 
-def _receive(c: Any, n: int, timeout: float = 20) -> list[Any]:
-    got: list[Any] = []
-    deadline = time.monotonic() + timeout
-    while len(got) < n and time.monotonic() < deadline:
-        got.extend(c.receive_many(n - len(got), timeout=1.0))
-    return got
-
-
 def _produce(url: str, topic: str, key: KeyPair, data: list[bytes], **kw: Any) -> None:
-    with streamwire.Client(url) as client:
-        with client.create_producer(
-            topic,
-            encryption_keys=["ec"],
-            crypto_key_reader=streamwire.CryptoKeyReader(public_key_path=key.public),
-            **kw,
-        ) as p:
-            p.send_many(data)
+    produce_encrypted(url, topic, key, data, name="ec", **kw)
 
 
 @pytest.mark.parametrize("curve", ["p256", "p384", "p521"])
@@ -48,19 +33,14 @@ def test_ec_round_trip_on_every_curve(
     data = [f"ec-{curve}-{i}".encode() * (1 + i % 7) for i in range(25)]
     _produce(apache_broker.service_url, unique_topic, k, data, batching=True, compression="lz4")
     with streamwire.Client(apache_broker.service_url) as client:
-        with client.subscribe(
-            unique_topic,
-            "s",
-            initial_position="earliest",
-            crypto_key_reader=streamwire.CryptoKeyReader(private_key_path=k.private),
-        ) as c:
-            assert [m.data() for m in _receive(c, len(data))] == data
+        with decrypting(client, unique_topic, k.private, "s") as c:
+            assert [m.data() for m in receive_n(c, len(data))] == data
         # Without the key, CONSUME shows the ECIES-wrapped data key: the uncompressed
         # ephemeral point (0x04, X, Y), the 32-byte data key, a 20-byte HMAC-SHA1 tag.
         with client.subscribe(
             unique_topic, "raw", initial_position="earliest", crypto_failure_action="consume"
         ) as c:
-            ctx = _receive(c, 1)[0].encryption_context()
+            ctx = receive_n(c, 1)[0].encryption_context()
     point = {"p256": 65, "p384": 97, "p521": 133}[curve]
     wrapped, _ = ctx.keys["ec"]
     assert len(wrapped) == point + 32 + 20 and wrapped[0] == 4
@@ -98,6 +78,6 @@ def test_official_client_cannot_open_ec_messages_and_takes_its_failure_action(
         with client.subscribe(
             unique_topic, "raw", initial_position="earliest", crypto_failure_action="consume"
         ) as c:
-            ours = [m.data() for m in _receive(c, 2)]
+            ours = [m.data() for m in receive_n(c, 2)]
     assert [g.data for g in theirs] == ours
     assert all(d not in o for d, o in zip(data, ours))

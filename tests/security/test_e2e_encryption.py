@@ -13,7 +13,6 @@ import asyncio
 import logging
 import subprocess
 import threading
-import time
 import uuid
 from pathlib import Path
 from types import ModuleType
@@ -22,10 +21,17 @@ from typing import Any, Optional
 import pytest
 import streamwire
 from streamwire import aio
-from streamwire.exceptions import CryptoError, OperationTimeoutError
+from streamwire.exceptions import CryptoError
 
 from tests.interop._official_read import drain, official_client
 from tests.peers.faultproxy import TO_CLIENT
+from tests.security._e2e import (
+    crypto_errors,
+    decrypting,
+    official_drain,
+    produce_encrypted,
+    receive_n,
+)
 from tests.security.conftest import KeyPair
 
 CODECS = [None, "lz4", "zlib", "zstd", "snappy"]
@@ -37,15 +43,6 @@ def _payloads(n: int) -> list[bytes]:
     data[1] = b""  # an empty payload
     data[2] = b"\x00\xff" * 2000  # binary, compressible
     return data
-
-
-def _receive_all(consumer: Any, n: int, timeout: float = 20.0) -> list[Any]:
-    got: list[Any] = []
-    deadline = time.monotonic() + timeout
-    take = consumer.read_many if isinstance(consumer, streamwire.Reader) else consumer.receive_many
-    while len(got) < n and time.monotonic() < deadline:
-        got.extend(take(n - len(got), timeout=1.0))
-    return got
 
 
 @pytest.mark.parametrize("compression", CODECS, ids=[str(c).lower() for c in CODECS])
@@ -85,17 +82,9 @@ def test_official_decrypts_what_we_encrypt(
         p.send_many(data[half:three_q])
         assert len(p.send_many(data[three_q:], ids=False)) == len(data) - three_q
         p.close()
-    oc = official_client(official_pulsar, apache_broker.service_url)
-    try:
-        consumer = oc.subscribe(
-            unique_topic,
-            "check",
-            initial_position=official_pulsar.InitialPosition.Earliest,
-            crypto_key_reader=official_pulsar.CryptoKeyReader(str(b.public), str(b.private)),
-        )
-        got = drain(consumer, len(data))
-    finally:
-        oc.close()
+    got = official_drain(
+        official_pulsar, apache_broker.service_url, unique_topic, "check", b, len(data)
+    )
     assert [g.data for g in got] == data
     assert [g.properties.get("i") for g in got[:half]] == [str(i) for i in range(half)]
     if batching:
@@ -132,13 +121,8 @@ def test_we_decrypt_what_the_official_client_encrypts(
     finally:
         oc.close()
     with streamwire.Client(apache_broker.service_url) as client:
-        with client.subscribe(
-            unique_topic,
-            "ours",
-            initial_position="earliest",
-            crypto_key_reader=streamwire.CryptoKeyReader(private_key_path=a.private),
-        ) as consumer:
-            got = _receive_all(consumer, len(data))
+        with decrypting(client, unique_topic, a.private, "ours") as consumer:
+            got = receive_n(consumer, len(data))
             assert [m.data() for m in got] == data
             assert all(m.encryption_context() is None for m in got)
             if batching:
@@ -149,26 +133,23 @@ def test_we_decrypt_what_the_official_client_encrypts(
             "earliest",
             crypto_key_reader=streamwire.CryptoKeyReader(private_key_path=a.private),
         ) as reader:
-            assert [m.data() for m in _receive_all(reader, len(data))] == data
+            assert [m.data() for m in receive_n(reader, len(data))] == data
 
 
 def _produce_encrypted(
     url: str, topic: str, pair: KeyPair, data: list[bytes], *, batching: bool, compression: Any
 ) -> None:
-    with streamwire.Client(url) as client:
-        with client.create_producer(
-            topic,
-            batching=batching,
-            batching_max_delay=0.05,
-            compression=compression,
-            encryption_keys=["ka"],
-            crypto_key_reader=streamwire.CryptoKeyReader(public_key_path=pair.public),
-        ) as p:
-            if batching:
-                p.send_many(data)
-            else:
-                for d in data:
-                    p.send(d)
+    produce_encrypted(
+        url,
+        topic,
+        pair,
+        data,
+        name="ka",
+        one_by_one=not batching,
+        batching=batching,
+        batching_max_delay=0.05,
+        compression=compression,
+    )
 
 
 @pytest.mark.parametrize("reader_kind", ["none", "wrong_key"])
@@ -189,17 +170,7 @@ def test_fail_holds_the_message_and_raises_crypto_error(
             subscription_type="shared",
             crypto_key_reader=None if reader_kind == "none" else wrong,
         ) as c:
-            errors = []
-            deadline = time.monotonic() + 20
-            while len(errors) < 2 and time.monotonic() < deadline:
-                try:
-                    m = c.receive(timeout=1.0)
-                except CryptoError as e:
-                    errors.append(str(e))
-                    continue
-                except OperationTimeoutError:
-                    continue
-                pytest.fail(f"an undecryptable message was delivered: {m!r}")
+            errors = crypto_errors(c, 2)
             assert len(errors) == 2, errors
             assert all("could not be decrypted" in e for e in errors), errors
             assert c.stats()["invalid"] == 2
@@ -210,7 +181,7 @@ def test_fail_holds_the_message_and_raises_crypto_error(
             subscription_type="shared",
             crypto_key_reader=streamwire.CryptoKeyReader(private_key_path=a.private),
         ) as c:
-            assert sorted(m.data() for m in _receive_all(c, 2)) == sorted(data)
+            assert sorted(m.data() for m in receive_n(c, 2)) == sorted(data)
 
 
 def test_discard_acknowledges_and_drops(
@@ -221,21 +192,13 @@ def test_discard_acknowledges_and_drops(
         apache_broker.service_url, unique_topic, a, [b"x", b"y"], batching=True, compression="lz4"
     )
     with streamwire.Client(apache_broker.service_url) as client:
-        with client.subscribe(
-            unique_topic,
-            "sub",
-            initial_position="earliest",
-            crypto_key_reader=streamwire.CryptoKeyReader(private_key_path=b.private),
-            crypto_failure_action="discard",
+        with decrypting(
+            client, unique_topic, b.private, "sub", crypto_failure_action="discard"
         ) as c:
             assert c.receive_many(10, timeout=3.0) == []
             assert c.stats()["invalid"] == 1
         # Acknowledged (with DecryptionError): the right key finds nothing left.
-        with client.subscribe(
-            unique_topic,
-            "sub",
-            crypto_key_reader=streamwire.CryptoKeyReader(private_key_path=a.private),
-        ) as c:
+        with decrypting(client, unique_topic, a.private, "sub", earliest=False) as c:
             assert c.receive_many(10, timeout=2.0) == []
 
 
@@ -256,7 +219,7 @@ def test_consume_hands_over_the_encrypted_payload_and_its_context(
         with client.subscribe(
             unique_topic, "raw", initial_position="earliest", crypto_failure_action="consume"
         ) as c:
-            got = _receive_all(c, 1 if batching else 3, timeout=10)
+            got = receive_n(c, 1 if batching else 3, timeout=10)
             assert c.receive_many(10, timeout=0.5) == []
     assert len(got) == (1 if batching else 3)
     for m in got:
@@ -300,17 +263,12 @@ def test_tampered_payload_is_a_crypto_error(
     proxy = fault_proxy(lite_broker)
     proxy.corrupt_next_payload(TO_CLIENT, "MESSAGE")
     with streamwire.Client(proxy.url) as client:
-        with client.subscribe(
-            unique_topic,
-            "t",
-            initial_position="earliest",
-            crypto_key_reader=streamwire.CryptoKeyReader(private_key_path=a.private),
-        ) as c:
+        with decrypting(client, unique_topic, a.private, "t") as c:
             with pytest.raises(CryptoError, match="authentication"):
                 for _ in range(10):
                     c.receive_many(10, timeout=1.0)
             assert proxy.pending_faults(TO_CLIENT) == 0
-            assert [m.data() for m in _receive_all(c, 1)] == [b"m1"]
+            assert [m.data() for m in receive_n(c, 1)] == [b"m1"]
 
 
 def test_unusable_keys_fail_producer_creation(
@@ -362,11 +320,7 @@ def test_many_producers_rotate_independent_data_keys(
     a = rsa_keys["a"]
     topic = f"persistent://public/default/e2e-many-{uuid.uuid4().hex}"
     with streamwire.Client(apache_broker.service_url) as client:
-        with client.subscribe(
-            topic,
-            "s",
-            crypto_key_reader=streamwire.CryptoKeyReader(private_key_path=a.private),
-        ) as c:
+        with decrypting(client, topic, a.private, "s", earliest=False) as c:
             for i in range(3):
                 with client.create_producer(
                     topic,
@@ -374,7 +328,7 @@ def test_many_producers_rotate_independent_data_keys(
                     crypto_key_reader=streamwire.CryptoKeyReader(public_key_path=a.public),
                 ) as p:
                     p.send(f"from-{i}".encode())
-            assert sorted(m.data() for m in _receive_all(c, 3)) == [
+            assert sorted(m.data() for m in receive_n(c, 3)) == [
                 b"from-0",
                 b"from-1",
                 b"from-2",
@@ -401,11 +355,8 @@ def test_listener_skips_what_it_cannot_decrypt_and_goes_on(
     # The "streamwire" logger's level is the process's (a compat test may have raised it).
     caplog.set_level(logging.WARNING, logger="streamwire")
     with streamwire.Client(apache_broker.service_url) as client:
-        with client.subscribe(
-            unique_topic,
-            "l",
-            crypto_key_reader=streamwire.CryptoKeyReader(private_key_path=b.private),
-            message_listener=listener,
+        with decrypting(
+            client, unique_topic, b.private, "l", earliest=False, message_listener=listener
         ) as c:
             for pair, body in ((a, b"for-a"), (b, b"for-b")):
                 with client.create_producer(

@@ -14,15 +14,14 @@ import base64
 import hashlib
 import os
 import subprocess
-import time
 from pathlib import Path
 from typing import Any, Optional
 
 import pytest
 import streamwire
 
-from tests.peers.apache import JAVA, resolve_classpath
-from tests.schemas.test_schema_java_interop import JAVA_ENV, JVM_FLAGS, _javac, _run
+from tests.peers.java_program import JAVA_ENV, compile_program
+from tests.security._e2e import decrypting, produce_encrypted, receive_n
 from tests.security.conftest import KeyPair
 
 HERE = Path(__file__).resolve().parent / "java"
@@ -31,22 +30,8 @@ HERE = Path(__file__).resolve().parent / "java"
 @pytest.fixture(scope="session")
 def e2e_java(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """``java ... E2eInterop`` (append the service URL, the mode and its arguments)."""
-    _, cp = resolve_classpath()
     classes = tmp_path_factory.mktemp("e2e-java")
-    api = [j for j in cp.split(os.pathsep) if os.path.basename(j).startswith("pulsar-client-api-")]
-    _run(
-        [
-            _javac(),
-            "-nowarn",
-            "-d",
-            str(classes),
-            "-cp",
-            os.pathsep.join(api),
-            str(HERE / "E2eInterop.java"),
-        ],
-        "javac",
-    )
-    return [JAVA, *JVM_FLAGS, "-cp", f"{classes}{os.pathsep}{cp}", "E2eInterop"]
+    return compile_program(classes, [HERE / "E2eInterop.java"], "E2eInterop")
 
 
 def _java(cmd: list[str], *args: str) -> list[str]:
@@ -61,6 +46,26 @@ def _java(cmd: list[str], *args: str) -> list[str]:
     return [line[4:] for line in lines if line.startswith(("msg ", "big "))]
 
 
+def _java_produce(
+    cmd: list[str], url: str, topic: str, key: KeyPair, name: str, batching: bool, *args: str
+) -> None:
+    """The Java producer sends to ``topic`` encrypted for ``key`` (named ``name``); ``args``:
+    the codec, the count, and for chunks the chunk size and the payload size."""
+    _java(cmd, url, "produce", topic, str(key.public), name, str(batching).lower(), *args)
+
+
+def _java_consume(cmd: list[str], url: str, topic: str, key: KeyPair, n: int) -> list[str]:
+    """What the Java consumer decrypts with ``key``: ``n`` lines, base64 or ``size sha256``."""
+    return _java(cmd, url, "consume", topic, str(key.private), str(n))
+
+
+def _ours_read(url: str, topic: str, key: KeyPair, n: int, timeout: float) -> tuple[list[Any], Any]:
+    """``n`` messages our consumer decrypts with ``key``, and its stats after them."""
+    with streamwire.Client(url) as client:
+        with decrypting(client, topic, key.private, "ours") as c:
+            return receive_n(c, n, timeout), c.stats()
+
+
 def chunk_payload(i: int, size: int) -> bytes:
     """``E2eInterop.payload(i, size)``: the first half a xorshift64 stream, the rest zeros."""
     out = bytearray(size)
@@ -71,14 +76,6 @@ def chunk_payload(i: int, size: int) -> bytes:
         x ^= (x << 17) & 0xFFFFFFFFFFFFFFFF
         out[j] = x & 0xFF
     return bytes(out)
-
-
-def _receive(c: Any, n: int, timeout: float = 30) -> list[Any]:
-    got: list[Any] = []
-    deadline = time.monotonic() + timeout
-    while len(got) < n and time.monotonic() < deadline:
-        got.extend(c.receive_many(n - len(got), timeout=1.0))
-    return got
 
 
 @pytest.mark.parametrize(
@@ -94,28 +91,9 @@ def test_we_decrypt_what_java_encrypts(
 ) -> None:
     a = rsa_keys["a"]
     n = 30
-    _java(
-        e2e_java,
-        apache_broker.service_url,
-        "produce",
-        unique_topic,
-        str(a.public),
-        "java-key",
-        str(batching).lower(),
-        codec,
-        str(n),
-    )
-    with streamwire.Client(apache_broker.service_url) as client:
-        with client.subscribe(
-            unique_topic,
-            "ours",
-            initial_position="earliest",
-            crypto_key_reader=streamwire.CryptoKeyReader(private_key_path=a.private),
-        ) as c:
-            got: list[Any] = []
-            deadline = time.monotonic() + 20
-            while len(got) < n and time.monotonic() < deadline:
-                got.extend(c.receive_many(n, timeout=1.0))
+    url = apache_broker.service_url
+    _java_produce(e2e_java, url, unique_topic, a, "java-key", batching, codec, str(n))
+    got, _ = _ours_read(url, unique_topic, a, n, 20)
     assert [m.data() for m in got] == [f"java-{i}".encode() for i in range(n)]
     if batching:
         assert any(m.message_id.batch_index > 0 for m in got), "Java did not batch"
@@ -134,19 +112,16 @@ def test_java_decrypts_what_we_encrypt(
 ) -> None:
     b = rsa_keys["b"]
     data = [f"ours-{i}".encode() * (1 + i % 4) for i in range(30)]
-    with streamwire.Client(apache_broker.service_url) as client:
-        with client.create_producer(
-            unique_topic,
-            batching=batching,
-            batching_max_delay=0.01,
-            compression=compression,
-            encryption_keys=["k"],
-            crypto_key_reader=streamwire.CryptoKeyReader(public_key_path=b.public),
-        ) as p:
-            p.send_many(data)
-    lines = _java(
-        e2e_java, apache_broker.service_url, "consume", unique_topic, str(b.private), str(len(data))
+    produce_encrypted(
+        apache_broker.service_url,
+        unique_topic,
+        b,
+        data,
+        batching=batching,
+        batching_max_delay=0.01,
+        compression=compression,
     )
+    lines = _java_consume(e2e_java, apache_broker.service_url, unique_topic, b, len(data))
     assert [base64.b64decode(x) for x in lines] == data
 
 
@@ -161,25 +136,9 @@ def test_we_decrypt_what_java_encrypts_with_ec_keys(
     # p521: explicit curve parameters after an EC PARAMETERS block, as Pulsar's docs make them.
     k = ec_keys[curve]
     n = 20
-    _java(
-        e2e_java,
-        apache_broker.service_url,
-        "produce",
-        unique_topic,
-        str(k.public),
-        "java-ec",
-        "true",
-        "LZ4",
-        str(n),
-    )
-    with streamwire.Client(apache_broker.service_url) as client:
-        with client.subscribe(
-            unique_topic,
-            "ours",
-            initial_position="earliest",
-            crypto_key_reader=streamwire.CryptoKeyReader(private_key_path=k.private),
-        ) as c:
-            got = _receive(c, n)
+    url = apache_broker.service_url
+    _java_produce(e2e_java, url, unique_topic, k, "java-ec", True, "LZ4", str(n))
+    got, _ = _ours_read(url, unique_topic, k, n, 30)
     assert [m.data() for m in got] == [f"java-{i}".encode() for i in range(n)]
 
 
@@ -193,19 +152,17 @@ def test_java_decrypts_what_we_encrypt_with_ec_keys(
 ) -> None:
     k = ec_keys[curve]
     data = [f"ours-ec-{i}".encode() * (1 + i % 3) for i in range(20)]
-    with streamwire.Client(apache_broker.service_url) as client:
-        with client.create_producer(
-            unique_topic,
-            batching=True,
-            batching_max_delay=0.01,
-            compression="zstd",
-            encryption_keys=["ec"],
-            crypto_key_reader=streamwire.CryptoKeyReader(public_key_path=k.public),
-        ) as p:
-            p.send_many(data)
-    lines = _java(
-        e2e_java, apache_broker.service_url, "consume", unique_topic, str(k.private), str(len(data))
+    produce_encrypted(
+        apache_broker.service_url,
+        unique_topic,
+        k,
+        data,
+        name="ec",
+        batching=True,
+        batching_max_delay=0.01,
+        compression="zstd",
     )
+    lines = _java_consume(e2e_java, apache_broker.service_url, unique_topic, k, len(data))
     assert [base64.b64decode(x) for x in lines] == data
 
 
@@ -221,28 +178,10 @@ def test_we_reassemble_what_java_chunks_and_encrypts(
     # the payload is zeros); every chunk sealed on its own by the Java producer.
     a = rsa_keys["a"]
     n, size = 3, 300_000
-    _java(
-        e2e_java,
-        apache_broker.service_url,
-        "produce",
-        unique_topic,
-        str(a.public),
-        "java-key",
-        "false",
-        codec,
-        str(n),
-        "100000",
-        str(size),
-    )
-    with streamwire.Client(apache_broker.service_url) as client:
-        with client.subscribe(
-            unique_topic,
-            "ours",
-            initial_position="earliest",
-            crypto_key_reader=streamwire.CryptoKeyReader(private_key_path=a.private),
-        ) as c:
-            got = _receive(c, n)
-            stats = c.stats()
+    url = apache_broker.service_url
+    chunks = ("100000", str(size))
+    _java_produce(e2e_java, url, unique_topic, a, "java-key", False, codec, str(n), *chunks)
+    got, stats = _ours_read(url, unique_topic, a, n, 30)
     assert [m.data() for m in got] == [chunk_payload(i, size) for i in range(n)]
     # Chunked: the ids name the last chunk and carry the first (a span of entries).
     ids = [m.message_id for m in got]
@@ -279,8 +218,8 @@ def test_java_reassembles_what_we_chunk_and_encrypt(
         ) as p:
             ids = [p.send(d) for d in data]
     assert ids[1].entry_id - ids[0].entry_id == 1
-    private = b.private if opener == "rsa" else ec.private
-    lines = _java(e2e_java, apache_broker.service_url, "consume", unique_topic, str(private), "2")
+    key = b if opener == "rsa" else ec
+    lines = _java_consume(e2e_java, apache_broker.service_url, unique_topic, key, 2)
     assert lines == [
         f"{len(data[0])} {hashlib.sha256(data[0]).hexdigest()}",
         base64.b64encode(data[1]).decode(),

@@ -7,7 +7,6 @@ has no key gives a typed ``CryptoError``, or the chosen failure action on a cons
 
 from __future__ import annotations
 
-import time
 from types import ModuleType
 from typing import Any, Optional, Union
 
@@ -16,6 +15,7 @@ import streamwire
 from streamwire.exceptions import CryptoError
 
 from tests.interop._official_read import drain, official_client
+from tests.security._e2e import receive_n
 from tests.security.conftest import KeyPair
 
 
@@ -41,14 +41,6 @@ class FileKeys:
         self.asked.append(("private", key_name, dict(metadata)))
         pair = self.pairs.get(key_name)
         return pair.private.read_text() if pair else None
-
-
-def _receive(consumer: Any, n: int, timeout: float = 20.0) -> list[Any]:
-    got: list[Any] = []
-    deadline = time.monotonic() + timeout
-    while len(got) < n and time.monotonic() < deadline:
-        got.extend(consumer.receive_many(n - len(got), timeout=1.0))
-    return got
 
 
 def test_object_reader_interoperates_both_ways(
@@ -93,7 +85,7 @@ def test_object_reader_interoperates_both_ways(
         with client.subscribe(
             unique_topic, "ours", initial_position="earliest", crypto_key_reader=keys
         ) as consumer:
-            got = _receive(consumer, len(data) + 5)
+            got = receive_n(consumer, len(data) + 5)
     assert [m.data() for m in got] == data + [b"official-%d" % i for i in range(5)]
     private = [(name, meta) for kind, name, meta in keys.asked if kind == "private"]
     assert ("ka", {"tag": "v7"}) in private, "our producer's metadata reaches the reader"

@@ -25,6 +25,7 @@ from streamwire import AuthenticationError, AuthOauth2, ConfigError
 
 from tests.peers.oauth2 import OAuth2Client, OAuth2Server
 from tests.peers.secure import SecurePulsar
+from tests.spark.helpers import batch_read_values
 
 pytestmark = pytest.mark.apache
 
@@ -243,7 +244,6 @@ def test_spark_source_takes_oauth2_in_both_spellings(
     """Our option (``auth_oauth2``) and the Scala connector's plug-in class + JSON parameters
     both reach the engine as AuthOauth2; the source plans and reads over TLS with them."""
     from streamwire.spark.config import ClientConfig
-    from streamwire.spark.datasource import StreamwireBatchReader
 
     with client_for(
         secure, AuthOauth2(issuer.issuer_url, private_key=str(key_file), audience=AUDIENCE)
@@ -273,14 +273,7 @@ def test_spark_source_takes_oauth2_in_both_spellings(
         config = ClientConfig.from_options(options)
         assert config.auth_oauth2 == params and config.auth_token is None
         assert CLIENT_SECRET not in repr(config)
-        reader = StreamwireBatchReader(options)
-        values = [
-            v
-            for part in reader.partitions()
-            for rb in reader.read(part)
-            for v in rb.column(0).to_pylist()
-        ]
-        assert sorted(values) == [b"a", b"b", b"c"]
+        assert sorted(batch_read_values(options)) == [b"a", b"b", b"c"]
     # A token plug-in's "token:<jwt>" parameter is the token, without the prefix.
     token = ClientConfig.from_options(
         {**base, "pulsar.client.authParams": "token:abc.def.ghi"}

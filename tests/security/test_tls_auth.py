@@ -25,6 +25,7 @@ from streamwire import (
 
 from tests.peers.admin import AdminError, PulsarAdmin
 from tests.peers.secure import BASIC_PASSWORD, BASIC_USER, SecurePulsar, hs256_jwt
+from tests.spark.helpers import batch_read_values
 
 pytestmark = pytest.mark.apache
 
@@ -40,10 +41,7 @@ GRANTS: dict[str, list[str]] = {
 
 @pytest.fixture(scope="module")
 def secure(apache_secure_broker: SecurePulsar) -> SecurePulsar:
-    admin = apache_secure_broker.admin()
-    for role, actions in GRANTS.items():
-        admin.grant_namespace_permission(role, actions)
-    return apache_secure_broker
+    return apache_secure_broker.granted(GRANTS)
 
 
 @pytest.fixture
@@ -105,14 +103,7 @@ def test_spark_source_options_carry_tls_and_token_file(
         "authTokenFile": str(token_file),
         "connectionTimeout": "5",
     }
-    reader = StreamwireBatchReader(options)
-    values = [
-        v
-        for part in reader.partitions()
-        for rb in reader.read(part)
-        for v in rb.column(0).to_pylist()
-    ]
-    assert sorted(values) == [b"a", b"b", b"c"]
+    assert sorted(batch_read_values(options)) == [b"a", b"b", b"c"]
     untrusted = {k: v for k, v in options.items() if "tls" not in k}
     with pytest.raises(ConnectError, match="not signed by a trusted CA"):
         StreamwireBatchReader(untrusted).partitions()

@@ -108,3 +108,13 @@ def _run(
     if check:
         assert query.exception() is None, query.exception()
     return query
+
+
+def batch_read_values(options: dict[str, str]) -> list[Any]:
+    """The first column of every row the Data Source's batch reader gives with ``options``
+    (its partitions read one after another, in this process: no Spark session)."""
+    from streamwire.spark.datasource import StreamwireBatchReader
+
+    reader = StreamwireBatchReader(options)
+    batches = [rb for part in reader.partitions() for rb in reader.read(part)]
+    return [v for rb in batches for v in rb.column(0).to_pylist()]

@@ -23,6 +23,8 @@ from streamwire import (
     tank,
 )
 
+from tests.gather import gather
+
 
 def fresh(client: tank.Client, partitions: int = 1) -> str:
     name = "t" + uuid.uuid4().hex[:20]
@@ -31,11 +33,7 @@ def fresh(client: tank.Client, partitions: int = 1) -> str:
 
 
 def drain(consumer: tank.Consumer, n: int, timeout: float = 10.0) -> list[tank.Message]:
-    got: list[tank.Message] = []
-    deadline = time.monotonic() + timeout
-    while len(got) < n and time.monotonic() < deadline:
-        got += consumer.receive_many(10_000, timeout=0.5)
-    return got
+    return gather(lambda left: consumer.receive_many(10_000, timeout=0.5), n, timeout)
 
 
 def test_admin_calls(tank_client: tank.Client) -> None:

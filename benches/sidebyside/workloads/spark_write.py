@@ -26,18 +26,9 @@ def _spark(ctx: Context) -> Any:
     spark = ctx.state.get("spark")
     if spark is None:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        from pyspark.sql import SparkSession
+        from benches._spark import spark_session
 
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .appName("bench-spark-write")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.driver.host", "127.0.0.1")
-            .getOrCreate()
-        )
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = spark_session(app="bench-spark-write", shuffle_partitions=None)
         ctx.state["spark"] = spark
     return spark
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 from types import TracebackType
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
 from streamwire import _native
 from streamwire._faces import Awaiting
@@ -34,9 +34,10 @@ from streamwire._native import PravegaTransactionalWriter as _NativeTxnWriter
 from streamwire._native import PravegaTransactionHandle as _NativeTxnHandle
 from streamwire._native import PravegaWriter as _NativeWriter
 from streamwire.aio import _Closing, _Entered
+from streamwire.aio._take import ARROW, MANY, ONE, take_within
 from streamwire.exceptions import AlreadyClosedError
 from streamwire.pravega import _ClientBase, _ReaderBase, _ReaderGroupBase
-from streamwire.pravega._types import _Wrapped
+from streamwire.pravega._types import _Live, _Wrapped
 from streamwire.pravega.byte_stream import _ByteStreamBase
 
 __all__ = [
@@ -51,16 +52,17 @@ __all__ = [
     "Writer",
 ]
 
-_ONE, _MANY, _ARROW = 0, 1, 2
 _FACE = "streamwire.aio.pravega"
 
 
-class Writer(_Wrapped[_NativeWriter], _Closing):
-    """A Pravega writer for coroutines; ``write`` hands the event over at once.
+# The native objects the asyncio wrappers below share definitions over (as aio/tank.py's).
+_S = TypeVar("_S", _NativeWriter, _NativeTxn, _NativeTxnHandle, _NativeTxnWriter)
+_WN = TypeVar("_WN", _NativeWriter, _NativeTxn)
+_EN = TypeVar("_EN", _NativeTxn, _NativeTxnHandle)
 
-    Args:
-        native: the engine's writer; made by :meth:`Client.create_writer`, not by callers.
-    """
+
+class _OnStream(_Wrapped[_S]):
+    """What every asyncio writer, transaction and handle shows: its stream."""
 
     _FACE = _FACE
 
@@ -74,32 +76,51 @@ class Writer(_Wrapped[_NativeWriter], _Closing):
         """The stream's name (without the scope)."""
         return self._native.stream
 
-    @property
-    def pending(self) -> int:
-        """Events handed over and not yet written or failed."""
-        return self._native.pending
 
-    @property
-    def closed(self) -> bool:
-        """Whether the writer is closed."""
-        return self._native.closed
-
-    def metrics(self) -> dict[str, Any]:
-        """This writer's metrics (docs/observability.md)."""
-        return self._native.metrics()
+class _Writing(_OnStream[_WN]):
+    """The writes of an asyncio :class:`Writer` and :class:`Transaction` (the same calls of
+    the native object)."""
 
     def write(self, event: Any, routing_key: Optional[str] = None) -> asyncio.Future[None]:
         """As :meth:`streamwire.pravega.Writer.write` (``event``, ``routing_key``), awaited:
-        the event is handed over now, in call order; cancelling the future does not unwrite
-        it."""
-        fut: asyncio.Future[None] = self._native._awrite(event, routing_key)
-        return fut
+        the event is handed over now, in call order (a full memory budget waits without
+        blocking the loop); cancelling the future does not unwrite it."""
+        return self._native._awrite(event, routing_key)
 
     def write_many(self, events: Any, routing_keys: Any = None) -> asyncio.Future[int]:
         """As :meth:`streamwire.pravega.Writer.write_many` (``events``, ``routing_keys``),
         awaited: handed over after every earlier write; resolves to the count."""
-        fut: asyncio.Future[int] = self._native._awrite_many(events, routing_keys)
-        return fut
+        return self._native._awrite_many(events, routing_keys)
+
+
+class _Ending(_OnStream[_EN]):
+    """What an asyncio :class:`Transaction` and :class:`TransactionHandle` share."""
+
+    @property
+    def id(self) -> int:
+        """As :attr:`streamwire.pravega.Transaction.id`."""
+        return self._native.id
+
+    async def abort(self) -> None:
+        """As :meth:`streamwire.pravega.Transaction.abort`, awaited."""
+        await self._native._aabort()
+
+    async def status(self) -> str:
+        """As :meth:`streamwire.pravega.Transaction.status`, awaited."""
+        return await self._native._astatus()
+
+
+class Writer(_Writing[_NativeWriter], _Live[_NativeWriter], _Closing):
+    """A Pravega writer for coroutines; ``write`` hands the event over at once.
+
+    Args:
+        native: the engine's writer; made by :meth:`Client.create_writer`, not by callers.
+    """
+
+    @property
+    def pending(self) -> int:
+        """Events handed over and not yet written or failed."""
+        return self._native.pending
 
     async def flush(self) -> None:
         """As :meth:`streamwire.pravega.Writer.flush`, awaited (after every earlier write is
@@ -111,7 +132,7 @@ class Writer(_Wrapped[_NativeWriter], _Closing):
         await self._native._aclose()
 
 
-class Transaction(_Wrapped[_NativeTxn], _Entered):
+class Transaction(_Writing[_NativeTxn], _Ending[_NativeTxn], _Entered):
     """A Pravega transaction for coroutines: as :class:`streamwire.pravega.Transaction`,
     its waiting calls awaited. ``async with`` commits it at the end of the block, or aborts
     it when the block raises (one that ended in the block is left as it is).
@@ -120,40 +141,10 @@ class Transaction(_Wrapped[_NativeTxn], _Entered):
         native: the engine's transaction; made by :meth:`TransactionalWriter.begin`.
     """
 
-    _FACE = _FACE
-
-    @property
-    def id(self) -> int:
-        """As :attr:`streamwire.pravega.Transaction.id`."""
-        return self._native.id
-
-    @property
-    def scope(self) -> str:
-        """The stream's scope."""
-        return self._native.scope
-
-    @property
-    def stream(self) -> str:
-        """The stream's name (without the scope)."""
-        return self._native.stream
-
     @property
     def open(self) -> bool:
         """As :attr:`streamwire.pravega.Transaction.open`."""
         return self._native.open
-
-    def write(self, event: Any, routing_key: Optional[str] = None) -> asyncio.Future[None]:
-        """As :meth:`streamwire.pravega.Transaction.write`, awaited: resolves once the event
-        is handed over (in call order; a full memory budget waits without blocking the
-        loop)."""
-        fut: asyncio.Future[None] = self._native._awrite(event, routing_key)
-        return fut
-
-    def write_many(self, events: Any, routing_keys: Any = None) -> asyncio.Future[int]:
-        """As :meth:`streamwire.pravega.Transaction.write_many`, awaited: resolves to the
-        count once handed over."""
-        fut: asyncio.Future[int] = self._native._awrite_many(events, routing_keys)
-        return fut
 
     async def flush(self, timeout: Optional[float] = None) -> None:
         """As :meth:`streamwire.pravega.Transaction.flush`, awaited."""
@@ -164,15 +155,6 @@ class Transaction(_Wrapped[_NativeTxn], _Entered):
     ) -> None:
         """As :meth:`streamwire.pravega.Transaction.commit`, awaited."""
         await self._native._acommit(wait=wait, timestamp=timestamp, timeout=timeout)
-
-    async def abort(self) -> None:
-        """As :meth:`streamwire.pravega.Transaction.abort`, awaited."""
-        await self._native._aabort()
-
-    async def status(self) -> str:
-        """As :meth:`streamwire.pravega.Transaction.status`, awaited."""
-        state: str = await self._native._astatus()
-        return state
 
     async def __aexit__(
         self,
@@ -188,30 +170,13 @@ class Transaction(_Wrapped[_NativeTxn], _Entered):
             await self.commit()
 
 
-class TransactionHandle(_Wrapped[_NativeTxnHandle]):
+class TransactionHandle(_Ending[_NativeTxnHandle]):
     """A transaction known by its id, for coroutines: as
     :class:`streamwire.pravega.TransactionHandle`, its calls awaited.
 
     Args:
         native: the engine's handle; made by :meth:`Client.transaction`.
     """
-
-    _FACE = _FACE
-
-    @property
-    def id(self) -> int:
-        """As :attr:`streamwire.pravega.TransactionHandle.id`."""
-        return self._native.id
-
-    @property
-    def scope(self) -> str:
-        """The stream's scope."""
-        return self._native.scope
-
-    @property
-    def stream(self) -> str:
-        """The stream's name (without the scope)."""
-        return self._native.stream
 
     async def commit(
         self,
@@ -226,39 +191,18 @@ class TransactionHandle(_Wrapped[_NativeTxnHandle]):
             writer_id=writer_id, wait=wait, timestamp=timestamp, timeout=timeout
         )
 
-    async def abort(self) -> None:
-        """As :meth:`streamwire.pravega.TransactionHandle.abort`, awaited."""
-        await self._native._aabort()
-
-    async def status(self) -> str:
-        """As :meth:`streamwire.pravega.TransactionHandle.status`, awaited."""
-        state: str = await self._native._astatus()
-        return state
-
     async def ping(self, lease: float) -> None:
         """As :meth:`streamwire.pravega.TransactionHandle.ping`, awaited."""
         await self._native._aping(lease)
 
 
-class TransactionalWriter(_Wrapped[_NativeTxnWriter], _Closing):
+class TransactionalWriter(_OnStream[_NativeTxnWriter], _Live[_NativeTxnWriter], _Closing):
     """Begins transactions on one stream, for coroutines: as
     :class:`streamwire.pravega.TransactionalWriter`.
 
     Args:
         native: the engine's writer; made by :meth:`Client.create_transactional_writer`.
     """
-
-    _FACE = _FACE
-
-    @property
-    def scope(self) -> str:
-        """The stream's scope."""
-        return self._native.scope
-
-    @property
-    def stream(self) -> str:
-        """The stream's name (without the scope)."""
-        return self._native.stream
 
     @property
     def writer_id(self) -> str:
@@ -269,15 +213,6 @@ class TransactionalWriter(_Wrapped[_NativeTxnWriter], _Closing):
     def lease(self) -> float:
         """As :attr:`streamwire.pravega.TransactionalWriter.lease`."""
         return self._native.lease
-
-    @property
-    def closed(self) -> bool:
-        """Whether the writer is closed."""
-        return self._native.closed
-
-    def metrics(self) -> dict[str, Any]:
-        """This writer's metrics (docs/observability.md)."""
-        return self._native.metrics()
 
     async def begin(self, *, ping: bool = True) -> Transaction:
         """As :meth:`streamwire.pravega.TransactionalWriter.begin`, awaited."""
@@ -302,30 +237,21 @@ class Reader(_ReaderBase, Awaiting, _Closing):
     async def _get(
         self, kind: int, max_events: int, timeout: Optional[float], columns: Optional[list[str]]
     ) -> Any:
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        left = timeout
-        while True:
-            await self._native._await_events(max_events, left, columns)
-            # No await between the wake-up and the take: a cancelled read took nothing.
-            got = self._native._take(kind, max_events, columns)
-            if kind == _ONE:
-                empty = got is None
-            elif kind == _ARROW:
-                empty = got.num_rows == 0
-            else:
-                empty = not got
-            if not empty or self._native.at_end:
-                return got
-            if deadline is not None:
-                left = deadline - loop.time()
-                if left <= 0:
-                    return got
+        native = self._native
+        return await take_within(
+            native._await_events,
+            native._take,
+            kind,
+            max_events,
+            timeout,
+            columns,
+            lambda: native.at_end,  # read at each wake-up: a sealed stream ends the wait
+        )
 
     async def read(self, timeout: Optional[float] = None) -> Optional[Event]:
         """As :meth:`streamwire.pravega.Reader.read` (``timeout``), awaited; cancelling it
         loses no event."""
-        event: Optional[Event] = await self._get(_ONE, 1, timeout, None)
+        event: Optional[Event] = await self._get(ONE, 1, timeout, None)
         return event
 
     async def read_many(
@@ -333,7 +259,7 @@ class Reader(_ReaderBase, Awaiting, _Closing):
     ) -> list[Event]:
         """As :meth:`streamwire.pravega.Reader.read_many` (``max_events``, ``timeout``),
         awaited; cancelling it loses no event."""
-        events: list[Event] = await self._get(_MANY, max_events, timeout, None)
+        events: list[Event] = await self._get(MANY, max_events, timeout, None)
         return events
 
     async def read_arrow(
@@ -344,7 +270,7 @@ class Reader(_ReaderBase, Awaiting, _Closing):
     ) -> Any:
         """As :meth:`streamwire.pravega.Reader.read_arrow` (``max_events``, ``timeout``,
         ``columns``), awaited; cancelling it loses no event."""
-        return await self._get(_ARROW, max_events, timeout, columns)
+        return await self._get(ARROW, max_events, timeout, columns)
 
     def __aiter__(self) -> Reader:
         return self

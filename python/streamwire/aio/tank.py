@@ -26,14 +26,19 @@ from streamwire import _native
 from streamwire._faces import Awaiting
 from streamwire._native import TankMessage as Message
 from streamwire.aio import _Closing
+from streamwire.aio._take import ARROW, MANY, ONE, take_within
 from streamwire.exceptions import AlreadyClosedError, OperationTimeoutError
 from streamwire.tank import _ClientBase
 
 __all__ = ["Client", "Consumer", "Message", "Producer"]
 
-_ONE, _MANY, _ARROW = 0, 1, 2
 
 _N = TypeVar("_N", _native.TankProducer, _native.TankConsumer)
+
+
+def _never() -> bool:
+    """A TANK topic never ends: a receive waits for its whole timeout."""
+    return False
 
 
 class _Wrapper(_Closing, Generic[_N]):
@@ -128,35 +133,24 @@ class Consumer(_Wrapper[_native.TankConsumer]):
     async def _get(
         self, kind: int, max_messages: int, timeout: Optional[float], columns: Optional[list[str]]
     ) -> Any:
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        left = timeout
-        while True:
-            await self._native._await_messages(max_messages, left, columns)
-            # No await between the wake-up and the take: a cancelled receive took nothing.
-            got = self._native._take(kind, max_messages, columns)
-            empty = (
-                got is None if kind == _ONE else (got.num_rows == 0 if kind == _ARROW else not got)
-            )
-            if not empty:
-                return got
-            if deadline is not None:
-                left = deadline - loop.time()
-                if left <= 0:
-                    if kind == _ONE:
-                        raise OperationTimeoutError("no message arrived before the timeout")
-                    return got
+        native = self._native
+        got = await take_within(
+            native._await_messages, native._take, kind, max_messages, timeout, columns, _never
+        )
+        if kind == ONE and got is None:
+            raise OperationTimeoutError("no message arrived before the timeout")
+        return got
 
     async def receive(self, timeout: Optional[float] = None) -> Message:
         """As :meth:`streamwire.tank.Consumer.receive`, awaited."""
-        msg: Message = await self._get(_ONE, 1, timeout, None)
+        msg: Message = await self._get(ONE, 1, timeout, None)
         return msg
 
     async def receive_many(
         self, max_messages: int = 1000, timeout: Optional[float] = None
     ) -> list[Message]:
         """As :meth:`streamwire.tank.Consumer.receive_many`, awaited."""
-        msgs: list[Message] = await self._get(_MANY, max_messages, timeout, None)
+        msgs: list[Message] = await self._get(MANY, max_messages, timeout, None)
         return msgs
 
     async def receive_arrow(
@@ -166,7 +160,7 @@ class Consumer(_Wrapper[_native.TankConsumer]):
         columns: Optional[list[str]] = None,
     ) -> Any:
         """As :meth:`streamwire.tank.Consumer.receive_arrow`, awaited."""
-        return await self._get(_ARROW, max_messages, timeout, columns)
+        return await self._get(ARROW, max_messages, timeout, columns)
 
     def seek(self, partition: int, seq: int) -> None:
         """As :meth:`streamwire.tank.Consumer.seek` (never waits)."""

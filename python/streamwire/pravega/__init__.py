@@ -37,10 +37,10 @@ from __future__ import annotations
 
 import abc
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Generic, Optional, TypeVar, Union
 
-from streamwire._faces import Blocking, Steps, call, two_faces
+from streamwire._faces import Blocking, Closes, Steps, call, two_faces
 from streamwire._native import PravegaByteStream as _NativeByteStream
 from streamwire._native import PravegaClient as _NativeClient
 from streamwire._native import PravegaEvent as Event
@@ -51,7 +51,7 @@ from streamwire._native import PravegaTransactionalWriter as TransactionalWriter
 from streamwire._native import PravegaTransactionHandle as TransactionHandle
 from streamwire._native import PravegaWriteFuture as WriteFuture
 from streamwire._native import PravegaWriter as Writer
-from streamwire.pravega._types import SegmentInfo, Start, StreamCut, _Wrapped
+from streamwire.pravega._types import SegmentInfo, Start, StreamCut, _Live, _Wrapped
 from streamwire.pravega.admin import (
     UNCHANGED,
     Retention,
@@ -90,9 +90,9 @@ __all__ = [
 ]
 
 
-class _ReaderBase(_Wrapped[_NativeReader]):
-    """What :class:`Reader` and ``streamwire.aio.pravega.Reader`` share (nothing that
-    waits)."""
+class _ReaderBase(_Live[_NativeReader]):
+    """What :class:`Reader` and ``streamwire.aio.pravega.Reader`` share: ``closed``,
+    ``metrics()`` and these."""
 
     @property
     def stream(self) -> str:
@@ -103,15 +103,6 @@ class _ReaderBase(_Wrapped[_NativeReader]):
     def at_end(self) -> bool:
         """True once a sealed stream has been read to its end."""
         return self._native.at_end
-
-    @property
-    def closed(self) -> bool:
-        """Whether the reader is closed."""
-        return self._native.closed
-
-    def metrics(self) -> dict[str, Any]:
-        """This reader's metrics (docs/observability.md)."""
-        return self._native.metrics()
 
     @two_faces
     def position(self) -> Steps[StreamCut]:
@@ -143,7 +134,7 @@ class _ReaderBase(_Wrapped[_NativeReader]):
         yield call("close")
 
 
-class Reader(_ReaderBase, Blocking):
+class Reader(_ReaderBase, Closes):
     """Reads one stream: every segment, and its successors after a scale.
 
     ``read`` returns one :class:`Event` (or None at the timeout), ``read_many`` a list,
@@ -201,12 +192,6 @@ class Reader(_ReaderBase, Blocking):
                 return e
             if self._native.at_end:
                 raise StopIteration
-
-    def __enter__(self) -> Reader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 _GR = TypeVar("_GR")
@@ -836,7 +821,7 @@ class _ClientBase(_Wrapped[_NativeClient], abc.ABC, Generic[_W, _R, _TW, _B, _G,
 
 class Client(
     _ClientBase[Writer, Reader, TransactionalWriter, ByteStream, ReaderGroup, TransactionHandle],
-    Blocking,
+    Closes,
 ):
     """A connection to a Pravega controller (``tcp://host:port``, or ``tls://host:port``)
     and the segment stores it names. Thread-safe; create one per process and share it.
@@ -882,12 +867,6 @@ class Client(
         """Close the client's connections; later calls raise ``AlreadyClosedError``."""
         self._native.close()
 
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 @dataclass(frozen=True)
 class ClientConfig:
@@ -919,17 +898,4 @@ class ClientConfig:
 
     def create(self) -> Client:
         """A new :class:`Client` with these settings (call it in the process that uses it)."""
-        return Client(
-            self.controller_uri,
-            timeout=self.timeout,
-            connection_timeout=self.connection_timeout,
-            memory_limit=self.memory_limit,
-            tls_trust_certs_file=self.tls_trust_certs_file,
-            tls_disable_hostname_verification_DANGEROUS=(
-                self.tls_disable_hostname_verification_DANGEROUS
-            ),
-            username=self.username,
-            password=self.password,
-            auth_method=self.auth_method,
-            auth_token=self.auth_token,
-        )
+        return Client(**asdict(self))  # the fields are the client's arguments, by name

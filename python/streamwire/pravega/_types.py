@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, NamedTuple, TypeVar, Union
 
+from streamwire._native import PravegaReader, PravegaTransactionalWriter, PravegaWriter
+
 __all__ = ["SegmentInfo", "Start", "StreamCut"]
 
 
@@ -99,3 +101,21 @@ class _Wrapped(Generic[_N]):
 
     def __repr__(self) -> str:
         return f"<{self._FACE}" + repr(self._native)[len("<streamwire.pravega") :]
+
+
+# The native objects that can be closed and keep metrics.
+_L = TypeVar("_L", PravegaWriter, PravegaTransactionalWriter, PravegaReader)
+
+
+class _Live(_Wrapped[_L]):
+    """A wrapper of a native object that can be closed and keeps metrics: what a reader (both
+    faces) and the asyncio writers show besides their calls."""
+
+    @property
+    def closed(self) -> bool:
+        """Whether it is closed."""
+        return self._native.closed
+
+    def metrics(self) -> dict[str, Any]:
+        """Its metrics (docs/observability.md)."""
+        return self._native.metrics()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 from typing import NoReturn, Optional, Union
 
-from streamwire._faces import Blocking, Steps, call, two_faces
+from streamwire._faces import Closes, Steps, call, two_faces
 from streamwire._native import PravegaByteStream as _NativeByteStream
 
 __all__ = ["ByteStream"]
@@ -187,7 +187,7 @@ class _ByteStreamBase(_Wrapped):
         return True
 
 
-class ByteStream(_ByteStreamBase, Blocking, io.RawIOBase):  # type: ignore[misc]
+class ByteStream(_ByteStreamBase, Closes, io.RawIOBase):  # type: ignore[misc]
     """A Pravega stream of one segment as bytes (made by
     :meth:`streamwire.pravega.Client.create_byte_stream`), an ``io.RawIOBase``: ``read``,
     ``readinto``, ``readall``, ``readline``, iteration by line and ``io.BufferedReader`` work
@@ -201,12 +201,6 @@ class ByteStream(_ByteStreamBase, Blocking, io.RawIOBase):  # type: ignore[misc]
     def __init__(self, native: _NativeByteStream) -> None:
         _ByteStreamBase.__init__(self, native)
         io.RawIOBase.__init__(self)
-
-    def __enter__(self) -> ByteStream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __del__(self) -> None:
         # io's finalizer would close, and so flush over the network, from a garbage

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Generic, Literal, NamedTuple, Optional, TypeVar, Union
 
-from streamwire._faces import Blocking, Steps, call, two_faces
+from streamwire._faces import Closes, Steps, call, two_faces
 from streamwire._native import TankClient as _NativeClient
 from streamwire._native import TankConsumer as Consumer
 from streamwire._native import TankMessage as Message
@@ -307,7 +307,7 @@ class _ClientBase(abc.ABC, Generic[_P, _C]):
         return f"<{self._FACE}" + repr(self._native)[len("<streamwire.tank") :]
 
 
-class Client(_ClientBase[Producer, Consumer], Blocking):
+class Client(_ClientBase[Producer, Consumer], Closes):
     """A connection to one TANK broker (``tank://host[:port]``, port 11011 by default).
 
     Nothing is dialled until the first call. Thread-safe: share one per process. Live
@@ -334,12 +334,6 @@ class Client(_ClientBase[Producer, Consumer], Blocking):
     def _consumer(self, native: Consumer) -> Consumer:
         return native
 
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 @dataclass(frozen=True)
 class ClientConfig:
@@ -359,9 +353,4 @@ class ClientConfig:
 
     def create(self) -> Client:
         """A new :class:`Client` with these settings (call it in the process that uses it)."""
-        return Client(
-            self.service_url,
-            operation_timeout=self.operation_timeout,
-            connection_timeout=self.connection_timeout,
-            memory_limit=self.memory_limit,
-        )
+        return Client(**asdict(self))  # the fields are the client's arguments, by name
