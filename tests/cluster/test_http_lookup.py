@@ -66,7 +66,10 @@ def test_http_partition_metadata_and_listener(cluster: ApacheCluster) -> None:
         t0 = time.monotonic()
         with pytest.raises(streamwire.ConfigError, match='no advertised listener named "bogus"'):
             client.lookup().broker_url(one)
-        assert time.monotonic() - t0 < 10
+        # Not retried as a broker in failover would be (that runs into the 30 s operation
+        # timeout); 20 s leaves room for the broker's own slow error path on a loaded machine
+        # (over 10 s once under load ~10, while it passes in ~1 s alone).
+        assert time.monotonic() - t0 < 20
 
 
 def test_http_pattern_subscription_lists_the_namespace(cluster: ApacheCluster) -> None:
