@@ -735,10 +735,6 @@ impl Producer {
     ///         schema a `pyarrow.RecordBatch` or struct array), it is registered with the
     ///         topic (GET_OR_CREATE_SCHEMA, once per schema) and its version goes on every
     ///         message; they batch together as any others. Default None: the producer's.
-    ///
-    /// Raises:
-    ///     SchemaError: a value does not fit the schema (nothing is sent).
-    ///     IncompatibleSchemaError: the topic refuses `schema` (nothing is sent).
     ///     ids: True (the default): return the list of `MessageId`s. False: return a
     ///         `MessageIdRanges` instead (its length is the number sent; ids are made
     ///         only when taken from it). Plain values (no keys, properties, event times,
