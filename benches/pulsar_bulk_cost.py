@@ -1,7 +1,8 @@
 """Instructions per message of the bulk paths, counted by callgrind (load-independent, unlike
 wall-clock time on a shared machine): ``send_many`` of 10,000-element lists and of a pyarrow
 array (``send_list``, ``send_arrow``: a list of ids back; ``send_list_bulk``,
-``send_arrow_bulk``: ``ids=False``, the bulk path with no per-message item or result object),
+``send_arrow_bulk``: ``ids=False``, the bulk path with no per-message item or result object;
+``send_list_bulk_ids``: ``ids=False`` and then ``.ids()``, the list made from the ranges),
 ``receive_many(10_000)`` + list ``acknowledge``, ``receive_arrow(10_000)`` + one
 cumulative ack per call. One process per run, against one pulsar-lite started outside
 valgrind; a receive run drains a backlog produced beforehand by the raw ceiling binary
@@ -34,6 +35,7 @@ MODES = (
     "send_arrow",
     "send_list_bulk",
     "send_arrow_bulk",
+    "send_list_bulk_ids",
     "receive_many_ack",
     "receive_arrow_cum",
 )
@@ -50,10 +52,12 @@ def run_one(url: str, mode: str, topic: str, n: int) -> None:
                 import pyarrow as pa
 
                 chunk = pa.array(chunk, type=pa.binary())
-            ids = not mode.endswith("_bulk")
+            ids = not mode.endswith(("_bulk", "_bulk_ids"))
             with c.create_producer(topic) as p:
                 for _ in range(n // CHUNK):
-                    p.send_many(chunk, ids=ids)  # type: ignore[call-overload]
+                    sent = p.send_many(chunk, ids=ids)  # type: ignore[call-overload]
+                    if mode.endswith("_bulk_ids"):
+                        sent.ids()
             return
         consumer = c.subscribe(
             topic,

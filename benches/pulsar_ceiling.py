@@ -10,8 +10,10 @@ Rows (100 B and 1 KiB messages, medians of the rounds, each round on a fresh top
   frames 10,000 messages per call, each call's receipts awaited (``produce-calls``: the most a
   synchronous 10,000-message call can reach); the same frames in one unbounded burst
   (``produce``, the ceiling of earlier runs, which made the broker itself slower); ours
-  ``send_many`` of 10,000-element lists and of a pyarrow array, each also with ``ids=False``
-  (the bulk path: one buffer per call, no per-message item or result object); the official client's
+  ``send_many`` of 10,000-element lists and of a pyarrow array, with ``ids=True`` (the default:
+  the bulk path, one buffer per call and no per-message item, then the list of ids made from
+  the settled ranges) and with ``ids=False`` (the same without any result object per message);
+  the official client's
   ``send_async`` (batching on, no-op callback) for reference. One round runs every ingest
   workload once, in that order, so each round's share is taken against the ceiling of its own
   round (the broker's RocksDB store and the machine's other load drift over a run: measured
@@ -175,8 +177,8 @@ def ingest_rows(
             n,
             lambda k: ceiling("produce", addr, fresh(), k, size),
         ),
-        ("ours send_many(list)", n, lambda k: ours_send_many(url, k, size, False)),
-        ("ours send_many(pyarrow)", n, lambda k: ours_send_many(url, k, size, True)),
+        ("ours send_many(list, ids=True)", n, lambda k: ours_send_many(url, k, size, False)),
+        ("ours send_many(pyarrow, ids=True)", n, lambda k: ours_send_many(url, k, size, True)),
         (
             "ours send_many(list, ids=False)",
             n,

@@ -6,6 +6,9 @@
 //! - `bulk_cut`: the same 1000 messages cut into a batch straight from one packed buffer
 //!   (`engine::bulk`: what the bulk path of `send_many(..., ids=False)` does per batch, with
 //!   no per-message `OutgoingMessage`);
+//! - `bulk_runs`: 10,000 packed messages split into runs of one batch each (`engine::bulk::
+//!   batch_runs`: what a bulk send to a partitioned topic does per call before handing each
+//!   partition its runs);
 //! - `entry_unpack`: a 1000-message batched entry iterated into (metadata, payload) pairs (what
 //!   a consumer does per entry it receives);
 //! - `arrow_columns`: a binary Arrow column (offsets + values) built from 10,000 payloads (what
@@ -22,7 +25,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use streamwire_core::arrow::VarLayout;
 use streamwire_pulsar::engine::batch_format::BatchIter;
 use streamwire_pulsar::engine::batcher::{BatchBuilder, BatchConfig};
-use streamwire_pulsar::engine::bulk::{next_batch, write_batch, Packed};
+use streamwire_pulsar::engine::bulk::{batch_runs, next_batch, write_batch, Packed};
 use streamwire_pulsar::engine::message::OutgoingMessage;
 use streamwire_pulsar::protocol::crc32c;
 
@@ -81,6 +84,22 @@ fn bulk_cut(c: &mut Criterion) {
                 write_batch(p, 0, n, 0, &mut out);
                 black_box(out.freeze());
             });
+        });
+    }
+    group.finish();
+}
+
+fn bulk_runs(c: &mut Criterion) {
+    let mut group = c.benchmark_group("bulk_runs");
+    for size in SIZES {
+        let n = 10_000;
+        let data = Bytes::from(vec![0x42u8; n * size]);
+        let offsets = (0..=n).map(|i| i * size).collect();
+        let packed = Packed::new(data, offsets).expect("offsets");
+        group.throughput(Throughput::Bytes((n * size) as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(size), &packed, |bench, p| {
+            // The producer's default limits: 1000 messages, 128 KiB.
+            bench.iter(|| black_box(batch_runs(p, 1000, 128 * 1024).count()));
         });
     }
     group.finish();
@@ -150,6 +169,7 @@ criterion_group!(
     benches,
     batch_build,
     bulk_cut,
+    bulk_runs,
     entry_unpack,
     arrow_columns,
     baseline

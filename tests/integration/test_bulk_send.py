@@ -17,7 +17,7 @@ import streamwire
 import streamwire.aio
 from streamwire import MessageIdRanges, OperationTimeoutError
 
-from tests.interop._official_read import read_all
+from tests.interop._official_read import drain, official_client, official_subscribe, read_all
 
 
 @pytest.fixture
@@ -230,3 +230,138 @@ def test_broker_gone_mid_call_raises_with_the_count_not_sent(
     # Entries the broker stored but whose receipts the cut lost may follow (at least once, as
     # with any Pulsar client): they continue the sequence, nothing skipped or reordered.
     assert got[acked + 1 :] == values[acked : len(got) - 1]
+
+
+def _ids_match(got: list[Any], ids: list[streamwire.MessageId]) -> None:
+    assert [(g.ledger_id, g.entry_id, g.batch_index, g.partition) for g in got] == [
+        (i.ledger_id, i.entry_id, i.batch_index, i.partition) for i in ids
+    ]
+
+
+def test_ids_true_from_the_bulk_path_match_the_per_message_path(
+    broker: Any, client: streamwire.Client, official_pulsar: ModuleType, unique_topic: str
+) -> None:
+    """``send_many(values)`` of plain values takes the bulk path and makes its list of ids
+    from the settled ranges; the same values through the per-message path (an all-None
+    ``keys`` column) answer the same kind of list, and the official consumer reads every
+    message at exactly the id it was given, both faces."""
+    p = client.create_producer(unique_topic)
+    n = 2500
+    values = _values(n)
+    bulk = p.send_many(values)
+    per_message = p.send_many(values, keys=[None] * n)
+    for ids in (bulk, per_message):
+        assert isinstance(ids, list) and len(ids) == n
+        assert all(isinstance(i, streamwire.MessageId) for i in ids)
+        assert ids == sorted(ids) and len(set(ids)) == n
+
+    async def awaited() -> list[streamwire.MessageId]:
+        async with streamwire.aio.Client(broker.service_url) as c:
+            ap = await c.create_producer(unique_topic)
+            ids = await ap.send_many(values[:700])
+            await ap.close()
+            return ids
+
+    aio_ids = asyncio.run(awaited())
+    assert len(aio_ids) == 700
+    p.close()
+    got = read_all(official_pulsar, broker.service_url, unique_topic, 2 * n + 700)
+    assert [g.data for g in got] == values + values + values[:700]
+    _ids_match(got, bulk + per_message + aio_ids)
+
+
+PARTITIONS = 3
+
+
+@pytest.fixture(scope="module")
+def partitioned_lite() -> Iterator[Any]:
+    from tests.peers.lite import PulsarLite
+
+    with PulsarLite({"default_partitions": PARTITIONS}) as lite:
+        yield lite
+
+
+def _read_partitioned(official: ModuleType, url: str, topic: str, n: int) -> list[Any]:
+    """Every message of a partitioned topic once, by the official consumer. (pulsar-lite may
+    deliver an entry a second time when flow permits are topped up mid-delivery, PEERS.md:
+    the same id, so it is counted once.)"""
+    by_id: dict[tuple[int, int, int, int], Any] = {}
+    client = official_client(official, url)
+    try:
+        consumer = official_subscribe(official, client, topic)
+        deadline = time.monotonic() + 30
+        while len(by_id) < n and time.monotonic() < deadline:
+            for g in drain(consumer, n - len(by_id), timeout=5, extra_wait=0):
+                key = (g.partition, g.ledger_id, g.entry_id, g.batch_index)
+                assert by_id.setdefault(key, g).data == g.data
+        for g in drain(consumer, 0, extra_wait=0.5):  # nothing new may come
+            key = (g.partition, g.ledger_id, g.entry_id, g.batch_index)
+            assert by_id.setdefault(key, g).data == g.data
+        consumer.close()
+    finally:
+        client.close()
+    return list(by_id.values())
+
+
+def _check_partitioned(url: str, topic: str, official: ModuleType) -> None:
+    n = 5000
+    values = _values(n)
+    with streamwire.Client(url) as c:
+        p = c.create_producer(topic)
+        assert p.num_partitions == PARTITIONS
+        r = p.send_many(values, ids=False)
+        ids = _check_ranges_unordered(r, n)
+        # One batch per partition in turn (the official client's round robin with batching).
+        parts = [part for _, _, part, _, _ in r.ranges]
+        assert len(parts) >= 5
+        assert all(b == (a + 1) % PARTITIONS for a, b in zip(parts, parts[1:])), parts
+        listed = p.send_many(values[:1500])
+        assert len({i.partition for i in listed}) >= 2
+        single = c.create_producer(topic, routing="single")
+        one = single.send_many(values[:1200], ids=False)
+        assert len({part for _, _, part, _, _ in one.ranges}) == 1
+
+        async def awaited() -> MessageIdRanges:
+            async with streamwire.aio.Client(url) as ac:
+                ap = await ac.create_producer(topic)
+                out = await ap.send_many(values[:2000], ids=False)
+                await ap.close()
+                return out
+
+        aio = asyncio.run(awaited())
+        _check_ranges_unordered(aio, 2000)
+        p.close()
+        single.close()
+    sent = ids + listed + one.ids() + aio.ids()
+    data = values + values[:1500] + values[:1200] + values[:2000]
+    got = _read_partitioned(official, url, topic, len(sent))
+    assert len(got) == len(sent)
+    by_id = {(g.partition, g.ledger_id, g.entry_id, g.batch_index): g.data for g in got}
+    assert [by_id[(i.partition, i.ledger_id, i.entry_id, i.batch_index)] for i in sent] == data
+    # Each partition holds its messages in input order.
+    for part in range(PARTITIONS):
+        mine = [i for i in ids if i.partition == part]
+        assert mine == sorted(mine)
+
+
+def _check_ranges_unordered(r: MessageIdRanges, n: int) -> list[streamwire.MessageId]:
+    """As `_check_ranges`, for ranges over several partitions (ids not globally sorted)."""
+    assert isinstance(r, MessageIdRanges) and len(r) == n
+    ids = r.ids()
+    assert ids == [r[i] for i in range(n)] == list(r)
+    assert len(set(ids)) == n
+    assert sum(c for *_, c in r.ranges) == n
+    return ids
+
+
+def test_bulk_send_to_a_partitioned_topic_on_lite(
+    partitioned_lite: Any, official_pulsar: ModuleType, unique_topic: str
+) -> None:
+    _check_partitioned(partitioned_lite.service_url, unique_topic, official_pulsar)
+
+
+def test_bulk_send_to_a_partitioned_topic_on_apache(
+    apache_broker: Any, apache_admin: Any, official_pulsar: ModuleType, unique_topic: str
+) -> None:
+    apache_admin.create_partitioned_topic(unique_topic, PARTITIONS)
+    _check_partitioned(apache_broker.service_url, unique_topic, official_pulsar)

@@ -410,8 +410,8 @@ class Producer(_Endpoint):
         Args:
             values: the payloads (a sequence, or a pyarrow binary/string array).
             ids: True: resolve to the list of ``MessageId``. False: to a
-                ``MessageIdRanges`` (one range per batch entry; plain values take the bulk
-                path with no per-message item, as ``streamwire.Producer.send_many``).
+                ``MessageIdRanges`` (one range per batch entry). Plain values take the bulk
+                path with no per-message item either way, as ``streamwire.Producer.send_many``.
                 Default True.
             options: keyword options as for ``streamwire.Producer.send_many`` (keys,
                 properties, event_times, sequence_ids, txn, schema: a schema other than the

@@ -117,6 +117,53 @@ pub fn next_batch(
     (n, size)
 }
 
+/// The runs of whole batches a bulk send to a partitioned topic is split into, in input
+/// order: each run is one batch's worth (at most `max_messages`, at most `max_bytes` once
+/// encoded, at least one message), and goes to one partition in turn — the official
+/// client's round robin with batching, which stays on a partition for a full batch
+/// (pulsar-client-cpp's `RoundRobinMessageRouter`; the Python client is built on it). The
+/// run is cut with the largest sequence id (`i64::MAX`, Pulsar's are non-negative int64: the
+/// longest varint), so the partition producer, cutting it again with its own ids, makes it
+/// exactly one batch.
+pub fn batch_runs(p: &Packed, max_messages: u32, max_bytes: usize) -> BatchRuns<'_> {
+    BatchRuns {
+        p,
+        from: 0,
+        max_messages,
+        max_bytes,
+    }
+}
+
+/// The iterator of [`batch_runs`]: `(from, to)` message ranges, contiguous, covering all.
+pub struct BatchRuns<'a> {
+    p: &'a Packed,
+    from: usize,
+    max_messages: u32,
+    max_bytes: usize,
+}
+
+impl Iterator for BatchRuns<'_> {
+    type Item = (usize, usize);
+
+    fn next(&mut self) -> Option<(usize, usize)> {
+        let end = self.p.len();
+        if self.from >= end {
+            return None;
+        }
+        let (n, _) = next_batch(
+            self.p,
+            self.from,
+            end,
+            self.max_messages,
+            self.max_bytes,
+            i64::MAX as u64,
+        );
+        let run = (self.from, self.from + n);
+        self.from += n;
+        Some(run)
+    }
+}
+
 /// Append messages `from..from + n` to `out` in the standard batch format, their sequence
 /// ids counting from `first_seq`. Callers size `out` first with [`next_batch`].
 pub fn write_batch(p: &Packed, from: usize, n: usize, first_seq: u64, out: &mut BytesMut) {
@@ -202,6 +249,31 @@ mod tests {
                 assert_eq!(*seq, t.first_sequence_id);
             }
         }
+    }
+
+    /// Every run is one batch when cut again with any real sequence id: never more
+    /// messages or bytes than the limits; runs cover the call in order.
+    #[test]
+    fn batch_runs_are_one_batch_each_whatever_the_sequence_ids() {
+        let vals: Vec<Vec<u8>> = (0..3000u32)
+            .map(|i| vec![1u8; (i as usize * 53) % 1200])
+            .collect();
+        let refs: Vec<&[u8]> = vals.iter().map(|v| v.as_slice()).collect();
+        let p = packed(&refs);
+        for (max_messages, max_bytes) in [(1000, 128 * 1024), (100, 1 << 20), (1000, 4000)] {
+            let runs: Vec<_> = batch_runs(&p, max_messages, max_bytes).collect();
+            assert_eq!(runs.first().map(|r| r.0), Some(0));
+            assert_eq!(runs.last().map(|r| r.1), Some(p.len()));
+            assert!(runs.windows(2).all(|w| w[0].1 == w[1].0));
+            for &(from, to) in &runs {
+                for seq in [0u64, 1 << 20, 1 << 40] {
+                    let (n, _) = next_batch(&p, from, to, max_messages, max_bytes, seq);
+                    assert_eq!(n, to - from, "run {from}..{to} split at seq {seq}");
+                }
+            }
+        }
+        let empty = Packed::new(Bytes::new(), vec![0]).unwrap();
+        assert_eq!(batch_runs(&empty, 1000, 1000).count(), 0);
     }
 
     #[test]

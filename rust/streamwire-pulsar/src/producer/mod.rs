@@ -620,35 +620,56 @@ impl Producer {
 
     /// Queue a bulk send of plain payloads (no key, properties, event time or caller-given
     /// sequence id; the producer's schema version): the actor cuts batches straight from
-    /// `packed`, and each batch entry settles its messages in `group` as one range, from
-    /// position `offset` on. Room is reserved in chunks as for [`send_many`](Self::send_many),
-    /// so memory stays within the client's budget and a huge call cannot deadlock on the
-    /// pending limit; each chunk crosses to the actor as one item. What could not be queued
-    /// (the producer closed) is failed in `group` and returned as the error.
+    /// `packed`, and each batch entry settles its messages in `group` as one range. Room is
+    /// reserved in chunks as for [`send_many`](Self::send_many), so memory stays within the
+    /// client's budget and a huge call cannot deadlock on the pending limit; each chunk
+    /// crosses to the actor as one item. What could not be queued (the producer closed, a
+    /// message too big: then nothing is) is failed in `group` and returned as the error.
     pub async fn send_bulk(
         &self,
         packed: Arc<crate::engine::bulk::Packed>,
         group: &Arc<bulk::BulkGroup>,
     ) -> Result<()> {
         let n = packed.len();
-        let fail_rest = |from: usize, e: Error| {
-            group.failed(n - from, &e);
-            Err(e)
-        };
-        if let Err(e) = self.check_open() {
-            return fail_rest(0, e);
+        if let Err(e) = self.check_bulk(packed.max_len()) {
+            group.failed(n, &e);
+            return Err(e);
         }
+        self.send_bulk_range(&packed, group, 0, n).await
+    }
+
+    /// Whether a bulk send whose largest payload is `max_len` bytes can be queued: the
+    /// producer open and no message above the broker's limit (a bulk call is refused whole
+    /// before any of it is sent).
+    pub(crate) fn check_bulk(&self, max_len: usize) -> Result<()> {
+        self.check_open()?;
         let max = self.max_message_size();
-        if packed.max_len() > max {
-            let e = Error::new(
+        if max_len > max {
+            return Err(Error::new(
                 ErrorKind::MessageTooBig,
                 format!(
-                    "a message of {} bytes is larger than the broker's maximum of {max} bytes",
-                    packed.max_len()
+                    "a message of {max_len} bytes is larger than the broker's maximum of {max} \
+                     bytes"
                 ),
-            );
-            return fail_rest(0, e);
+            ));
         }
+        Ok(())
+    }
+
+    /// Queue messages `start..end` of a bulk send checked with [`check_bulk`](Self::check_bulk)
+    /// (see [`send_bulk`](Self::send_bulk)); on failure the ones of the range not queued are
+    /// failed in `group` and the error returned.
+    pub(crate) async fn send_bulk_range(
+        &self,
+        packed: &Arc<crate::engine::bulk::Packed>,
+        group: &Arc<bulk::BulkGroup>,
+        start: usize,
+        end: usize,
+    ) -> Result<()> {
+        let fail_rest = |from: usize, e: Error| {
+            group.failed(end - from, &e);
+            Err(e)
+        };
         let chunk = self.config.max_pending_messages.clamp(1, 1000);
         // A chunk also holds at most half the client's memory budget, so a call larger than
         // the budget waits for receipts between chunks instead of being granted one
@@ -657,11 +678,11 @@ impl Producer {
             0 => usize::MAX,
             limit => usize::try_from(limit / 2).unwrap_or(usize::MAX).max(1),
         };
-        let mut from = 0;
-        while from < n {
+        let mut from = start;
+        while from < end {
             let mut to = from + 1;
             let mut bytes = packed.bytes_in(from, to);
-            while to < n && to - from < chunk {
+            while to < end && to - from < chunk {
                 let next = packed.bytes_in(to, to + 1);
                 if bytes + next > byte_cap {
                     break;
@@ -674,7 +695,7 @@ impl Producer {
                 Err(e) => return fail_rest(from, e),
             };
             let item = bulk::BulkChunk {
-                packed: Arc::clone(&packed),
+                packed: Arc::clone(packed),
                 from,
                 to,
                 group: Arc::clone(group),

@@ -1,7 +1,7 @@
 //! The producer callers use: one [`Producer`] per partition (or one for a plain topic) and
 //! the router that picks a partition per message, as the Java client does.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -13,6 +13,7 @@ use streamwire_core::metrics::Snapshot;
 
 use super::{EntryOptions, Producer, ProducerConfig, StatsSnapshot};
 use crate::client::PulsarClient;
+use crate::engine::bulk::batch_runs;
 use crate::engine::message::OutgoingMessage;
 use crate::engine::routing::{
     HashingScheme, KeyHashRouter, RoundRobinRouter, SinglePartitionRouter,
@@ -57,6 +58,9 @@ pub(super) struct Shared {
     /// Serializes adding partitions with closing (see [`TopicProducer::close`]).
     pub(super) membership: tokio::sync::Mutex<()>,
     pub(super) closed: AtomicBool,
+    /// The round robin of bulk sends over partitions: one batch per partition in turn
+    /// (see [`TopicProducer::send_bulk`]), from a random start as the official clients.
+    bulk_cursor: AtomicU32,
 }
 
 impl Shared {
@@ -234,6 +238,10 @@ impl TopicProducer {
             budget,
             membership: tokio::sync::Mutex::new(()),
             closed: AtomicBool::new(false),
+            bulk_cursor: AtomicU32::new(crate::engine::routing::random_start_index(
+                n.max(1),
+                &mut rand::rng(),
+            )),
         });
         // Only a partitioned topic can gain partitions (a plain topic never becomes one).
         if n > 0 && !period.is_zero() {
@@ -329,23 +337,54 @@ impl TopicProducer {
         }
     }
 
-    /// Whether [`send_bulk`](Self::send_bulk) can take a plain bulk send: one partition
-    /// (a partitioned topic routes message by message, which the per-message path does)
-    /// and a producer whose settings the bulk path handles.
+    /// Whether [`send_bulk`](Self::send_bulk) can take a plain bulk send: producers whose
+    /// settings the bulk path handles and, for a partitioned topic, a routing it can follow
+    /// batch by batch (round robin, or one partition); `key_hash` routing, which spreads
+    /// unkeyed messages by the clock message by message, takes the per-message path.
     pub fn bulk_eligible(&self) -> bool {
         let parts = self.shared.snapshot();
-        parts.len() == 1 && parts[0].bulk_eligible()
+        let routable = parts.len() == 1 || self.shared.config.routing != Routing::KeyHash;
+        routable && parts.iter().all(|p| p.bulk_eligible())
     }
 
-    /// Queue a plain bulk send on the topic's one producer (see
-    /// [`Producer::send_bulk`]); callers check [`bulk_eligible`](Self::bulk_eligible) first.
+    /// Queue a plain bulk send (see [`Producer::send_bulk`]); callers check
+    /// [`bulk_eligible`](Self::bulk_eligible) first. On a partitioned topic the payloads are
+    /// split into runs of one batch each ([`batch_runs`]), handed to the partitions in turn
+    /// (round robin) or all to the one partition of `single` routing: still one buffer and
+    /// no per-message item, and each partition gets its messages in input order. A message
+    /// above a partition's limit refuses the whole call before anything is queued; a
+    /// partition that fails mid-way fails its run's rest and every later message of the call
+    /// (as the non-partitioned path fails the rest), which is the error returned.
     pub async fn send_bulk(
         &self,
         packed: Arc<crate::engine::bulk::Packed>,
         group: &Arc<super::bulk::BulkGroup>,
     ) -> Result<()> {
         let parts = self.shared.snapshot();
-        parts[0].send_bulk(packed, group).await
+        if parts.len() == 1 {
+            return parts[0].send_bulk(packed, group).await;
+        }
+        let n = packed.len();
+        let max_len = packed.max_len();
+        if let Some(e) = parts.iter().find_map(|p| p.check_bulk(max_len).err()) {
+            group.failed(n, &e);
+            return Err(e);
+        }
+        let single = match &*self.shared.router.lock().unwrap_or_else(|p| p.into_inner()) {
+            Router::Single(s) => Some(s.partition() as usize),
+            _ => None,
+        };
+        let batch = &self.shared.config.batch;
+        for (from, to) in batch_runs(&packed, batch.max_messages, batch.max_bytes) {
+            let k = single.unwrap_or_else(|| {
+                self.shared.bulk_cursor.fetch_add(1, Ordering::Relaxed) as usize
+            }) % parts.len();
+            if let Err(e) = parts[k].send_bulk_range(&packed, group, from, to).await {
+                group.failed(n - to, &e);
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     /// Route and queue many messages; their results land in `group` by input position.

@@ -18,7 +18,7 @@ use streamwire_core::runtime;
 use streamwire_pulsar::engine::message::OutgoingMessage;
 use streamwire_pulsar::message_id::MessageId;
 use streamwire_pulsar::producer::{
-    Completion, EntryOptions, Group, Producer as PartitionProducer, Rejected, TopicProducer,
+    Completion, EntryOptions, Producer as PartitionProducer, Rejected, TopicProducer,
 };
 use streamwire_pulsar::transaction::Transaction;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
@@ -26,12 +26,9 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use crate::common::aio::{self, Target, Value};
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::pulsar::deliver_time::{DeliverAfter, DeliverAt};
-use crate::pulsar::id_ranges::MessageIdRanges;
 use crate::pulsar::producer::Producer;
-use crate::pulsar::producer_build::all_sent;
+use crate::pulsar::send_many::ManyPlan;
 use crate::pulsar::transaction::{txn_arg, PyTransaction};
-use streamwire_pulsar::engine::bulk::Packed;
-use streamwire_pulsar::producer::bulk::{BulkGroup, IdRange};
 
 /// Work that must wait its turn behind earlier sends.
 // `One` is the common variant (a single send waiting for room); boxing its message to shrink
@@ -45,21 +42,12 @@ enum Waiting {
         entry: EntryOptions,
         target: Target,
     },
+    /// A `send_many` (bulk or per-message, see `send_many::ManyPlan`).
     Many {
         tp: Arc<TopicProducer>,
-        msgs: Vec<OutgoingMessage>,
-        user_seq: bool,
-        /// Every message's schema version when not the producer's own (`schema=`).
-        schema_version: Option<bytes::Bytes>,
-        /// The caller asked for `MessageIdRanges` rather than a list of ids.
+        plan: ManyPlan,
+        /// The caller asked for the list of ids rather than `MessageIdRanges`.
         ids: bool,
-        target: Target,
-    },
-    /// A plain bulk send (`ids=False`, see `Producer::bulk_packed`): one buffer, no
-    /// per-message item.
-    Bulk {
-        tp: Arc<TopicProducer>,
-        packed: Arc<Packed>,
         target: Target,
     },
     /// `flush`/`close`: started once everything before it is queued.
@@ -113,7 +101,6 @@ fn fail(w: Waiting, e: Error) {
     match w {
         Waiting::One { target, .. }
         | Waiting::Many { target, .. }
-        | Waiting::Bulk { target, .. }
         | Waiting::Then { target, .. } => aio::complete(target, Err(e)),
     }
 }
@@ -148,48 +135,17 @@ async fn run_waiting(w: Waiting) {
         }
         Waiting::Many {
             tp,
-            msgs,
-            user_seq,
-            schema_version,
+            plan,
             ids,
             target,
         } => {
-            let n = msgs.len();
-            let group = Group::new(n);
-            let queued = tp
-                .send_many_with_schema(msgs, &group, user_seq, schema_version)
-                .await;
-            // Its awaiter wants every receipt: the last, partial batch goes out now, not at
-            // the batching delay (as the sync `send_many`).
-            tp.trigger_flush();
-            if let Err(e) = queued {
-                group.fail_unfilled(&e);
-            }
+            let queued = plan.queue(&tp).await;
             let Ok(handle) = runtime::handle() else {
                 return;
             };
             handle.spawn(async move {
-                let results = group.wait().await;
-                let sent = all_sent(results, n);
-                let value = if ids {
-                    sent.map(Value::Ids)
-                } else {
-                    sent.map(|s| ranges_value(IdRange::compress(&s)))
-                };
-                aio::complete(target, value);
-            });
-        }
-        Waiting::Bulk { tp, packed, target } => {
-            let n = packed.len();
-            let group = BulkGroup::new(n);
-            // A failure to queue is already in the group, for the messages not queued.
-            let _ = tp.send_bulk(packed, &group).await;
-            let Ok(handle) = runtime::handle() else {
-                return;
-            };
-            handle.spawn(async move {
-                let sent = group.wait().await.all_sent(n);
-                aio::complete(target, sent.map(ranges_value));
+                let sent = queued.wait().await;
+                aio::complete(target, sent.map(|s| s.into_value(ids)));
             });
         }
         Waiting::Then { tp, close, target } => {
@@ -206,15 +162,6 @@ async fn run_waiting(w: Waiting) {
             });
         }
     }
-}
-
-/// A bulk send's ranges as what its awaitable resolves to (built on the loop's thread).
-fn ranges_value(ranges: Vec<IdRange>) -> Value {
-    Value::Build(Box::new(move |py| {
-        Ok(Bound::new(py, MessageIdRanges::new(ranges))?
-            .into_any()
-            .unbind())
-    }))
 }
 
 /// `txn=` of an awaitable send: a `streamwire.aio.Transaction` (whose `_native` is the
@@ -358,62 +305,27 @@ impl Producer {
         ids: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let tp = self.alive(py)?;
-        if !ids {
-            let packed = self.bulk_packed(
-                values,
-                keys,
-                properties,
-                event_times,
-                sequence_ids,
-                txn.is_some_and(|t| !t.is_none()),
-                schema,
-            )?;
-            if let Some(packed) = packed {
-                let (fut, target) = aio::new_future(py)?;
-                self.room
-                    .push(Waiting::Bulk {
-                        tp,
-                        packed: Arc::new(packed),
-                        target,
-                    })
-                    .map_err(to_py)?;
-                return Ok(fut);
-            }
-        }
         let txn = txn_arg(txn)?;
         // As `_asend`: a schema met for the first time is registered here (one blocking
         // round trip, after every value is encoded, so a bad value registers nothing).
-        let (msgs, user_seq, schema_version) = self.messages(
+        let plan = self.plan_many(
             py,
             values,
             keys,
             properties,
             event_times,
             sequence_ids,
+            txn,
             schema,
         )?;
-        if let Some(t) = txn {
-            t.check_open("send").py_err()?;
-            let n = msgs.len();
+        if plan.is_txn() {
+            // Registering the partitions with the coordinator waits on the network: not in
+            // the room, where it would hold up every later send.
             let (fut, _) = aio::spawn(
                 py,
                 "send_many in transaction",
                 None,
-                async move {
-                    let group = Group::new(n);
-                    if let Err(e) = tp
-                        .send_many_in_txn(msgs, &group, user_seq, &t, schema_version)
-                        .await
-                    {
-                        group.fail_unfilled(&e);
-                    }
-                    let sent = all_sent(group.wait().await, n);
-                    if ids {
-                        sent.map(Value::Ids)
-                    } else {
-                        sent.map(|s| ranges_value(IdRange::compress(&s)))
-                    }
-                },
+                async move { Ok(plan.send(tp).await?.into_value(ids)) },
                 |v: Value| v,
             )?;
             return Ok(fut);
@@ -422,9 +334,7 @@ impl Producer {
         self.room
             .push(Waiting::Many {
                 tp,
-                msgs,
-                user_seq,
-                schema_version,
+                plan,
                 ids,
                 target,
             })

@@ -31,6 +31,18 @@ impl MessageIdRanges {
     }
 }
 
+/// Every id of `ranges` (in input order, contiguous) as a list of `MessageId`s: sized once
+/// up front, each id made straight from its range (what `send_many` returns by default, and
+/// `MessageIdRanges.ids()`).
+pub(crate) fn ids_list<'py>(py: Python<'py>, ranges: &[IdRange]) -> PyResult<Bound<'py, PyList>> {
+    let n = ranges.iter().map(|r| r.count as usize).sum();
+    let mut ids = Vec::with_capacity(n);
+    for r in ranges {
+        ids.extend((0..r.count).map(|k| PyMessageId::from(r.id(k))));
+    }
+    untracked_list(py, ids)
+}
+
 // Only Rust data inside: never part of a cycle (common::untracked).
 impl crate::common::untracked::Acyclic for MessageIdRanges {}
 
@@ -59,11 +71,7 @@ impl MessageIdRanges {
 
     /// Every id, in input order, as a list (what `send_many` returns with `ids=True`).
     fn ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let mut ids = Vec::with_capacity(self.len);
-        for r in &self.ranges {
-            ids.extend((0..r.count).map(|k| PyMessageId::from(r.id(k))));
-        }
-        untracked_list(py, ids)
+        ids_list(py, &self.ranges)
     }
 
     /// The ranges as tuples `(ledger_id, entry_id, partition, first_batch_index, count)`, in

@@ -28,5 +28,6 @@ pub mod schema_protobuf;
 pub mod schema_send;
 pub mod schema_values;
 pub mod send_future;
+pub mod send_many;
 pub mod table_view;
 pub mod transaction;

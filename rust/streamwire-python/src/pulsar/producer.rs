@@ -17,7 +17,7 @@ use streamwire_pulsar::engine::compression::Codec;
 use streamwire_pulsar::engine::message::OutgoingMessage;
 use streamwire_pulsar::message_id::MessageId;
 use streamwire_pulsar::producer::{
-    BatchingType, Completion, EntryOptions, Group, ProducerConfig, Rejected, Routing, TopicProducer,
+    BatchingType, Completion, EntryOptions, ProducerConfig, Rejected, Routing, TopicProducer,
 };
 use streamwire_pulsar::protocol::pb;
 use streamwire_pulsar::topic::TopicName;
@@ -26,18 +26,15 @@ use crate::common::blocking::{count_arg, positive_secs, wait};
 use crate::common::errors::{to_py, IntoPyResult};
 use crate::common::faces::Op;
 use crate::common::pickle::refuse_pickle;
-use crate::common::untracked::untracked_list;
 use crate::pulsar::client::Client;
 use crate::pulsar::deliver_time::{DeliverAfter, DeliverAt};
 use crate::pulsar::dispatch::{self, ErrorSlot, Job};
-use crate::pulsar::id_ranges::MessageIdRanges;
 use crate::pulsar::message_id::PyMessageId;
-use crate::pulsar::producer_build::{all_sent, build_message, many_messages};
+use crate::pulsar::producer_build::{build_message, many_messages};
 use crate::pulsar::schema::{codec_of, Codec as SchemaCodec};
 use crate::pulsar::schema_multi::SchemaVersions;
 use crate::pulsar::send_future::{FutureState, SendFuture};
 use crate::pulsar::transaction::txn_arg;
-use streamwire_pulsar::producer::bulk::{BulkGroup, IdRange};
 
 fn config_err(msg: String) -> PyErr {
     to_py(Error::new(ErrorKind::Config, msg))
@@ -351,7 +348,7 @@ pub struct Producer {
     /// Versions of other schemas its messages were sent with (`send(..., schema=)`).
     pub(crate) schemas: SchemaVersions,
     /// The caller's `message_router`, run by `route` on the sending thread.
-    router: Option<Py<PyAny>>,
+    pub(crate) router: Option<Py<PyAny>>,
 }
 
 impl Producer {
@@ -476,37 +473,6 @@ impl Producer {
             }
         }
         Ok((msgs, user_seq, version))
-    }
-
-    /// The values of a `send_many(..., ids=False)` packed for the bulk path, or None when
-    /// the call needs the per-message path: a per-message column (keys, properties, event
-    /// times, sequence ids), a transaction, a schema (the producer's or `schema=`), a
-    /// message router, a null value, or producer settings the bulk path does not handle
-    /// (a partitioned topic, batching off or key-based, chunking).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn bulk_packed(
-        &self,
-        values: &Bound<'_, PyAny>,
-        keys: Option<&Bound<'_, PyAny>>,
-        properties: Option<&Bound<'_, PyAny>>,
-        event_times: Option<&Bound<'_, PyAny>>,
-        sequence_ids: Option<&Bound<'_, PyAny>>,
-        txn: bool,
-        schema: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Option<streamwire_pulsar::engine::bulk::Packed>> {
-        let plain = keys.is_none()
-            && properties.is_none()
-            && event_times.is_none()
-            && sequence_ids.is_none()
-            && !txn
-            && schema.is_none_or(|s| s.is_none())
-            && self.codec.is_none()
-            && self.router.is_none()
-            && self.inner.bulk_eligible();
-        if !plain {
-            return Ok(None);
-        }
-        crate::common::columns::packed(values)
     }
 
     pub(crate) fn raise_callback_error(&self) -> PyResult<()> {
@@ -735,17 +701,16 @@ impl Producer {
     ///         schema a `pyarrow.RecordBatch` or struct array), it is registered with the
     ///         topic (GET_OR_CREATE_SCHEMA, once per schema) and its version goes on every
     ///         message; they batch together as any others. Default None: the producer's.
-    ///
-    /// Raises:
-    ///     SchemaError: a value does not fit the schema (nothing is sent).
-    ///     IncompatibleSchemaError: the topic refuses `schema` (nothing is sent).
     ///     ids: True (the default): return the list of `MessageId`s. False: return a
     ///         `MessageIdRanges` instead (its length is the number sent; ids are made
-    ///         only when taken from it). Plain values (no keys, properties, event times,
-    ///         sequence ids, transaction or schema) to a non-partitioned topic with batching
-    ///         on then take the bulk path: the values cross to the producer as one buffer
-    ///         and are cut into batches there, with no per-message item or result object.
-    ///         Anything else goes the per-message way and answers the same. Default True.
+    ///         only when taken from it). Either way, plain values (no keys, properties,
+    ///         event times, sequence ids, transaction, schema or `message_router`) with
+    ///         batching on take the bulk path: the values cross to the producer as one
+    ///         buffer and are cut into batches there, with no per-message item (with
+    ///         `ids=True` the list is made from the settled ranges at the end); on a
+    ///         partitioned topic each batch goes to the next partition in turn (`routing=
+    ///         "round_robin"`) or all to one (`"single"`). Anything else goes the
+    ///         per-message way and answers the same. Default True.
     ///
     /// Raises:
     ///     SchemaError: a value does not fit the schema (nothing is sent).
@@ -768,70 +733,19 @@ impl Producer {
         ids: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let tp = self.live()?;
-        let packed = if ids {
-            None
-        } else {
-            self.bulk_packed(
-                values,
-                keys,
-                properties,
-                event_times,
-                sequence_ids,
-                txn.is_some_and(|t| !t.is_none()),
-                schema,
-            )?
-        };
-        if let Some(packed) = packed {
-            let n = packed.len();
-            let packed = Arc::new(packed);
-            let result = wait(py, "send_many", None, async move {
-                let group = BulkGroup::new(n);
-                // A failure to queue is already in the group, for the messages not queued.
-                let _ = tp.send_bulk(packed, &group).await;
-                Ok(group.wait().await)
-            })?;
-            let ranges = result.all_sent(n).py_err()?;
-            return Ok(Bound::new(py, MessageIdRanges::new(ranges))?.into_any());
-        }
         let txn = txn_arg(txn)?;
-        let (msgs, user_seq, version) = self.messages(
+        let plan = self.plan_many(
             py,
             values,
             keys,
             properties,
             event_times,
             sequence_ids,
+            txn,
             schema,
         )?;
-        let n = msgs.len();
-        let results = wait(py, "send_many", None, async move {
-            let group = Group::new(n);
-            let queued = match &txn {
-                Some(t) => {
-                    tp.send_many_in_txn(msgs, &group, user_seq, t, version)
-                        .await
-                }
-                None => {
-                    let queued = tp
-                        .send_many_with_schema(msgs, &group, user_seq, version)
-                        .await;
-                    // The caller waits for every receipt, so the call's last, partial batch
-                    // goes out now rather than at the batching delay (as a blocking `send`).
-                    tp.trigger_flush();
-                    queued
-                }
-            };
-            if let Err(e) = queued {
-                group.fail_unfilled(&e);
-            }
-            Ok(group.wait().await)
-        })?;
-        let sent = all_sent(results, n).py_err()?;
-        if !ids {
-            let ranges = MessageIdRanges::new(IdRange::compress(&sent));
-            return Ok(Bound::new(py, ranges)?.into_any());
-        }
-        Ok(untracked_list(py, sent.into_iter().map(PyMessageId::from))?.into_any())
+        let sent = wait(py, "send_many", None, plan.send(tp))?;
+        sent.into_py(py, ids)
     }
 
     /// Send what is batched and wait until every message sent so far is acknowledged or
