@@ -29,6 +29,8 @@ pub mod framed;
 pub mod log;
 /// Client metrics: counters, gauges, latency histograms, a registry, Prometheus text.
 pub mod metrics;
+/// A background round that repeats while its owner lives.
+pub mod periodic;
 /// One logical connection that re-dials with backoff after it is lost.
 pub mod redial;
 /// One Tokio runtime per process, lazily built and rebuilt after fork.

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use streamwire_core::log::{event, Level};
+use streamwire_core::periodic;
 
 use super::Consumer;
 use crate::topic::TopicName;
@@ -30,20 +31,14 @@ impl Consumer {
         if topics.is_empty() || period.is_zero() {
             return;
         }
-        let weak = Arc::downgrade(&self.inner);
-        tokio::spawn(async move {
-            let start = tokio::time::Instant::now() + period;
-            let mut tick = tokio::time::interval_at(start, period);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                let Some(inner) = weak.upgrade() else {
-                    return;
-                };
+        let topics = Arc::new(topics);
+        periodic::every(Arc::downgrade(&self.inner), period, move |inner| {
+            let topics = Arc::clone(&topics);
+            async move {
                 let c = Consumer { inner };
-                for t in &topics {
+                for t in topics.iter() {
                     if c.is_closed() {
-                        return;
+                        return false;
                     }
                     let topic = || vec![("topic", t.to_string())];
                     match c.add_grown_partitions(t).await {
@@ -52,7 +47,7 @@ impl Consumer {
                             (format!("consumer reads {n} new partition(s)"), topic())
                         }),
                         // Tried again next tick; the partitions subscribed keep delivering.
-                        Err(_) if c.is_closed() => return,
+                        Err(_) if c.is_closed() => return false,
                         Err(e) => event(Level::Warning, "pulsar.consumer", || {
                             (
                                 format!("checking for new partitions failed ({e}); again later"),
@@ -61,6 +56,7 @@ impl Consumer {
                         }),
                     }
                 }
+                true
             }
         });
     }

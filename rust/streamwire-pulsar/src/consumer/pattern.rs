@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use streamwire_core::error::{Error, Result};
+use streamwire_core::periodic;
 
 use super::{Consumer, ConsumerConfig};
 use crate::client::PulsarClient;
@@ -155,22 +156,17 @@ impl Consumer {
     }
 
     fn spawn_discovery(&self, namespace: String, filter: TopicFilter, period: Duration) {
-        let weak = Arc::downgrade(&self.inner);
-        tokio::spawn(async move {
-            let start = tokio::time::Instant::now() + period;
-            let mut tick = tokio::time::interval_at(start, period);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                let Some(inner) = weak.upgrade() else {
-                    return;
-                };
+        let what = Arc::new((namespace, filter));
+        periodic::every(Arc::downgrade(&self.inner), period, move |inner| {
+            let what = Arc::clone(&what);
+            async move {
                 let c = Consumer { inner };
                 if c.is_closed() {
-                    return;
+                    return false;
                 }
                 // A failed round (broker away, a subscribe refused) is tried again next tick.
-                let _ = c.rediscover(&namespace, &filter).await;
+                let _ = c.rediscover(&what.0, &what.1).await;
+                true
             }
         });
     }

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use streamwire_core::error::Result;
 use streamwire_core::log::{event, Level};
+use streamwire_core::periodic;
 
 use super::partitioned::Shared;
 use super::Producer;
@@ -25,34 +26,26 @@ pub(super) fn added(have: u32, count: u32) -> Option<Range<u32>> {
 
 /// Check every `period` (first after one period) until the producer is dropped or closed.
 pub(super) fn watch(shared: Weak<Shared>, period: Duration) {
-    tokio::spawn(async move {
-        let start = tokio::time::Instant::now() + period;
-        let mut tick = tokio::time::interval_at(start, period);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            let Some(s) = shared.upgrade() else {
-                return;
-            };
-            if s.closed.load(Ordering::Acquire) {
-                return;
-            }
-            let topic = || vec![("topic", s.topic.to_string())];
-            match s.grow().await {
-                Ok(0) => {}
-                Ok(n) => event(Level::Info, "pulsar.producer", || {
-                    (format!("producer writes to {n} new partition(s)"), topic())
-                }),
-                // A failed round (broker away, a partition refused) is tried again next tick;
-                // the producer keeps writing to the partitions it has.
-                Err(e) => event(Level::Warning, "pulsar.producer", || {
-                    (
-                        format!("checking for new partitions failed ({e}); again later"),
-                        topic(),
-                    )
-                }),
-            }
+    periodic::every(shared, period, |s| async move {
+        if s.closed.load(Ordering::Acquire) {
+            return false;
         }
+        let topic = || vec![("topic", s.topic.to_string())];
+        match s.grow().await {
+            Ok(0) => {}
+            Ok(n) => event(Level::Info, "pulsar.producer", || {
+                (format!("producer writes to {n} new partition(s)"), topic())
+            }),
+            // A failed round (broker away, a partition refused) is tried again next tick;
+            // the producer keeps writing to the partitions it has.
+            Err(e) => event(Level::Warning, "pulsar.producer", || {
+                (
+                    format!("checking for new partitions failed ({e}); again later"),
+                    topic(),
+                )
+            }),
+        }
+        true
     });
 }
 
