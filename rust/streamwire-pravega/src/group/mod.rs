@@ -330,9 +330,9 @@ impl ReaderGroup {
         self.table.read().await?.positions()
     }
 
-    /// A reader joining the group as `reader`: it takes its share of the segments at its
-    /// first read, records its positions and rebalances every `refresh` (default: the
-    /// group's refresh time).
+    /// A reader joining the group as `reader`: it takes its share of the segments (of every
+    /// stream the group reads) at its first read, records its positions and rebalances
+    /// every `refresh` (default: the group's refresh time).
     pub async fn create_reader(
         &self,
         reader: &str,
@@ -342,25 +342,14 @@ impl ReaderGroup {
         if reader.is_empty() {
             return Err(Error::invalid("a reader id must not be empty"));
         }
-        let stream = match self.config.streams.as_slice() {
-            [(s, _)] => s.clone(),
-            many => {
-                return Err(Error::new(
-                    ErrorKind::NotSupported,
-                    format!(
-                        "streamwire readers read groups of one stream; {} reads {}",
-                        self.name,
-                        many.len()
-                    ),
-                ))
-            }
-        };
+        let streams: Vec<ScopedStream> =
+            self.config.streams.iter().map(|(s, _)| s.clone()).collect();
         self.table
             .update(|snap| state::add_reader(snap, reader).map(|c| Some((c, ()))))
             .await?;
         let refresh =
             refresh.unwrap_or_else(|| Duration::from_millis(self.config.refresh_ms.max(1)));
         let member = member::Member::new(self.table.clone(), reader.to_owned(), refresh);
-        StreamReader::create_member(&self.client, stream, member, config).await
+        StreamReader::create_member(&self.client, streams, member, config).await
     }
 }

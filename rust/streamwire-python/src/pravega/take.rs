@@ -21,7 +21,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use streamwire_core::error::{Error, Result};
-use streamwire_pravega::reader::{ReadEvent, StreamReader};
+use streamwire_pravega::reader::{ReadEvent, SegRef, StreamReader};
 
 /// A reader's state shared by both faces and the engine tasks of awaitable reads.
 pub(crate) struct Source {
@@ -32,7 +32,7 @@ pub(crate) struct Source {
     closing: watch::Sender<bool>,
     /// Where the events held when the reader was stopped were (segment → offset of the
     /// oldest): a group reader leaving at close hands its segments over from there.
-    dropped_at: Mutex<BTreeMap<i64, i64>>,
+    dropped_at: Mutex<BTreeMap<SegRef, i64>>,
 }
 
 impl Source {
@@ -123,23 +123,23 @@ impl Source {
         }
     }
 
-    /// The position after the last event handed out, held events put back.
-    pub async fn position(&self) -> Result<String> {
+    /// The position after the last event handed out, held events put back: one stream
+    /// cut's text per stream read (one but for a reader of a multi-stream group).
+    pub async fn positions(&self) -> Result<Vec<String>> {
         let guard = self.reader.lock().await;
         let r = guard
             .as_ref()
             .ok_or_else(|| Error::closed("Pravega reader"))?;
-        let mut cut = r.position();
-        cut.positions.extend(self.held_positions());
-        Ok(cut.to_text())
+        let cuts = r.cuts_with(&self.held_positions());
+        Ok(cuts.iter().map(|c| c.to_text()).collect())
     }
 
     /// Each segment's offset of its oldest held event.
-    fn held_positions(&self) -> BTreeMap<i64, i64> {
+    fn held_positions(&self) -> BTreeMap<SegRef, i64> {
         let mut out = BTreeMap::new();
         for e in self.held().iter().rev() {
             // Walking back from the newest, the oldest held event of a segment wins.
-            out.insert(e.segment, e.offset);
+            out.insert(SegRef::new(e.stream, e.segment), e.offset);
         }
         out
     }
@@ -163,7 +163,7 @@ impl Source {
         let r = guard
             .as_mut()
             .ok_or_else(|| Error::closed("Pravega reader"))?;
-        let mut at = r.position().positions;
+        let mut at = r.positions().clone();
         at.extend(self.held_positions());
         at.extend(std::mem::take(
             &mut *self.dropped_at.lock().unwrap_or_else(|p| p.into_inner()),
