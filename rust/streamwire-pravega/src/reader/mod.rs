@@ -15,6 +15,7 @@ pub mod cut;
 pub mod fetch;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -82,6 +83,35 @@ pub struct SegRef {
 impl SegRef {
     pub fn new(stream: u32, id: i64) -> SegRef {
         SegRef { stream, id }
+    }
+}
+
+/// Where a read puts the events it hands out. A `Vec<ReadEvent>` keeps each payload as a
+/// slice of the read (a reference count taken per event); a caller that copies payloads
+/// out anyway (an Arrow batch) takes them by reference instead: the two atomic reference
+/// count updates per event were 11% of a `read_arrow` profile.
+pub trait EventSink {
+    /// Events in the sink.
+    fn taken(&self) -> usize;
+    /// One event: its payload is `data[range]`.
+    fn push(&mut self, stream: u32, segment: i64, offset: i64, data: &Bytes, range: Range<usize>);
+}
+
+impl EventSink for Vec<ReadEvent> {
+    fn taken(&self) -> usize {
+        self.len()
+    }
+
+    fn push(&mut self, stream: u32, segment: i64, offset: i64, data: &Bytes, range: Range<usize>) {
+        Vec::push(
+            self,
+            ReadEvent {
+                data: data.slice(range),
+                stream,
+                segment,
+                offset,
+            },
+        );
     }
 }
 
@@ -189,6 +219,8 @@ pub struct StreamReader {
     pending: VecDeque<Fetched>,
     /// Segments read to their end, not yet reported to the group.
     completed: Vec<SegRef>,
+    /// Payload bytes handed out by the read under way (for the metrics).
+    handed_bytes: usize,
 }
 
 impl Drop for StreamReader {
@@ -264,6 +296,7 @@ impl StreamReader {
             group_seed: None,
             pending: VecDeque::new(),
             completed: Vec::new(),
+            handed_bytes: 0,
         }
     }
 
@@ -471,24 +504,24 @@ impl StreamReader {
     }
 
     /// Hand out up to `max` events, waiting up to `timeout` for the first; `out` gets them.
-    pub async fn read(
+    pub async fn read<S: EventSink>(
         &mut self,
         max: usize,
         timeout: Duration,
-        out: &mut Vec<ReadEvent>,
+        out: &mut S,
     ) -> Result<()> {
         let deadline = Instant::now() + timeout;
-        let start = out.len();
+        let start = out.taken();
+        self.handed_bytes = 0;
         let res = if self.group_seed.is_some() {
             self.read_member(max, deadline, start, out).await
         } else {
             self.read_into(max, deadline, start, out).await
         };
-        let handed = &out[start..];
-        if !handed.is_empty() {
-            let bytes: usize = handed.iter().map(|e| e.data.len()).sum();
-            self.metrics.add(C::Messages, handed.len() as u64);
-            self.metrics.add(C::Bytes, bytes as u64);
+        let handed = out.taken() - start;
+        if handed > 0 {
+            self.metrics.add(C::Messages, handed as u64);
+            self.metrics.add(C::Bytes, self.handed_bytes as u64);
         }
         self.metrics
             .gauge(G::ReceiveQueue)
@@ -498,12 +531,12 @@ impl StreamReader {
 
     /// A group member's read: the membership work when due, then reads of the segments held
     /// until events come, `deadline`, or the next membership round.
-    async fn read_member(
+    async fn read_member<S: EventSink>(
         &mut self,
         max: usize,
         deadline: Instant,
         start: usize,
-        out: &mut Vec<ReadEvent>,
+        out: &mut S,
     ) -> Result<()> {
         loop {
             if self.group.is_none() {
@@ -523,22 +556,22 @@ impl StreamReader {
             };
             self.read_into(max, deadline.min(next_sync), start, out)
                 .await?;
-            if out.len() > start || Instant::now() >= deadline {
+            if out.taken() > start || Instant::now() >= deadline {
                 return Ok(());
             }
         }
     }
 
-    async fn read_into(
+    async fn read_into<S: EventSink>(
         &mut self,
         max: usize,
         deadline: Instant,
         start: usize,
-        out: &mut Vec<ReadEvent>,
+        out: &mut S,
     ) -> Result<()> {
         loop {
-            self.take_current(max - (out.len() - start), out);
-            if out.len() - start >= max {
+            self.take_current(max - (out.taken() - start), out);
+            if out.taken() - start >= max {
                 return Ok(());
             }
             // More already fetched: keep filling without waiting.
@@ -548,7 +581,7 @@ impl StreamReader {
             };
             let next = match queued {
                 Ok(f) => f,
-                Err(_) if out.len() > start => return Ok(()),
+                Err(_) if out.taken() > start => return Ok(()),
                 Err(_) if self.at_end() => return Ok(()),
                 Err(_) => {
                     let left = deadline.saturating_duration_since(Instant::now());
@@ -563,24 +596,28 @@ impl StreamReader {
         }
     }
 
-    fn take_current(&mut self, max: usize, out: &mut Vec<ReadEvent>) {
+    fn take_current<S: EventSink>(&mut self, max: usize, out: &mut S) {
         let Some((chunk, pos)) = &mut self.current else {
             return;
         };
         let d = &chunk.data;
         let mut n = 0;
+        let mut bytes = 0;
         while n < max && d.len() - *pos >= 8 {
             let len =
                 u32::from_be_bytes([d[*pos + 4], d[*pos + 5], d[*pos + 6], d[*pos + 7]]) as usize;
-            out.push(ReadEvent {
-                data: d.slice(*pos + 8..*pos + 8 + len),
-                stream: chunk.stream,
-                segment: chunk.segment,
-                offset: chunk.offset + *pos as i64,
-            });
+            out.push(
+                chunk.stream,
+                chunk.segment,
+                chunk.offset + *pos as i64,
+                d,
+                *pos + 8..*pos + 8 + len,
+            );
             *pos += 8 + len;
+            bytes += len;
             n += 1;
         }
+        self.handed_bytes += bytes;
         let seg = SegRef::new(chunk.stream, chunk.segment);
         let after = chunk.offset + *pos as i64;
         if *pos >= d.len() {

@@ -12,6 +12,7 @@ use streamwire_core::error::Error;
 use streamwire_core::metrics::EntityMetrics;
 use streamwire_pravega::reader::{ReadEvent, StreamReader};
 
+use super::arrow_sink::ArrowSink;
 use super::inline::wait_here;
 use super::take::Source;
 use crate::common::aio::{self, Value};
@@ -233,9 +234,18 @@ impl PravegaReader {
         self.live(py)?;
         let (max, names, t) = read_args(kind, max_events, timeout, columns.as_deref())?;
         let src = &self.src;
+        if kind == ARROW {
+            // Payloads copied once into the batch, straight from the chunks (`arrow_sink`).
+            let sink = wait_here(py, what, None, async move {
+                let mut sink = ArrowSink::with_capacity(max.min(TAKE_CAP));
+                src.read(max, t, &mut sink).await?;
+                Ok(sink)
+            })?;
+            return Ok(sink.batch(py, &self.streams, &names)?.unbind());
+        }
         let mut out = self.vector(max);
         let mut got = wait_here(py, what, None, async move {
-            src.read(max, t, &mut out, false).await?;
+            src.read(max, t, &mut out).await?;
             Ok(out)
         })?;
         let value = self.deliver(py, kind, &mut got, &names);
@@ -355,10 +365,7 @@ impl PravegaReader {
             return aio::ready(py, py.None().into_bound(py));
         }
         let src = self.src.clone();
-        let work = async move {
-            let mut out = Vec::with_capacity(max.min(TAKE_CAP));
-            src.read(max, t, &mut out, true).await
-        };
+        let work = async move { src.read_held(max, t).await };
         // Not aborted on cancel (see `take`): the read finishes into `held`.
         let (fut, _) = aio::spawn(py, "read", None, work, |()| Value::None)?;
         Ok(fut)

@@ -21,7 +21,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use streamwire_core::error::{Error, Result};
-use streamwire_pravega::reader::{ReadEvent, SegRef, StreamReader};
+use streamwire_pravega::reader::{EventSink, ReadEvent, SegRef, StreamReader};
+
+/// Room an awaitable read gathers events in up front.
+const HELD_CAP: usize = 65_536;
 
 /// A reader's state shared by both faces and the engine tasks of awaitable reads.
 pub(crate) struct Source {
@@ -70,51 +73,66 @@ impl Source {
         q.drain(..n).collect()
     }
 
-    /// One read under the reader's lock: events already held come first (into `out`, or
-    /// left where they are with `keep`); else one engine read, waiting up to `timeout` for
-    /// the first event, into `out` (into `held` with `keep`: the awaitable face, whose
-    /// future only says "look"; `close` ends it with `AlreadyClosedError`).
-    pub async fn read(
+    /// The blocking face's read, under the reader's lock: events already held come first
+    /// (a program may use both faces), else one engine read, waiting up to `timeout` for
+    /// the first event, straight into `out` (no queue in between on the hot path; no watch
+    /// per call either: a single-event `read` measured ~30% slower with one, so `close`
+    /// waits for the read to end instead).
+    pub async fn read<S: EventSink>(
         &self,
         max: usize,
         timeout: Duration,
-        out: &mut Vec<ReadEvent>,
-        keep: bool,
+        out: &mut S,
     ) -> Result<()> {
+        let mut guard = self.reader.lock().await;
+        {
+            let mut held = self.held();
+            if !held.is_empty() {
+                let n = max.min(held.len());
+                for e in held.drain(..n) {
+                    let len = e.data.len();
+                    out.push(e.stream, e.segment, e.offset, &e.data, 0..len);
+                }
+                return Ok(());
+            }
+        }
+        let r = guard
+            .as_mut()
+            .ok_or_else(|| Error::closed("Pravega reader"))?;
+        let start = out.taken();
+        let res = r.read(max, timeout, out).await;
+        self.at_end.store(r.at_end(), Ordering::Release);
+        // Events taken are handed out even if the read then failed (it fails again).
+        if out.taken() > start {
+            Ok(())
+        } else {
+            res
+        }
+    }
+
+    /// The awaitable face's read: one engine read into `held` (none when events are held
+    /// already), whose future only says "look"; `close` ends it with `AlreadyClosedError`.
+    pub async fn read_held(&self, max: usize, timeout: Duration) -> Result<()> {
         let read = async {
             let mut guard = self.reader.lock().await;
-            {
-                let mut held = self.held();
-                if !held.is_empty() {
-                    if !keep {
-                        let n = max.min(held.len());
-                        out.extend(held.drain(..n));
-                    }
-                    return Ok(());
-                }
+            if !self.held().is_empty() {
+                return Ok(());
             }
             let r = guard
                 .as_mut()
                 .ok_or_else(|| Error::closed("Pravega reader"))?;
-            let res = r.read(max, timeout, out).await;
+            let mut out = Vec::with_capacity(max.min(HELD_CAP));
+            let res = r.read(max, timeout, &mut out).await;
             self.at_end.store(r.at_end(), Ordering::Release);
             let got = !out.is_empty();
-            if keep {
-                // No await after this point: the events reach `held` whatever happens.
-                self.held().extend(out.drain(..));
-            }
-            // Events taken are handed out even if the read then failed (it fails again).
+            // No await after this point: the events reach `held` whatever happens.
+            self.held().extend(out.drain(..));
             if got {
                 Ok(())
             } else {
                 res
             }
         };
-        if !keep {
-            // The blocking face: no watch per call on its hot path (a single-event `read`
-            // measured ~30% slower with it); its `close` waits for the read to end instead.
-            return read.await;
-        }
         let mut closing = self.closing.subscribe();
         tokio::select! {
             biased;
