@@ -154,28 +154,65 @@ def test_a_sealed_segment_fails_the_large_write_and_nothing_of_it_is_read(
         assert r.read(timeout=1.0) is None, "nothing of the refused event"
 
 
-def test_a_connection_lost_during_the_large_write_fails_it_and_leaves_nothing(
-    pravega: PravegaStandalone, pv_client: pravega.Client, scope: str
+def test_a_connection_lost_during_the_large_write_is_retried_and_writes_it_once(
+    pravega: PravegaStandalone,
+    pv_client: pravega.Client,
+    scope: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """Cut once while the chunks are on their way: the writer writes the whole event again
+    through a new transient segment (the half-written one is dropped, never merged), as the
+    Java writer does; the event is read back once, whole, by our reader and the official
+    one, between the events around it."""
     proxy = pravega.proxy
     assert proxy is not None
     pv_client.create_stream(scope, "cut")
+    event = big(11, 20 * MiB)
     with pv_client.create_writer(scope, "cut") as w:
         w.write(b"first")
         # Every byte delayed 0.5 s each way: each step of the large write (HELLO, create,
         # set-up, the chunks' acknowledgements, the merge) takes about a second, so a cut
-        # after 4 s lands while the chunks are on their way (measured: the error says
-        # "appending chunks"), a second before the merge.
+        # after 4 s lands while the chunks are on their way, a second before the merge.
         proxy.set_latency(0.5)
         try:
-            fut = w.write_async(big(11, 20 * MiB))
+            fut = w.write_async(event)
             time.sleep(4.0)
             assert proxy.cut_all() >= 1
         finally:
             proxy.set_latency(0.0)
-        with pytest.raises(StreamwireError, match="large event"):
-            fut.result(timeout=60)
-        w.write(b"after")  # the writer goes on
+        assert fut.result(timeout=60) is None, "retried, not failed"
+        w.write(b"after")
+    retries = [r.getMessage() for r in caplog.records if "large event" in r.getMessage()]
+    assert any("(appending chunks)" in m and "retrying" in m for m in retries), retries
+    want = [b"first", event, b"after"]
     with pv_client.create_reader(scope, "cut", "head") as r:
+        got = [e.value for e in read_n(r, 3, timeout=60)]
+        assert r.read(timeout=1.0) is None, "nothing more: written once, no part of it twice"
+    assert [len(e) for e in got] == [len(e) for e in want]
+    assert got == want
+    theirs = official_read_all(pravega.controller_url, scope, "cut", 3)
+    assert theirs == want, "the official reader reads it once, whole"
+
+
+def test_a_large_write_that_cannot_reconnect_fails_after_the_send_timeout(
+    pravega: PravegaStandalone, pv_client: pravega.Client, scope: str
+) -> None:
+    """Retried only within the writer's budget (``send_timeout``): with every new
+    connection refused, the event fails with a typed error saying so; nothing is read."""
+    proxy = pravega.proxy
+    assert proxy is not None
+    pv_client.create_stream(scope, "refused")
+    with pv_client.create_writer(scope, "refused", send_timeout=1.5) as w:
+        w.write(b"first")  # the writer's own connection is up before the refusals
+        proxy.refuse(4.0)
+        t0 = time.monotonic()
+        try:
+            with pytest.raises(StreamwireError, match=r"large event.*retried for"):
+                w.write(big(12, 9 * MiB), timeout=30)
+        finally:
+            proxy.refuse(0.0)
+        assert 1.5 <= time.monotonic() - t0 < 10
+        w.write(b"after")
+    with pv_client.create_reader(scope, "refused", "head") as r:
         assert [e.value for e in read_n(r, 2)] == [b"first", b"after"]
         assert r.read(timeout=1.0) is None, "nothing of the failed event"

@@ -17,7 +17,6 @@ from streamwire.exceptions import (
     AlreadyClosedError,
     ConfigError,
     InvalidArgumentError,
-    NotSupportedError,
     TopicNotFoundError,
 )
 
@@ -236,11 +235,14 @@ def test_reader_group_bad_input(pv_client: pravega.Client, scope: str) -> None:
     pv_client.create_stream(scope, "t", segments=1)
     two = pv_client.create_reader_group(scope, "two", ["s", "t"])
     assert two.streams == [f"{scope}/s", f"{scope}/t"]
-    with pytest.raises(NotSupportedError):
-        two.create_reader("r")
-    assert two.readers() == [], "a refused reader did not join"
+    with two.create_reader("r") as r:
+        assert r.streams == two.streams
+        with pytest.raises(InvalidArgumentError, match="stream_cuts"):
+            r.position()
     with pv_client.create_reader(scope, "s") as plain:
         assert not plain.group_reader
+        assert plain.streams == [f"{scope}/s"]
+        assert plain.stream_cuts() == [plain.position()]
         with pytest.raises(InvalidArgumentError):
             plain.offline()
 
@@ -370,3 +372,163 @@ def test_a_group_starts_at_a_stream_cut_or_the_tail(
         w.write_many(later, routing_keys=[e.decode().split(":")[0] for e in later])
     assert sorted(asyncio.run(asyncio.wait_for(read(), 30))) == sorted(later)
     official.reader_offline()
+
+
+# Groups over several streams: the events are ``<stream>|k<key>:<n>``, so a count by payload
+# is a count by (stream, routing key, payload), and each of our events must say the stream
+# its payload names.
+
+
+def write_tagged(
+    client: pravega.Client, scope: str, stream: str, keys: int, first: int, last: int
+) -> list[bytes]:
+    events = [f"{stream}|k{k}:{n}".encode() for n in range(first, last) for k in range(keys)]
+    with client.create_writer(scope, stream) as w:
+        w.write_many(events, routing_keys=[e.decode().split(":")[0] for e in events])
+    return events
+
+
+def tagged(scope: str, events: list[pravega.Event]) -> list[bytes]:
+    """The payloads, each checked against the stream its event says it came from."""
+    for e in events:
+        assert e.stream == f"{scope}/{e.value.decode().split('|')[0]}", (e.stream, e.value)
+    return [e.value for e in events]
+
+
+def test_ours_and_an_official_reader_share_a_group_of_two_streams(
+    pravega: PravegaStandalone, pv_client: pravega.Client, scope: str
+) -> None:
+    """A group over streams of 2 and 3 segments: two of our readers (asyncio face) and an
+    official one split the five segments, and every event of both streams is read
+    exactly once."""
+    pv_client.create_stream(scope, "a", segments=2)
+    pv_client.create_stream(scope, "b", segments=3)
+    events = write_tagged(pv_client, scope, "a", 16, 0, 25)
+    events += write_tagged(pv_client, scope, "b", 24, 0, 25)
+    pv_client.create_reader_group(scope, "two", ["a", "b"])
+    # The official create opens our group as it is: its reader reads both streams too.
+    # (The manager owns the official client's runtime: it must outlive its readers.)
+    manager = official_manager(pravega.controller_url)
+    official_group = manager.create_reader_group("two", scope, "a")
+
+    async def run() -> dict[str, list[bytes]]:
+        async with apv.Client(pravega.controller_url) as client:
+            group = await client.open_reader_group(scope, "two")
+            ours = [await group.create_reader(f"sw-{i}", refresh=0.2) for i in (1, 2)]
+            assert ours[0].streams == [f"{scope}/a", f"{scope}/b"]
+            official = official_group.create_reader("off")
+            got: dict[str, list[bytes]] = {"sw-1": [], "sw-2": [], "off": []}
+            done = asyncio.Event()
+
+            def check() -> None:
+                if sum(len(v) for v in got.values()) >= len(events):
+                    done.set()
+
+            async def read_ours(name: str, r: apv.Reader) -> None:
+                while not done.is_set():
+                    got[name] += tagged(scope, await r.read_many(500, timeout=0.2))
+                    check()
+
+            async def read_official() -> None:
+                while not done.is_set():
+                    s = await official.get_segment_slice_async()
+                    got["off"].extend(bytes(e.data()) for e in s)
+                    official.release_segment(s)
+                    check()
+
+            reading = asyncio.gather(
+                read_ours("sw-1", ours[0]), read_ours("sw-2", ours[1]), read_official()
+            )
+            await asyncio.wait_for(done.wait(), 60)
+            # The official read pending waits for data in its segments: one more event
+            # per key of each stream ends it; those are left out of the count.
+            for stream, keys in (("a", 16), ("b", 24)):
+                with pv_client.create_writer(scope, stream) as w:
+                    for k in range(keys):
+                        w.write(f"{stream}|end".encode(), routing_key=f"{stream}|k{k}")
+            await asyncio.wait_for(reading, 30)
+            assert await group.readers() == ["off", "sw-1", "sw-2"]
+            # Nothing more arrives for ours (no event read twice).
+            for name, r in zip(("sw-1", "sw-2"), ours):
+                got[name] += tagged(scope, await r.read_many(1000, timeout=0.5))
+                assert await r.offline()
+            official.reader_offline()
+            return got
+
+    got = {k: [e for e in v if not e.endswith(b"|end")] for k, v in asyncio.run(run()).items()}
+    assert all(got.values()), {k: len(v) for k, v in got.items()}
+    counts = Counter(e for v in got.values() for e in v)
+    assert set(counts) == set(events), "the union is both streams, whole"
+    assert max(counts.values()) == 1, "every event read exactly once"
+    for v in got.values():
+        for p in (b"a|", b"b|"):
+            assert in_key_order([e.split(b"|")[1] for e in v if e.startswith(p)])
+
+
+def test_a_reader_of_two_streams_hands_over_and_follows_successors_per_stream(
+    pv_client: pravega.Client, scope: str
+) -> None:
+    """Two of our readers in a group over two streams; one goes offline mid-way and the
+    other takes its segments of both streams; stream ``a`` is then scaled (its successors'
+    ids are new, ``b``'s 0 and 1 share ids with ``a``'s predecessors) and read on in
+    order. ``read_arrow``'s stream column and the per-stream cuts say where each event is."""
+    pv_client.create_stream(scope, "a", segments=2)
+    pv_client.create_stream(scope, "b", segments=3)
+    events = write_tagged(pv_client, scope, "a", 10, 0, 20)
+    events += write_tagged(pv_client, scope, "b", 15, 0, 20)
+    group = pv_client.create_reader_group(scope, "rg", ["a", "b"])
+    x = group.create_reader("x", refresh=0.1, read_length=2048)
+    y = group.create_reader("y", refresh=0.1, read_length=2048)
+    got_x: list[bytes] = []
+    got_y: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while (len(got_x) < 50 or len(got_y) < 50) and time.monotonic() < deadline:
+        got_x += tagged(scope, x.read_many(25, timeout=0.05))
+        batch = y.read_arrow(25, timeout=0.05)
+        for value, stream in zip(
+            batch.column("value").to_pylist(), batch.column("stream").to_pylist()
+        ):
+            assert stream == f"{scope}/{value.decode().split('|')[0]}"
+            got_y.append(value)
+    assert got_x and got_y, "both readers were given segments"
+    cuts = x.stream_cuts()
+    assert [(c.scope, c.stream) for c in cuts] == [(scope, "a"), (scope, "b")]
+    assert x.offline()
+    assert group.readers() == ["y"]
+    pv_client.scale_stream(scope, "a", [0, 1], [(0.0, 0.3), (0.3, 0.6), (0.6, 1.0)])
+    later = write_tagged(pv_client, scope, "a", 10, 20, 30)
+    everything = events + later
+    while len(got_x) + len(got_y) < len(everything) and time.monotonic() < deadline + 30:
+        got_y += tagged(scope, y.read_many(1000, timeout=0.1))
+    [cut_a, cut_b] = y.stream_cuts()
+    y.close()
+    counts = Counter(got_x + got_y)
+    assert set(counts) == set(everything), "nothing lost in the hand-over or the scale"
+    assert max(counts.values()) == 1, "each event read once"
+    for got in (got_x, got_y):
+        for p in (b"a|", b"b|"):
+            assert in_key_order([e.split(b"|")[1] for e in got if e.startswith(p)])
+    # The reader's last cuts and the group's: a's successors, b's three segments.
+    a_now = {s.segment_id for s in pv_client.segments(scope, "a")}
+    assert set(cut_a.positions) == a_now and set(cut_b.positions) == {0, 1, 2}
+    assert [set(c.positions) for c in group.stream_cuts()] == [a_now, {0, 1, 2}]
+
+
+def test_a_group_of_two_streams_starts_at_a_stream_cut_of_one(
+    pv_client: pravega.Client, scope: str
+) -> None:
+    """``start=`` a cut of ``a``: ``a`` is read from there, ``b`` from its head."""
+    pv_client.create_stream(scope, "a", segments=2)
+    pv_client.create_stream(scope, "b", segments=1)
+    write_tagged(pv_client, scope, "a", 4, 0, 5)
+    cut = pv_client.tail(scope, "a")
+    want = write_tagged(pv_client, scope, "a", 4, 5, 8)
+    want += write_tagged(pv_client, scope, "b", 3, 0, 5)
+    group = pv_client.create_reader_group(scope, "rg", ["a", "b"], start=cut)
+    assert group.stream_cuts() == [cut, pv_client.head(scope, "b")]
+    with group.create_reader("r", refresh=0.2) as r:
+        got: list[bytes] = []
+        deadline = time.monotonic() + 20
+        while len(got) < len(want) and time.monotonic() < deadline:
+            got += tagged(scope, r.read_many(100, timeout=0.2))
+        assert sorted(got) == sorted(want)

@@ -96,8 +96,16 @@ class _ReaderBase(_Live[_NativeReader]):
 
     @property
     def stream(self) -> str:
-        """The stream read, as ``scope/stream``."""
+        """The stream read, as ``scope/stream`` (for a reader of a group of several
+        streams, the first of them: see :attr:`streams`)."""
         return self._native.stream
+
+    @property
+    def streams(self) -> list[str]:
+        """Every stream read, as ``scope/stream``: the one stream of a stream's reader, all
+        the streams of its group for a group's reader (each :class:`Event` says which it
+        came from)."""
+        return self._native.streams
 
     @property
     def at_end(self) -> bool:
@@ -108,9 +116,17 @@ class _ReaderBase(_Live[_NativeReader]):
     def position(self) -> Steps[StreamCut]:
         """The :class:`StreamCut` after the last event handed out (pass it as ``start``);
         waits for a read in progress to end (on the asyncio face, events a cancelled read
-        left are counted as unread)."""
+        left are counted as unread). ``InvalidArgumentError`` for a reader of a group of
+        several streams: :meth:`stream_cuts` gives one per stream."""
         text: str = yield call("position")
         return StreamCut(text)
+
+    @two_faces
+    def stream_cuts(self) -> Steps[list[StreamCut]]:
+        """The position after the last event handed out, a :class:`StreamCut` per stream
+        read (in the order of :attr:`streams`); as :meth:`position` otherwise."""
+        texts: list[str] = yield call("stream_cuts")
+        return [StreamCut(t) for t in texts]
 
     @property
     def group_reader(self) -> bool:
@@ -135,7 +151,9 @@ class _ReaderBase(_Live[_NativeReader]):
 
 
 class Reader(_ReaderBase, Closes):
-    """Reads one stream: every segment, and its successors after a scale.
+    """Reads one stream (every segment, and its successors after a scale), or, made by
+    :meth:`ReaderGroup.create_reader`, the segments its group gives it of every stream the
+    group reads.
 
     ``read`` returns one :class:`Event` (or None at the timeout), ``read_many`` a list,
     ``read_arrow`` a ``pyarrow.RecordBatch`` (columns ``value``, ``stream``, ``segment``,

@@ -1,5 +1,5 @@
 //! One reader's membership of a group: what its `StreamReader` does between reads, every
-//! `refresh` (and at its first read):
+//! `refresh` (and at its first read), over the segments of every stream the group reads:
 //!
 //! 1. report segments it read to their end (sealed), with their successors, so that those
 //!    become assignable once all their predecessors are read;
@@ -19,7 +19,7 @@ use streamwire_core::error::{Error, ErrorKind, Result};
 use super::state;
 use super::{GroupTable, SegKey};
 use crate::controller::Segment;
-use crate::reader::StreamReader;
+use crate::reader::{SegRef, StreamReader};
 
 #[derive(Debug, Clone)]
 pub struct Member {
@@ -28,7 +28,7 @@ pub struct Member {
     refresh: Duration,
     pub(crate) next_sync: Instant,
     /// The positions last recorded in the group.
-    recorded: BTreeMap<i64, i64>,
+    recorded: BTreeMap<SegRef, i64>,
     pub(crate) offline: bool,
 }
 
@@ -77,24 +77,23 @@ impl Member {
     }
 
     async fn sync_inner(&mut self, r: &mut StreamReader) -> Result<()> {
-        let stream = r.stream().clone();
         let reader = self.reader.clone();
         for seg in r.take_completed() {
+            let Some(key) = r.seg_key(seg) else { continue };
             let successors = r
                 .client()
                 .controller()
                 .get_successors(&Segment {
-                    stream: stream.clone(),
-                    id: seg,
+                    stream: key.stream.clone(),
+                    id: seg.id,
                     low: 0.0,
                     high: 0.0,
                 })
                 .await?;
             let succ: Vec<(SegKey, Vec<i64>)> = successors
                 .into_iter()
-                .map(|s| (SegKey::new(&stream, s.segment.id), s.predecessors))
+                .map(|s| (SegKey::new(&key.stream, s.segment.id), s.predecessors))
                 .collect();
-            let key = SegKey::new(&stream, seg);
             self.table
                 .update(|snap| {
                     state::segment_completed(snap, &reader, &key, &succ).map(|c| Some((c, ())))
@@ -106,7 +105,7 @@ impl Member {
         if now != self.recorded {
             let positions: BTreeMap<SegKey, i64> = now
                 .iter()
-                .map(|(s, o)| (SegKey::new(&stream, *s), *o))
+                .filter_map(|(s, o)| Some((r.seg_key(*s)?, *o)))
                 .collect();
             self.table
                 .update(|snap| {
@@ -115,6 +114,9 @@ impl Member {
                 .await?;
             self.recorded = now;
         }
+        // Only segments of the streams this reader reads are taken (a group whose streams
+        // changed since it joined keeps the others free for readers that read them).
+        let streams = r.streams().to_vec();
         let took = self
             .table
             .update(|snap| {
@@ -124,52 +126,48 @@ impl Member {
                     state::update_positions(snap, &reader, &BTreeMap::new())?;
                     return Ok(Some((state::Change::default(), (Vec::new(), n))));
                 }
-                let (c, took) = state::acquire(snap, &reader, n as usize)?;
+                let (c, took) =
+                    state::acquire(snap, &reader, n as usize, |k| streams.contains(&k.stream))?;
                 Ok(Some((c, (took, n))))
             })
             .await?;
         let Some((took, n)) = took else {
             return Ok(());
         };
-        for (seg, off) in took {
-            if seg.stream == stream {
-                r.add_segment(seg.id, off);
-                self.recorded.insert(seg.id, off);
+        for (key, off) in took {
+            if let Some(seg) = r.seg_ref(&key) {
+                r.add_segment(seg, off);
+                self.recorded.insert(seg, off);
             }
         }
         if n < 0 {
             if let Some((&seg, _)) = r.held_positions().iter().next_back() {
                 let off = r.drop_segment(seg).await.unwrap_or(0);
-                let key = SegKey::new(&stream, seg);
-                self.table
-                    .update(|snap| state::release(snap, &reader, &key, off).map(|c| Some((c, ()))))
-                    .await?;
+                if let Some(key) = r.seg_key(seg) {
+                    self.table
+                        .update(|snap| {
+                            state::release(snap, &reader, &key, off).map(|c| Some((c, ())))
+                        })
+                        .await?;
+                }
                 self.recorded.remove(&seg);
             }
         }
         Ok(())
     }
 
-    /// Leave the group: the segments go back at `positions` (segment id → offset; the
-    /// recorded ones for segments missing there). False when it was offline already.
-    pub(crate) async fn leave(
-        &mut self,
-        stream: &crate::controller::ScopedStream,
-        positions: &BTreeMap<i64, i64>,
-    ) -> Result<bool> {
+    /// Leave the group: the segments go back at `positions` (the recorded ones for segments
+    /// missing there). False when it was offline already.
+    pub(crate) async fn leave(&mut self, positions: &BTreeMap<SegKey, i64>) -> Result<bool> {
         if self.offline {
             return Ok(false);
         }
         self.offline = true;
-        let positions: BTreeMap<SegKey, i64> = positions
-            .iter()
-            .map(|(s, o)| (SegKey::new(stream, *s), *o))
-            .collect();
         let reader = self.reader.clone();
         let done = self
             .table
             .update(|snap| {
-                Ok(state::remove_reader(snap, &reader, Some(&positions))?.map(|c| (c, ())))
+                Ok(state::remove_reader(snap, &reader, Some(positions))?.map(|c| (c, ())))
             })
             .await?;
         Ok(done.is_some())

@@ -292,11 +292,21 @@ fn held(snap: &Snapshot, reader: &str) -> Result<BTreeMap<SegKey, i64>> {
     })
 }
 
-/// `reader` acquires up to `n` unassigned segments (the lowest first): the change and the
-/// segments with their offsets.
-pub fn acquire(snap: &Snapshot, reader: &str, n: usize) -> Result<(Change, Vec<(SegKey, i64)>)> {
+/// `reader` acquires up to `n` unassigned segments that it can read (`readable`: those of
+/// the streams it reads), the lowest first: the change and the segments with their offsets.
+pub fn acquire(
+    snap: &Snapshot,
+    reader: &str,
+    n: usize,
+    readable: impl Fn(&SegKey) -> bool,
+) -> Result<(Change, Vec<(SegKey, i64)>)> {
     let mut mine = held(snap, reader)?;
-    let took: Vec<(SegKey, i64)> = snap.unassigned()?.into_iter().take(n).collect();
+    let took: Vec<(SegKey, i64)> = snap
+        .unassigned()?
+        .into_iter()
+        .filter(|(k, _)| readable(k))
+        .take(n)
+        .collect();
     let mut c = Change::default();
     if took.is_empty() {
         return Ok((c, took));
@@ -426,11 +436,11 @@ mod tests {
         assert!(add_reader(&s, "a").is_err());
         assert_eq!(s.readers(), ["a", "b"]);
         assert_eq!(s.to_acquire("a").unwrap(), 2);
-        let (c, took) = acquire(&s, "a", 2).unwrap();
+        let (c, took) = acquire(&s, "a", 2, |_| true).unwrap();
         apply(&mut s, &c, &mut v);
         assert_eq!(took, vec![(seg(0), 0), (seg(1), 0)]);
         assert_eq!(s.to_acquire("b").unwrap(), 2);
-        let (c, _) = acquire(&s, "b", 5).unwrap();
+        let (c, _) = acquire(&s, "b", 5, |_| true).unwrap();
         apply(&mut s, &c, &mut v);
         assert!(s.unassigned().unwrap().is_empty());
         // a read 10 bytes of segment 0, then goes offline at 12 (given).
@@ -447,9 +457,9 @@ mod tests {
         assert_eq!(s.to_acquire("b").unwrap(), 2);
         // A stale change fails: its versions are older than the table's.
         let stale = s.clone();
-        let (c, _) = acquire(&s, "b", 1).unwrap();
+        let (c, _) = acquire(&s, "b", 1, |_| true).unwrap();
         apply(&mut s, &c, &mut v);
-        let (c2, _) = acquire(&stale, "b", 1).unwrap();
+        let (c2, _) = acquire(&stale, "b", 1, |_| true).unwrap();
         let conflicts = c2
             .to_puts(&stale)
             .iter()
@@ -462,7 +472,7 @@ mod tests {
         let c = release(&s, "b", &seg(2), 7).unwrap();
         apply(&mut s, &c, &mut v);
         assert_eq!(s.unassigned().unwrap()[&seg(2)], 7);
-        assert!(acquire(&s, "gone", 1).is_err());
+        assert!(acquire(&s, "gone", 1, |_| true).is_err());
     }
 
     #[test]
@@ -470,7 +480,7 @@ mod tests {
         let (mut s, mut v) = group(2);
         let c = add_reader(&s, "a").unwrap();
         apply(&mut s, &c, &mut v);
-        let (c, _) = acquire(&s, "a", 2).unwrap();
+        let (c, _) = acquire(&s, "a", 2, |_| true).unwrap();
         apply(&mut s, &c, &mut v);
         // Segments 0 and 1 merge into 2.
         let succ = vec![(seg(2), vec![0, 1])];
@@ -483,5 +493,116 @@ mod tests {
         assert_eq!(s.unassigned().unwrap(), [(seg(2), 0)].into());
         assert!(s.future().unwrap().is_empty());
         assert!(s.assigned("a").unwrap().unwrap().is_empty());
+    }
+
+    use proptest::prelude::*;
+
+    /// A group over `sizes.len()` streams (`sizes[i]` segments each), offsets `i * 10`.
+    fn multi(sizes: &[i64]) -> (Snapshot, i64, Vec<ScopedStream>) {
+        let streams: Vec<ScopedStream> = (0..sizes.len())
+            .map(|i| ScopedStream::new("sc", format!("s{i}")))
+            .collect();
+        let config = cbor::GroupConfig {
+            refresh_ms: 3000,
+            streams: streams
+                .iter()
+                .map(|s| (s.clone(), cbor::StartCut::Head))
+                .collect(),
+        };
+        let segs = streams
+            .iter()
+            .zip(sizes)
+            .flat_map(|(s, n)| (0..*n).map(move |i| (SegKey::new(s, i), i * 10)))
+            .collect();
+        let mut snap = Snapshot::default();
+        let mut next = 0;
+        let c = init(&snap, &config, &segs).unwrap();
+        apply(&mut snap, &c, &mut next);
+        (snap, next, streams)
+    }
+
+    /// One membership round of `reader` (reading `streams`): acquire up to its share, or
+    /// release its last segment when over it, as `member::sync_inner` does.
+    fn round(s: &mut Snapshot, v: &mut i64, reader: &str, streams: &[ScopedStream]) {
+        let n = s.to_acquire(reader).unwrap();
+        if n > 0 {
+            let (c, took) =
+                acquire(s, reader, n as usize, |k| streams.contains(&k.stream)).unwrap();
+            assert!(took.iter().all(|(k, _)| streams.contains(&k.stream)));
+            apply(s, &c, v);
+        } else if n < 0 {
+            let mine = s.assigned(reader).unwrap().unwrap();
+            let (k, off) = mine.iter().next_back().unwrap();
+            let c = release(s, reader, k, *off).unwrap();
+            apply(s, &c, v);
+        }
+    }
+
+    proptest! {
+        /// Readers of a group over several streams settle on a split of ALL its segments
+        /// (each held by exactly one reader, at its offset, within one of the fair share),
+        /// and a reader leaving hands its segments back for the others to take.
+        #[test]
+        fn readers_share_every_segment_of_every_stream(
+            sizes in proptest::collection::vec(1i64..6, 1..4),
+            readers in 1usize..5,
+            leaver in 0usize..5,
+        ) {
+            let (mut s, mut v, streams) = multi(&sizes);
+            let total: usize = sizes.iter().sum::<i64>() as usize;
+            let names: Vec<String> = (0..readers).map(|i| format!("r{i}")).collect();
+            for r in &names {
+                let c = add_reader(&s, r).unwrap();
+                apply(&mut s, &c, &mut v);
+            }
+            let settle = |s: &mut Snapshot, v: &mut i64, names: &[String]| {
+                for _ in 0..4 * total + 4 {
+                    for r in names {
+                        round(s, v, r, &streams);
+                    }
+                }
+            };
+            settle(&mut s, &mut v, &names);
+            let check = |s: &Snapshot, names: &[String]| -> Result<(), TestCaseError> {
+                prop_assert!(s.unassigned().unwrap().is_empty());
+                let mut seen = BTreeMap::new();
+                let share = total.div_ceil(names.len());
+                for r in names {
+                    let mine = s.assigned(r).unwrap().unwrap();
+                    prop_assert!(mine.len() <= share, "within the fair share");
+                    for (k, off) in mine {
+                        prop_assert_eq!(off, k.id * 10, "offset kept");
+                        prop_assert!(seen.insert(k, r.clone()).is_none(), "held once");
+                    }
+                }
+                prop_assert_eq!(seen.len(), total, "every segment of every stream held");
+                Ok(())
+            };
+            check(&s, &names)?;
+            let gone = names[leaver % readers].clone();
+            let c = remove_reader(&s, &gone, None).unwrap().unwrap();
+            apply(&mut s, &c, &mut v);
+            let left: Vec<String> = names.into_iter().filter(|r| *r != gone).collect();
+            if left.is_empty() {
+                prop_assert_eq!(s.unassigned().unwrap().len(), total, "all handed back");
+            } else {
+                settle(&mut s, &mut v, &left);
+                check(&s, &left)?;
+            }
+        }
+    }
+
+    #[test]
+    fn a_reader_takes_only_segments_of_streams_it_reads() {
+        let (mut s, mut v, streams) = multi(&[2, 3]);
+        let c = add_reader(&s, "a").unwrap();
+        apply(&mut s, &c, &mut v);
+        round(&mut s, &mut v, "a", &streams[1..]);
+        let mine = s.assigned("a").unwrap().unwrap();
+        assert_eq!(mine.len(), 3);
+        assert!(mine.keys().all(|k| k.stream == streams[1]));
+        let free = s.unassigned().unwrap();
+        assert_eq!(free.len(), 2, "the other stream's segments stay free");
+        assert!(free.keys().all(|k| k.stream == streams[0]));
     }
 }

@@ -13,6 +13,8 @@ use crate::wire::{ids, WireError};
 /// Whole EVENT frames of one segment, starting at `offset`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chunk {
+    /// The stream's index among its reader's streams (a group reader reads several).
+    pub stream: u32,
     pub segment: i64,
     pub offset: i64,
     pub data: Bytes,
@@ -28,6 +30,7 @@ impl Chunk {
 /// Cuts one segment's reads into chunks of whole events.
 #[derive(Debug)]
 pub struct Chunker {
+    stream: u32,
     segment: i64,
     /// Offset of the first byte not yet handed out (the start of `carry`).
     offset: i64,
@@ -65,8 +68,9 @@ pub fn whole_prefix(data: &[u8]) -> Result<usize, WireError> {
 }
 
 impl Chunker {
-    pub fn new(segment: i64, offset: i64) -> Self {
+    pub fn new(stream: u32, segment: i64, offset: i64) -> Self {
         Chunker {
+            stream,
             segment,
             offset,
             carry: BytesMut::new(),
@@ -104,6 +108,7 @@ impl Chunker {
             }
             let whole = std::mem::take(&mut self.carry).freeze();
             out.push(Chunk {
+                stream: self.stream,
                 segment: self.segment,
                 offset: self.offset,
                 data: whole,
@@ -113,6 +118,7 @@ impl Chunker {
         let n = whole_prefix(&data)?;
         if n > 0 {
             out.push(Chunk {
+                stream: self.stream,
                 segment: self.segment,
                 offset: self.offset,
                 data: data.slice(..n),
@@ -160,7 +166,7 @@ mod tests {
             cuts in proptest::collection::vec(0usize..64, 0..20),
         ) {
             let data = framed(&events);
-            let mut ch = Chunker::new(3, 100);
+            let mut ch = Chunker::new(1, 3, 100);
             let mut out = Vec::new();
             let mut pos = 0;
             for c in cuts {
@@ -191,26 +197,26 @@ mod tests {
 
     #[test]
     fn data_that_is_not_events_is_an_error() {
-        let mut ch = Chunker::new(0, 0);
+        let mut ch = Chunker::new(0, 0, 0);
         let mut out = Vec::new();
         assert!(ch
             .feed(Bytes::from_static(&[0, 0, 0, 9, 0, 0, 0, 0]), &mut out)
             .is_err());
         // Over the largest event (i32::MAX less the header), and negative.
-        let mut ch = Chunker::new(0, 0);
+        let mut ch = Chunker::new(0, 0, 0);
         assert!(ch
             .feed(
                 Bytes::from_static(&[0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xf8]),
                 &mut out
             )
             .is_err());
-        let mut ch = Chunker::new(0, 0);
+        let mut ch = Chunker::new(0, 0, 0);
         assert!(ch
             .feed(Bytes::from_static(&[0, 0, 0, 0, 0x80, 0, 0, 0]), &mut out)
             .is_err());
         // A large event's length is fine: its bytes are waited for, nothing is allocated
         // for them up front.
-        let mut ch = Chunker::new(0, 0);
+        let mut ch = Chunker::new(0, 0, 0);
         ch.feed(
             Bytes::from_static(&[0, 0, 0, 0, 0x7f, 0, 0, 0, 1]),
             &mut out,

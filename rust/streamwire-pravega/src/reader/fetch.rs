@@ -15,6 +15,7 @@ use streamwire_core::log::{event, Level};
 use streamwire_core::metrics::{EntityMetrics, C};
 
 use super::chunk::{Chunk, Chunker};
+use super::SegRef;
 use crate::client::PravegaClient;
 use crate::controller::{segment_name, NodeUri, ScopedStream};
 use crate::wire::{self, Reply};
@@ -25,14 +26,27 @@ pub enum Fetched {
     Chunk(Chunk),
     /// The segment is sealed and read to its end (`offset`).
     End {
-        segment: i64,
+        seg: SegRef,
         offset: i64,
     },
     /// The segment cannot be read (deleted, no access).
     Failed {
-        segment: i64,
+        seg: SegRef,
         error: Error,
     },
+}
+
+impl Fetched {
+    /// The segment it is about.
+    pub fn seg(&self) -> SegRef {
+        match self {
+            Fetched::Chunk(c) => SegRef {
+                stream: c.stream,
+                id: c.segment,
+            },
+            Fetched::Failed { seg, .. } | Fetched::End { seg, .. } => *seg,
+        }
+    }
 }
 
 /// Settings of fetch tasks.
@@ -61,14 +75,15 @@ impl Default for FetchConfig {
 pub(crate) async fn run(
     client: PravegaClient,
     stream: ScopedStream,
-    segment: i64,
+    seg: SegRef,
     offset: i64,
     config: FetchConfig,
     tx: mpsc::Sender<Fetched>,
     metrics: Arc<EntityMetrics>,
 ) {
+    let segment = seg.id;
     let name = segment_name(&stream, segment);
-    let mut chunker = Chunker::new(segment, offset);
+    let mut chunker = Chunker::new(seg.stream, segment, offset);
     let mut backoff = Backoff::new(BackoffConfig {
         initial: Duration::from_millis(50),
         max: Duration::from_secs(5),
@@ -138,12 +153,12 @@ pub(crate) async fn run(
                             chunker.read_offset()
                         ),
                     );
-                    let _ = tx.send(Fetched::Failed { segment, error: e }).await;
+                    let _ = tx.send(Fetched::Failed { seg, error: e }).await;
                     return;
                 }
                 if let Err(e) = chunker.feed(data, &mut out) {
                     let error = Error::from(e).context(&name);
-                    let _ = tx.send(Fetched::Failed { segment, error }).await;
+                    let _ = tx.send(Fetched::Failed { seg, error }).await;
                     return;
                 }
                 for c in out.drain(..) {
@@ -154,7 +169,7 @@ pub(crate) async fn run(
                 if end_of_segment && chunker.carried() == 0 {
                     let _ = tx
                         .send(Fetched::End {
-                            segment,
+                            seg,
                             offset: chunker.read_offset(),
                         })
                         .await;
@@ -165,7 +180,7 @@ pub(crate) async fn run(
                 // A read exactly at the end of a sealed segment.
                 let _ = tx
                     .send(Fetched::End {
-                        segment,
+                        seg,
                         offset: chunker.read_offset(),
                     })
                     .await;
@@ -183,7 +198,7 @@ pub(crate) async fn run(
                         vec![("stream", stream.to_string()), ("segment", name.clone())],
                     )
                 });
-                chunker = Chunker::new(segment, start_offset);
+                chunker = Chunker::new(seg.stream, segment, start_offset);
             }
             Ok(other) => {
                 let error = other.error().unwrap_or_else(|| {
@@ -201,7 +216,7 @@ pub(crate) async fn run(
                     tokio::time::sleep(backoff.next_delay()).await;
                     continue;
                 }
-                let _ = tx.send(Fetched::Failed { segment, error }).await;
+                let _ = tx.send(Fetched::Failed { seg, error }).await;
                 return;
             }
             Err(e) if e.kind() == ErrorKind::Timeout => continue, // a long poll that ran out
@@ -219,7 +234,7 @@ pub(crate) async fn run(
                 tokio::time::sleep(backoff.next_delay()).await;
             }
             Err(error) => {
-                let _ = tx.send(Fetched::Failed { segment, error }).await;
+                let _ = tx.send(Fetched::Failed { seg, error }).await;
                 return;
             }
         }

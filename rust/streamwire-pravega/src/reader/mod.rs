@@ -1,4 +1,7 @@
 //! Reading a stream: every segment, successors after a scale, a position as a stream cut.
+//! A reader group's reader reads the segments its group gives it, of every stream the group
+//! reads: segments are then named by the stream's index among the reader's streams and
+//! their id ([`SegRef`]), and each event says which stream it came from.
 //!
 //! Each segment being read has a fetch task (`fetch`) that long-polls its store and queues
 //! chunks of whole events (`chunk`) into one bounded queue, the read-ahead. The stream reader
@@ -12,6 +15,7 @@ pub mod cut;
 pub mod fetch;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,6 +29,7 @@ use streamwire_core::metrics::{EntityMetrics, Kind, C, G};
 use crate::client::PravegaClient;
 use crate::controller::{ScopedStream, Segment};
 use crate::group::member::Member;
+use crate::group::SegKey;
 pub use chunk::Chunk;
 pub use cut::StreamCut;
 pub use fetch::{FetchConfig, Fetched};
@@ -60,8 +65,54 @@ impl Default for ReaderConfig {
 #[derive(Debug, Clone)]
 pub struct ReadEvent {
     pub data: Bytes,
+    /// The stream's index in [`StreamReader::streams`] (0 for a reader of one stream).
+    pub stream: u32,
     pub segment: i64,
     pub offset: i64,
+}
+
+/// A segment of one of a reader's streams: the stream's index in
+/// [`StreamReader::streams`] and the segment id (ids repeat across streams: every stream
+/// has a segment 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SegRef {
+    pub stream: u32,
+    pub id: i64,
+}
+
+impl SegRef {
+    pub fn new(stream: u32, id: i64) -> SegRef {
+        SegRef { stream, id }
+    }
+}
+
+/// Where a read puts the events it hands out. A `Vec<ReadEvent>` keeps each payload as a
+/// slice of the read (a reference count taken per event); a caller that copies payloads
+/// out anyway (an Arrow batch) takes them by reference instead: the two atomic reference
+/// count updates per event were 11% of a `read_arrow` profile.
+pub trait EventSink {
+    /// Events in the sink.
+    fn taken(&self) -> usize;
+    /// One event: its payload is `data[range]`.
+    fn push(&mut self, stream: u32, segment: i64, offset: i64, data: &Bytes, range: Range<usize>);
+}
+
+impl EventSink for Vec<ReadEvent> {
+    fn taken(&self) -> usize {
+        self.len()
+    }
+
+    fn push(&mut self, stream: u32, segment: i64, offset: i64, data: &Bytes, range: Range<usize>) {
+        Vec::push(
+            self,
+            ReadEvent {
+                data: data.slice(range),
+                stream,
+                segment,
+                offset,
+            },
+        );
+    }
 }
 
 /// The stream's head: its oldest segments at their first readable offsets.
@@ -140,17 +191,19 @@ pub async fn segments_between(
 
 pub struct StreamReader {
     client: PravegaClient,
-    stream: ScopedStream,
+    /// The streams read: one for a stream's reader, the group's for a group's reader
+    /// (events and segments name them by their index here).
+    streams: Vec<ScopedStream>,
     config: ReaderConfig,
     tx: mpsc::Sender<Fetched>,
     rx: mpsc::Receiver<Fetched>,
     /// Segments read or ended (with successors not started yet): offset past the last event
     /// handed out.
-    positions: BTreeMap<i64, i64>,
-    ended: HashSet<i64>,
+    positions: BTreeMap<SegRef, i64>,
+    ended: HashSet<SegRef>,
     /// Successor → its predecessors, until all have ended.
-    waiting: HashMap<i64, Vec<i64>>,
-    tasks: HashMap<i64, JoinHandle<()>>,
+    waiting: HashMap<SegRef, Vec<SegRef>>,
+    tasks: HashMap<SegRef, JoinHandle<()>>,
     /// The chunk being handed out, and how far.
     current: Option<(Chunk, usize)>,
     /// Exported metrics: events and bytes handed out, chunks fetched, re-dials; the
@@ -165,14 +218,9 @@ pub struct StreamReader {
     /// Fetched items put back while a released segment's were picked out of the queue.
     pending: VecDeque<Fetched>,
     /// Segments read to their end, not yet reported to the group.
-    completed: Vec<i64>,
-}
-
-fn fetched_segment(f: &Fetched) -> i64 {
-    match f {
-        Fetched::Chunk(c) => c.segment,
-        Fetched::Failed { segment, .. } | Fetched::End { segment, .. } => *segment,
-    }
+    completed: Vec<SegRef>,
+    /// Payload bytes handed out by the read under way (for the metrics).
+    handed_bytes: usize,
 }
 
 impl Drop for StreamReader {
@@ -214,15 +262,27 @@ impl StreamReader {
                 format!("stream {}/{} does not exist", stream.scope, stream.stream),
             ));
         }
+        let mut reader = StreamReader::empty(client, vec![stream], config, String::new());
+        for (seg, off) in positions {
+            reader.start_segment(SegRef::new(0, seg), off);
+        }
+        Ok(reader)
+    }
+
+    /// A reader of `streams` holding no segment yet.
+    fn empty(
+        client: &PravegaClient,
+        streams: Vec<ScopedStream>,
+        config: ReaderConfig,
+        name: String,
+    ) -> StreamReader {
         let (tx, rx) = mpsc::channel(config.read_ahead.max(1));
-        let metrics = EntityMetrics::register(client.entity_labels(
-            Kind::Reader,
-            format!("{}/{}", stream.scope, stream.stream),
-            String::new(),
-        ));
-        let mut reader = StreamReader {
+        let label: Vec<String> = streams.iter().map(ToString::to_string).collect();
+        let metrics =
+            EntityMetrics::register(client.entity_labels(Kind::Reader, label.join(","), name));
+        StreamReader {
             client: client.clone(),
-            stream,
+            streams,
             config,
             tx,
             rx,
@@ -236,32 +296,27 @@ impl StreamReader {
             group_seed: None,
             pending: VecDeque::new(),
             completed: Vec::new(),
-        };
-        for (seg, off) in positions {
-            reader.start_segment(seg, off);
+            handed_bytes: 0,
         }
-        Ok(reader)
     }
 
-    /// A reader group member reading `stream`: no segment until its first read, where the
-    /// group gives it its share.
+    /// A reader group member reading the group's `streams`: no segment until its first
+    /// read, where the group gives it its share.
     pub async fn create_member(
         client: &PravegaClient,
-        stream: ScopedStream,
+        streams: Vec<ScopedStream>,
         member: Member,
         config: ReaderConfig,
     ) -> Result<StreamReader> {
+        if streams.is_empty() || streams.len() > u32::MAX as usize {
+            return Err(Error::invalid("a group reader reads at least one stream"));
+        }
+        // Asked once here so that refused credentials fail the reader's creation.
+        for s in &streams {
+            client.delegation_token(s).await?;
+        }
         let name = member.reader().to_owned();
-        let cut = StreamCut {
-            stream: stream.clone(),
-            positions: BTreeMap::new(),
-        };
-        let mut r = StreamReader::create(client, stream, Start::Cut(cut), config).await?;
-        r.metrics = EntityMetrics::register(client.entity_labels(
-            Kind::Reader,
-            format!("{}/{}", r.stream.scope, r.stream.stream),
-            name,
-        ));
+        let mut r = StreamReader::empty(client, streams, config, name);
         r.group_seed = Some(Box::new(member.clone()));
         r.group = Some(Box::new(member));
         Ok(r)
@@ -277,14 +332,14 @@ impl StreamReader {
     }
 
     /// Start reading a segment the group gave.
-    pub(crate) fn add_segment(&mut self, segment: i64, offset: i64) {
-        if !self.positions.contains_key(&segment) {
-            self.start_segment(segment, offset);
+    pub(crate) fn add_segment(&mut self, seg: SegRef, offset: i64) {
+        if !self.positions.contains_key(&seg) {
+            self.start_segment(seg, offset);
         }
     }
 
     /// The offsets of the segments held (after the last event handed out).
-    pub(crate) fn held_positions(&self) -> BTreeMap<i64, i64> {
+    pub(crate) fn held_positions(&self) -> BTreeMap<SegRef, i64> {
         self.positions
             .iter()
             .filter(|(s, _)| !self.completed.contains(s))
@@ -292,40 +347,40 @@ impl StreamReader {
             .collect()
     }
 
-    pub(crate) fn take_completed(&mut self) -> Vec<i64> {
+    pub(crate) fn take_completed(&mut self) -> Vec<SegRef> {
         std::mem::take(&mut self.completed)
     }
 
     /// Forget a segment reported complete.
-    pub(crate) fn forget_segment(&mut self, segment: i64) {
-        self.positions.remove(&segment);
+    pub(crate) fn forget_segment(&mut self, seg: SegRef) {
+        self.positions.remove(&seg);
     }
 
-    /// Stop reading `segment` (released to the group): its offset after the last event
-    /// handed out. Its fetch task is ended and joined first, so that nothing it fetched is
-    /// left queued to be mistaken for a later fetch of the same segment.
-    pub(crate) async fn drop_segment(&mut self, segment: i64) -> Option<i64> {
-        if let Some(t) = self.tasks.remove(&segment) {
+    /// Stop reading `seg` (released to the group): its offset after the last event handed
+    /// out. Its fetch task is ended and joined first, so that nothing it fetched is left
+    /// queued to be mistaken for a later fetch of the same segment.
+    pub(crate) async fn drop_segment(&mut self, seg: SegRef) -> Option<i64> {
+        if let Some(t) = self.tasks.remove(&seg) {
             t.abort();
             let _ = t.await;
         }
         let mut keep = VecDeque::new();
         for f in self.pending.drain(..) {
-            if fetched_segment(&f) != segment {
+            if f.seg() != seg {
                 keep.push_back(f);
             }
         }
         while let Ok(f) = self.rx.try_recv() {
-            if fetched_segment(&f) != segment {
+            if f.seg() != seg {
                 keep.push_back(f);
             }
         }
         self.pending = keep;
-        if matches!(&self.current, Some((c, _)) if c.segment == segment) {
+        if matches!(&self.current, Some((c, _)) if c.stream == seg.stream && c.segment == seg.id) {
             self.current = None;
         }
-        self.completed.retain(|s| *s != segment);
-        self.positions.remove(&segment)
+        self.completed.retain(|s| *s != seg);
+        self.positions.remove(&seg)
     }
 
     /// Stop reading every segment (offline).
@@ -344,7 +399,7 @@ impl StreamReader {
     /// Leave the reader's group, handing its segments over at `positions` (its own
     /// positions when `None`): false when it was offline already. Reads then fail with
     /// `AlreadyClosedError`.
-    pub async fn leave_group(&mut self, positions: Option<BTreeMap<i64, i64>>) -> Result<bool> {
+    pub async fn leave_group(&mut self, positions: Option<BTreeMap<SegRef, i64>>) -> Result<bool> {
         if self.group_seed.is_none() {
             return Err(Error::invalid("this reader is not a reader group's member"));
         }
@@ -352,16 +407,41 @@ impl StreamReader {
             self.group = self.group_seed.clone();
         }
         let positions = positions.unwrap_or_else(|| self.positions.clone());
-        let stream = self.stream.clone();
+        let keyed: BTreeMap<SegKey, i64> = positions
+            .iter()
+            .filter_map(|(s, o)| Some((self.seg_key(*s)?, *o)))
+            .collect();
         self.drop_all();
         match self.group.as_mut() {
-            Some(member) => member.leave(&stream, &positions).await,
+            Some(member) => member.leave(&keyed).await,
             None => Ok(false),
         }
     }
 
+    /// The stream read (the first of a group reader's streams).
     pub fn stream(&self) -> &ScopedStream {
-        &self.stream
+        &self.streams[0]
+    }
+
+    /// Every stream read; events and [`SegRef`]s name them by their index here.
+    pub fn streams(&self) -> &[ScopedStream] {
+        &self.streams
+    }
+
+    /// The group's name of one of this reader's segments.
+    pub fn seg_key(&self, seg: SegRef) -> Option<SegKey> {
+        self.streams
+            .get(seg.stream as usize)
+            .map(|s| SegKey::new(s, seg.id))
+    }
+
+    /// One of this reader's segments by the group's name (`None`: a stream it does not
+    /// read).
+    pub fn seg_ref(&self, key: &SegKey) -> Option<SegRef> {
+        self.streams
+            .iter()
+            .position(|s| *s == key.stream)
+            .map(|i| SegRef::new(i as u32, key.id))
     }
 
     /// This reader's metric cells.
@@ -369,26 +449,49 @@ impl StreamReader {
         &self.metrics
     }
 
-    fn start_segment(&mut self, segment: i64, offset: i64) {
-        self.positions.insert(segment, offset);
+    fn start_segment(&mut self, seg: SegRef, offset: i64) {
+        self.positions.insert(seg, offset);
         let task = tokio::spawn(fetch::run(
             self.client.clone(),
-            self.stream.clone(),
-            segment,
+            self.streams[seg.stream as usize].clone(),
+            seg,
             offset,
             self.config.fetch.clone(),
             self.tx.clone(),
             Arc::clone(&self.metrics),
         ));
-        self.tasks.insert(segment, task);
+        self.tasks.insert(seg, task);
     }
 
-    /// The position after the last event handed out.
+    /// The position after the last event handed out, in the first stream (the only one
+    /// of a stream's reader; see [`StreamReader::cuts`] for a group reader's streams).
     pub fn position(&self) -> StreamCut {
-        StreamCut {
-            stream: self.stream.clone(),
-            positions: self.positions.clone(),
+        self.cuts_with(&BTreeMap::new()).swap_remove(0)
+    }
+
+    /// The offsets after the last event handed out, every stream's segments.
+    pub fn positions(&self) -> &BTreeMap<SegRef, i64> {
+        &self.positions
+    }
+
+    /// One stream cut per stream read, in the order of [`StreamReader::streams`]: the
+    /// position after the last event handed out, `over` taking precedence (events held
+    /// back by a caller put back).
+    pub fn cuts_with(&self, over: &BTreeMap<SegRef, i64>) -> Vec<StreamCut> {
+        let mut cuts: Vec<StreamCut> = self
+            .streams
+            .iter()
+            .map(|s| StreamCut {
+                stream: s.clone(),
+                positions: BTreeMap::new(),
+            })
+            .collect();
+        for (seg, off) in self.positions.iter().chain(over) {
+            if let Some(c) = cuts.get_mut(seg.stream as usize) {
+                c.positions.insert(seg.id, *off);
+            }
         }
+        cuts
     }
 
     /// Every segment ended and none follows (a sealed stream read to its end). Never for a
@@ -401,24 +504,24 @@ impl StreamReader {
     }
 
     /// Hand out up to `max` events, waiting up to `timeout` for the first; `out` gets them.
-    pub async fn read(
+    pub async fn read<S: EventSink>(
         &mut self,
         max: usize,
         timeout: Duration,
-        out: &mut Vec<ReadEvent>,
+        out: &mut S,
     ) -> Result<()> {
         let deadline = Instant::now() + timeout;
-        let start = out.len();
+        let start = out.taken();
+        self.handed_bytes = 0;
         let res = if self.group_seed.is_some() {
             self.read_member(max, deadline, start, out).await
         } else {
             self.read_into(max, deadline, start, out).await
         };
-        let handed = &out[start..];
-        if !handed.is_empty() {
-            let bytes: usize = handed.iter().map(|e| e.data.len()).sum();
-            self.metrics.add(C::Messages, handed.len() as u64);
-            self.metrics.add(C::Bytes, bytes as u64);
+        let handed = out.taken() - start;
+        if handed > 0 {
+            self.metrics.add(C::Messages, handed as u64);
+            self.metrics.add(C::Bytes, self.handed_bytes as u64);
         }
         self.metrics
             .gauge(G::ReceiveQueue)
@@ -428,12 +531,12 @@ impl StreamReader {
 
     /// A group member's read: the membership work when due, then reads of the segments held
     /// until events come, `deadline`, or the next membership round.
-    async fn read_member(
+    async fn read_member<S: EventSink>(
         &mut self,
         max: usize,
         deadline: Instant,
         start: usize,
-        out: &mut Vec<ReadEvent>,
+        out: &mut S,
     ) -> Result<()> {
         loop {
             if self.group.is_none() {
@@ -453,22 +556,22 @@ impl StreamReader {
             };
             self.read_into(max, deadline.min(next_sync), start, out)
                 .await?;
-            if out.len() > start || Instant::now() >= deadline {
+            if out.taken() > start || Instant::now() >= deadline {
                 return Ok(());
             }
         }
     }
 
-    async fn read_into(
+    async fn read_into<S: EventSink>(
         &mut self,
         max: usize,
         deadline: Instant,
         start: usize,
-        out: &mut Vec<ReadEvent>,
+        out: &mut S,
     ) -> Result<()> {
         loop {
-            self.take_current(max - (out.len() - start), out);
-            if out.len() - start >= max {
+            self.take_current(max - (out.taken() - start), out);
+            if out.taken() - start >= max {
                 return Ok(());
             }
             // More already fetched: keep filling without waiting.
@@ -478,7 +581,7 @@ impl StreamReader {
             };
             let next = match queued {
                 Ok(f) => f,
-                Err(_) if out.len() > start => return Ok(()),
+                Err(_) if out.taken() > start => return Ok(()),
                 Err(_) if self.at_end() => return Ok(()),
                 Err(_) => {
                     let left = deadline.saturating_duration_since(Instant::now());
@@ -493,24 +596,29 @@ impl StreamReader {
         }
     }
 
-    fn take_current(&mut self, max: usize, out: &mut Vec<ReadEvent>) {
+    fn take_current<S: EventSink>(&mut self, max: usize, out: &mut S) {
         let Some((chunk, pos)) = &mut self.current else {
             return;
         };
         let d = &chunk.data;
         let mut n = 0;
+        let mut bytes = 0;
         while n < max && d.len() - *pos >= 8 {
             let len =
                 u32::from_be_bytes([d[*pos + 4], d[*pos + 5], d[*pos + 6], d[*pos + 7]]) as usize;
-            out.push(ReadEvent {
-                data: d.slice(*pos + 8..*pos + 8 + len),
-                segment: chunk.segment,
-                offset: chunk.offset + *pos as i64,
-            });
+            out.push(
+                chunk.stream,
+                chunk.segment,
+                chunk.offset + *pos as i64,
+                d,
+                *pos + 8..*pos + 8 + len,
+            );
             *pos += 8 + len;
+            bytes += len;
             n += 1;
         }
-        let seg = chunk.segment;
+        self.handed_bytes += bytes;
+        let seg = SegRef::new(chunk.stream, chunk.segment);
         let after = chunk.offset + *pos as i64;
         if *pos >= d.len() {
             self.current = None;
@@ -524,44 +632,52 @@ impl StreamReader {
         match f {
             Fetched::Chunk(c) => {
                 self.metrics.add(C::Batches, 1);
-                if self.positions.contains_key(&c.segment) {
+                if self
+                    .positions
+                    .contains_key(&SegRef::new(c.stream, c.segment))
+                {
                     self.current = Some((c, 0));
                 }
                 Ok(())
             }
-            Fetched::Failed { segment, error } => {
-                self.tasks.remove(&segment);
+            Fetched::Failed { seg, error } => {
+                self.tasks.remove(&seg);
                 Err(error)
             }
-            Fetched::End { segment, offset } if self.group_seed.is_some() => {
+            Fetched::End { seg, offset } if self.group_seed.is_some() => {
                 // The group decides who reads the successors (once all predecessors end).
-                self.tasks.remove(&segment);
-                if let Some(at) = self.positions.get_mut(&segment) {
+                self.tasks.remove(&seg);
+                if let Some(at) = self.positions.get_mut(&seg) {
                     *at = offset;
-                    self.completed.push(segment);
+                    self.completed.push(seg);
                 }
                 Ok(())
             }
-            Fetched::End { segment, offset } => {
-                self.tasks.remove(&segment);
-                self.positions.insert(segment, offset);
-                self.ended.insert(segment);
+            Fetched::End { seg, offset } => {
+                self.tasks.remove(&seg);
+                self.positions.insert(seg, offset);
+                self.ended.insert(seg);
                 let successors = self
                     .client
                     .controller()
                     .get_successors(&Segment {
-                        stream: self.stream.clone(),
-                        id: segment,
+                        stream: self.streams[seg.stream as usize].clone(),
+                        id: seg.id,
                         low: 0.0,
                         high: 0.0,
                     })
                     .await?;
                 for s in successors {
-                    let id = s.segment.id;
+                    let id = SegRef::new(seg.stream, s.segment.id);
                     if self.positions.contains_key(&id) || self.ended.contains(&id) {
                         continue;
                     }
-                    self.waiting.insert(id, s.predecessors);
+                    let preds = s
+                        .predecessors
+                        .iter()
+                        .map(|p| SegRef::new(seg.stream, *p))
+                        .collect();
+                    self.waiting.insert(id, preds);
                 }
                 self.start_ready();
                 Ok(())
@@ -573,7 +689,7 @@ impl StreamReader {
     /// had counts as ended: its events were not part of the cut it started from), and
     /// forget ended segments nothing waits for any more.
     fn start_ready(&mut self) {
-        let ready: Vec<i64> = self
+        let ready: Vec<SegRef> = self
             .waiting
             .iter()
             .filter(|(_, preds)| {
@@ -590,8 +706,8 @@ impl StreamReader {
             self.waiting.remove(s);
             self.start_segment(*s, 0);
         }
-        let still_needed: HashSet<i64> = self.waiting.values().flatten().copied().collect();
-        let done: Vec<i64> = self
+        let still_needed: HashSet<SegRef> = self.waiting.values().flatten().copied().collect();
+        let done: Vec<SegRef> = self
             .ended
             .iter()
             .filter(|e| !still_needed.contains(e))

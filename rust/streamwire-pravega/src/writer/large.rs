@@ -7,18 +7,34 @@
 //! `CONDITIONAL_BLOCK_END`s numbered from 0 at the offsets where they must land, then
 //! `MERGE_SEGMENTS` (`SEGMENTS_MERGED`), which appends the whole transient segment to the
 //! parent atomically: a reader of the parent sees all of the event or none of it, and a
-//! failure anywhere before the merge leaves nothing in the parent (the store deletes an
-//! unmerged transient segment when it goes idle).
+//! failure anywhere before the merge leaves nothing in the parent (the store deletes the
+//! transient segments of a connection when the connection drops, and idle ones).
+//!
+//! A lost connection (or an answer that never comes) is retried within the writer's budget
+//! (its `send_timeout`, with its backoff), as the Java `LargeEventWriter` retries: the whole
+//! event again through a new transient segment, the half-written one abandoned (the store
+//! deletes it; nothing merges it). The merge is the commit point, so the one case to think
+//! about is a connection lost after `MERGE_SEGMENTS` went out and before `SEGMENTS_MERGED`
+//! came back. The Java writer starts over there too, which writes the event twice if the
+//! merge had happened. We first send the same merge again: the store answers
+//! `SEGMENTS_MERGED` for a source it already merged (its `StreamSegmentMergedException`
+//! path) as for one it merges now, so the event is in the parent once either way. Only when
+//! the store no longer knows the transient segment at all (`NO_SUCH_SEGMENT`: deleted
+//! unmerged when the connection dropped, or merged and already cleaned up, which cannot be
+//! told apart) do we write the whole event again, as the Java writer does.
 //!
 //! Pure parts here: which events are large, splitting a run of events around them, the chunk
 //! plan, and the state of one write (which answer is awaited, what an answer means). The
 //! I/O is `write_large`, run by the writer's task in a task of its own.
 
 use std::ops::Range;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 
+use streamwire_core::backoff::{Backoff, BackoffConfig};
 use streamwire_core::error::{Error, ErrorKind, Result};
+use streamwire_core::log::{event, Level};
 
 use super::batch::{event_len, Piece, Points};
 use crate::client::PravegaClient;
@@ -186,8 +202,10 @@ pub enum Phase {
         chunks: i64,
         acked: i64,
     },
-    /// `MERGE_SEGMENTS` sent.
-    Merge,
+    /// `MERGE_SEGMENTS` of this transient segment sent (every chunk is in it).
+    Merge {
+        transient: String,
+    },
     Done,
 }
 
@@ -213,7 +231,7 @@ impl Phase {
             Phase::Create => "creating the transient segment",
             Phase::Setup { .. } => "setting up the append",
             Phase::Append { .. } => "appending chunks",
-            Phase::Merge => "merging",
+            Phase::Merge { .. } => "merging",
             Phase::Done => "done",
         }
     }
@@ -272,13 +290,15 @@ impl Phase {
                 *acked = (*acked).max(event_number);
                 if *acked + 1 >= *chunks {
                     let transient = std::mem::take(transient);
-                    *self = Phase::Merge;
+                    *self = Phase::Merge {
+                        transient: transient.clone(),
+                    };
                     Next::Merge(transient)
                 } else {
                     Next::Wait
                 }
             }
-            (Phase::Merge, Reply::SegmentsMerged { .. }) => {
+            (Phase::Merge { .. }, Reply::SegmentsMerged { .. }) => {
                 *self = Phase::Done;
                 Next::Done
             }
@@ -288,46 +308,175 @@ impl Phase {
     }
 }
 
+impl Phase {
+    /// After an attempt failed here: the transient segment to merge again when the merge
+    /// was sent (its answer lost), else `None` (the whole event again).
+    pub fn merge_sent(&self) -> Option<String> {
+        match self {
+            Phase::Merge { transient } => Some(transient.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// The answer to a `MERGE_SEGMENTS` sent again after the first one's answer was lost:
+/// `Some(Next::Done)` when the transient segment is in the parent (merged now, or by the
+/// first request), `None` when the store does not know it any more (write the whole event
+/// again), `Some(Next::Wait)` for a keep-alive.
+pub fn on_merge_again(reply: Reply) -> Result<Option<Next>> {
+    match reply {
+        Reply::KeepAlive => Ok(Some(Next::Wait)),
+        Reply::SegmentsMerged { .. } => Ok(Some(Next::Done)),
+        Reply::NoSuchSegment { .. } => Ok(None),
+        other => Err(other.error().unwrap_or_else(|| {
+            Error::new(
+                ErrorKind::Protocol,
+                format!("unexpected answer to a repeated merge of a large event: {other:?}"),
+            )
+        })),
+    }
+}
+
+/// Whether a failed attempt is tried again (within the budget): a lost or refused
+/// connection, or an answer that did not come in time.
+pub fn worth_retrying(e: &Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::Connect | ErrorKind::Disconnected | ErrorKind::Timeout
+    ) || e.is_retriable()
+}
+
+/// How long and how a large write is retried: the writer's own settings.
+#[derive(Debug, Clone)]
+pub struct RetryBudget {
+    /// Failures go on being retried until this long after the first one.
+    pub send_timeout: Duration,
+    pub backoff: BackoffConfig,
+}
+
 /// Write one EVENT frame (`framed`, header included) to `parent` (segment `id` of `stream`)
-/// through a transient segment. `Ok` once it is merged; any failure leaves the parent
-/// without any of it.
+/// through a transient segment, retrying lost connections within `budget` (see the module
+/// comment). `Ok` once it is merged, exactly once; a failure leaves the parent without any
+/// of it.
 pub async fn write_large(
     client: &PravegaClient,
     stream: &ScopedStream,
     id: i64,
     parent: &str,
     framed: Bytes,
+    budget: &RetryBudget,
+) -> Result<()> {
+    let mut backoff = Backoff::new(budget.backoff.clone());
+    let mut first_failure: Option<Instant> = None;
+    // A merge sent whose answer was lost: sent again before anything else.
+    let mut remerge: Option<String> = None;
+    loop {
+        let mut phase = Phase::Create;
+        let result = match remerge.take() {
+            Some(transient) => {
+                phase = Phase::Merge {
+                    transient: transient.clone(),
+                };
+                match merge_again(client, stream, id, parent, &transient).await {
+                    Ok(true) => Ok(()),
+                    // Gone: written again at once, as a first attempt.
+                    Ok(false) => continue,
+                    Err(e) => Err(e),
+                }
+            }
+            None => attempt(client, stream, id, parent, &framed, &mut phase).await,
+        };
+        let e = match result {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        };
+        if e.kind() == ErrorKind::Authentication {
+            client.forget_token(stream);
+        }
+        let since = *first_failure.get_or_insert_with(Instant::now);
+        let what = || {
+            format!(
+                "large event of {} bytes to segment {parent} was not written ({})",
+                framed.len() - 8,
+                phase.name()
+            )
+        };
+        if !worth_retrying(&e) {
+            return Err(e.context(what()));
+        }
+        if since.elapsed() >= budget.send_timeout {
+            return Err(e.context(format!("{}, retried for {:?}", what(), budget.send_timeout)));
+        }
+        remerge = phase.merge_sent();
+        event(Level::Warning, "pravega.writer", || {
+            (
+                format!("{}: {e}; retrying", what()),
+                vec![("stream", stream.to_string()), ("segment", parent.into())],
+            )
+        });
+        // Never past the budget: the last attempt is made at its end.
+        let left = budget.send_timeout.saturating_sub(since.elapsed());
+        tokio::time::sleep(backoff.next_delay().min(left)).await;
+    }
+}
+
+/// One connection to `parent`'s store, its reply stream and the delegation token.
+async fn open(
+    client: &PravegaClient,
+    stream: &ScopedStream,
+    id: i64,
+) -> Result<(
+    crate::connection::Connection,
+    tokio::sync::mpsc::Receiver<Reply>,
+    String,
+)> {
+    let token = client.delegation_token(stream).await?;
+    let node = client.controller().get_uri(stream, id).await?;
+    let (c, replies) = dial::<false>(&node, &client.config().dial).await?;
+    Ok((c, replies, token))
+}
+
+/// The next answer on a large write's connection, within the request timeout.
+async fn answer(
+    client: &PravegaClient,
+    conn: &crate::connection::Connection,
+    replies: &mut tokio::sync::mpsc::Receiver<Reply>,
+    phase: &Phase,
+    parent: &str,
+) -> Result<Reply> {
+    let timeout = client.config().request_timeout;
+    match tokio::time::timeout(timeout, replies.recv()).await {
+        Err(_) => Err(Error::timeout(format!(
+            "large event on {parent}: no answer in {timeout:?} ({phase:?})"
+        ))),
+        Ok(None) => Err(conn.end_reason().unwrap_or_else(|| {
+            Error::new(
+                ErrorKind::Disconnected,
+                format!("segment store closed the connection ({phase:?})"),
+            )
+        })),
+        Ok(Some(r)) => Ok(r),
+    }
+}
+
+/// One whole attempt: create, set up, chunks, merge. `phase` says how far it got.
+async fn attempt(
+    client: &PravegaClient,
+    stream: &ScopedStream,
+    id: i64,
+    parent: &str,
+    framed: &Bytes,
+    phase: &mut Phase,
 ) -> Result<()> {
     let writer_id = rand::random::<u128>();
     let chunks = plan(framed.len());
-    let timeout = client.config().request_timeout;
-    let mut phase = Phase::Create;
     let mut out = BytesMut::with_capacity(128 + parent.len());
-    let mut conn = None;
+    let (conn, mut replies, token) = open(client, stream, id).await?;
     let result = async {
-        let token = client.delegation_token(stream).await?;
-        let node = client.controller().get_uri(stream, id).await?;
-        let (c, mut replies) = dial::<false>(&node, &client.config().dial).await?;
-        let conn = conn.insert(c);
         wire::encode_create_transient_segment(&mut out, 1, writer_id, parent, &token)?;
         conn.send(out.split().freeze()).await?;
         loop {
-            let reply = match tokio::time::timeout(timeout, replies.recv()).await {
-                Err(_) => {
-                    return Err(Error::timeout(format!(
-                        "large event on {parent}: no answer in {timeout:?} ({phase:?})"
-                    )))
-                }
-                Ok(None) => {
-                    return Err(conn.end_reason().unwrap_or_else(|| {
-                        Error::new(
-                            ErrorKind::Disconnected,
-                            format!("segment store closed the connection ({phase:?})"),
-                        )
-                    }))
-                }
-                Ok(Some(r)) => r,
-            };
+            let reply = answer(client, &conn, &mut replies, phase, parent).await?;
             match phase.on_reply(reply, chunks.len() as i64)? {
                 Next::Wait => {}
                 Next::Setup(transient) => {
@@ -359,19 +508,39 @@ pub async fn write_large(
         }
     }
     .await;
-    if let Some(c) = conn {
-        c.close();
+    conn.close();
+    result
+}
+
+/// Send the merge of `transient` into `parent` again: true once it is merged, false when
+/// the store does not know `transient` any more.
+async fn merge_again(
+    client: &PravegaClient,
+    stream: &ScopedStream,
+    id: i64,
+    parent: &str,
+    transient: &str,
+) -> Result<bool> {
+    let (conn, mut replies, token) = open(client, stream, id).await?;
+    let phase = Phase::Merge {
+        transient: transient.to_owned(),
+    };
+    let result = async {
+        let mut out = BytesMut::with_capacity(128 + parent.len() + transient.len());
+        wire::encode_merge_segments(&mut out, 1, parent, transient, &token)?;
+        conn.send(out.split().freeze()).await?;
+        loop {
+            let reply = answer(client, &conn, &mut replies, &phase, parent).await?;
+            match on_merge_again(reply)? {
+                Some(Next::Wait) => {}
+                Some(_) => return Ok(true),
+                None => return Ok(false),
+            }
+        }
     }
-    if matches!(&result, Err(e) if e.kind() == ErrorKind::Authentication) {
-        client.forget_token(stream);
-    }
-    result.map_err(|e| {
-        e.context(format!(
-            "large event of {} bytes to segment {parent} was not written ({})",
-            framed.len() - 8,
-            phase.name()
-        ))
-    })
+    .await;
+    conn.close();
+    result
 }
 
 #[cfg(test)]
@@ -499,7 +668,9 @@ mod tests {
         };
         let e = Phase::Create.on_reply(sealed, 2).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::ReadOnly);
-        let mut merging = Phase::Merge;
+        let mut merging = Phase::Merge {
+            transient: "t".into(),
+        };
         let e = merging.on_reply(appended(0), 2).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Protocol);
         let used = Reply::AppendSetup {
@@ -523,5 +694,85 @@ mod tests {
             acked: 0,
         };
         assert!(appending.on_reply(failed, 2).is_err());
+    }
+
+    #[test]
+    fn a_lost_merge_is_sent_again_and_anything_else_starts_over() {
+        // Where an attempt stopped decides the retry: a merge sent is merged again (the
+        // store answers SEGMENTS_MERGED for a source it merged already), anything earlier
+        // is written whole again through a new transient segment.
+        for (phase, again) in [
+            (Phase::Create, None),
+            (
+                Phase::Setup {
+                    transient: "t".into(),
+                },
+                None,
+            ),
+            (
+                Phase::Append {
+                    transient: "t".into(),
+                    chunks: 3,
+                    acked: 1,
+                },
+                None,
+            ),
+            (
+                Phase::Merge {
+                    transient: "t".into(),
+                },
+                Some("t".to_owned()),
+            ),
+        ] {
+            assert_eq!(phase.merge_sent(), again, "{phase:?}");
+        }
+        let merged = Reply::SegmentsMerged {
+            request_id: 1,
+            target: "s/t/0.#epoch.0".into(),
+            source: "t".into(),
+            new_target_write_offset: 1,
+        };
+        assert_eq!(on_merge_again(merged).unwrap(), Some(Next::Done));
+        assert_eq!(on_merge_again(Reply::KeepAlive).unwrap(), Some(Next::Wait));
+        let gone = Reply::NoSuchSegment {
+            request_id: 1,
+            segment: "t".into(),
+            stack: String::new(),
+            offset: -1,
+        };
+        assert_eq!(
+            on_merge_again(gone).unwrap(),
+            None,
+            "gone: write it whole again"
+        );
+        let sealed = Reply::SegmentIsSealed {
+            request_id: 1,
+            segment: "s/t/0".into(),
+            stack: String::new(),
+            offset: -1,
+        };
+        assert_eq!(
+            on_merge_again(sealed).unwrap_err().kind(),
+            ErrorKind::ReadOnly
+        );
+    }
+
+    #[test]
+    fn lost_connections_and_silences_are_retried_refusals_are_not() {
+        for k in [
+            ErrorKind::Connect,
+            ErrorKind::Disconnected,
+            ErrorKind::Timeout,
+        ] {
+            assert!(worth_retrying(&Error::new(k, "x")), "{k:?}");
+        }
+        for k in [
+            ErrorKind::ReadOnly,
+            ErrorKind::Authentication,
+            ErrorKind::Protocol,
+            ErrorKind::MessageTooBig,
+        ] {
+            assert!(!worth_retrying(&Error::new(k, "x")), "{k:?}");
+        }
     }
 }

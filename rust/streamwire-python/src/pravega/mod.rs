@@ -5,6 +5,7 @@
 //! transactions (`txn`), byte streams.
 
 mod admin;
+mod arrow_sink;
 pub mod byte_stream;
 pub mod client;
 mod framing;

@@ -12,6 +12,7 @@ use streamwire_core::error::Error;
 use streamwire_core::metrics::EntityMetrics;
 use streamwire_pravega::reader::{ReadEvent, StreamReader};
 
+use super::arrow_sink::ArrowSink;
 use super::inline::wait_here;
 use super::take::Source;
 use crate::common::aio::{self, Value};
@@ -47,7 +48,7 @@ impl PravegaEventObj {
         PyBytes::new(py, &self.e.data)
     }
 
-    /// `scope/stream`.
+    /// `scope/stream` of the stream the event came from.
     #[getter]
     fn stream(&self) -> &str {
         &self.stream
@@ -87,14 +88,15 @@ impl PravegaEventObj {
     }
 }
 
-/// Reads one stream. Thread-safe (calls are serialised). Made by
-/// `streamwire.pravega.Client.create_reader`; both `streamwire.pravega.Reader` and
-/// `streamwire.aio.pravega.Reader` wrap it.
+/// Reads one stream, or a reader group's streams. Thread-safe (calls are serialised). Made
+/// by `streamwire.pravega.Client.create_reader` and `ReaderGroup.create_reader`; both
+/// `streamwire.pravega.Reader` and `streamwire.aio.pravega.Reader` wrap it.
 #[pyclass(frozen, module = "streamwire._native")]
 pub struct PravegaReader {
     src: Arc<Source>,
     pid: u32,
-    stream: Arc<str>,
+    /// `scope/stream` of each stream read, by the index events carry.
+    streams: Vec<Arc<str>>,
     metrics: Arc<EntityMetrics>,
     /// The reader's id in its reader group, for a group's reader.
     group_reader: Option<String>,
@@ -145,15 +147,18 @@ fn read_args(
 
 impl PravegaReader {
     pub fn new(r: StreamReader, pid: u32) -> Self {
-        let s = r.stream();
-        let stream: Arc<str> = Arc::from(format!("{}/{}", s.scope, s.stream));
+        let streams = r
+            .streams()
+            .iter()
+            .map(|s| Arc::from(s.to_string()))
+            .collect();
         let metrics = Arc::clone(r.metrics());
         let group_reader = r.group_reader().map(str::to_owned);
         PravegaReader {
             group_reader,
             src: Source::new(r),
             pid,
-            stream,
+            streams,
             metrics,
             spare: std::sync::Mutex::new(Vec::new()),
         }
@@ -185,8 +190,8 @@ impl PravegaReader {
 
     fn wrap(&self, e: ReadEvent) -> PravegaEventObj {
         PravegaEventObj {
+            stream: self.streams[e.stream as usize].clone(),
             e,
-            stream: self.stream.clone(),
         }
     }
 
@@ -210,7 +215,7 @@ impl PravegaReader {
                 .into_any()
                 .unbind(),
             _ => {
-                let batch = events_to_batch(py, &self.stream, got, names)?.unbind();
+                let batch = events_to_batch(py, &self.streams, got, names)?.unbind();
                 got.clear();
                 batch
             }
@@ -230,9 +235,18 @@ impl PravegaReader {
         self.live(py)?;
         let (max, names, t) = read_args(kind, max_events, timeout, columns.as_deref())?;
         let src = &self.src;
+        if kind == ARROW {
+            // Payloads copied once into the batch, straight from the chunks (`arrow_sink`).
+            let sink = wait_here(py, what, None, async move {
+                let mut sink = ArrowSink::with_capacity(max.min(TAKE_CAP));
+                src.read(max, t, &mut sink).await?;
+                Ok(sink)
+            })?;
+            return Ok(sink.batch(py, &self.streams, &names)?.unbind());
+        }
         let mut out = self.vector(max);
         let mut got = wait_here(py, what, None, async move {
-            src.read(max, t, &mut out, false).await?;
+            src.read(max, t, &mut out).await?;
             Ok(out)
         })?;
         let value = self.deliver(py, kind, &mut got, &names);
@@ -249,10 +263,16 @@ impl PravegaReader {
         crate::common::metrics::snapshot_dict(py, &self.metrics.snapshot())
     }
 
-    /// `scope/stream`.
+    /// `scope/stream` (the first of a reader group's streams).
     #[getter]
     fn stream(&self) -> &str {
-        &self.stream
+        &self.streams[0]
+    }
+
+    /// Every stream read, `scope/stream` each (a reader group's: all of the group's).
+    #[getter]
+    fn streams(&self) -> Vec<String> {
+        self.streams.iter().map(|s| s.to_string()).collect()
     }
 
     /// The reader's id in its reader group (None for a reader outside a group).
@@ -307,7 +327,7 @@ impl PravegaReader {
     fn __repr__(&self, py: Python<'_>) -> String {
         format!(
             "<streamwire.pravega.Reader stream={}>",
-            str_repr(py, Some(&self.stream))
+            str_repr(py, Some(&self.streams.join(",")))
         )
     }
 }
@@ -332,10 +352,7 @@ impl PravegaReader {
             return aio::ready(py, py.None().into_bound(py));
         }
         let src = self.src.clone();
-        let work = async move {
-            let mut out = Vec::with_capacity(max.min(TAKE_CAP));
-            src.read(max, t, &mut out, true).await
-        };
+        let work = async move { src.read_held(max, t).await };
         // Not aborted on cancel (see `take`): the read finishes into `held`.
         let (fut, _) = aio::spawn(py, "read", None, work, |()| Value::None)?;
         Ok(fut)
@@ -359,11 +376,28 @@ impl PravegaReader {
 crate::two_faces! {
     impl PravegaReader {
         /// The position after the last event handed out, as a stream cut's text (it waits
-        /// for a read in progress to end).
+        /// for a read in progress to end). `InvalidArgumentError` for a reader of a group
+        /// of several streams: `stream_cuts` gives one per stream.
         fn position / _aposition (&self, py) -> String {
             self.live(py)?;
+            if self.streams.len() > 1 {
+                return Err(to_py(Error::invalid(format!(
+                    "this reader reads {} streams: use stream_cuts() for a position per stream",
+                    self.streams.len()
+                ))));
+            }
             let src = self.src.clone();
-            Op::new("position", None, async move { src.position().await })
+            Op::new("position", None, async move {
+                Ok(src.positions().await?.swap_remove(0))
+            })
+        }
+
+        /// The position after the last event handed out, one stream cut's text per stream
+        /// read, in the order of `streams` (it waits for a read in progress to end).
+        fn stream_cuts / _astream_cuts (&self, py) -> Vec<String> {
+            self.live(py)?;
+            let src = self.src.clone();
+            Op::new("stream_cuts", None, async move { src.positions().await })
         }
 
         /// A reader group's reader leaves its group: its segments go back to the group at
@@ -389,7 +423,7 @@ crate::two_faces! {
 /// The `names` columns of `got`, in that order (shared with the awaitable `read_arrow`).
 pub(crate) fn events_to_batch<'py>(
     py: Python<'py>,
-    stream: &str,
+    streams: &[Arc<str>],
     got: &[ReadEvent],
     names: &[&str],
 ) -> PyResult<Bound<'py, PyAny>> {
@@ -403,7 +437,7 @@ pub(crate) fn events_to_batch<'py>(
             )?,
             "stream" => b.var(
                 &got.iter()
-                    .map(|_| Some(stream.as_bytes()))
+                    .map(|e| Some(streams[e.stream as usize].as_bytes()))
                     .collect::<Vec<_>>(),
                 true,
             )?,

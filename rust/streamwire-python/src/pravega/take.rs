@@ -21,7 +21,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use streamwire_core::error::{Error, Result};
-use streamwire_pravega::reader::{ReadEvent, StreamReader};
+use streamwire_pravega::reader::{EventSink, ReadEvent, SegRef, StreamReader};
+
+/// Room an awaitable read gathers events in up front.
+const HELD_CAP: usize = 65_536;
 
 /// A reader's state shared by both faces and the engine tasks of awaitable reads.
 pub(crate) struct Source {
@@ -32,7 +35,7 @@ pub(crate) struct Source {
     closing: watch::Sender<bool>,
     /// Where the events held when the reader was stopped were (segment → offset of the
     /// oldest): a group reader leaving at close hands its segments over from there.
-    dropped_at: Mutex<BTreeMap<i64, i64>>,
+    dropped_at: Mutex<BTreeMap<SegRef, i64>>,
 }
 
 impl Source {
@@ -70,51 +73,66 @@ impl Source {
         q.drain(..n).collect()
     }
 
-    /// One read under the reader's lock: events already held come first (into `out`, or
-    /// left where they are with `keep`); else one engine read, waiting up to `timeout` for
-    /// the first event, into `out` (into `held` with `keep`: the awaitable face, whose
-    /// future only says "look"; `close` ends it with `AlreadyClosedError`).
-    pub async fn read(
+    /// The blocking face's read, under the reader's lock: events already held come first
+    /// (a program may use both faces), else one engine read, waiting up to `timeout` for
+    /// the first event, straight into `out` (no queue in between on the hot path; no watch
+    /// per call either: a single-event `read` measured ~30% slower with one, so `close`
+    /// waits for the read to end instead).
+    pub async fn read<S: EventSink>(
         &self,
         max: usize,
         timeout: Duration,
-        out: &mut Vec<ReadEvent>,
-        keep: bool,
+        out: &mut S,
     ) -> Result<()> {
+        let mut guard = self.reader.lock().await;
+        {
+            let mut held = self.held();
+            if !held.is_empty() {
+                let n = max.min(held.len());
+                for e in held.drain(..n) {
+                    let len = e.data.len();
+                    out.push(e.stream, e.segment, e.offset, &e.data, 0..len);
+                }
+                return Ok(());
+            }
+        }
+        let r = guard
+            .as_mut()
+            .ok_or_else(|| Error::closed("Pravega reader"))?;
+        let start = out.taken();
+        let res = r.read(max, timeout, out).await;
+        self.at_end.store(r.at_end(), Ordering::Release);
+        // Events taken are handed out even if the read then failed (it fails again).
+        if out.taken() > start {
+            Ok(())
+        } else {
+            res
+        }
+    }
+
+    /// The awaitable face's read: one engine read into `held` (none when events are held
+    /// already), whose future only says "look"; `close` ends it with `AlreadyClosedError`.
+    pub async fn read_held(&self, max: usize, timeout: Duration) -> Result<()> {
         let read = async {
             let mut guard = self.reader.lock().await;
-            {
-                let mut held = self.held();
-                if !held.is_empty() {
-                    if !keep {
-                        let n = max.min(held.len());
-                        out.extend(held.drain(..n));
-                    }
-                    return Ok(());
-                }
+            if !self.held().is_empty() {
+                return Ok(());
             }
             let r = guard
                 .as_mut()
                 .ok_or_else(|| Error::closed("Pravega reader"))?;
-            let res = r.read(max, timeout, out).await;
+            let mut out = Vec::with_capacity(max.min(HELD_CAP));
+            let res = r.read(max, timeout, &mut out).await;
             self.at_end.store(r.at_end(), Ordering::Release);
             let got = !out.is_empty();
-            if keep {
-                // No await after this point: the events reach `held` whatever happens.
-                self.held().extend(out.drain(..));
-            }
-            // Events taken are handed out even if the read then failed (it fails again).
+            // No await after this point: the events reach `held` whatever happens.
+            self.held().extend(out.drain(..));
             if got {
                 Ok(())
             } else {
                 res
             }
         };
-        if !keep {
-            // The blocking face: no watch per call on its hot path (a single-event `read`
-            // measured ~30% slower with it); its `close` waits for the read to end instead.
-            return read.await;
-        }
         let mut closing = self.closing.subscribe();
         tokio::select! {
             biased;
@@ -123,23 +141,23 @@ impl Source {
         }
     }
 
-    /// The position after the last event handed out, held events put back.
-    pub async fn position(&self) -> Result<String> {
+    /// The position after the last event handed out, held events put back: one stream
+    /// cut's text per stream read (one but for a reader of a multi-stream group).
+    pub async fn positions(&self) -> Result<Vec<String>> {
         let guard = self.reader.lock().await;
         let r = guard
             .as_ref()
             .ok_or_else(|| Error::closed("Pravega reader"))?;
-        let mut cut = r.position();
-        cut.positions.extend(self.held_positions());
-        Ok(cut.to_text())
+        let cuts = r.cuts_with(&self.held_positions());
+        Ok(cuts.iter().map(|c| c.to_text()).collect())
     }
 
     /// Each segment's offset of its oldest held event.
-    fn held_positions(&self) -> BTreeMap<i64, i64> {
+    fn held_positions(&self) -> BTreeMap<SegRef, i64> {
         let mut out = BTreeMap::new();
         for e in self.held().iter().rev() {
             // Walking back from the newest, the oldest held event of a segment wins.
-            out.insert(e.segment, e.offset);
+            out.insert(SegRef::new(e.stream, e.segment), e.offset);
         }
         out
     }
@@ -163,7 +181,7 @@ impl Source {
         let r = guard
             .as_mut()
             .ok_or_else(|| Error::closed("Pravega reader"))?;
-        let mut at = r.position().positions;
+        let mut at = r.positions().clone();
         at.extend(self.held_positions());
         at.extend(std::mem::take(
             &mut *self.dropped_at.lock().unwrap_or_else(|p| p.into_inner()),

@@ -8,7 +8,7 @@ use streamwire_core::log::{event, Level};
 use super::{Actor, Event};
 use crate::routing::segment_for;
 use crate::writer::batch::{Piece, Points};
-use crate::writer::large::write_large;
+use crate::writer::large::{write_large, RetryBudget};
 use crate::writer::queue::Acked;
 
 impl Actor {
@@ -54,9 +54,15 @@ impl Actor {
         );
         let data = piece.data.clone();
         let events = self.events.clone();
+        // Retried as the writer retries its segments: until `send_timeout` after the first
+        // failure, with its backoff.
+        let budget = RetryBudget {
+            send_timeout: self.config.send_timeout,
+            backoff: self.config.backoff.clone(),
+        };
         self.large = Some(piece);
         tokio::spawn(async move {
-            let result = write_large(&client, &stream, id, &name, data).await;
+            let result = write_large(&client, &stream, id, &name, data, &budget).await;
             let _ = events.send(Event::LargeDone(result)).await;
         });
     }
