@@ -11,6 +11,7 @@ command line with one line once the command took effect.
     proxy.stall(True)     # accept, forward nothing
     proxy.refuse(2.0)     # close new connections at once for 2 s
     proxy.set_latency(0.3)  # each chunk delivered 300 ms after it was read (both ways)
+    proxy.bytes_forwarded  # bytes delivered so far, per direction
 """
 
 from __future__ import annotations
@@ -67,6 +68,13 @@ class ProxyProcess:
     def connection_count(self) -> int:
         return int(self._command("count"))
 
+    @property
+    def bytes_forwarded(self) -> dict[str, int]:
+        """Bytes delivered so far, per direction (``TO_BROKER``, ``TO_CLIENT``)."""
+        from tests.peers.faultproxy import DIRECTIONS
+
+        return dict(zip(DIRECTIONS, map(int, self._command("bytes").split())))
+
     def close(self) -> None:
         if self._proc.poll() is None:
             try:
@@ -81,7 +89,7 @@ class ProxyProcess:
 
 
 def _serve(upstream_host: str, upstream_port: int) -> None:
-    from tests.peers.faultproxy import FaultProxy
+    from tests.peers.faultproxy import DIRECTIONS, FaultProxy
 
     proxy = FaultProxy(upstream_host, upstream_port, rewrite_lookup=False)
     print(f"port {proxy.port}", flush=True)
@@ -101,6 +109,9 @@ def _serve(upstream_host: str, upstream_port: int) -> None:
                 print("ok", flush=True)
             elif cmd == "count":
                 print(f"ok {proxy.connection_count}", flush=True)
+            elif cmd == "bytes":
+                counts = proxy.bytes_forwarded
+                print("ok " + " ".join(str(counts[d]) for d in DIRECTIONS), flush=True)
             elif cmd == "quit":
                 print("ok", flush=True)
                 break

@@ -15,6 +15,7 @@ import pytest
 from streamwire import MessageTooBigError, ReadOnlyError, StreamwireError, pravega
 from streamwire.aio import pravega as apv
 
+from tests.peers.faultproxy import TO_BROKER
 from tests.peers.pravega import PravegaStandalone
 from tests.pravega.test_pravega_client import read_n
 from tests.pravega.test_pravega_interop import official_read_all
@@ -170,20 +171,32 @@ def test_a_connection_lost_during_the_large_write_is_retried_and_writes_it_once(
     event = big(11, 20 * MiB)
     with pv_client.create_writer(scope, "cut") as w:
         w.write(b"first")
-        # Every byte delayed 0.5 s each way: each step of the large write (HELLO, create,
-        # set-up, the chunks' acknowledgements, the merge) takes about a second, so a cut
-        # after 4 s lands while the chunks are on their way, a second before the merge.
+        # Every byte delayed 0.5 s each way, so the chunks' acknowledgements (and so the
+        # merge) come at least a second after the chunks reach the store. The cut comes once
+        # the first MiB of them has reached it: the write is then appending chunks, whatever
+        # the machine's load (a fixed sleep missed that phase under the CI's load).
         proxy.set_latency(0.5)
         try:
+            before = proxy.bytes_forwarded[TO_BROKER]
             fut = w.write_async(event)
-            time.sleep(4.0)
+            deadline = time.monotonic() + 60
+            while proxy.bytes_forwarded[TO_BROKER] - before < MiB:
+                assert time.monotonic() < deadline, "the chunks never reached the store"
+                time.sleep(0.005)
             assert proxy.cut_all() >= 1
         finally:
             proxy.set_latency(0.0)
         assert fut.result(timeout=60) is None, "retried, not failed"
         w.write(b"after")
-    retries = [r.getMessage() for r in caplog.records if "large event" in r.getMessage()]
-    assert any("(appending chunks)" in m and "retrying" in m for m in retries), retries
+    # The engine's log records reach Python logging through its dispatcher thread: give a
+    # loaded machine time to deliver the retry's record.
+    deadline = time.monotonic() + 15
+    while True:
+        retries = [r.getMessage() for r in caplog.records if "large event" in r.getMessage()]
+        if any("(appending chunks)" in m and "retrying" in m for m in retries):
+            break
+        assert time.monotonic() < deadline, retries
+        time.sleep(0.05)
     want = [b"first", event, b"after"]
     with pv_client.create_reader(scope, "cut", "head") as r:
         got = [e.value for e in read_n(r, 3, timeout=60)]
