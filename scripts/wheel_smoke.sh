@@ -6,7 +6,8 @@
 #
 #   bash scripts/wheel_smoke.sh [--no-spark]     # scripts/test.sh runs it; needs .venv (bootstrap)
 #
-# WHEEL_SMOKE_OUT=DIR keeps the built wheel in DIR (default: a temporary directory).
+# WHEEL_SMOKE_OUT=DIR keeps the built wheel in DIR (default: a temporary directory);
+# WHEEL_SMOKE_WHEEL=FILE smokes a wheel built before (by scripts/wheel_build.sh) instead.
 # The fresh virtualenv installs the same versions as .venv (its `pip freeze` is the constraints
 # file), so pip takes them from its cache instead of resolving newer ones.
 set -euo pipefail
@@ -16,11 +17,16 @@ work=$(mktemp -d /tmp/streamwire-wheel-smoke.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 t0=$(date +%s)
-PATH="$ROOT/.venv/bin:$PATH" nice -n 5 maturin build --release --quiet --zig \
-    --target x86_64-unknown-linux-gnu --compatibility manylinux2014 --out "${WHEEL_SMOKE_OUT:-$work/dist}"
-wheel=$(ls -t "${WHEEL_SMOKE_OUT:-$work/dist}"/streamwire-*-cp39-abi3-manylinux*_x86_64.whl | head -1)
+if [ -n "${WHEEL_SMOKE_WHEEL:-}" ]; then
+    # Built already (scripts/test.sh builds it in the background while the tests run).
+    wheel=$WHEEL_SMOKE_WHEEL
+    echo "wheel smoke: $(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB), built beforehand"
+else
+    bash scripts/wheel_build.sh "${WHEEL_SMOKE_OUT:-$work/dist}"
+    wheel=$(ls -t "${WHEEL_SMOKE_OUT:-$work/dist}"/streamwire-*-cp39-abi3-manylinux*_x86_64.whl | head -1)
+    echo "wheel smoke: built $(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB) in $(($(date +%s) - t0)) s"
+fi
 t1=$(date +%s)
-echo "wheel smoke: built $(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB) in $((t1 - t0)) s"
 
 # The platform tag must be the glibc 2.17 one and the extension must use the limited API only.
 .venv/bin/auditwheel show "$wheel" | tee "$work/auditwheel.txt"
