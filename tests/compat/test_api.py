@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import json
+import time
 import uuid
 from types import ModuleType
 from typing import Any
@@ -232,3 +233,27 @@ def test_native_objects_are_reachable(lite_broker: Any) -> None:
         assert producer.native.topic == consumer.native.topic == topic
     finally:
         client.close()
+
+
+def test_a_receipt_that_fails_reaches_the_callback_as_a_result(
+    lite_broker: Any, fault_proxy: Any
+) -> None:
+    """A send that fails after ``send_async`` returned (its send timeout passes while the
+    broker's connection forwards nothing) reaches the callback through the dispatcher as the
+    official client reports it: a ``Result`` and an empty id."""
+    proxy = fault_proxy(lite_broker)
+    results: list[tuple[Any, str]] = []
+    client = compat.Client(proxy.url)
+    try:
+        producer = client.create_producer(
+            f"persistent://public/default/late-{uuid.uuid4().hex}", send_timeout_millis=500
+        )
+        proxy.stall(True)
+        producer.send_async(b"x", lambda res, msg_id: results.append((res, str(msg_id))))
+        deadline = time.monotonic() + 20
+        while not results and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        proxy.stall(False)
+        client.close()
+    assert results == [(compat.Result.Timeout, "(-1,-1,-1,-1)")]
