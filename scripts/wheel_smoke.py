@@ -158,6 +158,15 @@ def spark_round_trip(url: str) -> None:
             raise SystemExit(f"Spark read back {len(values)} rows, not the 100 written")
     finally:
         spark.stop()
+        # The JVM ends when its stdin closes (at this process's exit, otherwise): wait for it
+        # here, so that it is gone before wheel_smoke.sh removes the virtualenv whose jars its
+        # shutdown hooks still read (they printed a NoSuchFileException trace after "all ok").
+        from pyspark import SparkContext
+
+        proc = getattr(SparkContext._gateway, "proc", None)
+        if proc is not None and proc.stdin is not None:
+            proc.stdin.close()
+            proc.wait(timeout=60)
 
 
 def cli(venv_bin: Path) -> None:
