@@ -23,7 +23,7 @@ WHEEL_TARGET_DIR="$PWD/target/wheel" chrt --idle 0 "$PY" -c \
     scripts/wheel_build.sh "$wheel_dir" >"$wheel_dir/build.log" 2>&1 &
 wheel_pid=$!
 # A failing gate ends the run: the build goes with it (its whole process group).
-trap 'kill -- -"$wheel_pid" 2>/dev/null || true' EXIT
+trap 'kill -- -"$wheel_pid" 2>/dev/null || true; rm -rf "$wheel_dir"' EXIT
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -59,4 +59,3 @@ if ! wait "$wheel_pid"; then
 fi
 echo "waited $(($(date +%s) - t0)) s for the wheel's background build"
 WHEEL_SMOKE_WHEEL=$(ls "$wheel_dir"/streamwire-*-cp39-abi3-manylinux*_x86_64.whl) bash scripts/wheel_smoke.sh
-rm -rf "$wheel_dir"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import json
+import logging
 import time
 import uuid
 from types import ModuleType
@@ -257,3 +258,29 @@ def test_a_receipt_that_fails_reaches_the_callback_as_a_result(
         proxy.stall(False)
         client.close()
     assert results == [(compat.Result.Timeout, "(-1,-1,-1,-1)")]
+
+
+def test_an_error_level_logger_does_not_silence_warnings_for_the_process(lite_broker: Any) -> None:
+    """``Client(logger=ConsoleLogger(Error))`` filters the console at ERROR, but the
+    ``streamwire`` logger keeps passing warnings to the process's other handlers (it failed the
+    Pravega retry test, whose warning was dropped after the compat tests had run)."""
+    target = logging.getLogger("streamwire")
+    before = target.level
+    # A logger of the test's own; its forwarding handler is removed again at the end.
+    mine = logging.getLogger(f"compat-debug-{uuid.uuid4().hex}")
+    mine.setLevel(logging.DEBUG)
+    mine.propagate = False
+    try:
+        target.setLevel(logging.WARNING)
+        client = compat.Client(
+            lite_broker.service_url, logger=compat.ConsoleLogger(compat.LoggerLevel.Error)
+        )
+        client.close()
+        assert target.getEffectiveLevel() == logging.WARNING
+        client = compat.Client(lite_broker.service_url, logger=mine)
+        client.close()
+        assert target.getEffectiveLevel() == logging.DEBUG, "a lower level is still honoured"
+    finally:
+        target.setLevel(before)
+        for handler in [h for h in target.handlers if getattr(h, "target", None) is mine]:
+            target.removeHandler(handler)

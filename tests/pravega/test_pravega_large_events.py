@@ -166,9 +166,8 @@ def test_a_connection_lost_during_the_large_write_is_retried_and_writes_it_once(
     through a new transient segment (the half-written one is dropped, never merged), as the
     Java writer does; the event is read back once, whole, by our reader and the official
     one, between the events around it."""
-    # Another test's client may have raised the ``streamwire`` logger's level (a compat client
-    # given an Error-level logger does, as the official one's logger does): the retry is a
-    # warning, and it is what this test looks for.
+    # The retry is a warning, and it is what this test looks for: the level is the test's own,
+    # whatever other tests of the process configured.
     caplog.set_level(logging.WARNING, logger="streamwire")
     proxy = pravega.proxy
     assert proxy is not None

@@ -321,5 +321,8 @@ def _install_logger(logger: Any) -> None:
     if key not in _HANDLERS:
         _HANDLERS[key] = handler
         target.addHandler(handler)
-    if target.level == logging.NOTSET or target.level > level:
+    # Each destination filters by its own handler's level; the logger's level is only ever
+    # lowered (so that the engine emits what a destination asks for), never raised: an
+    # Error-level logger must not silence the warnings other listeners of the process get.
+    if level < target.getEffectiveLevel():
         target.setLevel(level)
